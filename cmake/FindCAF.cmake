@@ -1,0 +1,16 @@
+# Debian's libcaf-dev (0.17.6) ships neither a CMake config nor a pkg-config file.
+find_path(CAF_INCLUDE_DIR caf/all.hpp)
+find_library(CAF_CORE_LIBRARY caf_core)
+find_library(CAF_IO_LIBRARY caf_io)
+include(FindPackageHandleStandardArgs)
+find_package_handle_standard_args(CAF REQUIRED_VARS CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY)
+if(CAF_FOUND AND NOT TARGET CAF::core)
+  find_package(Threads REQUIRED)
+  add_library(CAF::core UNKNOWN IMPORTED)
+  set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES Threads::Threads)
+  add_library(CAF::io UNKNOWN IMPORTED)
+  set_target_properties(CAF::io PROPERTIES IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
+    INTERFACE_LINK_LIBRARIES CAF::core)
+endif()

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "troupe/any.hpp"
+#include "troupe/infer_request.hpp"
+#include "troupe/model.hpp"
+
+namespace troupe {
+
+/// A model compiled for a device: its stage actors, execute streams and kernels. Cheap to copy
+/// (copies share the pipeline). The pipeline shuts down when the last copy and the last infer
+/// request are gone; requests still in flight are finished first, queued ones cancelled.
+class CompiledModel {
+ public:
+  CompiledModel() = default;
+
+  /// A new request; any number may exist and run at once.
+  InferRequest create_infer_request();
+
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+
+  /// Read-only properties (NETWORK_NAME, OPTIMAL_NUMBER_OF_INFER_REQUESTS, EXECUTION_DEVICES,
+  /// LOADED_FROM_CACHE, SUPPORTED_PROPERTIES) and the effective configuration.
+  Any get_property(const std::string& name) const;
+
+  /// The executed graph: one node per kernel with attributes "layer_type", "execution_order",
+  /// "implementation" and "original_names".
+  std::shared_ptr<const Model> runtime_model() const;
+
+  /// Aggregate statistics of every request run so far (see PipelineStats).
+  std::string stats_report() const;
+
+  explicit operator bool() const { return static_cast<bool>(impl_); }
+
+  /// Internal: the implementation behind this handle.
+  const std::shared_ptr<detail::CompiledModelImpl>& impl() const { return impl_; }
+
+ private:
+  friend class Core;
+  explicit CompiledModel(std::shared_ptr<detail::CompiledModelImpl> impl);
+  std::shared_ptr<detail::CompiledModelImpl> impl_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "troupe/any.hpp"
+
+namespace troupe {
+
+/// Performance hint: what compile_model optimizes the stream/request layout for.
+enum class PerformanceMode { latency, throughput };
+std::string to_string(PerformanceMode mode);
+
+/// Property names. Read-only ones are marked RO; the rest can be set on the device
+/// (Core::set_property) or per compilation (compile_model's properties, which override the device's).
+namespace props {
+// Device (RO)
+inline constexpr const char* supported_properties = "SUPPORTED_PROPERTIES";
+inline constexpr const char* available_devices = "AVAILABLE_DEVICES";
+inline constexpr const char* device_full_name = "FULL_DEVICE_NAME";
+inline constexpr const char* device_capabilities = "OPTIMIZATION_CAPABILITIES";
+inline constexpr const char* range_for_async_infer_requests = "RANGE_FOR_ASYNC_INFER_REQUESTS";
+// Configuration (RW)
+inline constexpr const char* device_id = "DEVICE_ID";
+inline constexpr const char* enable_profiling = "PERF_COUNT";
+inline constexpr const char* num_streams = "NUM_STREAMS";
+inline constexpr const char* inference_num_threads = "INFERENCE_NUM_THREADS";
+inline constexpr const char* performance_mode = "PERFORMANCE_HINT";
+inline constexpr const char* num_requests = "PERFORMANCE_HINT_NUM_REQUESTS";
+inline constexpr const char* disable_transformations = "DISABLE_TRANSFORMATIONS";
+inline constexpr const char* exclusive_async_requests = "EXCLUSIVE_ASYNC_REQUESTS";
+inline constexpr const char* inference_precision = "INFERENCE_PRECISION_HINT";
+/// Upper bound of requests inside one compiled model's pipeline at once (credits).
+inline constexpr const char* max_requests_in_flight = "MAX_REQUESTS_IN_FLIGHT";
+// Compiled model (RO)
+inline constexpr const char* model_name = "NETWORK_NAME";
+inline constexpr const char* optimal_number_of_infer_requests = "OPTIMAL_NUMBER_OF_INFER_REQUESTS";
+inline constexpr const char* execution_devices = "EXECUTION_DEVICES";
+inline constexpr const char* loaded_from_cache = "LOADED_FROM_CACHE";
+}  // namespace props
+
+/// A property map is written as `{{props::num_streams, 2}, {props::performance_mode, "THROUGHPUT"}}`.
+using Property = std::pair<std::string, Any>;
+
+}  // namespace troupe

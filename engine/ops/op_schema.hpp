@@ -1,0 +1,74 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "troupe/error.hpp"
+#include "troupe/model.hpp"
+
+namespace troupe {
+
+/// What shape inference sees of one node: its attributes and its inputs' types and shapes, plus
+/// the data of inputs that are constants (Reshape's target shape, Slice's starts, ...).
+struct ShapeInferContext {
+  const Node& node;
+  std::vector<ValueInfo> inputs;           // ValueInfo{} for an omitted optional input
+  std::vector<const Tensor*> constant_inputs;  // nullptr where the input is not a constant
+
+  size_t num_inputs() const { return inputs.size(); }
+  bool has_input(size_t i) const {
+    return i < inputs.size() && inputs[i].type != ElementType::undefined;
+  }
+  const Shape& shape(size_t i) const { return inputs.at(i).shape; }
+  ElementType type(size_t i) const { return inputs.at(i).type; }
+  const Tensor* constant(size_t i) const {
+    return i < constant_inputs.size() ? constant_inputs[i] : nullptr;
+  }
+  /// Throws ModelError "<op_type> node '<name>': <message>".
+  [[noreturn]] void fail(const std::string& message) const;
+};
+
+/// Output types and shapes of a node, in output order.
+using ShapeInferFn = std::function<std::vector<ValueInfo>(const ShapeInferContext&)>;
+
+/// The definition of an op type: arity and shape/type inference. Kernels are registered separately
+/// (kernels/kernel_registry.hpp); an op is "known" when it has a schema and "supported on CPU" when
+/// some backend also has a kernel for it.
+struct OpSchema {
+  std::string op_type;
+  size_t min_inputs = 1;
+  size_t max_inputs = 1;
+  size_t min_outputs = 1;
+  size_t max_outputs = 1;
+  ShapeInferFn infer;
+};
+
+/// All op schemas by op type. The built-in ones are registered on first use.
+class OpSchemaRegistry {
+ public:
+  static OpSchemaRegistry& instance();
+
+  void add(OpSchema schema);
+  /// nullptr when unknown.
+  const OpSchema* find(const std::string& op_type) const;
+  std::vector<std::string> op_types() const;
+
+ private:
+  OpSchemaRegistry();
+  std::map<std::string, OpSchema> schemas_;
+};
+
+/// Registration of the built-in op families (engine/ops/*.cpp), called by the registry.
+void register_elementwise_ops(OpSchemaRegistry& registry);
+void register_linear_algebra_ops(OpSchemaRegistry& registry);
+void register_convolution_ops(OpSchemaRegistry& registry);
+void register_pooling_ops(OpSchemaRegistry& registry);
+void register_normalization_ops(OpSchemaRegistry& registry);
+void register_shape_ops(OpSchemaRegistry& registry);
+
+/// numpy-style broadcast of two shapes; throws via ctx.fail when incompatible.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const ShapeInferContext& ctx);
+
+}  // namespace troupe

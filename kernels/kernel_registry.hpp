@@ -1,0 +1,59 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel.hpp"
+
+namespace troupe::kernels {
+
+/// What a kernel factory is told about the node it instantiates.
+struct KernelRequest {
+  const Node& node;
+  std::vector<ValueInfo> inputs;
+  std::vector<ValueInfo> outputs;
+};
+
+/// Creates a kernel for a node, or returns nullptr when this backend cannot handle this particular
+/// instance (an unsupported attribute or type), so the next backend is tried.
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelRequest&)>;
+
+/// Kernels by op type and backend. Backends are tried in priority order (highest first); the
+/// "reference" backend has priority 0 and is the specification every other backend is tested
+/// against.
+class KernelRegistry {
+ public:
+  static KernelRegistry& instance();
+
+  void add(const std::string& backend, int priority, const std::string& op_type,
+           KernelFactory factory);
+  /// Creates the highest-priority kernel that accepts the node; nullptr if none.
+  /// `allowed_backends` empty means all.
+  std::unique_ptr<Kernel> create(const KernelRequest& request,
+                                 const std::vector<std::string>& allowed_backends = {}) const;
+  /// Creates the kernel of one backend, nullptr if it has none for this node.
+  std::unique_ptr<Kernel> create_with(const std::string& backend,
+                                      const KernelRequest& request) const;
+  bool has_op(const std::string& op_type) const;
+  std::vector<std::string> op_types(const std::string& backend) const;
+
+ private:
+  KernelRegistry();
+  struct Entry {
+    std::string backend;
+    int priority;
+    KernelFactory factory;
+  };
+  std::map<std::string, std::vector<Entry>> by_op_;
+};
+
+/// Wraps a ReferenceFn as a Kernel.
+std::unique_ptr<Kernel> make_reference_kernel(const Node& node, ReferenceFn fn);
+
+/// Registration of the reference kernels (kernels/reference/*.cpp), called by the registry.
+void register_reference_kernels(KernelRegistry& registry);
+
+}  // namespace troupe::kernels

@@ -1,0 +1,17 @@
+#pragma once
+
+#include "kernels/kernel_registry.hpp"
+
+namespace troupe::kernels::reference {
+
+// Each family registers its op types under backend "reference" (priority 0). One file per family
+// under kernels/reference/; the functions themselves are the specification of each op.
+void register_elementwise(KernelRegistry& registry);     // Add Sub Mul Div Relu Sigmoid Tanh
+void register_softmax(KernelRegistry& registry);         // Softmax
+void register_linear_algebra(KernelRegistry& registry);  // MatMul Gemm
+void register_shape(KernelRegistry& registry);           // Reshape Flatten Transpose Concat Identity
+void register_convolution(KernelRegistry& registry);     // Conv
+void register_pooling(KernelRegistry& registry);  // MaxPool AveragePool GlobalAveragePool
+void register_normalization(KernelRegistry& registry);  // BatchNormalization
+
+}  // namespace troupe::kernels::reference
