@@ -15,6 +15,9 @@ struct KernelRequest {
   const Node& node;
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
+  /// Data of the inputs that are model constants (nullptr elsewhere; may be left empty). Lets a
+  /// kernel prepare constant weights once (e.g. reorder them into a blocked layout).
+  std::vector<const Tensor*> constant_inputs = {};
 };
 
 /// Creates a kernel for a node, or returns nullptr when this backend cannot handle this particular

@@ -10,8 +10,10 @@ void register_elementwise(KernelRegistry& registry);     // Add Sub Mul Div Relu
 void register_softmax(KernelRegistry& registry);         // Softmax
 void register_linear_algebra(KernelRegistry& registry);  // MatMul Gemm
 void register_shape(KernelRegistry& registry);           // Reshape Flatten Transpose Concat Identity
+void register_reduction(KernelRegistry& registry);       // Reduce* ArgMax ArgMin TopK
 void register_convolution(KernelRegistry& registry);     // Conv
 void register_pooling(KernelRegistry& registry);  // MaxPool AveragePool GlobalAveragePool
 void register_normalization(KernelRegistry& registry);  // BatchNormalization
+void register_resize(KernelRegistry& registry);         // Resize
 
 }  // namespace troupe::kernels::reference

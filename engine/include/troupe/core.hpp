@@ -15,6 +15,9 @@ class actor_system;
 
 namespace troupe {
 
+class Core;
+caf::actor_system& actor_system_of(const Core& core);
+
 namespace detail {
 class Runtime;
 }
@@ -51,6 +54,7 @@ class Core {
   std::vector<std::string> available_devices() const;
 
  private:
+  friend caf::actor_system& actor_system_of(const Core& core);
   std::shared_ptr<detail::Runtime> runtime_;
   std::map<std::string, AnyMap> device_config_;
 };

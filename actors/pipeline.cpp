@@ -1,0 +1,77 @@
+#include "actors/pipeline.hpp"
+
+#include <thread>
+
+#include "actors/front_actor.hpp"
+#include "actors/stage.hpp"
+
+namespace troupe::actors {
+
+struct Pipeline::Actors {
+  caf::actor_system& system;
+  std::shared_ptr<StageHandles> handles;
+};
+
+Pipeline::Pipeline(caf::actor_system& system, std::shared_ptr<void> system_owner,
+                   std::shared_ptr<PipelineContext> context)
+    : actors_(std::make_unique<Actors>(Actors{system, std::make_shared<StageHandles>()})),
+      context_(std::move(context)),
+      system_owner_(std::move(system_owner)) {
+  auto& h = *actors_->handles;
+  Handles next = actors_->handles;
+  h.admission = spawn_admission(system, context_, next);
+  h.preprocess = system.spawn(preprocess_stage, context_, next);
+  h.upload = spawn_upload_stage(system, context_, next);
+  for (int s = 0; s < context_->config.num_streams; ++s)
+    h.execute.push_back(system.spawn<caf::detached>(execute_stage, context_, next, s));
+  h.download = system.spawn(download_stage, context_, next);
+  h.postprocess = system.spawn(postprocess_stage, context_, next);
+  h.completion = system.spawn<caf::detached>(completion_actor, context_, next);
+  h.front = caf::actor_cast<caf::actor>(spawn_front_actor(system, context_, next));
+}
+
+namespace {
+
+void shut_down(const std::shared_ptr<PipelineContext>& context,
+               const std::shared_ptr<StageHandles>& h) {
+  caf::anon_send(h->admission, drain_atom::value);
+  context->in_flight.wait_idle();
+  // The completion actor quits after delivering everything queued before this message, then
+  // tells the front actor to answer its leftovers and quit.
+  caf::anon_send(h->completion, drain_atom::value);
+  for (const caf::actor& a : {h->admission, h->preprocess, h->upload, h->download, h->postprocess})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (const caf::actor& a : h->execute) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+
+Pipeline::~Pipeline() {
+  auto context = context_;
+  auto handles = actors_->handles;
+  if (on_callback_thread()) {
+    // Destroyed from a user callback: blocking here would stall the completion actor that the
+    // requests still in flight need, so the drain finishes on a thread of its own, which also
+    // keeps the actor system alive (its destructor must not run on one of its own actors).
+    std::thread([context, handles, owner = system_owner_] { shut_down(context, handles); })
+        .detach();
+  } else {
+    shut_down(context, handles);
+  }
+}
+
+void Pipeline::submit(std::shared_ptr<detail::RequestState> state) {
+  context_->in_flight.acquire();
+  request_msg msg;
+  msg.id = context_->next_request_id++;
+  msg.state = std::move(state);
+  msg.state->trace = {};
+  msg.state->trace.submitted_ns = detail::now_ns();
+  caf::anon_send(actors_->handles->admission, submit_atom::value, std::move(msg));
+}
+
+caf::actor Pipeline::front() const { return actors_->handles->front; }
+
+const std::shared_ptr<PipelineContext>& Pipeline::context() const { return context_; }
+
+}  // namespace troupe::actors

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "engine/src/compile_config.hpp"
+#include "engine/src/compiled_graph.hpp"
+#include "engine/src/pipeline_stats.hpp"
+#include "engine/src/request_state.hpp"
+#include "engine/src/stream_executor.hpp"
+
+namespace troupe::actors {
+
+/// The buffers of one execute slot: a request holds a slot from upload until download has copied
+/// its outputs out. Each stream has several slots so that upload of the next request and download
+/// of the previous one overlap with execution.
+struct ExecuteSlot {
+  int stream = 0;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+};
+
+/// Counts requests between submission and the hand-over to the completion actor, so shutdown can
+/// wait until nothing is left inside the stages.
+class InFlight {
+ public:
+  void acquire() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++count_;
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--count_ == 0) cv_.notify_all();
+  }
+  void wait_idle() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return count_ == 0; });
+  }
+  int64_t count() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return count_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  int64_t count_ = 0;
+};
+
+/// Test-only instrumentation: called at the start of each stage's work for each request. It may
+/// sleep (to prove overlap) or throw (to prove failure isolation).
+using StageHook = std::function<void(detail::Stage stage, uint64_t request_id)>;
+
+/// What the stage actors of one compiled model share. Each field is either immutable after
+/// construction or owned by exactly one actor (executors by their stream, slots by the stage that
+/// holds the request assigned to them).
+struct PipelineContext {
+  std::shared_ptr<const detail::CompiledGraph> graph;
+  detail::CompileConfig config;
+  std::vector<ValueInfo> inputs;   // model inputs (as compiled)
+  std::vector<ValueInfo> outputs;  // model outputs (as compiled)
+  std::vector<std::unique_ptr<detail::StreamExecutor>> executors;  // one per stream
+  std::vector<ExecuteSlot> slots;
+  detail::PipelineStats stats;
+  InFlight in_flight;
+  StageHook hook;
+  std::atomic<uint64_t> next_request_id{1};
+
+  PipelineContext(std::shared_ptr<const detail::CompiledGraph> g, detail::CompileConfig c)
+      : graph(std::move(g)), config(c), stats(c.num_streams) {}
+};
+
+}  // namespace troupe::actors

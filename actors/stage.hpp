@@ -1,0 +1,60 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/messages.hpp"
+#include "actors/pipeline_context.hpp"
+#include "engine/src/clock.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe::actors {
+
+/// Handles of every actor of one pipeline. Filled once after all are spawned and before the first
+/// request is submitted; read-only afterwards.
+struct StageHandles {
+  caf::actor admission, preprocess, upload, download, postprocess, completion, front;
+  std::vector<caf::actor> execute;  // one per stream
+};
+
+using Context = std::shared_ptr<PipelineContext>;
+using Handles = std::shared_ptr<const StageHandles>;
+
+/// Runs one stage's work for a request: stamps the stage span, honours cancellation, runs the test
+/// hook and turns any exception into the request's error (the stage itself never fails).
+template <class Work>
+void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work&& work,
+               int32_t worker = 0) {
+  detail::StageSpan& span = msg.state->trace.stages[static_cast<size_t>(stage)];
+  span.start_ns = detail::now_ns();
+  const int64_t cpu0 = detail::thread_cpu_ns();
+  span.worker = worker;
+  if (!msg.error) {
+    try {
+      if (msg.state->cancel_requested.load(std::memory_order_relaxed))
+        throw Cancelled("infer request was cancelled");
+      if (ctx.hook) ctx.hook(stage, msg.id);
+      work();
+    } catch (...) {
+      msg.error = std::current_exception();
+    }
+  }
+  span.cpu_ns = detail::thread_cpu_ns() - cpu0;
+  span.end_ns = detail::now_ns();
+}
+
+// The stage actors, one file each.
+caf::actor spawn_admission(caf::actor_system& system, Context ctx, Handles next);
+caf::behavior preprocess_stage(caf::event_based_actor* self, Context ctx, Handles next);
+caf::actor spawn_upload_stage(caf::actor_system& system, Context ctx, Handles next);
+caf::behavior execute_stage(caf::event_based_actor* self, Context ctx, Handles next, int stream);
+caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles next);
+caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handles next);
+caf::behavior completion_actor(caf::event_based_actor* self, Context ctx, Handles next);
+
+/// True on the thread of the completion actor (where user callbacks run).
+bool on_callback_thread();
+
+}  // namespace troupe::actors

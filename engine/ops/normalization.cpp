@@ -1,0 +1,147 @@
+// Schemas of BatchNormalization (inference mode), InstanceNormalization, LayerNormalization and
+// LRN (ONNX semantics).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "engine/ops/op_schema.hpp"
+
+namespace troupe {
+
+namespace {
+
+std::string type_text(ElementType type) { return std::string(to_string(type)); }
+
+void check_floating(const ShapeInferContext& ctx, size_t input, const std::string& name) {
+  if (!is_floating(ctx.type(input)))
+    ctx.fail("input " + name + " has element type " + type_text(ctx.type(input)) +
+             ", expected a floating type");
+}
+
+void check_min_rank(const ShapeInferContext& ctx, size_t min_rank) {
+  const Shape& x = ctx.shape(0);
+  if (x.rank() < min_rank)
+    ctx.fail("input X has shape " + x.to_string() + ", expected rank >= " +
+             std::to_string(min_rank) + " ([N,C,...])");
+}
+
+// A per-channel parameter: a floating 1-D tensor of C values.
+void check_channel_param(const ShapeInferContext& ctx, size_t input, const std::string& name) {
+  check_floating(ctx, input, name);
+  const Shape& p = ctx.shape(input);
+  const int64_t channels = ctx.shape(0)[1];
+  if (p.rank() != 1 ||
+      (p[0] != Shape::dynamic && channels != Shape::dynamic && p[0] != channels))
+    ctx.fail("input " + name + " has shape " + p.to_string() + " but X " +
+             ctx.shape(0).to_string() + " has C=" +
+             (channels == Shape::dynamic ? std::string("?") : std::to_string(channels)) +
+             " channels; expected [C]");
+}
+
+bool has_extra_outputs(const ShapeInferContext& ctx) {
+  for (size_t i = 1; i < ctx.node.outputs.size(); ++i)
+    if (ctx.node.outputs[i] != no_value) return true;
+  return false;
+}
+
+std::vector<ValueInfo> infer_batch_normalization(const ShapeInferContext& ctx) {
+  const Attributes& attributes = ctx.node.attributes;
+  if (attributes.get_int_or("training_mode", 0) != 0)
+    ctx.fail("training_mode=1 is not supported; BatchNormalization runs in inference mode only");
+  if (has_extra_outputs(ctx))
+    ctx.fail("the training-mode outputs (running/saved mean and variance) are not supported; "
+             "BatchNormalization runs in inference mode with the single output Y");
+  if (attributes.get_int_or("spatial", 1) == 0)
+    ctx.fail("spatial=0 (per-activation statistics) is not supported");
+  check_floating(ctx, 0, "X");
+  check_min_rank(ctx, 2);
+  check_channel_param(ctx, 1, "scale");
+  check_channel_param(ctx, 2, "B");
+  check_channel_param(ctx, 3, "input_mean");
+  check_channel_param(ctx, 4, "input_var");
+  return {ValueInfo{"", ctx.type(0), ctx.shape(0)}};
+}
+
+std::vector<ValueInfo> infer_instance_normalization(const ShapeInferContext& ctx) {
+  check_floating(ctx, 0, "X");
+  check_min_rank(ctx, 3);
+  check_channel_param(ctx, 1, "scale");
+  check_channel_param(ctx, 2, "B");
+  return {ValueInfo{"", ctx.type(0), ctx.shape(0)}};
+}
+
+// ONNX TensorProto data type codes as used by attribute stash_type.
+ElementType stash_type(const ShapeInferContext& ctx) {
+  const int64_t code = ctx.node.attributes.get_int_or("stash_type", 1);
+  switch (code) {
+    case 1: return ElementType::f32;
+    case 10: return ElementType::f16;
+    case 11: return ElementType::f64;
+    case 16: return ElementType::bf16;
+    default:
+      ctx.fail("attribute 'stash_type' is " + std::to_string(code) +
+               ", expected a floating type code (1, 10, 11 or 16)");
+  }
+}
+
+// Scale and B must broadcast (from the right) onto the normalized dims X.shape[axis:].
+void check_broadcasts_to(const ShapeInferContext& ctx, size_t input, const std::string& name,
+                         const std::vector<int64_t>& normalized) {
+  check_floating(ctx, input, name);
+  const Shape& p = ctx.shape(input);
+  bool fits = p.rank() <= normalized.size();
+  for (size_t i = 0; fits && i < p.rank(); ++i) {
+    const int64_t pd = p[p.rank() - 1 - i];
+    const int64_t nd = normalized[normalized.size() - 1 - i];
+    fits = pd == 1 || pd == Shape::dynamic || nd == Shape::dynamic || pd == nd;
+  }
+  if (!fits)
+    ctx.fail("input " + name + " has shape " + p.to_string() +
+             ", which does not broadcast to the normalized dims " +
+             Shape(normalized).to_string() + " of X " + ctx.shape(0).to_string());
+}
+
+std::vector<ValueInfo> infer_layer_normalization(const ShapeInferContext& ctx) {
+  check_floating(ctx, 0, "X");
+  const Shape& x = ctx.shape(0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  const int64_t axis_attr = ctx.node.attributes.get_int_or("axis", -1);
+  const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+  if (rank == 0 || axis < 0 || axis >= rank)
+    ctx.fail("attribute 'axis' is " + std::to_string(axis_attr) + ", out of range for X " +
+             x.to_string());
+  const std::vector<int64_t> normalized(x.dims().begin() + axis, x.dims().end());
+  check_broadcasts_to(ctx, 1, "Scale", normalized);
+  if (ctx.has_input(2)) check_broadcasts_to(ctx, 2, "B", normalized);
+
+  std::vector<ValueInfo> outputs{ValueInfo{"", ctx.type(0), x}};
+  if (ctx.node.outputs.size() > 1) {
+    // Mean and InvStdDev keep the outer dims and reduce the normalized ones to 1.
+    std::vector<int64_t> stats = x.dims();
+    std::fill(stats.begin() + axis, stats.end(), 1);
+    const ElementType type = stash_type(ctx);
+    outputs.push_back(ValueInfo{"", type, Shape(stats)});
+    if (ctx.node.outputs.size() > 2) outputs.push_back(ValueInfo{"", type, Shape(stats)});
+  }
+  return outputs;
+}
+
+std::vector<ValueInfo> infer_lrn(const ShapeInferContext& ctx) {
+  check_floating(ctx, 0, "X");
+  check_min_rank(ctx, 3);
+  if (!ctx.node.attributes.has("size")) ctx.fail("attribute 'size' is required");
+  const int64_t size = ctx.node.attributes.get_int("size");
+  if (size < 1) ctx.fail("attribute 'size' is " + std::to_string(size) + ", expected >= 1");
+  return {ValueInfo{"", ctx.type(0), ctx.shape(0)}};
+}
+
+}  // namespace
+
+void register_normalization_ops(OpSchemaRegistry& registry) {
+  registry.add(OpSchema{"BatchNormalization", 5, 5, 1, 5, infer_batch_normalization});
+  registry.add(OpSchema{"InstanceNormalization", 3, 3, 1, 1, infer_instance_normalization});
+  registry.add(OpSchema{"LayerNormalization", 2, 3, 1, 3, infer_layer_normalization});
+  registry.add(OpSchema{"LRN", 1, 1, 1, 1, infer_lrn});
+}
+
+}  // namespace troupe

@@ -1,0 +1,580 @@
+// Schemas of the ops that move or reinterpret data without arithmetic: Reshape, Flatten,
+// Transpose, Concat, Identity, Squeeze, Unsqueeze, Expand, Tile, Shape, ConstantOfShape, Range,
+// Gather, Slice, Split, Dropout and Pad.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/ops/infer_helpers.hpp"
+#include "engine/ops/op_schema.hpp"
+
+namespace troupe {
+
+using infer::TypeClass;
+
+namespace {
+
+constexpr size_t unbounded = std::numeric_limits<size_t>::max();
+
+std::string ints_to_string(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// A 1-D integer input holding a list (a shape, axes, pads, ...): its values when constant.
+std::optional<std::vector<int64_t>> list_input(const ShapeInferContext& ctx, size_t i,
+                                               const std::string& what) {
+  infer::require_type(ctx, i, TypeClass::index);
+  if (ctx.shape(i).rank() > 1)
+    ctx.fail(what + " (" + infer::input_label(ctx, i) + ") must be 1-D, got shape " +
+             ctx.shape(i).to_string());
+  return infer::constant_ints(ctx, i, what);
+}
+
+// The length of a 1-D list input when its shape is static, -1 otherwise.
+int64_t list_length(const ShapeInferContext& ctx, size_t i) {
+  const Shape& s = ctx.shape(i);
+  if (s.rank() == 0) return 1;
+  return s[0];
+}
+
+std::vector<ValueInfo> same_as_input(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  return {infer::value_info(ctx.type(0), ctx.shape(0))};
+}
+
+std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_type(ctx, 1, TypeClass::index);
+  const Tensor* shape_tensor = ctx.constant(1);
+  if (shape_tensor == nullptr)
+    ctx.fail("the target shape (" + infer::input_label(ctx, 1) +
+             ") must be a constant; shapes computed at run time are not supported");
+  if (shape_tensor->shape().rank() != 1)
+    ctx.fail("the target shape must be 1-D, got shape " + shape_tensor->shape().to_string());
+  const std::vector<int64_t> target = infer::tensor_ints(ctx, *shape_tensor, "the target shape");
+  const bool allow_zero = ctx.node.attributes.get_int_or("allowzero", 0) != 0;
+  const Shape& in = ctx.shape(0);
+
+  std::vector<int64_t> out(target.size());
+  std::optional<size_t> inferred;
+  bool has_zero = false;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const int64_t v = target[i];
+    if (v == -1) {
+      if (inferred)
+        ctx.fail("target shape " + ints_to_string(target) + " has more than one -1");
+      inferred = i;
+    } else if (v == 0 && !allow_zero) {
+      if (i >= in.rank())
+        ctx.fail("target shape " + ints_to_string(target) + " has 0 at position " +
+                 std::to_string(i) + ", which copies input dimension " + std::to_string(i) +
+                 ", but the input " + in.to_string() + " has rank " + std::to_string(in.rank()));
+      out[i] = in[i];
+    } else if (v < 0) {
+      ctx.fail("target shape " + ints_to_string(target) + " has invalid entry " +
+               std::to_string(v));
+    } else {
+      has_zero = has_zero || v == 0;
+      out[i] = v;
+    }
+  }
+  if (inferred && has_zero)
+    ctx.fail("target shape " + ints_to_string(target) +
+             " has both -1 and 0 with allowzero=1; the -1 cannot be inferred");
+
+  if (inferred) {
+    // The -1 takes what is left: the input dimensions not copied by a 0 entry, divided by the
+    // explicit target dimensions (the copied ones cancel, even when dynamic).
+    auto copied = [&](size_t i) { return !allow_zero && i < target.size() && target[i] == 0; };
+    int64_t in_rest = 1;
+    bool rest_known = true;
+    for (size_t i = 0; i < in.rank(); ++i) {
+      if (copied(i)) continue;
+      if (in[i] == Shape::dynamic)
+        rest_known = false;
+      else
+        in_rest *= in[i];
+    }
+    int64_t out_rest = 1;
+    for (size_t i = 0; i < target.size(); ++i)
+      if (i != *inferred && !copied(i)) out_rest *= target[i];
+    if (!rest_known) {
+      out[*inferred] = Shape::dynamic;
+    } else {
+      if (out_rest == 0 || in_rest % out_rest != 0)
+        ctx.fail("cannot reshape " + in.to_string() + " to " + ints_to_string(target) +
+                 ": the remaining " + std::to_string(in_rest) +
+                 " elements do not divide evenly by " + std::to_string(out_rest));
+      out[*inferred] = in_rest / out_rest;
+    }
+  } else if (in.is_static()) {
+    int64_t out_count = 1;
+    for (int64_t d : out) out_count *= d;
+    if (out_count != in.element_count())
+      ctx.fail("cannot reshape " + in.to_string() + " (" + std::to_string(in.element_count()) +
+               " elements) to " + Shape(out).to_string() + " (" + std::to_string(out_count) +
+               " elements)");
+  }
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+std::vector<ValueInfo> infer_flatten(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& in = ctx.shape(0);
+  const auto rank = static_cast<int64_t>(in.rank());
+  int64_t axis = ctx.node.attributes.get_int_or("axis", 1);
+  if (axis < -rank || axis > rank)
+    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+             std::to_string(rank) + " (valid: " + std::to_string(-rank) + " to " +
+             std::to_string(rank) + ")");
+  if (axis < 0) axis += rank;
+  int64_t outer = 1;
+  int64_t inner = 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i < axis)
+      outer = infer::mul_dims(outer, in[i]);
+    else
+      inner = infer::mul_dims(inner, in[i]);
+  }
+  return {infer::value_info(ctx.type(0), Shape{outer, inner})};
+}
+
+std::vector<ValueInfo> infer_transpose(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& in = ctx.shape(0);
+  std::vector<int64_t> perm;
+  if (ctx.node.attributes.has("perm")) {
+    perm = ctx.node.attributes.get_ints("perm");
+  } else {
+    for (size_t i = in.rank(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  if (perm.size() != in.rank())
+    ctx.fail("perm " + ints_to_string(perm) + " has " + std::to_string(perm.size()) +
+             " entries but the input " + in.to_string() + " has rank " +
+             std::to_string(in.rank()));
+  std::vector<bool> used(in.rank(), false);
+  std::vector<int64_t> out(in.rank());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t p = perm[i];
+    if (p < 0 || p >= static_cast<int64_t>(in.rank()) || used[static_cast<size_t>(p)])
+      ctx.fail("perm " + ints_to_string(perm) + " is not a permutation of 0.." +
+               std::to_string(static_cast<int64_t>(in.rank()) - 1));
+    used[static_cast<size_t>(p)] = true;
+    out[i] = in[static_cast<size_t>(p)];
+  }
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+std::vector<ValueInfo> infer_concat(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  if (!ctx.node.attributes.has("axis")) ctx.fail("missing required attribute 'axis'");
+  const Shape& first = ctx.shape(0);
+  if (first.rank() == 0) ctx.fail("cannot concatenate scalars (input 0 has rank 0)");
+  const size_t axis = infer::normalize_axis(ctx, ctx.node.attributes.get_int("axis"), first.rank());
+  std::vector<int64_t> out = first.dims();
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    infer::require_same_type(ctx, 0, i);
+    const Shape& s = ctx.shape(i);
+    if (s.rank() != first.rank())
+      ctx.fail(infer::input_label(ctx, i) + " has shape " + s.to_string() +
+               " whose rank differs from input 0 " + first.to_string());
+    for (size_t d = 0; d < s.rank(); ++d) {
+      if (d == axis) {
+        out[d] = infer::add_dims(out[d], s[d]);
+      } else if (out[d] == Shape::dynamic) {
+        out[d] = s[d];
+      } else if (s[d] != Shape::dynamic && s[d] != out[d]) {
+        ctx.fail(infer::input_label(ctx, i) + " has shape " + s.to_string() +
+                 " which differs from input 0 " + first.to_string() + " in dimension " +
+                 std::to_string(d) + " (concatenating along axis " + std::to_string(axis) +
+                 ")");
+      }
+    }
+  }
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+// Axes of Squeeze/Unsqueeze: the second input (opset 13) or the attribute (earlier opsets).
+// std::nullopt when given as an input that is not a constant.
+std::optional<std::vector<int64_t>> axes_of(const ShapeInferContext& ctx, bool* given) {
+  if (ctx.has_input(1)) {
+    *given = true;
+    return list_input(ctx, 1, "the axes");
+  }
+  *given = ctx.node.attributes.has("axes");
+  return ctx.node.attributes.get_ints_or("axes", {});
+}
+
+std::vector<ValueInfo> infer_squeeze(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& in = ctx.shape(0);
+  bool given = false;
+  const auto axes = axes_of(ctx, &given);
+  if (!axes) {
+    const int64_t n = list_length(ctx, 1);
+    if (n == Shape::dynamic || n > static_cast<int64_t>(in.rank()))
+      ctx.fail("the axes input is not a constant and its length is unknown");
+    return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank() - static_cast<size_t>(n)))};
+  }
+  std::vector<int64_t> out;
+  if (!given) {
+    // Without axes every dimension of size 1 goes; a dynamic dimension is assumed not to be 1.
+    for (int64_t d : in)
+      if (d != 1) out.push_back(d);
+  } else {
+    const std::vector<size_t> drop = infer::normalize_axes(ctx, *axes, in.rank());
+    for (size_t d = 0; d < in.rank(); ++d) {
+      if (std::find(drop.begin(), drop.end(), d) == drop.end()) {
+        out.push_back(in[d]);
+      } else if (in[d] != 1 && in[d] != Shape::dynamic) {
+        ctx.fail("cannot squeeze axis " + std::to_string(d) + " of shape " + in.to_string() +
+                 ": its size is " + std::to_string(in[d]) + ", not 1");
+      }
+    }
+  }
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+std::vector<ValueInfo> infer_unsqueeze(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& in = ctx.shape(0);
+  bool given = false;
+  const auto axes = axes_of(ctx, &given);
+  if (!axes) {
+    const int64_t n = list_length(ctx, 1);
+    if (n == Shape::dynamic) ctx.fail("the axes input is not a constant and its length is unknown");
+    return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank() + static_cast<size_t>(n)))};
+  }
+  if (!given) ctx.fail("missing axes (input 1, or attribute 'axes' before opset 13)");
+  const size_t rank = in.rank() + axes->size();
+  const std::vector<size_t> insert = infer::normalize_axes(ctx, *axes, rank);
+  std::vector<int64_t> out;
+  size_t next_in = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (std::find(insert.begin(), insert.end(), d) != insert.end())
+      out.push_back(1);
+    else
+      out.push_back(in[next_in++]);
+  }
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+std::vector<ValueInfo> infer_expand(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& in = ctx.shape(0);
+  const auto target = list_input(ctx, 1, "the target shape");
+  if (target) {
+    for (int64_t d : *target)
+      if (d < 0)
+        ctx.fail("target shape " + ints_to_string(*target) + " has negative entry " +
+                 std::to_string(d));
+    return {infer::value_info(ctx.type(0), broadcast_shapes(in, Shape(*target), ctx))};
+  }
+  const int64_t n = list_length(ctx, 1);
+  if (n == Shape::dynamic)
+    ctx.fail("the target shape is not a constant and its length is unknown");
+  // Unknown target: a dimension of the input larger than 1 survives, others are unknown.
+  const size_t rank = std::max(in.rank(), static_cast<size_t>(n));
+  std::vector<int64_t> out(rank, Shape::dynamic);
+  for (size_t i = 0; i < in.rank(); ++i)
+    if (in[i] > 1) out[rank - in.rank() + i] = in[i];
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+std::vector<ValueInfo> infer_tile(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& in = ctx.shape(0);
+  const auto repeats = list_input(ctx, 1, "the repeats");
+  if (!repeats) return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank()))};
+  if (repeats->size() != in.rank())
+    ctx.fail("repeats " + ints_to_string(*repeats) + " has " + std::to_string(repeats->size()) +
+             " entries but the input " + in.to_string() + " has rank " +
+             std::to_string(in.rank()));
+  std::vector<int64_t> out(in.rank());
+  for (size_t i = 0; i < in.rank(); ++i) {
+    if ((*repeats)[i] < 0)
+      ctx.fail("repeats " + ints_to_string(*repeats) + " has a negative entry");
+    out[i] = infer::mul_dims(in[i], (*repeats)[i]);
+  }
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+std::vector<ValueInfo> infer_shape(const ShapeInferContext& ctx) {
+  const auto rank = static_cast<int64_t>(ctx.shape(0).rank());
+  int64_t start = ctx.node.attributes.get_int_or("start", 0);
+  int64_t end = ctx.node.attributes.get_int_or("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  return {infer::value_info(ElementType::i64, Shape{std::max<int64_t>(end - start, 0)})};
+}
+
+std::vector<ValueInfo> infer_constant_of_shape(const ShapeInferContext& ctx) {
+  ElementType type = ElementType::f32;
+  if (ctx.node.attributes.has("value")) {
+    const Tensor& value = ctx.node.attributes.get_tensor("value");
+    if (value.size() != 1)
+      ctx.fail("attribute 'value' must hold exactly one element, got shape " +
+               value.shape().to_string());
+    type = value.element_type();
+  }
+  const auto dims = list_input(ctx, 0, "the shape");
+  if (!dims) {
+    const int64_t n = list_length(ctx, 0);
+    if (n == Shape::dynamic) ctx.fail("the shape input is not a constant and its length is unknown");
+    return {infer::value_info(type, infer::dynamic_shape(static_cast<size_t>(n)))};
+  }
+  for (int64_t d : *dims)
+    if (d < 0) ctx.fail("shape " + ints_to_string(*dims) + " has a negative entry");
+  return {infer::value_info(type, Shape(*dims))};
+}
+
+std::vector<ValueInfo> infer_range(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::numeric);
+  for (size_t i = 0; i < 3; ++i) {
+    infer::require_same_type(ctx, 0, i);
+    const Shape& s = ctx.shape(i);
+    if (s.is_static() && s.element_count() != 1)
+      ctx.fail(infer::input_label(ctx, i) + " must be a scalar, got shape " + s.to_string());
+  }
+  const Tensor* start = ctx.constant(0);
+  const Tensor* limit = ctx.constant(1);
+  const Tensor* delta = ctx.constant(2);
+  if (start == nullptr || limit == nullptr || delta == nullptr)
+    return {infer::value_info(ctx.type(0), Shape{Shape::dynamic})};
+  const double d = delta->value_at(0);
+  if (d == 0) ctx.fail("delta must not be 0");
+  const double count = std::ceil((limit->value_at(0) - start->value_at(0)) / d);
+  return {infer::value_info(ctx.type(0), Shape{std::max<int64_t>(static_cast<int64_t>(count), 0)})};
+}
+
+std::vector<ValueInfo> infer_gather(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_type(ctx, 1, TypeClass::index);
+  const Shape& data = ctx.shape(0);
+  if (data.rank() == 0) ctx.fail("data must have rank >= 1, got a scalar");
+  const size_t axis =
+      infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", 0), data.rank());
+  std::vector<int64_t> out(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(axis));
+  for (int64_t d : ctx.shape(1)) out.push_back(d);
+  for (size_t d = axis + 1; d < data.rank(); ++d) out.push_back(data[d]);
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+// Number of elements a slice start:end:step selects from a dimension of size `dim`.
+int64_t slice_length(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    return end > start ? (end - start + step - 1) / step : 0;
+  }
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  return start > end ? (start - end - step - 1) / -step : 0;
+}
+
+std::vector<ValueInfo> infer_slice(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& in = ctx.shape(0);
+  const auto& attrs = ctx.node.attributes;
+  std::optional<std::vector<int64_t>> starts, ends, axes, steps;
+  if (ctx.num_inputs() == 1) {
+    // Opset < 10: starts/ends/axes are attributes.
+    if (!attrs.has("starts") || !attrs.has("ends"))
+      ctx.fail("missing starts/ends (inputs 1 and 2, or attributes before opset 10)");
+    starts = attrs.get_ints("starts");
+    ends = attrs.get_ints("ends");
+    if (attrs.has("axes")) axes = attrs.get_ints("axes");
+  } else {
+    if (ctx.num_inputs() < 3) ctx.fail("expects inputs data, starts and ends");
+    starts = list_input(ctx, 1, "starts");
+    ends = list_input(ctx, 2, "ends");
+    if (ctx.has_input(3)) {
+      axes = list_input(ctx, 3, "axes");
+      if (!axes) return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank()))};
+    }
+    if (ctx.has_input(4)) {
+      steps = list_input(ctx, 4, "steps");
+      if (!steps) return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank()))};
+    }
+  }
+  if (!starts || !ends) return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank()))};
+  if (starts->size() != ends->size())
+    ctx.fail("starts " + ints_to_string(*starts) + " and ends " + ints_to_string(*ends) +
+             " differ in length");
+  if (!axes) {
+    axes.emplace();
+    for (size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<int64_t>(i));
+  }
+  if (!steps) steps = std::vector<int64_t>(starts->size(), 1);
+  if (axes->size() != starts->size() || steps->size() != starts->size())
+    ctx.fail("starts, ends, axes and steps must have the same length");
+  const std::vector<size_t> norm_axes = infer::normalize_axes(ctx, *axes, in.rank());
+
+  std::vector<int64_t> out = in.dims();
+  for (size_t i = 0; i < norm_axes.size(); ++i) {
+    const size_t a = norm_axes[i];
+    const int64_t step = (*steps)[i];
+    if (step == 0) ctx.fail("steps must not contain 0");
+    out[a] = in[a] == Shape::dynamic ? Shape::dynamic
+                                      : slice_length(in[a], (*starts)[i], (*ends)[i], step);
+  }
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+std::vector<ValueInfo> infer_split(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& in = ctx.shape(0);
+  if (in.rank() == 0) ctx.fail("cannot split a scalar");
+  const size_t axis =
+      infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", 0), in.rank());
+  const size_t n = ctx.node.outputs.size();
+  const int64_t dim = in[axis];
+
+  std::optional<std::vector<int64_t>> split;
+  if (ctx.has_input(1)) {
+    split = list_input(ctx, 1, "split");
+    if (!split) {
+      std::vector<ValueInfo> outs(n, infer::value_info(ctx.type(0), in));
+      for (auto& o : outs) o.shape[axis] = Shape::dynamic;
+      return outs;
+    }
+  } else if (ctx.node.attributes.has("split")) {
+    split = ctx.node.attributes.get_ints("split");
+  }
+
+  std::vector<int64_t> sizes;
+  if (split) {
+    if (split->size() != n)
+      ctx.fail("split " + ints_to_string(*split) + " has " + std::to_string(split->size()) +
+               " entries but the node has " + std::to_string(n) + " outputs");
+    int64_t total = 0;
+    for (int64_t s : *split) {
+      if (s < 0) ctx.fail("split " + ints_to_string(*split) + " has a negative entry");
+      total += s;
+    }
+    if (dim != Shape::dynamic && total != dim)
+      ctx.fail("split " + ints_to_string(*split) + " sums to " + std::to_string(total) +
+               " but axis " + std::to_string(axis) + " of " + in.to_string() + " has size " +
+               std::to_string(dim));
+    sizes = *split;
+  } else if (dim == Shape::dynamic) {
+    sizes.assign(n, Shape::dynamic);
+  } else {
+    // Equal parts; with opset 18's num_outputs the last part may be smaller.
+    const auto parts = static_cast<int64_t>(n);
+    const int64_t chunk = (dim + parts - 1) / parts;
+    const bool even = dim % parts == 0;
+    if (!even && (!ctx.node.attributes.has("num_outputs") || chunk * (parts - 1) >= dim))
+      ctx.fail("axis " + std::to_string(axis) + " of " + in.to_string() +
+               " cannot be split into " + std::to_string(n) + " equal parts");
+    for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(chunk, dim - i * chunk));
+  }
+  std::vector<ValueInfo> outs;
+  for (int64_t s : sizes) {
+    Shape shape = in;
+    shape[axis] = s;
+    outs.push_back(infer::value_info(ctx.type(0), shape));
+  }
+  return outs;
+}
+
+std::vector<ValueInfo> infer_dropout(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  if (const Tensor* training = ctx.constant(2); training != nullptr && training->value_at(0) != 0)
+    ctx.fail("training_mode=true is not supported (inference only)");
+  std::vector<ValueInfo> outs{infer::value_info(ctx.type(0), ctx.shape(0))};
+  if (ctx.node.outputs.size() > 1)
+    outs.push_back(infer::value_info(ElementType::boolean, ctx.shape(0)));
+  return outs;
+}
+
+std::vector<ValueInfo> infer_pad(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& in = ctx.shape(0);
+  const auto& attrs = ctx.node.attributes;
+  const std::string mode = attrs.get_string_or("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    ctx.fail("unknown mode '" + mode + "' (expected constant, reflect, edge or wrap)");
+  if (ctx.has_input(2)) {
+    infer::require_same_type(ctx, 0, 2);
+    const Shape& v = ctx.shape(2);
+    if (v.is_static() && v.element_count() != 1)
+      ctx.fail("constant_value must be a scalar, got shape " + v.to_string());
+  }
+
+  std::optional<std::vector<int64_t>> pads;
+  if (ctx.has_input(1))
+    pads = list_input(ctx, 1, "pads");
+  else if (attrs.has("pads"))
+    pads = attrs.get_ints("pads");  // opset < 11
+  else
+    ctx.fail("missing pads (input 1, or attribute 'pads' before opset 11)");
+
+  std::vector<size_t> axes;
+  if (ctx.has_input(3)) {
+    const auto given = list_input(ctx, 3, "axes");
+    if (!given) return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank()))};
+    axes = infer::normalize_axes(ctx, *given, in.rank());
+  } else {
+    for (size_t i = 0; i < in.rank(); ++i) axes.push_back(i);
+  }
+  if (!pads) {
+    std::vector<int64_t> out = in.dims();
+    for (size_t a : axes) out[a] = Shape::dynamic;
+    return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+  }
+  if (pads->size() != 2 * axes.size())
+    ctx.fail("pads " + ints_to_string(*pads) + " has " + std::to_string(pads->size()) +
+             " entries, expected " + std::to_string(2 * axes.size()) +
+             " (begin and end for each padded axis)");
+  std::vector<int64_t> out = in.dims();
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const size_t a = axes[i];
+    if (in[a] == Shape::dynamic) continue;
+    const int64_t begin = (*pads)[i];
+    const int64_t end = (*pads)[i + axes.size()];
+    out[a] = in[a] + begin + end;
+    if (out[a] < 0)
+      ctx.fail("pads " + ints_to_string(*pads) + " remove more than the " +
+               std::to_string(in[a]) + " elements of axis " + std::to_string(a));
+    if (mode != "constant" && in[a] == 0 && out[a] > 0)
+      ctx.fail("mode '" + mode + "' cannot pad axis " + std::to_string(a) + ", which is empty");
+    if (mode == "reflect" && in[a] == 1 && out[a] > 1)
+      ctx.fail("mode 'reflect' cannot pad axis " + std::to_string(a) + ", which has size 1");
+  }
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+}  // namespace
+
+void register_shape_ops(OpSchemaRegistry& registry) {
+  registry.add(OpSchema{"Reshape", 2, 2, 1, 1, infer_reshape});
+  registry.add(OpSchema{"Flatten", 1, 1, 1, 1, infer_flatten});
+  registry.add(OpSchema{"Transpose", 1, 1, 1, 1, infer_transpose});
+  registry.add(OpSchema{"Concat", 1, unbounded, 1, 1, infer_concat});
+  registry.add(OpSchema{"Identity", 1, 1, 1, 1, same_as_input});
+  registry.add(OpSchema{"Squeeze", 1, 2, 1, 1, infer_squeeze});
+  registry.add(OpSchema{"Unsqueeze", 1, 2, 1, 1, infer_unsqueeze});
+  registry.add(OpSchema{"Expand", 2, 2, 1, 1, infer_expand});
+  registry.add(OpSchema{"Tile", 2, 2, 1, 1, infer_tile});
+  registry.add(OpSchema{"Shape", 1, 1, 1, 1, infer_shape});
+  registry.add(OpSchema{"ConstantOfShape", 1, 1, 1, 1, infer_constant_of_shape});
+  registry.add(OpSchema{"Range", 3, 3, 1, 1, infer_range});
+  registry.add(OpSchema{"Gather", 2, 2, 1, 1, infer_gather});
+  registry.add(OpSchema{"Slice", 1, 5, 1, 1, infer_slice});
+  registry.add(OpSchema{"Split", 1, 2, 1, unbounded, infer_split});
+  registry.add(OpSchema{"Dropout", 1, 3, 1, 2, infer_dropout});
+  registry.add(OpSchema{"Pad", 1, 4, 1, 1, infer_pad});
+}
+
+}  // namespace troupe

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+
+#include "troupe/any.hpp"
+#include "troupe/element_type.hpp"
+#include "troupe/properties.hpp"
+
+namespace troupe::detail {
+
+/// The resolved configuration of one compilation: device properties overridden by the compile
+/// properties, with hints turned into concrete stream/thread/request numbers.
+struct CompileConfig {
+  std::string device_id = "0";
+  bool enable_profiling = false;
+  PerformanceMode mode = PerformanceMode::latency;
+  int num_requests_hint = 0;  // 0 = no limit given
+  int num_streams = 1;
+  int threads_per_stream = 1;
+  int inference_num_threads = 0;  // as set (0 = automatic)
+  bool disable_transformations = false;
+  bool exclusive_async_requests = false;
+  ElementType inference_precision = ElementType::f32;
+  int optimal_requests = 1;
+  int max_in_flight = 8;  // credits
+  int slots_per_stream = 2;
+
+  /// The configuration as properties (what CompiledModel::get_property reports).
+  AnyMap to_properties() const;
+};
+
+}  // namespace troupe::detail

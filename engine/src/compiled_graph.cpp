@@ -1,0 +1,49 @@
+#include "engine/src/compiled_graph.hpp"
+
+#include "kernels/kernel_registry.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe::detail {
+
+kernels::KernelRequest make_kernel_request(const Model& model, const Node& node) {
+  kernels::KernelRequest request{node, {}, {}};
+  for (ValueId in : node.inputs) {
+    request.inputs.push_back(in == no_value ? ValueInfo{} : model.value(in));
+    auto c = in == no_value ? model.constants().end() : model.constants().find(in);
+    request.constant_inputs.push_back(c == model.constants().end() ? nullptr : &c->second);
+  }
+  for (ValueId out : node.outputs) request.outputs.push_back(model.value(out));
+  return request;
+}
+
+std::shared_ptr<CompiledGraph> compile_graph(const Model& source, const CompileConfig& config) {
+  auto model = source.clone();
+  model->validate();
+  // Graph transformations (constant folding, fusion, layout propagation) plug in here; with
+  // config.disable_transformations the graph runs exactly as given.
+  auto graph = std::make_shared<CompiledGraph>();
+  for (ValueId in : model->inputs())
+    if (!model->value(in).shape.is_static()) graph->dynamic_shapes = true;
+
+  const auto& registry = kernels::KernelRegistry::instance();
+  std::string unsupported;
+  for (const Node& node : model->nodes()) {
+    std::unique_ptr<kernels::Kernel> kernel;
+    bool static_node = true;
+    for (ValueId v : node.inputs)
+      if (v != no_value && !model->value(v).shape.is_static()) static_node = false;
+    if (registry.has_op(node.op_type) && static_node) kernel = registry.create(make_kernel_request(*model, node));
+    if (!registry.has_op(node.op_type) || (static_node && !kernel)) {
+      unsupported += (unsupported.empty() ? "" : ", ") + node.op_type + " node '" + node.name + "'";
+      continue;
+    }
+    graph->implementations.push_back(kernel ? kernel->implementation() : "ref");
+    graph->original_names.push_back({node.name});
+  }
+  if (!unsupported.empty())
+    throw UnsupportedOperation("model '" + model->name() + "': no CPU kernel for " + unsupported);
+  graph->model = std::move(model);
+  return graph;
+}
+
+}  // namespace troupe::detail

@@ -1,0 +1,65 @@
+#include "engine/src/compiled_model_impl.hpp"
+
+#include "troupe/error.hpp"
+#include "troupe/properties.hpp"
+
+namespace troupe::detail {
+
+CompiledModelImpl::CompiledModelImpl(std::shared_ptr<Runtime> runtime,
+                                     std::shared_ptr<const CompiledGraph> graph,
+                                     CompileConfig config, bool loaded_from_cache)
+    : runtime_(std::move(runtime)),
+      context_(std::make_shared<actors::PipelineContext>(std::move(graph), config)),
+      loaded_from_cache_(loaded_from_cache) {
+  const Model& model = *context_->graph->model;
+  for (ValueId in : model.inputs()) context_->inputs.push_back(model.value(in));
+  for (ValueId out : model.outputs()) context_->outputs.push_back(model.value(out));
+  for (int s = 0; s < config.num_streams; ++s) {
+    context_->executors.push_back(std::make_unique<StreamExecutor>(context_->graph));
+    for (int k = 0; k < config.slots_per_stream; ++k) {
+      actors::ExecuteSlot slot;
+      slot.stream = s;
+      context_->slots.push_back(std::move(slot));
+    }
+  }
+  pipeline_ = std::make_unique<actors::Pipeline>(runtime_->system(), runtime_, context_);
+}
+
+CompiledModelImpl::~CompiledModelImpl() { pipeline_.reset(); }
+
+Any CompiledModelImpl::get_property(const std::string& name) const {
+  const Model& model = *context_->graph->model;
+  if (name == props::model_name) return Any(model.name());
+  if (name == props::optimal_number_of_infer_requests) return Any(config().optimal_requests);
+  if (name == props::execution_devices) return Any(std::vector<std::string>{"CPU"});
+  if (name == props::loaded_from_cache) return Any(loaded_from_cache_);
+  const AnyMap config_props = config().to_properties();
+  if (name == props::supported_properties) {
+    std::vector<std::string> names = {props::supported_properties, props::model_name,
+                                      props::optimal_number_of_infer_requests,
+                                      props::execution_devices, props::loaded_from_cache};
+    for (const auto& [key, value] : config_props) names.push_back(key);
+    return Any(names);
+  }
+  auto it = config_props.find(name);
+  if (it != config_props.end()) return it->second;
+  throw UnknownProperty("unknown property '" + name + "' for a compiled model (see " +
+                        props::supported_properties + ")");
+}
+
+std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
+  const CompiledGraph& graph = *context_->graph;
+  auto model = graph.model->clone();
+  auto& nodes = model->nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Attributes& a = nodes[i].attributes;
+    a.set("layer_type", nodes[i].op_type);
+    a.set("execution_order", static_cast<int64_t>(i));
+    a.set("implementation", i < graph.implementations.size() ? graph.implementations[i] : "ref");
+    a.set("original_names", i < graph.original_names.size() ? graph.original_names[i]
+                                                            : std::vector<std::string>{});
+  }
+  return model;
+}
+
+}  // namespace troupe::detail

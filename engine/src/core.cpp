@@ -1,0 +1,86 @@
+#include "troupe/core.hpp"
+
+#include <caf/all.hpp>
+
+#include "engine/src/compiled_graph.hpp"
+#include "engine/src/compiled_model_impl.hpp"
+#include "engine/src/cpu_plugin.hpp"
+#include "engine/src/runtime.hpp"
+#include "serialization/model_formats.hpp"
+#include "troupe/actor_interface.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe {
+
+namespace {
+
+void check_device(const std::string& device) {
+  if (device != detail::CpuPlugin::device_name && device != "CPU.0")
+    throw InvalidArgument("unknown device '" + device + "' (available: CPU)");
+}
+
+}  // namespace
+
+Core::Core() : runtime_(std::make_shared<detail::Runtime>()) {}
+
+Core::Core(caf::actor_system& system) : runtime_(std::make_shared<detail::Runtime>(system)) {}
+
+Core::~Core() = default;
+
+std::shared_ptr<Model> Core::read_model(const std::string& path) const {
+  return serialization::read_model_file(path);
+}
+
+std::vector<std::string> Core::supported_model_formats() const {
+  return serialization::supported_model_formats();
+}
+
+namespace {
+detail::CpuPlugin make_plugin(const std::map<std::string, AnyMap>& device_config) {
+  detail::CpuPlugin plugin;
+  auto it = device_config.find("CPU");
+  if (it != device_config.end()) plugin.set_property(it->second);
+  return plugin;
+}
+}  // namespace
+
+CompiledModel Core::compile_model(const std::shared_ptr<const Model>& model,
+                                  const std::string& device, const AnyMap& properties) {
+  if (!model) throw InvalidArgument("compile_model: model is null");
+  check_device(device);
+  detail::CompileConfig config = make_plugin(device_config_).resolve(properties);
+  auto graph = detail::compile_graph(*model, config);
+  return CompiledModel(std::make_shared<detail::CompiledModelImpl>(runtime_, std::move(graph), config));
+}
+
+std::map<std::string, std::string> Core::query_model(const std::shared_ptr<const Model>& model,
+                                                     const std::string& device,
+                                                     const AnyMap& properties) const {
+  if (!model) throw InvalidArgument("query_model: model is null");
+  check_device(device);
+  auto plugin = make_plugin(device_config_);
+  plugin.resolve(properties);  // validates the keys
+  auto validated = model->clone();
+  validated->validate();
+  return plugin.query_model(*validated);
+}
+
+void Core::set_property(const std::string& device, const AnyMap& properties) {
+  check_device(device);
+  auto plugin = make_plugin(device_config_);
+  plugin.set_property(properties);  // throws before anything is stored
+  for (const auto& [key, value] : properties) device_config_["CPU"][key] = value;
+}
+
+Any Core::get_property(const std::string& device, const std::string& name) const {
+  check_device(device);
+  return make_plugin(device_config_).get_property(name);
+}
+
+std::vector<std::string> Core::available_devices() const { return {"CPU"}; }
+
+caf::actor_system& actor_system_of(const Core& core) {
+  return const_cast<Core&>(core).runtime_->system();
+}
+
+}  // namespace troupe

@@ -1,0 +1,194 @@
+#include "troupe/model.hpp"
+
+#include <deque>
+#include <set>
+
+#include "engine/ops/op_schema.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe {
+
+std::optional<ValueId> Model::find_value(const std::string& name) const {
+  auto it = value_by_name_.find(name);
+  if (it == value_by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<size_t> Model::find_node(const std::string& name) const {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].name == name) return i;
+  return std::nullopt;
+}
+
+ValueId Model::add_value(ValueInfo info) {
+  if (info.name.empty()) info.name = "value_" + std::to_string(values_.size());
+  if (value_by_name_.count(info.name))
+    throw ModelError("model '" + name_ + "': duplicate value name '" + info.name + "'");
+  auto id = static_cast<ValueId>(values_.size());
+  value_by_name_[info.name] = id;
+  values_.push_back(std::move(info));
+  return id;
+}
+
+ValueId Model::add_input(const std::string& name, ElementType type, const Shape& shape) {
+  if (type == ElementType::undefined)
+    throw ModelError("model input '" + name + "' has undefined element type");
+  ValueId id = add_value({name, type, shape});
+  inputs_.push_back(id);
+  return id;
+}
+
+ValueId Model::add_constant(const std::string& name, Tensor data) {
+  if (data.empty()) throw ModelError("constant '" + name + "' has no data");
+  ValueId id = add_value({name, data.element_type(), data.shape()});
+  constants_[id] = data.contiguous();
+  return id;
+}
+
+void Model::set_constant(ValueId id, Tensor data) {
+  ValueInfo& v = value(id);
+  v.type = data.element_type();
+  v.shape = data.shape();
+  constants_[id] = data.contiguous();
+}
+
+size_t Model::add_node(Node node) {
+  if (node.name.empty()) node.name = node.op_type + "_" + std::to_string(nodes_.size());
+  for (ValueId v : node.inputs)
+    if (v != no_value && (v < 0 || static_cast<size_t>(v) >= values_.size()))
+      throw ModelError("node '" + node.name + "' refers to unknown value id " + std::to_string(v));
+  for (ValueId v : node.outputs)
+    if (v < 0 || static_cast<size_t>(v) >= values_.size())
+      throw ModelError("node '" + node.name + "' outputs unknown value id " + std::to_string(v));
+  nodes_.push_back(std::move(node));
+  return nodes_.size() - 1;
+}
+
+void Model::add_output(ValueId id) {
+  if (id < 0 || static_cast<size_t>(id) >= values_.size())
+    throw ModelError("model '" + name_ + "': output refers to unknown value id " +
+                     std::to_string(id));
+  outputs_.push_back(id);
+}
+
+void Model::rename_value(ValueId id, const std::string& name) {
+  ValueInfo& v = value(id);
+  if (v.name == name) return;
+  if (value_by_name_.count(name))
+    throw ModelError("model '" + name_ + "': duplicate value name '" + name + "'");
+  value_by_name_.erase(v.name);
+  v.name = name;
+  value_by_name_[name] = id;
+}
+
+void Model::validate() {
+  const size_t n = nodes_.size();
+  std::vector<int> producer(values_.size(), -1);
+  std::set<std::string> node_names;
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = nodes_[i];
+    if (!node_names.insert(node.name).second)
+      throw ModelError("model '" + name_ + "': duplicate node name '" + node.name + "'");
+    for (ValueId out : node.outputs) {
+      if (producer[out] != -1)
+        throw ModelError("node '" + node.name + "': value '" + values_[out].name +
+                         "' is already produced by node '" + nodes_[producer[out]].name + "'");
+      if (is_constant(out) || std::find(inputs_.begin(), inputs_.end(), out) != inputs_.end())
+        throw ModelError("node '" + node.name + "' writes model input or constant '" +
+                         values_[out].name + "'");
+      producer[out] = static_cast<int>(i);
+    }
+  }
+  std::vector<bool> available(values_.size(), false);
+  for (ValueId id : inputs_) available[id] = true;
+  for (const auto& [id, tensor] : constants_) available[id] = true;
+
+  // Kahn's algorithm over node dependencies; the original order breaks ties, so a model that is
+  // already sorted keeps its order.
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<size_t>> consumers(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::set<int> deps;
+    for (ValueId in : nodes_[i].inputs) {
+      if (in == no_value || available[in]) continue;
+      if (producer[in] == -1)
+        throw ModelError("node '" + nodes_[i].name + "' (" + nodes_[i].op_type + "): input '" +
+                         values_[in].name + "' is neither a model input, a constant nor produced " +
+                         "by any node");
+      deps.insert(producer[in]);
+    }
+    pending[i] = static_cast<int>(deps.size());
+    for (int d : deps) consumers[d].push_back(i);
+  }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.insert(i);
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (size_t c : consumers[i])
+      if (--pending[c] == 0) ready.insert(c);
+  }
+  if (order.size() != n) {
+    for (size_t i = 0; i < n; ++i)
+      if (pending[i] > 0)
+        throw ModelError("node '" + nodes_[i].name + "' (" + nodes_[i].op_type +
+                         ") is part of a cycle");
+  }
+  std::vector<Node> sorted;
+  sorted.reserve(n);
+  for (size_t i : order) sorted.push_back(std::move(nodes_[i]));
+  nodes_ = std::move(sorted);
+
+  const auto& schemas = OpSchemaRegistry::instance();
+  for (const Node& node : nodes_) {
+    const OpSchema* schema = schemas.find(node.op_type);
+    if (!schema)
+      throw UnsupportedOperation("node '" + node.name + "': unknown op type '" + node.op_type +
+                                 "'");
+    const std::string where = node.op_type + " node '" + node.name + "'";
+    if (node.inputs.size() < schema->min_inputs || node.inputs.size() > schema->max_inputs)
+      throw ModelError(where + ": takes " + std::to_string(schema->min_inputs) + ".." +
+                       std::to_string(schema->max_inputs) + " inputs, has " +
+                       std::to_string(node.inputs.size()));
+    if (node.outputs.size() < schema->min_outputs || node.outputs.size() > schema->max_outputs)
+      throw ModelError(where + ": has " + std::to_string(schema->min_outputs) + ".." +
+                       std::to_string(schema->max_outputs) + " outputs, given " +
+                       std::to_string(node.outputs.size()));
+    ShapeInferContext ctx{node, {}, {}};
+    for (ValueId in : node.inputs) {
+      if (in == no_value) {
+        ctx.inputs.emplace_back();
+        ctx.constant_inputs.push_back(nullptr);
+      } else {
+        ctx.inputs.push_back(values_[in]);
+        auto c = constants_.find(in);
+        ctx.constant_inputs.push_back(c == constants_.end() ? nullptr : &c->second);
+      }
+    }
+    std::vector<ValueInfo> inferred;
+    try {
+      inferred = schema->infer(ctx);
+    } catch (const ModelError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ModelError(where + ": " + e.what());
+    }
+    if (inferred.size() < node.outputs.size())
+      throw ModelError(where + ": shape inference produced " + std::to_string(inferred.size()) +
+                       " outputs, node has " + std::to_string(node.outputs.size()));
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      ValueInfo& out = values_[node.outputs[o]];
+      out.type = inferred[o].type;
+      out.shape = inferred[o].shape;
+    }
+  }
+  if (outputs_.empty()) throw ModelError("model '" + name_ + "' has no outputs");
+  for (ValueId out : outputs_)
+    if (!available[out] && producer[out] == -1)
+      throw ModelError("model output '" + values_[out].name + "' is never produced");
+}
+
+}  // namespace troupe

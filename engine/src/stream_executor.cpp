@@ -1,0 +1,120 @@
+#include "engine/src/stream_executor.hpp"
+
+#include "engine/src/clock.hpp"
+#include "kernels/kernel_registry.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe::detail {
+
+StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph)
+    : graph_(std::move(graph)), active_(graph_->model) {
+  if (!graph_->dynamic_shapes) {
+    std::vector<Shape> shapes;
+    for (ValueId in : active_->inputs()) shapes.push_back(active_->value(in).shape);
+    specialize(shapes);
+  }
+}
+
+void StreamExecutor::specialize(const std::vector<Shape>& input_shapes) {
+  std::shared_ptr<const Model> model = graph_->model;
+  if (graph_->dynamic_shapes) {
+    auto concrete = graph_->model->clone();
+    for (size_t i = 0; i < input_shapes.size(); ++i)
+      concrete->value(concrete->inputs()[i]).shape = input_shapes[i];
+    concrete->validate();
+    model = std::move(concrete);
+  }
+  const auto& registry = kernels::KernelRegistry::instance();
+  std::vector<std::unique_ptr<kernels::Kernel>> kernels;
+  for (const Node& node : model->nodes()) {
+    auto kernel = registry.create(make_kernel_request(*model, node));
+    if (!kernel)
+      throw UnsupportedOperation(node.op_type + " node '" + node.name +
+                                 "': no CPU kernel for these shapes/types");
+    kernels.push_back(std::move(kernel));
+  }
+  std::vector<Tensor> values(model->values().size());
+  is_model_output_.assign(model->values().size(), false);
+  for (ValueId out : model->outputs()) is_model_output_[out] = true;
+  for (const auto& [id, tensor] : model->constants()) values[id] = tensor;
+  for (const Node& node : model->nodes())
+    for (ValueId out : node.outputs) {
+      const ValueInfo& info = model->value(out);
+      if (!info.shape.is_static())
+        throw ModelError(node.op_type + " node '" + node.name + "': output '" + info.name +
+                         "' has a shape that cannot be inferred (" + info.shape.to_string() + ")");
+      if (!is_model_output_[out]) values[out] = Tensor(info.type, info.shape);
+    }
+  node_inputs_.clear();
+  for (const Node& node : model->nodes()) node_inputs_.push_back(node.inputs);
+  kernels_ = std::move(kernels);
+  values_ = std::move(values);
+  active_ = std::move(model);
+  input_shapes_ = input_shapes;
+}
+
+void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                         std::vector<OpTiming>* timings) {
+  const Model& graph_model = *graph_->model;
+  if (inputs.size() != graph_model.inputs().size())
+    throw ExecutionError("executor given " + std::to_string(inputs.size()) + " inputs, model has " +
+                         std::to_string(graph_model.inputs().size()));
+  bool same_shapes = input_shapes_.size() == inputs.size();
+  for (size_t i = 0; same_shapes && i < inputs.size(); ++i)
+    same_shapes = inputs[i].shape() == input_shapes_[i];
+  if (!same_shapes) {
+    std::vector<Shape> shapes;
+    for (const Tensor& t : inputs) shapes.push_back(t.shape());
+    specialize(shapes);
+  }
+  const Model& model = *active_;
+  for (size_t i = 0; i < inputs.size(); ++i) values_[model.inputs()[i]] = inputs[i];
+  outputs.resize(model.outputs().size());
+  // Outputs produced by nodes are written straight into the caller's buffers.
+  for (size_t o = 0; o < model.outputs().size(); ++o) {
+    ValueId id = model.outputs()[o];
+    const ValueInfo& info = model.value(id);
+    const bool produced = !model.is_constant(id) &&
+                          std::find(model.inputs().begin(), model.inputs().end(), id) ==
+                              model.inputs().end();
+    if (!produced) continue;
+    if (outputs[o].empty() || outputs[o].shape() != info.shape ||
+        outputs[o].element_type() != info.type)
+      outputs[o] = Tensor(info.type, info.shape);
+    values_[id] = outputs[o];
+  }
+  if (timings) timings->assign(kernels_.size(), {});
+  std::vector<Tensor> in;
+  std::vector<Tensor> out;
+  for (size_t n = 0; n < kernels_.size(); ++n) {
+    const Node& node = model.nodes()[n];
+    in.clear();
+    out.clear();
+    for (ValueId v : node.inputs) in.push_back(v == no_value ? Tensor() : values_[v]);
+    for (ValueId v : node.outputs) out.push_back(values_[v]);
+    const int64_t t0 = timings ? now_ns() : 0;
+    const int64_t c0 = timings ? thread_cpu_ns() : 0;
+    try {
+      kernels_[n]->execute(in, out);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
+    }
+    if (timings) (*timings)[n] = {now_ns() - t0, thread_cpu_ns() - c0};
+  }
+  // Model outputs that are inputs or constants: copy (the caller owns its output buffers).
+  for (size_t o = 0; o < model.outputs().size(); ++o) {
+    ValueId id = model.outputs()[o];
+    if (values_[id].raw_data() == outputs[o].raw_data() && !outputs[o].empty()) continue;
+    outputs[o] = values_[id].clone();
+  }
+}
+
+std::vector<std::string> StreamExecutor::implementations() const {
+  std::vector<std::string> out;
+  for (const auto& k : kernels_) out.push_back(k->implementation());
+  return out;
+}
+
+}  // namespace troupe::detail

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/src/compiled_graph.hpp"
+#include "kernels/kernel.hpp"
+
+namespace troupe::detail {
+
+/// Time one node took in one run.
+struct OpTiming {
+  int64_t real_ns = 0;
+  int64_t cpu_ns = 0;
+};
+
+/// Runs a CompiledGraph on one execute stream: owns the stream's kernel instances and
+/// intermediate buffers. Used from one thread at a time. When input shapes differ from the last
+/// run (dynamic dimensions), it re-infers shapes and re-creates kernels and buffers.
+class StreamExecutor {
+ public:
+  explicit StreamExecutor(std::shared_ptr<const CompiledGraph> graph);
+
+  /// `inputs`: one per model input, the model's element type, dense. `outputs`: one per model
+  /// output; an entry that is empty or of another shape is (re)allocated here, otherwise written in
+  /// place. `timings`, when given, receives one entry per node.
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+           std::vector<OpTiming>* timings);
+
+  /// Implementation of each node's kernel (in execution order).
+  std::vector<std::string> implementations() const;
+  /// The graph as currently specialized (shapes of the last run).
+  const Model& active_model() const { return *active_; }
+
+ private:
+  void specialize(const std::vector<Shape>& input_shapes);
+
+  std::shared_ptr<const CompiledGraph> graph_;
+  std::shared_ptr<const Model> active_;
+  std::vector<std::unique_ptr<kernels::Kernel>> kernels_;
+  std::vector<Tensor> values_;
+  std::vector<Shape> input_shapes_;
+  std::vector<std::vector<ValueId>> node_inputs_;  // per node
+  std::vector<bool> is_model_output_;
+};
+
+}  // namespace troupe::detail

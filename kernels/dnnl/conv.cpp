@@ -1,0 +1,119 @@
+// Conv (1-D to 3-D, groups, dilations, asymmetric pads, auto_pad, optional bias) on oneDNN's
+// convolution primitive. The primitive picks its own layouts (format_tag::any): constant weights
+// are reordered into that layout once, activations are reordered in and out around each run until
+// the graph compiler keeps them blocked between convolutions.
+#include "engine/ops/spatial.hpp"
+#include "kernels/dnnl/dnnl_backend.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"
+
+namespace troupe::kernels::onednn {
+
+namespace {
+
+class ConvKernel final : public DnnlKernel {
+ public:
+  explicit ConvKernel(const KernelRequest& request) : DnnlKernel(request), node_(request.node) {
+    group_ = request.node.attributes.get_int_or("group", 1);
+    if (group_ < 1 || request.inputs.size() < 2 || !has_input(1) || present_outputs(request) != 1)
+      throw Unsupported{};
+    const size_t rank = request.inputs[0].shape.rank();
+    if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
+    std::vector<int64_t> weights_kernel(request.inputs[1].shape.begin() + 2,
+                                        request.inputs[1].shape.end());
+    window_ = spatial::read_window(request.node, rank - 2, weights_kernel);
+  }
+
+ protected:
+  bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
+    const Dims src = to_dims(inputs[0]);
+    const Dims weights = to_dims(inputs[1]);
+    const Dims dst = to_dims(outputs[0]);
+    if (src.size() < 3 || src.size() > 5 || weights.size() != src.size() ||
+        dst.size() != src.size())
+      return false;
+    const size_t n = src.size() - 2;
+    const int64_t out_channels = weights[0];
+    if (src[1] != weights[1] * group_ || out_channels % group_ != 0 || dst[1] != out_channels)
+      return false;
+    spatial::Window window = window_;
+    window.kernel.assign(weights.begin() + 2, weights.end());
+    const spatial::Geometry g =
+        spatial::forward_geometry(node_, window, spatial::spatial_dims(inputs[0]));
+    Dims strides(n), dilation(n), pad_l(n), pad_r(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (g.output[i] != dst[2 + i]) return false;
+      strides[i] = window.strides[i];
+      dilation[i] = window.dilations[i] - 1;  // oneDNN counts dilation from 0
+      pad_l[i] = g.pads_begin[i];
+      pad_r[i] = g.pads_end[i];
+    }
+
+    // Plain layouts of the troupe tensors; grouped weights are [G, OC/G, IC/G, k...], which is
+    // ONNX's [OC, IC/G, k...] in the same memory.
+    Dims plain_weights = weights;
+    if (group_ > 1) {
+      plain_weights[0] = out_channels / group_;
+      plain_weights.insert(plain_weights.begin(), group_);
+    }
+    const dnnl::memory::desc src_md = plain_f32(src);
+    const dnnl::memory::desc weights_md = plain_f32(plain_weights);
+    const dnnl::memory::desc dst_md = plain_f32(dst);
+    with_bias_ = has_input(2);
+    if (with_bias_ && inputs[2].element_count() != out_channels) return false;
+    const dnnl::memory::desc bias_md = plain_f32({out_channels});
+
+    auto any = [](const Dims& dims) {
+      return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+    };
+    // Blocked weights only pay off when they can be packed once.
+    const dnnl::memory::desc weights_choice = constant(1) ? any(plain_weights) : weights_md;
+    const auto kind = dnnl::prop_kind::forward_inference;
+    const auto algorithm = dnnl::algorithm::convolution_direct;
+    dnnl::convolution_forward::desc desc =
+        with_bias_ ? dnnl::convolution_forward::desc(kind, algorithm, any(src), weights_choice,
+                                                     bias_md, any(dst), strides, dilation, pad_l,
+                                                     pad_r)
+                   : dnnl::convolution_forward::desc(kind, algorithm, any(src), weights_choice,
+                                                     any(dst), strides, dilation, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc pd(desc, cpu_engine());
+    primitive_ = dnnl::convolution_forward(pd);
+    src_ = LayoutBridge(src_md, pd.src_desc());
+    dst_ = LayoutBridge(dst_md, pd.dst_desc());
+    weights_ = PackedWeights(weights_md, pd.weights_desc(), constant(1), stream_);
+    bias_ = unbound_memory(bias_md);
+    set_impl(pd);
+    return true;
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},
+        {DNNL_ARG_WEIGHTS, weights_.get(inputs[1], stream_)},
+        {DNNL_ARG_DST, dst_.output_memory(outputs[0])}};
+    if (with_bias_) {
+      bind(bias_, inputs[2]);
+      args[DNNL_ARG_BIAS] = bias_;
+    }
+    primitive_.execute(stream_, args);
+    dst_.from_internal(outputs[0], stream_);
+  }
+
+ private:
+  Node node_;  // for forward_geometry's messages
+  int64_t group_ = 1;
+  spatial::Window window_;
+  bool with_bias_ = false;
+  dnnl::primitive primitive_;
+  LayoutBridge src_;
+  LayoutBridge dst_;
+  PackedWeights weights_;
+  dnnl::memory bias_;
+};
+
+}  // namespace
+
+void register_convolution(KernelRegistry& registry) {
+  registry.add(backend_name, backend_priority, "Conv", make_kernel<ConvKernel>);
+}
+
+}  // namespace troupe::kernels::onednn

@@ -1,0 +1,15 @@
+#include "kernels/dnnl/dnnl_backend.hpp"
+
+namespace troupe::kernels {
+
+void register_dnnl_kernels(KernelRegistry& registry) {
+  onednn::register_convolution(registry);
+  onednn::register_matmul(registry);
+  onednn::register_pooling(registry);
+  onednn::register_eltwise(registry);
+  onednn::register_softmax(registry);
+  onednn::register_normalization(registry);
+  onednn::register_binary(registry);
+}
+
+}  // namespace troupe::kernels

@@ -1,0 +1,234 @@
+#include "kernels/dnnl/dnnl_kernel.hpp"
+
+#include "troupe/error.hpp"
+
+namespace troupe::kernels::onednn {
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+std::optional<dnnl::memory::data_type> to_dnnl(ElementType type) {
+  using dt = dnnl::memory::data_type;
+  switch (type) {
+    case ElementType::f32:
+      return dt::f32;
+    case ElementType::f16:
+      return dt::f16;
+    case ElementType::bf16:
+      return dt::bf16;
+    case ElementType::i8:
+      return dt::s8;
+    case ElementType::u8:
+      return dt::u8;
+    case ElementType::i32:
+      return dt::s32;
+    default:
+      return std::nullopt;
+  }
+}
+
+dnnl::memory::desc plain_desc(const Dims& dims, dnnl::memory::data_type type) {
+  Dims d = dims.empty() ? Dims{1} : dims;
+  Dims strides(d.size(), 1);
+  for (size_t i = d.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * std::max<int64_t>(d[i], 1);
+  return dnnl::memory::desc(d, type, strides);
+}
+
+dnnl::memory::desc plain_f32(const Dims& dims) {
+  return plain_desc(dims, dnnl::memory::data_type::f32);
+}
+
+Dims to_dims(const Shape& shape) {
+  if (shape.rank() == 0) return Dims{1};
+  return Dims(shape.dims().begin(), shape.dims().end());
+}
+
+Dims pad_front(const Dims& dims, size_t rank) {
+  if (dims.size() >= rank) return dims;
+  Dims out(rank - dims.size(), 1);
+  out.insert(out.end(), dims.begin(), dims.end());
+  return out;
+}
+
+bool all_f32(const KernelRequest& request) {
+  for (const ValueInfo& v : request.inputs)
+    if (v.type != ElementType::undefined && v.type != ElementType::f32) return false;
+  for (const ValueInfo& v : request.outputs)
+    if (v.type != ElementType::undefined && v.type != ElementType::f32) return false;
+  return true;
+}
+
+size_t present_outputs(const KernelRequest& request) {
+  size_t n = 0;
+  for (const ValueInfo& v : request.outputs)
+    if (v.type != ElementType::undefined) ++n;
+  return n;
+}
+
+dnnl::memory unbound_memory(const dnnl::memory::desc& desc) {
+  return dnnl::memory(desc, cpu_engine(), DNNL_MEMORY_NONE);
+}
+
+DnnlKernel::DnnlKernel(const KernelRequest& request)
+    : node_name_(request.node.name),
+      op_type_(request.node.op_type),
+      stream_(cpu_engine()),
+      present_(request.inputs.size()),
+      constants_(request.inputs.size()) {
+  for (size_t i = 0; i < request.inputs.size(); ++i) {
+    present_[i] = request.inputs[i].type != ElementType::undefined;
+    if (i < request.constant_inputs.size() && request.constant_inputs[i])
+      constants_[i] = *request.constant_inputs[i];
+  }
+}
+
+const Tensor* DnnlKernel::constant(size_t i) const {
+  return i < constants_.size() && !constants_[i].empty() ? &constants_[i] : nullptr;
+}
+
+bool DnnlKernel::initialize(const KernelRequest& request) {
+  bool is_static = true;
+  bool is_empty = false;
+  for (const ValueInfo& v : request.inputs)
+    if (v.type != ElementType::undefined && !v.shape.is_static()) is_static = false;
+  for (const ValueInfo& v : request.outputs) {
+    if (v.type == ElementType::undefined) continue;
+    if (!v.shape.is_static())
+      is_static = false;
+    else if (v.shape.element_count() == 0)
+      is_empty = true;
+  }
+  if (!is_static) {
+    // Shapes known only at run time may turn out to be ones oneDNN rejects.
+    fallback_ = KernelRegistry::instance().create_with("reference", request);
+    return true;
+  }
+  if (is_empty) return true;  // nothing to compute; execute() returns early
+  std::vector<Shape> in;
+  std::vector<Shape> out;
+  for (const ValueInfo& v : request.inputs) in.push_back(v.shape);
+  for (const ValueInfo& v : request.outputs) out.push_back(v.shape);
+  if (!try_prepare(in, out)) return false;
+  prepared_for_ = std::move(in);
+  prepared_ = true;
+  return true;
+}
+
+bool DnnlKernel::try_prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) {
+  try {
+    return prepare(inputs, outputs);
+  } catch (const dnnl::error&) {
+    return false;
+  } catch (const Unsupported&) {
+    return false;
+  }
+}
+
+void DnnlKernel::set_impl(const dnnl::primitive_desc_base& pd) { impl_ = pd.impl_info_str(); }
+
+std::string DnnlKernel::implementation() const {
+  if (use_fallback_ && fallback_) return fallback_->implementation();
+  return impl_.empty() ? std::string("dnnl") : "dnnl:" + impl_;
+}
+
+void DnnlKernel::execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  for (const Tensor& t : outputs)
+    if (!t.empty() && t.size() == 0) return;
+
+  bool same = prepared_ && prepared_for_.size() == inputs.size();
+  for (size_t i = 0; same && i < inputs.size(); ++i)
+    same = inputs[i].shape() == prepared_for_[i];
+  if (!same) {
+    std::vector<Shape> in;
+    std::vector<Shape> out;
+    for (const Tensor& t : inputs) in.push_back(t.shape());
+    for (const Tensor& t : outputs) out.push_back(t.shape());
+    use_fallback_ = !try_prepare(in, out);
+    prepared_for_ = std::move(in);
+    prepared_ = true;
+    if (use_fallback_ && !fallback_)
+      throw ExecutionError(op_type_ + " node '" + node_name_ +
+                           "': oneDNN cannot run these input shapes and no reference kernel exists");
+  }
+  if (use_fallback_) {
+    fallback_->execute(inputs, outputs);
+    return;
+  }
+
+  // oneDNN sees plain dense memory; strided tensors go through dense copies.
+  bool dense_inputs = true;
+  bool dense_outputs = true;
+  for (const Tensor& t : inputs) dense_inputs = dense_inputs && (t.empty() || t.is_contiguous());
+  for (const Tensor& t : outputs)
+    dense_outputs = dense_outputs && (t.empty() || t.is_contiguous());
+  if (dense_inputs && dense_outputs) {
+    run(inputs, outputs);
+    stream_.wait();
+    return;
+  }
+  std::vector<Tensor> in_copy;
+  if (!dense_inputs)
+    for (const Tensor& t : inputs) in_copy.push_back(t.empty() ? t : t.contiguous());
+  std::vector<Tensor> out_copy;
+  if (!dense_outputs)
+    for (const Tensor& t : outputs)
+      out_copy.push_back(t.empty() || t.is_contiguous() ? t : Tensor(t.element_type(), t.shape()));
+  run(dense_inputs ? inputs : in_copy, dense_outputs ? outputs : out_copy);
+  stream_.wait();
+  if (!dense_outputs)
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (!outputs[i].empty() && !outputs[i].is_contiguous()) out_copy[i].copy_to(outputs[i]);
+}
+
+}  // namespace troupe::kernels::onednn
+
+namespace troupe::kernels::onednn {
+
+LayoutBridge::LayoutBridge(const dnnl::memory::desc& plain, const dnnl::memory::desc& internal)
+    : needs_reorder_(plain != internal), plain_(unbound_memory(plain)) {
+  if (!needs_reorder_) return;
+  internal_ = dnnl::memory(internal, cpu_engine());
+  to_internal_ = dnnl::reorder(plain_, internal_);
+  from_internal_ = dnnl::reorder(internal_, plain_);
+}
+
+const dnnl::memory& LayoutBridge::to_internal(const Tensor& tensor, const dnnl::stream& stream) {
+  bind(plain_, tensor);
+  if (!needs_reorder_) return plain_;
+  to_internal_.execute(stream, plain_, internal_);
+  return internal_;
+}
+
+const dnnl::memory& LayoutBridge::output_memory(Tensor& tensor) {
+  if (!needs_reorder_) {
+    bind(plain_, tensor);
+    return plain_;
+  }
+  return internal_;
+}
+
+void LayoutBridge::from_internal(Tensor& tensor, const dnnl::stream& stream) {
+  if (!needs_reorder_) return;
+  bind(plain_, tensor);
+  from_internal_.execute(stream, internal_, plain_);
+}
+
+PackedWeights::PackedWeights(const dnnl::memory::desc& plain, const dnnl::memory::desc& packed,
+                             const Tensor* constant, const dnnl::stream& stream)
+    : bridge_(plain, packed) {
+  if (constant && bridge_.needs_reorder()) {
+    const Tensor dense = constant->contiguous();
+    bridge_.to_internal(dense, stream);
+    dnnl::stream(stream).wait();  // a handle copy: wait() is not const
+    packed_once_ = true;
+  }
+}
+
+const dnnl::memory& PackedWeights::get(const Tensor& weights, const dnnl::stream& stream) {
+  if (packed_once_) return bridge_.internal();
+  return bridge_.to_internal(weights, stream);
+}
+
+}  // namespace troupe::kernels::onednn

@@ -1,0 +1,159 @@
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/kernel_registry.hpp"
+
+namespace troupe::kernels::onednn {
+
+inline constexpr const char* backend_name = "dnnl";
+inline constexpr int backend_priority = 10;
+
+using Dims = dnnl::memory::dims;
+
+/// The process-wide CPU engine.
+const dnnl::engine& cpu_engine();
+
+/// oneDNN data type of an element type; nullopt when oneDNN has none.
+std::optional<dnnl::memory::data_type> to_dnnl(ElementType type);
+
+/// Dense row-major descriptor of `dims` (a rank-0 shape is described as {1}).
+dnnl::memory::desc plain_desc(const Dims& dims, dnnl::memory::data_type type);
+dnnl::memory::desc plain_f32(const Dims& dims);
+
+/// Dims of a static shape; rank-0 becomes {1}.
+Dims to_dims(const Shape& shape);
+
+/// `dims` with leading 1s up to `rank`.
+Dims pad_front(const Dims& dims, size_t rank);
+
+/// True when every present input and output of the request is f32 (omitted optional ones are
+/// skipped).
+bool all_f32(const KernelRequest& request);
+
+/// Number of present (typed) outputs of the request.
+size_t present_outputs(const KernelRequest& request);
+
+/// Base of the oneDNN kernels. Primitives are created by prepare() for concrete input shapes: at
+/// construction when the request's shapes are static, else at the first execute and again whenever
+/// the input shapes change. When oneDNN rejects a shape only known at run time, the kernel runs the
+/// reference kernel instead so that a node accepted at compile time never fails for that reason.
+class DnnlKernel : public Kernel {
+ public:
+  explicit DnnlKernel(const KernelRequest& request);
+
+  void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) final;
+  std::string implementation() const final;
+
+  /// Prepares for the request's shapes when they are static; returns false when oneDNN cannot run
+  /// this instance (the factory then returns nullptr so another backend is tried).
+  bool initialize(const KernelRequest& request);
+
+ protected:
+  /// Creates the primitives for these input/output shapes; returns false (or throws dnnl::error)
+  /// when this instance is not supported.
+  virtual bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) = 0;
+  /// Runs the prepared primitives on dense tensors.
+  virtual void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
+
+  /// Records the implementation name of the kernel's main primitive.
+  void set_impl(const dnnl::primitive_desc_base& pd);
+  /// Whether input i is present in the request (not an omitted optional input).
+  bool has_input(size_t i) const { return i < present_.size() && present_[i]; }
+  /// The data of input i when it is a model constant, else nullptr.
+  const Tensor* constant(size_t i) const;
+
+  std::string node_name_;
+  std::string op_type_;
+  dnnl::stream stream_;
+
+ private:
+  bool try_prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs);
+
+  std::vector<bool> present_;
+  std::vector<Tensor> constants_;  // empty Tensor where the input is not a constant
+  std::vector<Shape> prepared_for_;
+  bool prepared_ = false;
+  bool use_fallback_ = false;
+  std::unique_ptr<Kernel> fallback_;
+  std::string impl_;
+};
+
+/// Memory with no data yet (set_data_handle before each execution).
+dnnl::memory unbound_memory(const dnnl::memory::desc& desc);
+
+/// Points `memory` at a tensor's data (oneDNN never writes its sources, hence the const_cast).
+inline void bind(dnnl::memory& memory, const Tensor& tensor) {
+  memory.set_data_handle(const_cast<void*>(tensor.raw_data()));
+}
+
+/// Thrown by a kernel constructor for an instance it does not support (an attribute value,
+/// a missing constant); the factory then returns nullptr.
+struct Unsupported {};
+
+/// A primitive's operand that may live in another layout than the troupe tensor (blocked weights,
+/// blocked activations). A reorder converts between the two; when the layouts agree the tensor's
+/// memory is used directly.
+class LayoutBridge {
+ public:
+  LayoutBridge() = default;
+  /// `plain` describes the troupe tensor, `internal` what the primitive wants.
+  LayoutBridge(const dnnl::memory::desc& plain, const dnnl::memory::desc& internal);
+
+  bool needs_reorder() const { return needs_reorder_; }
+  /// Memory to pass to the primitive for an input: the tensor itself, or the internal buffer
+  /// after reordering the tensor into it.
+  const dnnl::memory& to_internal(const Tensor& tensor, const dnnl::stream& stream);
+  /// Memory the primitive writes an output into (call from_internal afterwards).
+  const dnnl::memory& output_memory(Tensor& tensor);
+  /// Reorders the internal buffer into the tensor when the layouts differ.
+  void from_internal(Tensor& tensor, const dnnl::stream& stream);
+  /// The internal buffer (valid when needs_reorder()).
+  const dnnl::memory& internal() const { return internal_; }
+
+ private:
+  bool needs_reorder_ = false;
+  dnnl::memory plain_;
+  dnnl::memory internal_;
+  dnnl::reorder to_internal_;
+  dnnl::reorder from_internal_;
+};
+
+/// Weights in the layout a primitive chose. A constant is reordered once, at prepare time; other
+/// weights are reordered on every run.
+class PackedWeights {
+ public:
+  PackedWeights() = default;
+  PackedWeights(const dnnl::memory::desc& plain, const dnnl::memory::desc& packed,
+                const Tensor* constant, const dnnl::stream& stream);
+  /// Memory to pass as the primitive's weights for this run.
+  const dnnl::memory& get(const Tensor& weights, const dnnl::stream& stream);
+
+ private:
+  bool packed_once_ = false;
+  LayoutBridge bridge_;
+};
+
+/// Creates a kernel of type K, or nullptr when K cannot run the request.
+template <class K>
+std::unique_ptr<Kernel> make_kernel(const KernelRequest& request) {
+  if (!all_f32(request)) return nullptr;
+  std::unique_ptr<K> kernel;
+  try {
+    kernel = std::make_unique<K>(request);
+  } catch (const Unsupported&) {
+    return nullptr;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  if (!kernel->initialize(request)) return nullptr;
+  return kernel;
+}
+
+}  // namespace troupe::kernels::onednn

@@ -1,0 +1,111 @@
+// Unary element-wise ops on oneDNN's eltwise primitive. The data is dense, so every tensor is seen
+// as one flat vector whatever its shape.
+#include <limits>
+
+#include "kernels/dnnl/dnnl_backend.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"
+
+namespace troupe::kernels::onednn {
+
+namespace {
+
+struct EltwiseAlgorithm {
+  dnnl::algorithm algorithm;
+  float alpha = 0.f;
+  float beta = 0.f;
+};
+
+// A Clip bound given as an input (opset 11+) must be a constant scalar to be baked into the
+// primitive.
+float constant_bound(const KernelRequest& request, size_t index, float fallback) {
+  if (index >= request.inputs.size() || request.inputs[index].type == ElementType::undefined)
+    return fallback;
+  if (index >= request.constant_inputs.size() || !request.constant_inputs[index])
+    throw Unsupported{};
+  const Tensor& t = *request.constant_inputs[index];
+  if (t.size() != 1) throw Unsupported{};
+  return static_cast<float>(t.value_at(0));
+}
+
+EltwiseAlgorithm choose_algorithm(const KernelRequest& request) {
+  using alg = dnnl::algorithm;
+  const std::string& op = request.node.op_type;
+  const Attributes& a = request.node.attributes;
+  if (op == "Relu") return {alg::eltwise_relu};
+  if (op == "LeakyRelu")
+    return {alg::eltwise_relu, static_cast<float>(a.get_float_or("alpha", 0.01))};
+  if (op == "Sigmoid") return {alg::eltwise_logistic};
+  if (op == "Tanh") return {alg::eltwise_tanh};
+  if (op == "Exp") return {alg::eltwise_exp};
+  if (op == "Log") return {alg::eltwise_log};
+  if (op == "Sqrt") return {alg::eltwise_sqrt};
+  if (op == "Abs") return {alg::eltwise_abs};
+  if (op == "Neg") return {alg::eltwise_linear, -1.f, 0.f};
+  if (op == "Elu") return {alg::eltwise_elu, static_cast<float>(a.get_float_or("alpha", 1.0))};
+  if (op == "Softplus") return {alg::eltwise_soft_relu};
+  if (op == "HardSwish") return {alg::eltwise_hardswish};
+  if (op == "Round") return {alg::eltwise_round};  // half to even, as ONNX
+  if (op == "Reciprocal") return {alg::eltwise_pow, 1.f, -1.f};
+  if (op == "Gelu") {
+    std::string approximate = a.get_string_or("approximate", "none");
+    if (approximate == "none") return {alg::eltwise_gelu_erf};
+    if (approximate == "tanh") return {alg::eltwise_gelu_tanh};
+    throw Unsupported{};
+  }
+  if (op == "Clip") {
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    float lo = static_cast<float>(a.get_float_or("min", -inf));
+    float hi = static_cast<float>(a.get_float_or("max", inf));
+    lo = constant_bound(request, 1, lo);
+    hi = constant_bound(request, 2, hi);
+    return {alg::eltwise_clip_v2, lo, hi};
+  }
+  throw Unsupported{};
+}
+
+class EltwiseKernel final : public DnnlKernel {
+ public:
+  explicit EltwiseKernel(const KernelRequest& request)
+      : DnnlKernel(request), algorithm_(choose_algorithm(request)) {
+    if (present_outputs(request) != 1) throw Unsupported{};
+  }
+
+ protected:
+  bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
+    int64_t n = outputs[0].element_count();
+    if (inputs[0].element_count() != n) return false;
+    dnnl::memory::desc md = plain_f32({n});
+    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_.algorithm, md,
+                                     algorithm_.alpha, algorithm_.beta);
+    dnnl::eltwise_forward::primitive_desc pd(desc, cpu_engine());
+    primitive_ = dnnl::eltwise_forward(pd);
+    src_ = unbound_memory(md);
+    dst_ = unbound_memory(md);
+    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}};
+    set_impl(pd);
+    return true;
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    bind(src_, inputs[0]);
+    bind(dst_, outputs[0]);
+    primitive_.execute(stream_, args_);
+  }
+
+ private:
+  EltwiseAlgorithm algorithm_;
+  dnnl::primitive primitive_;
+  dnnl::memory src_;
+  dnnl::memory dst_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+}  // namespace
+
+void register_eltwise(KernelRegistry& registry) {
+  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg",
+                         "Elu", "Softplus", "HardSwish", "Gelu", "Clip", "Round", "Reciprocal"})
+    registry.add(backend_name, backend_priority, op, make_kernel<EltwiseKernel>);
+}
+
+}  // namespace troupe::kernels::onednn

@@ -1,0 +1,198 @@
+// MatMul (numpy semantics: 1-D operands promoted, batch dims broadcast) and Gemm (transposes as
+// strides, alpha as output scale, C as bias or as a binary post-op) on oneDNN's matmul primitive.
+// A constant right-hand side is packed once into the layout the primitive prefers.
+#include <algorithm>
+
+#include "kernels/dnnl/dnnl_backend.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"
+
+namespace troupe::kernels::onednn {
+
+namespace {
+
+dnnl::memory::desc any_f32(const Dims& dims) {
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+}
+
+// The primitive and its operands, shared by MatMul and Gemm.
+struct MatmulCore {
+  dnnl::primitive primitive;
+  dnnl::memory src;
+  PackedWeights weights;
+  dnnl::memory dst;
+  dnnl::memory bias;
+  dnnl::memory post_src;  // Gemm's C as a binary post-op operand
+  bool with_bias = false;
+  bool with_post_src = false;
+  std::unordered_map<int, dnnl::memory> args;
+
+  // Returns the primitive descriptor (for its implementation name).
+  dnnl::matmul::primitive_desc build(const dnnl::memory::desc& src_md,
+                                     const dnnl::memory::desc& weights_md,
+                                     const Tensor* constant_weights,
+                                     const dnnl::memory::desc& dst_md,
+                                     const dnnl::memory::desc* bias_md,
+                                     const dnnl::primitive_attr& attr,
+                                     const dnnl::memory::desc* post_src_md,
+                                     const dnnl::stream& stream) {
+    auto make_pd = [&](const dnnl::memory::desc& w) {
+      dnnl::matmul::desc desc = bias_md ? dnnl::matmul::desc(src_md, w, *bias_md, dst_md)
+                                        : dnnl::matmul::desc(src_md, w, dst_md);
+      return dnnl::matmul::primitive_desc(desc, attr, cpu_engine());
+    };
+    dnnl::matmul::primitive_desc pd;
+    bool packed = false;
+    if (constant_weights) {
+      try {
+        pd = make_pd(any_f32(weights_md.dims()));
+        packed = true;
+      } catch (const dnnl::error&) {
+        // some broadcast patterns have no implementation with a chosen weights layout
+      }
+    }
+    if (!packed) pd = make_pd(weights_md);
+    primitive = dnnl::matmul(pd);
+    src = unbound_memory(src_md);
+    weights = PackedWeights(weights_md, pd.weights_desc(), constant_weights, stream);
+    dst = unbound_memory(dst_md);
+    with_bias = bias_md != nullptr;
+    if (with_bias) bias = unbound_memory(*bias_md);
+    with_post_src = post_src_md != nullptr;
+    if (with_post_src) post_src = unbound_memory(*post_src_md);
+    args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+    if (with_bias) args[DNNL_ARG_BIAS] = bias;
+    if (with_post_src) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = post_src;
+    return pd;
+  }
+
+  void run(const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y,
+           const dnnl::stream& stream) {
+    bind(src, a);
+    args[DNNL_ARG_WEIGHTS] = weights.get(b, stream);
+    bind(dst, y);
+    if (with_bias) bind(bias, *c);
+    if (with_post_src) bind(post_src, *c);
+    primitive.execute(stream, args);
+  }
+};
+
+class MatMulKernel final : public DnnlKernel {
+ public:
+  explicit MatMulKernel(const KernelRequest& request) : DnnlKernel(request) {
+    if (request.inputs.size() != 2 || present_outputs(request) != 1) throw Unsupported{};
+  }
+
+ protected:
+  bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
+    if (inputs[0].rank() == 0 || inputs[1].rank() == 0) return false;
+    Dims a = to_dims(inputs[0]);
+    Dims b = to_dims(inputs[1]);
+    if (a.size() == 1) a.insert(a.begin(), 1);  // [K] -> [1, K]
+    if (b.size() == 1) b.push_back(1);          // [K] -> [K, 1]
+    const size_t rank = std::max(a.size(), b.size());
+    if (rank > DNNL_MAX_NDIMS) return false;
+    a = pad_front(a, rank);
+    b = pad_front(b, rank);
+    if (a[rank - 1] != b[rank - 2]) return false;
+    Dims y(rank);
+    for (size_t i = 0; i + 2 < rank; ++i) {
+      if (a[i] != b[i] && a[i] != 1 && b[i] != 1) return false;
+      y[i] = std::max(a[i], b[i]);
+    }
+    y[rank - 2] = a[rank - 2];
+    y[rank - 1] = b[rank - 1];
+    int64_t count = 1;
+    for (int64_t d : y) count *= d;
+    if (count != outputs[0].element_count()) return false;
+    dnnl::matmul::primitive_desc pd =
+        core_.build(plain_f32(a), plain_f32(b), constant(1), plain_f32(y), nullptr,
+                    dnnl::primitive_attr(), nullptr, stream_);
+    set_impl(pd);
+    return true;
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    core_.run(inputs[0], inputs[1], nullptr, outputs[0], stream_);
+  }
+
+ private:
+  MatmulCore core_;
+};
+
+class GemmKernel final : public DnnlKernel {
+ public:
+  explicit GemmKernel(const KernelRequest& request) : DnnlKernel(request) {
+    const Attributes& a = request.node.attributes;
+    alpha_ = static_cast<float>(a.get_float_or("alpha", 1.0));
+    beta_ = static_cast<float>(a.get_float_or("beta", 1.0));
+    trans_a_ = a.get_int_or("transA", 0) != 0;
+    trans_b_ = a.get_int_or("transB", 0) != 0;
+    if (request.inputs.size() < 2 || present_outputs(request) != 1) throw Unsupported{};
+  }
+
+ protected:
+  bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
+    if (inputs[0].rank() != 2 || inputs[1].rank() != 2) return false;
+    const int64_t m = trans_a_ ? inputs[0][1] : inputs[0][0];
+    const int64_t k = trans_a_ ? inputs[0][0] : inputs[0][1];
+    const int64_t kb = trans_b_ ? inputs[1][1] : inputs[1][0];
+    const int64_t n = trans_b_ ? inputs[1][0] : inputs[1][1];
+    if (k != kb) return false;
+    const dnnl::memory::data_type f32 = dnnl::memory::data_type::f32;
+    // Transposed operands are the same memory read with swapped strides.
+    const dnnl::memory::desc a_md({m, k}, f32, trans_a_ ? Dims{1, m} : Dims{k, 1});
+    const dnnl::memory::desc b_md({k, n}, f32, trans_b_ ? Dims{1, k} : Dims{n, 1});
+    const dnnl::memory::desc y_md = plain_f32({m, n});
+
+    use_c_ = has_input(2) && beta_ != 0.f;
+    Dims c;
+    if (use_c_) {
+      if (inputs[2].rank() > 2) return false;
+      c = pad_front(inputs[2].rank() == 0 ? Dims{1} : to_dims(inputs[2]), 2);
+      if ((c[0] != m && c[0] != 1) || (c[1] != n && c[1] != 1)) return false;
+    }
+    const dnnl::memory::desc c_md = plain_f32(c.empty() ? Dims{1, 1} : c);
+
+    dnnl::primitive_attr attr;
+    const dnnl::memory::desc* bias_md = nullptr;
+    const dnnl::memory::desc* post_md = nullptr;
+    if (!use_c_) {
+      if (alpha_ != 1.f) attr.set_output_scales(0, {alpha_});
+    } else if (alpha_ == 1.f && beta_ == 1.f) {
+      bias_md = &c_md;  // the common Linear layer: C is a bias row
+    } else {
+      // alpha*AB + beta*C == beta * ((alpha/beta)*AB + C); output scales precede post-ops.
+      if (alpha_ / beta_ != 1.f) attr.set_output_scales(0, {alpha_ / beta_});
+      dnnl::post_ops ops;
+      ops.append_binary(dnnl::algorithm::binary_add, c_md);
+      if (beta_ != 1.f) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, beta_, 0.f);
+      attr.set_post_ops(ops);
+      post_md = &c_md;
+    }
+    dnnl::matmul::primitive_desc pd =
+        core_.build(a_md, b_md, constant(1), y_md, bias_md, attr, post_md, stream_);
+    set_impl(pd);
+    return true;
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    core_.run(inputs[0], inputs[1], use_c_ ? &inputs[2] : nullptr, outputs[0], stream_);
+  }
+
+ private:
+  float alpha_ = 1.f;
+  float beta_ = 1.f;
+  bool trans_a_ = false;
+  bool trans_b_ = false;
+  bool use_c_ = false;
+  MatmulCore core_;
+};
+
+}  // namespace
+
+void register_matmul(KernelRegistry& registry) {
+  registry.add(backend_name, backend_priority, "MatMul", make_kernel<MatMulKernel>);
+  registry.add(backend_name, backend_priority, "Gemm", make_kernel<GemmKernel>);
+}
+
+}  // namespace troupe::kernels::onednn

@@ -1,0 +1,129 @@
+// BatchNormalization (inference, with the running statistics) and LayerNormalization on oneDNN's
+// normalization primitives.
+#include "kernels/dnnl/dnnl_backend.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"
+
+namespace troupe::kernels::onednn {
+
+namespace {
+
+class BatchNormKernel final : public DnnlKernel {
+ public:
+  explicit BatchNormKernel(const KernelRequest& request)
+      : DnnlKernel(request),
+        epsilon_(static_cast<float>(request.node.attributes.get_float_or("epsilon", 1e-5))) {
+    if (request.node.attributes.get_int_or("training_mode", 0) != 0) throw Unsupported{};
+    if (request.inputs.size() != 5 || present_outputs(request) != 1) throw Unsupported{};
+  }
+
+ protected:
+  bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
+    const Dims src = to_dims(inputs[0]);
+    if (inputs[0].rank() < 2 || src.size() > 5) return false;
+    const int64_t channels = src[1];
+    for (size_t i = 1; i < 5; ++i)
+      if (inputs[i].element_count() != channels) return false;
+    dnnl::memory::desc data_md = plain_f32(src);
+    dnnl::memory::desc channel_md = plain_f32({channels});
+    const auto flags = dnnl::normalization_flags::use_global_stats |
+                       dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data_md,
+                                                 epsilon_, flags);
+    dnnl::batch_normalization_forward::primitive_desc pd(desc, cpu_engine());
+    primitive_ = dnnl::batch_normalization_forward(pd);
+    src_ = unbound_memory(data_md);
+    dst_ = unbound_memory(data_md);
+    scale_ = unbound_memory(channel_md);
+    shift_ = unbound_memory(channel_md);
+    mean_ = unbound_memory(channel_md);
+    variance_ = unbound_memory(channel_md);
+    args_ = {{DNNL_ARG_SRC, src_},     {DNNL_ARG_DST, dst_},   {DNNL_ARG_SCALE, scale_},
+             {DNNL_ARG_SHIFT, shift_}, {DNNL_ARG_MEAN, mean_}, {DNNL_ARG_VARIANCE, variance_}};
+    set_impl(pd);
+    return true;
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    bind(src_, inputs[0]);
+    bind(scale_, inputs[1]);
+    bind(shift_, inputs[2]);
+    bind(mean_, inputs[3]);
+    bind(variance_, inputs[4]);
+    bind(dst_, outputs[0]);
+    primitive_.execute(stream_, args_);
+  }
+
+ private:
+  float epsilon_;
+  dnnl::primitive primitive_;
+  dnnl::memory src_, dst_, scale_, shift_, mean_, variance_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+// The normalized axes [axis, rank) are flattened into one, so any axis maps onto oneDNN's
+// last-dimension layer normalization of a 2-D tensor.
+class LayerNormKernel final : public DnnlKernel {
+ public:
+  explicit LayerNormKernel(const KernelRequest& request)
+      : DnnlKernel(request),
+        axis_(request.node.attributes.get_int_or("axis", -1)),
+        epsilon_(static_cast<float>(request.node.attributes.get_float_or("epsilon", 1e-5))) {
+    // Mean and InvStdDev outputs are not produced by the inference primitive.
+    if (present_outputs(request) != 1 || !has_input(1)) throw Unsupported{};
+  }
+
+ protected:
+  bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
+    const int64_t rank = static_cast<int64_t>(inputs[0].rank());
+    if (rank == 0 || axis_ < -rank || axis_ >= rank) return false;
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= inputs[0][i];
+    if (inputs[1].element_count() != inner) return false;
+    with_shift_ = has_input(2);
+    if (with_shift_ && inputs[2].element_count() != inner) return false;
+    dnnl::memory::desc data_md = plain_f32({outer, inner});
+    dnnl::memory::desc param_md = plain_f32({inner});
+    auto flags = dnnl::normalization_flags::use_scale;
+    if (with_shift_) flags = flags | dnnl::normalization_flags::use_shift;
+    dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data_md,
+                                                 epsilon_, flags);
+    dnnl::layer_normalization_forward::primitive_desc pd(desc, cpu_engine());
+    primitive_ = dnnl::layer_normalization_forward(pd);
+    src_ = unbound_memory(data_md);
+    dst_ = unbound_memory(data_md);
+    scale_ = unbound_memory(param_md);
+    shift_ = unbound_memory(param_md);
+    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}, {DNNL_ARG_SCALE, scale_}};
+    if (with_shift_) args_[DNNL_ARG_SHIFT] = shift_;
+    set_impl(pd);
+    return true;
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    bind(src_, inputs[0]);
+    bind(scale_, inputs[1]);
+    if (with_shift_) bind(shift_, inputs[2]);
+    bind(dst_, outputs[0]);
+    primitive_.execute(stream_, args_);
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+  bool with_shift_ = false;
+  dnnl::primitive primitive_;
+  dnnl::memory src_, dst_, scale_, shift_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+}  // namespace
+
+void register_normalization(KernelRegistry& registry) {
+  registry.add(backend_name, backend_priority, "BatchNormalization",
+               make_kernel<BatchNormKernel>);
+  registry.add(backend_name, backend_priority, "LayerNormalization",
+               make_kernel<LayerNormKernel>);
+}
+
+}  // namespace troupe::kernels::onednn

@@ -1,0 +1,95 @@
+// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool (1-D to 3-D) on oneDNN's dilated
+// pooling primitive (pooling_v2).
+#include "engine/ops/spatial.hpp"
+#include "kernels/dnnl/dnnl_backend.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"
+
+namespace troupe::kernels::onednn {
+
+namespace {
+
+class PoolingKernel final : public DnnlKernel {
+ public:
+  explicit PoolingKernel(const KernelRequest& request) : DnnlKernel(request) {
+    const std::string& op = request.node.op_type;
+    global_ = op == "GlobalAveragePool" || op == "GlobalMaxPool";
+    max_ = op == "MaxPool" || op == "GlobalMaxPool";
+    // MaxPool's optional Indices output has no oneDNN counterpart.
+    if (present_outputs(request) != 1 || request.inputs.empty()) throw Unsupported{};
+    const size_t rank = request.inputs[0].shape.rank();
+    if (rank < 3 || rank > 5) throw Unsupported{};
+    if (!global_) {
+      node_ = request.node;
+      window_ = spatial::read_window(request.node, rank - 2);
+      count_include_pad_ = request.node.attributes.get_int_or("count_include_pad", 0) != 0;
+    }
+  }
+
+ protected:
+  bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
+    const Dims src = to_dims(inputs[0]);
+    const Dims dst = to_dims(outputs[0]);
+    if (src.size() < 3 || src.size() > 5 || dst.size() != src.size()) return false;
+    const size_t n = src.size() - 2;
+    Dims kernel(n), strides(n, 1), dilation(n, 0), pad_l(n, 0), pad_r(n, 0);
+    if (global_) {
+      for (size_t i = 0; i < n; ++i) kernel[i] = src[2 + i];
+    } else {
+      const spatial::Geometry g =
+          spatial::forward_geometry(node_, window_, spatial::spatial_dims(inputs[0]));
+      for (size_t i = 0; i < n; ++i) {
+        if (g.output[i] != dst[2 + i]) return false;
+        kernel[i] = window_.kernel[i];
+        strides[i] = window_.strides[i];
+        dilation[i] = window_.dilations[i] - 1;  // oneDNN counts dilation from 0
+        pad_l[i] = g.pads_begin[i];
+        // oneDNN wants the end padding that yields exactly the output size: less than given when
+        // the last window stops short, more when ceil_mode lets it run past the padding.
+        const int64_t extent = spatial::dilated_extent(kernel[i], window_.dilations[i]);
+        pad_r[i] = (dst[2 + i] - 1) * strides[i] + extent - src[2 + i] - pad_l[i];
+        // Averages that count padding would divide by cells ONNX does not count.
+        if (!max_ && count_include_pad_ && pad_r[i] > g.pads_end[i]) return false;
+      }
+    }
+    dnnl::algorithm algorithm = max_                 ? dnnl::algorithm::pooling_max
+                                : count_include_pad_ ? dnnl::algorithm::pooling_avg_include_padding
+                                                     : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::memory::desc src_md = plain_f32(src);
+    dnnl::memory::desc dst_md = plain_f32(dst);
+    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, src_md,
+                                        dst_md, strides, kernel, dilation, pad_l, pad_r);
+    dnnl::pooling_v2_forward::primitive_desc pd(desc, cpu_engine());
+    primitive_ = dnnl::pooling_v2_forward(pd);
+    src_ = unbound_memory(src_md);
+    dst_ = unbound_memory(dst_md);
+    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}};
+    set_impl(pd);
+    return true;
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    bind(src_, inputs[0]);
+    bind(dst_, outputs[0]);
+    primitive_.execute(stream_, args_);
+  }
+
+ private:
+  bool global_ = false;
+  bool max_ = false;
+  Node node_;  // for forward_geometry's messages
+  spatial::Window window_;
+  bool count_include_pad_ = false;
+  dnnl::primitive primitive_;
+  dnnl::memory src_;
+  dnnl::memory dst_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+}  // namespace
+
+void register_pooling(KernelRegistry& registry) {
+  for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+    registry.add(backend_name, backend_priority, op, make_kernel<PoolingKernel>);
+}
+
+}  // namespace troupe::kernels::onednn

@@ -1,0 +1,95 @@
+#include "kernels/kernel_registry.hpp"
+
+#include <algorithm>
+
+#include "kernels/dnnl/dnnl_backend.hpp"
+#include "kernels/reference/reference.hpp"
+
+namespace troupe::kernels {
+
+namespace {
+
+class ReferenceKernel final : public Kernel {
+ public:
+  ReferenceKernel(const Node& node, ReferenceFn fn) : node_(node), fn_(fn) {}
+  void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    fn_(node_, inputs, outputs);
+  }
+  std::string implementation() const override { return "ref"; }
+
+ private:
+  Node node_;
+  ReferenceFn fn_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_reference_kernel(const Node& node, ReferenceFn fn) {
+  return std::make_unique<ReferenceKernel>(node, fn);
+}
+
+void register_reference_kernels(KernelRegistry& registry) {
+  reference::register_elementwise(registry);
+  reference::register_softmax(registry);
+  reference::register_linear_algebra(registry);
+  reference::register_shape(registry);
+  reference::register_reduction(registry);
+  reference::register_convolution(registry);
+  reference::register_pooling(registry);
+  reference::register_normalization(registry);
+  reference::register_resize(registry);
+}
+
+KernelRegistry& KernelRegistry::instance() {
+  static KernelRegistry registry;
+  return registry;
+}
+
+KernelRegistry::KernelRegistry() {
+  register_reference_kernels(*this);
+  register_dnnl_kernels(*this);
+}
+
+void KernelRegistry::add(const std::string& backend, int priority, const std::string& op_type,
+                         KernelFactory factory) {
+  auto& entries = by_op_[op_type];
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [&](const Entry& e) { return e.backend == backend; }),
+                entries.end());
+  entries.push_back({backend, priority, std::move(factory)});
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.priority > b.priority; });
+}
+
+std::unique_ptr<Kernel> KernelRegistry::create(
+    const KernelRequest& request, const std::vector<std::string>& allowed_backends) const {
+  auto it = by_op_.find(request.node.op_type);
+  if (it == by_op_.end()) return nullptr;
+  for (const Entry& e : it->second) {
+    if (!allowed_backends.empty() &&
+        std::find(allowed_backends.begin(), allowed_backends.end(), e.backend) ==
+            allowed_backends.end())
+      continue;
+    if (auto kernel = e.factory(request)) return kernel;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Kernel> KernelRegistry::create_with(const std::string& backend,
+                                                    const KernelRequest& request) const {
+  return create(request, {backend});
+}
+
+bool KernelRegistry::has_op(const std::string& op_type) const {
+  return by_op_.count(op_type) != 0;
+}
+
+std::vector<std::string> KernelRegistry::op_types(const std::string& backend) const {
+  std::vector<std::string> out;
+  for (const auto& [op, entries] : by_op_)
+    for (const Entry& e : entries)
+      if (e.backend == backend) out.push_back(op);
+  return out;
+}
+
+}  // namespace troupe::kernels

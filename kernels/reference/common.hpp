@@ -1,0 +1,66 @@
+#pragma once
+
+// Helpers shared by the reference kernels: error reporting, axis normalization and reading small
+// integer tensors (axes, shapes, pads) given as inputs.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/reference/element_types.hpp"
+#include "troupe/model.hpp"
+#include "troupe/tensor.hpp"
+
+namespace troupe::kernels::reference {
+
+/// Throws ExecutionError "<op> node '<name>': <message>".
+[[noreturn]] inline void fail(const Node& node, const std::string& message) {
+  throw ExecutionError(node.op_type + " node '" + node.name + "': " + message);
+}
+
+/// Maps an axis in [-rank, rank) to [0, rank).
+inline size_t normalize_axis(const Node& node, int64_t axis, size_t rank) {
+  const auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r)
+    fail(node, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+/// The values of an i32/i64 tensor as int64.
+inline std::vector<int64_t> read_ints(const Node& node, const Tensor& t, const std::string& what) {
+  std::vector<int64_t> out;
+  dispatch_index(
+      node, t.element_type(),
+      [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        for (T v : t.to_vector<T>()) out.push_back(static_cast<int64_t>(v));
+      },
+      what);
+  return out;
+}
+
+/// Number of elements of a shape (1 for a scalar).
+inline int64_t element_count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+/// Dense row-major strides, in elements.
+inline std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+/// Splits a row-major flat index into a multi-index of `dims`.
+inline std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> index(dims.size());
+  for (size_t i = dims.size(); i-- > 0;) {
+    index[i] = flat % dims[i];
+    flat /= dims[i];
+  }
+  return index;
+}
+
+}  // namespace troupe::kernels::reference

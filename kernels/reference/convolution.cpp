@@ -1,0 +1,179 @@
+#include "kernels/reference/convolution.hpp"
+
+#include <vector>
+
+#include "engine/ops/spatial.hpp"
+#include "kernels/reference/reference.hpp"
+#include "kernels/reference/window3d.hpp"
+
+namespace troupe::kernels::reference {
+
+namespace {
+
+const Tensor& optional_input(const std::vector<Tensor>& inputs, size_t i) {
+  static const Tensor none;
+  return i < inputs.size() ? inputs[i] : none;
+}
+
+std::vector<int64_t> output_dims(int64_t batch, int64_t channels,
+                                 const spatial::Geometry& geometry) {
+  std::vector<int64_t> dims{batch, channels};
+  dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
+  return dims;
+}
+
+// Y[n,m,o] = B[m] + sum over the channels c of m's group and the kernel taps k of
+//            X[n,c,o*stride - pad_begin + k*dilation] * W[m,c,k]   (taps in the padding read 0).
+template <class T>
+void conv_typed(const Node& node, const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  const Shape& xs = x.shape();
+  const Shape& ws = w.shape();
+  const int64_t batch = xs[0];
+  const int64_t channels = xs[1];
+  const int64_t out_channels = ws[0];
+  const int64_t group = node.attributes.get_int_or("group", 1);
+  const int64_t group_in = channels / group;
+  const int64_t group_out = out_channels / group;
+  const spatial::Window window =
+      spatial::read_window(node, xs.rank() - 2, spatial::spatial_dims(ws));
+  const spatial::Geometry geometry =
+      spatial::forward_geometry(node, window, spatial::spatial_dims(xs));
+  check_output_shape(node, y, output_dims(batch, out_channels, geometry));
+  const Window3d g = to_window3d(window, geometry);
+
+  const T* src = x.data<T>();
+  const T* weights = w.data<T>();
+  const T* bias = b.empty() ? nullptr : b.data<T>();
+  T* dst = y.data<T>();
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t m = 0; m < out_channels; ++m) {
+      const int64_t first_channel = (m / group_out) * group_in;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            double sum = bias != nullptr ? static_cast<double>(bias[m]) : 0.0;
+            for (int64_t c = 0; c < group_in; ++c) {
+              const T* plane = src + (n * channels + first_channel + c) * g.in_size();
+              const T* kernel = weights + (m * group_in + c) * g.kernel_size();
+              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+                const int64_t id = g.source(0, od, kd);
+                if (!g.inside(0, id)) continue;
+                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                  const int64_t ih = g.source(1, oh, kh);
+                  if (!g.inside(1, ih)) continue;
+                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    const int64_t iw = g.source(2, ow, kw);
+                    if (!g.inside(2, iw)) continue;
+                    sum += static_cast<double>(plane[(id * g.in[1] + ih) * g.in[2] + iw]) *
+                           static_cast<double>(
+                               kernel[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
+                  }
+                }
+              }
+            }
+            *dst++ = static_cast<T>(sum);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of Conv: every input element X[n,c,i] adds X[n,c,i] * W[c,m,k] to
+// Y[n,m,i*stride - pad_begin + k*dilation] for the outputs m of c's group; Y starts at B[m].
+template <class T>
+void conv_transpose_typed(const Node& node, const Tensor& x, const Tensor& w, const Tensor& b,
+                          Tensor& y) {
+  const Shape& xs = x.shape();
+  const Shape& ws = w.shape();
+  const int64_t batch = xs[0];
+  const int64_t channels = xs[1];
+  const int64_t group = node.attributes.get_int_or("group", 1);
+  const int64_t group_in = channels / group;
+  const int64_t group_out = ws[1];
+  const int64_t out_channels = group_out * group;
+  const spatial::Window window =
+      spatial::read_window(node, xs.rank() - 2, spatial::spatial_dims(ws));
+  const spatial::Geometry geometry =
+      spatial::transposed_geometry(node, window, spatial::spatial_dims(xs));
+  check_output_shape(node, y, output_dims(batch, out_channels, geometry));
+  // Here `in` and `out` of the window are swapped in role: source() maps an input position and a
+  // tap to an output position, which must fall inside the output.
+  const Window3d g = to_window3d(window, geometry);
+  const auto inside_output = [&](int axis, int64_t o) { return o >= 0 && o < g.out[axis]; };
+
+  const T* src = x.data<T>();
+  const T* weights = w.data<T>();
+  const T* bias = b.empty() ? nullptr : b.data<T>();
+  std::vector<double> sums(static_cast<size_t>(batch * out_channels * g.out_size()), 0.0);
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const T* plane = src + (n * channels + c) * g.in_size();
+      for (int64_t mg = 0; mg < group_out; ++mg) {
+        const int64_t m = (c / group_in) * group_out + mg;
+        const T* kernel = weights + (c * group_out + mg) * g.kernel_size();
+        double* out_plane = sums.data() + (n * out_channels + m) * g.out_size();
+        for (int64_t id = 0; id < g.in[0]; ++id) {
+          for (int64_t ih = 0; ih < g.in[1]; ++ih) {
+            for (int64_t iw = 0; iw < g.in[2]; ++iw) {
+              const double value = static_cast<double>(plane[(id * g.in[1] + ih) * g.in[2] + iw]);
+              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+                const int64_t od = g.source(0, id, kd);
+                if (!inside_output(0, od)) continue;
+                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                  const int64_t oh = g.source(1, ih, kh);
+                  if (!inside_output(1, oh)) continue;
+                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    const int64_t ow = g.source(2, iw, kw);
+                    if (!inside_output(2, ow)) continue;
+                    out_plane[(od * g.out[1] + oh) * g.out[2] + ow] +=
+                        value * static_cast<double>(
+                                    kernel[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  T* dst = y.data<T>();
+  for (int64_t i = 0; i < static_cast<int64_t>(sums.size()); ++i) {
+    const int64_t m = (i / g.out_size()) % out_channels;
+    dst[i] = static_cast<T>(sums[static_cast<size_t>(i)] +
+                            (bias != nullptr ? static_cast<double>(bias[m]) : 0.0));
+  }
+}
+
+}  // namespace
+
+void conv(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+    using T = decltype(tag);
+    conv_typed<T>(node, inputs.at(0), inputs.at(1), optional_input(inputs, 2), outputs.at(0));
+  });
+}
+
+void conv_transpose(const Node& node, const std::vector<Tensor>& inputs,
+                    std::vector<Tensor>& outputs) {
+  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+    using T = decltype(tag);
+    conv_transpose_typed<T>(node, inputs.at(0), inputs.at(1), optional_input(inputs, 2),
+                            outputs.at(0));
+  });
+}
+
+void register_convolution(KernelRegistry& registry) {
+  registry.add("reference", 0, "Conv", [](const KernelRequest& r) -> std::unique_ptr<Kernel> {
+    if (r.inputs.empty() || !is_f32_or_f64(r.inputs[0].type)) return nullptr;
+    return make_reference_kernel(r.node, &conv);
+  });
+  registry.add("reference", 0, "ConvTranspose",
+               [](const KernelRequest& r) -> std::unique_ptr<Kernel> {
+                 if (r.inputs.empty() || !is_f32_or_f64(r.inputs[0].type)) return nullptr;
+                 return make_reference_kernel(r.node, &conv_transpose);
+               });
+}
+
+}  // namespace troupe::kernels::reference

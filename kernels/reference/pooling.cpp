@@ -1,0 +1,220 @@
+#include "kernels/reference/pooling.hpp"
+
+#include <limits>
+#include <vector>
+
+#include "engine/ops/spatial.hpp"
+#include "kernels/reference/reference.hpp"
+#include "kernels/reference/window3d.hpp"
+
+namespace troupe::kernels::reference {
+
+namespace {
+
+bool is_max_pool_type(ElementType type) {
+  return is_f32_or_f64(type) || type == ElementType::i8 || type == ElementType::u8;
+}
+
+// Like dispatch_floating, plus the 8-bit integer types MaxPool accepts.
+template <class Fn>
+void dispatch_max_pool(const Node& node, ElementType type, Fn&& fn) {
+  switch (type) {
+    case ElementType::i8:
+      fn(int8_t{});
+      return;
+    case ElementType::u8:
+      fn(uint8_t{});
+      return;
+    default:
+      dispatch_floating(node, type, fn);
+  }
+}
+
+// The value a window with no tap inside the input yields: padding never wins the max.
+template <class T>
+T lowest_value() {
+  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                              : std::numeric_limits<T>::lowest();
+}
+
+Window3d pooling_window(const Node& node, const Tensor& x, const Tensor& y) {
+  const Shape& xs = x.shape();
+  const spatial::Window window = spatial::read_window(node, xs.rank() - 2);
+  const spatial::Geometry geometry =
+      spatial::forward_geometry(node, window, spatial::spatial_dims(xs));
+  std::vector<int64_t> dims{xs[0], xs[1]};
+  dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
+  check_output_shape(node, y, dims);
+  return to_window3d(window, geometry);
+}
+
+// Y[n,c,o] = max of X[n,c,o*stride - pad_begin + k*dilation] over the taps k inside X; ties keep
+// the first tap in row-major order. Indices holds the flat index of that element in X, with the
+// spatial part row-major (storage_order 0) or column-major (storage_order 1).
+template <class T>
+void max_pool_typed(const Node& node, const Tensor& x, Tensor& y, Tensor* indices) {
+  const Window3d g = pooling_window(node, x, y);
+  const bool column_major = node.attributes.get_int_or("storage_order", 0) != 0;
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  int64_t* index_dst = indices != nullptr ? indices->data<int64_t>() : nullptr;
+  for (int64_t p = 0; p < planes; ++p) {
+    const T* plane = src + p * g.in_size();
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          bool found = false;
+          T best = lowest_value<T>();
+          int64_t best_index = 0;
+          for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+            const int64_t id = g.source(0, od, kd);
+            if (!g.inside(0, id)) continue;
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+              const int64_t ih = g.source(1, oh, kh);
+              if (!g.inside(1, ih)) continue;
+              for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                const int64_t iw = g.source(2, ow, kw);
+                if (!g.inside(2, iw)) continue;
+                const T value = plane[(id * g.in[1] + ih) * g.in[2] + iw];
+                if (!found || value > best) {
+                  found = true;
+                  best = value;
+                  best_index = column_major ? id + (ih + iw * g.in[1]) * g.in[0]
+                                            : (id * g.in[1] + ih) * g.in[2] + iw;
+                }
+              }
+            }
+          }
+          *dst++ = best;
+          if (index_dst != nullptr) *index_dst++ = p * g.in_size() + best_index;
+        }
+      }
+    }
+  }
+}
+
+// Y[n,c,o] = sum of the taps inside X / count, where count is the number of taps inside X
+// (count_include_pad=0) or inside X plus its explicit padding (count_include_pad=1; taps that
+// ceil_mode adds beyond the end padding never count).
+template <class T>
+void average_pool_typed(const Node& node, const Tensor& x, Tensor& y) {
+  const Window3d g = pooling_window(node, x, y);
+  const bool include_pad = node.attributes.get_int_or("count_include_pad", 0) != 0;
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  for (int64_t p = 0; p < planes; ++p) {
+    const T* plane = src + p * g.in_size();
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          double sum = 0.0;
+          int64_t count = 0;
+          for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+            const int64_t id = g.source(0, od, kd);
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+              const int64_t ih = g.source(1, oh, kh);
+              for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                const int64_t iw = g.source(2, ow, kw);
+                const bool inside = g.inside(0, id) && g.inside(1, ih) && g.inside(2, iw);
+                const bool padded =
+                    g.inside_padded(0, id) && g.inside_padded(1, ih) && g.inside_padded(2, iw);
+                if (inside) sum += static_cast<double>(plane[(id * g.in[1] + ih) * g.in[2] + iw]);
+                if (include_pad ? padded : inside) ++count;
+              }
+            }
+          }
+          *dst++ = static_cast<T>(count > 0 ? sum / static_cast<double>(count) : 0.0);
+        }
+      }
+    }
+  }
+}
+
+int64_t spatial_size(const Shape& shape) {
+  int64_t size = 1;
+  for (size_t i = 2; i < shape.rank(); ++i) size *= shape[i];
+  return size;
+}
+
+template <class T>
+void global_average_pool_typed(const Tensor& x, Tensor& y) {
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  const int64_t size = spatial_size(x.shape());
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  for (int64_t p = 0; p < planes; ++p) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < size; ++i) sum += static_cast<double>(src[p * size + i]);
+    dst[p] = static_cast<T>(sum / static_cast<double>(size));
+  }
+}
+
+template <class T>
+void global_max_pool_typed(const Tensor& x, Tensor& y) {
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  const int64_t size = spatial_size(x.shape());
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  for (int64_t p = 0; p < planes; ++p) {
+    T best = lowest_value<T>();
+    for (int64_t i = 0; i < size; ++i)
+      if (i == 0 || src[p * size + i] > best) best = src[p * size + i];
+    dst[p] = best;
+  }
+}
+
+std::vector<int64_t> global_dims(const Shape& x) {
+  std::vector<int64_t> dims = x.dims();
+  for (size_t i = 2; i < dims.size(); ++i) dims[i] = 1;
+  return dims;
+}
+
+}  // namespace
+
+void max_pool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  Tensor* indices = outputs.size() > 1 && !outputs[1].empty() ? &outputs[1] : nullptr;
+  dispatch_max_pool(node, inputs.at(0).element_type(), [&](auto tag) {
+    max_pool_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0), indices);
+  });
+}
+
+void average_pool(const Node& node, const std::vector<Tensor>& inputs,
+                  std::vector<Tensor>& outputs) {
+  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+    average_pool_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
+  });
+}
+
+void global_average_pool(const Node& node, const std::vector<Tensor>& inputs,
+                         std::vector<Tensor>& outputs) {
+  check_output_shape(node, outputs.at(0), global_dims(inputs.at(0).shape()));
+  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+    global_average_pool_typed<decltype(tag)>(inputs.at(0), outputs.at(0));
+  });
+}
+
+void global_max_pool(const Node& node, const std::vector<Tensor>& inputs,
+                     std::vector<Tensor>& outputs) {
+  check_output_shape(node, outputs.at(0), global_dims(inputs.at(0).shape()));
+  dispatch_max_pool(node, inputs.at(0).element_type(), [&](auto tag) {
+    global_max_pool_typed<decltype(tag)>(inputs.at(0), outputs.at(0));
+  });
+}
+
+void register_pooling(KernelRegistry& registry) {
+  const auto add = [&](const char* op_type, ReferenceFn fn, bool (*accepts)(ElementType)) {
+    registry.add("reference", 0, op_type,
+                 [fn, accepts](const KernelRequest& r) -> std::unique_ptr<Kernel> {
+                   if (r.inputs.empty() || !accepts(r.inputs[0].type)) return nullptr;
+                   return make_reference_kernel(r.node, fn);
+                 });
+  };
+  add("MaxPool", &max_pool, &is_max_pool_type);
+  add("AveragePool", &average_pool, &is_f32_or_f64);
+  add("GlobalAveragePool", &global_average_pool, &is_f32_or_f64);
+  add("GlobalMaxPool", &global_max_pool, &is_max_pool_type);
+}
+
+}  // namespace troupe::kernels::reference

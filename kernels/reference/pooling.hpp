@@ -1,0 +1,24 @@
+#pragma once
+
+#include <vector>
+
+#include "troupe/model.hpp"
+#include "troupe/tensor.hpp"
+
+// Reference pooling kernels (ONNX semantics, 1 to 3 spatial dims for the windowed ones).
+namespace troupe::kernels::reference {
+
+/// X [N,C,D..] -> Y and, when the node has a second output, Indices (i64 flat index into X).
+/// f32, f64, i8, u8.
+void max_pool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+/// f32, f64.
+void average_pool(const Node& node, const std::vector<Tensor>& inputs,
+                  std::vector<Tensor>& outputs);
+/// X [N,C,D..] -> Y [N,C,1..]; f32, f64.
+void global_average_pool(const Node& node, const std::vector<Tensor>& inputs,
+                         std::vector<Tensor>& outputs);
+/// X [N,C,D..] -> Y [N,C,1..]; f32, f64, i8, u8.
+void global_max_pool(const Node& node, const std::vector<Tensor>& inputs,
+                     std::vector<Tensor>& outputs);
+
+}  // namespace troupe::kernels::reference

@@ -1,0 +1,380 @@
+// Reference kernels of the data-movement ops: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
+// Dropout (inference), Shape, Transpose, Concat, Split, Expand, Tile, ConstantOfShape, Range,
+// Gather, Slice and Pad. None of them does arithmetic on the elements, so most work on bytes:
+// an element is `element_size(type)` bytes copied as a whole.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/reference/broadcast.hpp"
+#include "kernels/reference/common.hpp"
+#include "kernels/reference/element_types.hpp"
+#include "kernels/reference/reference.hpp"
+
+namespace troupe::kernels::reference {
+
+namespace {
+
+using Tensors = std::vector<Tensor>;
+
+const uint8_t* bytes(const Tensor& t) { return static_cast<const uint8_t*>(t.raw_data()); }
+uint8_t* bytes(Tensor& t) { return static_cast<uint8_t*>(t.raw_data()); }
+
+// memcpy that accepts the null pointers of empty tensors.
+void copy_bytes(uint8_t* dst, const uint8_t* src, size_t n) {
+  if (n != 0) std::memcpy(dst, src, n);
+}
+
+void require_output_type(const Node& node, const Tensor& in, const Tensor& out) {
+  if (in.element_type() != out.element_type())
+    fail(node, "output element type " + std::string(to_string(out.element_type())) +
+                   " differs from the input's " + std::string(to_string(in.element_type())));
+}
+
+// The ops that only reinterpret the shape: the elements are copied unchanged, in order.
+void copy_elements(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  if (in[0].size() != out[0].size())
+    fail(node, "input " + in[0].shape().to_string() + " and output " +
+                   out[0].shape().to_string() + " differ in element count");
+  copy_bytes(bytes(out[0]), bytes(in[0]), in[0].byte_size());
+}
+
+void dropout(const Node& node, const Tensors& in, Tensors& out) {
+  // Inference: the data passes unchanged and the mask keeps everything.
+  copy_elements(node, in, out);
+  if (out.size() > 1 && !out[1].empty()) {
+    bool* mask = out[1].data<bool>();
+    std::fill(mask, mask + out[1].size(), true);
+  }
+}
+
+void shape(const Node& node, const Tensors& in, Tensors& out) {
+  const auto rank = static_cast<int64_t>(in[0].shape().rank());
+  int64_t start = node.attributes.get_int_or("start", 0);
+  int64_t end = node.attributes.get_int_or("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  int64_t* y = out[0].data<int64_t>();
+  for (int64_t d = start; d < end; ++d) y[d - start] = in[0].shape()[static_cast<size_t>(d)];
+}
+
+void transpose(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& in_dims = in[0].shape().dims();
+  const size_t rank = in_dims.size();
+  std::vector<int64_t> perm;
+  if (node.attributes.has("perm")) {
+    perm = node.attributes.get_ints("perm");
+  } else {
+    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  if (perm.size() != rank) fail(node, "perm does not match the input rank");
+  std::vector<int64_t> out_dims(rank);
+  for (size_t i = 0; i < rank; ++i) out_dims[i] = in_dims[static_cast<size_t>(perm[i])];
+
+  // Output dimension i walks input dimension perm[i].
+  const std::vector<int64_t> in_strides = dense_strides(in_dims);
+  const size_t es = element_size(in[0].element_type());
+  for (int64_t flat = 0; flat < out[0].size(); ++flat) {
+    const std::vector<int64_t> index = unravel(flat, out_dims);
+    int64_t src = 0;
+    for (size_t i = 0; i < rank; ++i) src += index[i] * in_strides[static_cast<size_t>(perm[i])];
+    std::memcpy(bytes(out[0]) + flat * es, bytes(in[0]) + src * es, es);
+  }
+}
+
+// Sizes of the dimensions before and after `axis`.
+std::pair<int64_t, int64_t> outer_inner(const std::vector<int64_t>& dims, size_t axis) {
+  int64_t outer = 1;
+  int64_t inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= dims[d];
+  for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+  return {outer, inner};
+}
+
+void concat(const Node& node, const Tensors& in, Tensors& out) {
+  const std::vector<int64_t>& out_dims = out[0].shape().dims();
+  const size_t axis = normalize_axis(node, node.attributes.get_int("axis"), out_dims.size());
+  const auto [outer, inner] = outer_inner(out_dims, axis);
+  const size_t es = element_size(out[0].element_type());
+  // Each outer slice of the output is the inputs' outer slices one after the other.
+  uint8_t* dst = bytes(out[0]);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor& t : in) {
+      require_output_type(node, t, out[0]);
+      const size_t chunk = static_cast<size_t>(t.shape()[axis] * inner) * es;
+      copy_bytes(dst, bytes(t) + static_cast<size_t>(o) * chunk, chunk);
+      dst += chunk;
+    }
+  }
+}
+
+void split(const Node& node, const Tensors& in, Tensors& out) {
+  const std::vector<int64_t>& in_dims = in[0].shape().dims();
+  const size_t axis = normalize_axis(node, node.attributes.get_int_or("axis", 0), in_dims.size());
+  const auto [outer, inner] = outer_inner(in_dims, axis);
+  const size_t es = element_size(in[0].element_type());
+  int64_t total = 0;
+  for (const Tensor& t : out) total += t.shape()[axis];
+  if (total != in_dims[axis])
+    fail(node, "the outputs' sizes along axis " + std::to_string(axis) + " sum to " +
+                   std::to_string(total) + ", not " + std::to_string(in_dims[axis]));
+  // The inverse of concat: each outer slice of the input is dealt out to the outputs in turn.
+  const uint8_t* src = bytes(in[0]);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (Tensor& t : out) {
+      require_output_type(node, in[0], t);
+      const size_t chunk = static_cast<size_t>(t.shape()[axis] * inner) * es;
+      copy_bytes(bytes(t) + static_cast<size_t>(o) * chunk, src, chunk);
+      src += chunk;
+    }
+  }
+}
+
+void expand(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const size_t es = element_size(in[0].element_type());
+  BroadcastWalker walk(node, out[0].shape(), {in[0].shape()});
+  for (int64_t i = 0; i < out[0].size(); ++i, walk.next())
+    std::memcpy(bytes(out[0]) + i * es, bytes(in[0]) + walk.offset(0) * es, es);
+}
+
+void tile(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& in_dims = in[0].shape().dims();
+  const std::vector<int64_t>& out_dims = out[0].shape().dims();
+  const std::vector<int64_t> repeats = read_ints(node, in[1], "repeats");
+  if (repeats.size() != in_dims.size()) fail(node, "repeats does not match the input rank");
+  for (size_t d = 0; d < in_dims.size(); ++d)
+    if (out_dims[d] != in_dims[d] * repeats[d]) fail(node, "output shape does not match repeats");
+  // Output index i along a dimension of input size n reads input index i mod n.
+  const std::vector<int64_t> in_strides = dense_strides(in_dims);
+  const size_t es = element_size(in[0].element_type());
+  for (int64_t flat = 0; flat < out[0].size(); ++flat) {
+    const std::vector<int64_t> index = unravel(flat, out_dims);
+    int64_t src = 0;
+    for (size_t d = 0; d < index.size(); ++d) src += (index[d] % in_dims[d]) * in_strides[d];
+    std::memcpy(bytes(out[0]) + flat * es, bytes(in[0]) + src * es, es);
+  }
+}
+
+void constant_of_shape(const Node& node, const Tensors& in, Tensors& out) {
+  Tensor value;
+  if (node.attributes.has("value")) {
+    value = node.attributes.get_tensor("value").contiguous();
+  } else {
+    value = Tensor(ElementType::f32, Shape{1});  // zero
+  }
+  require_output_type(node, value, out[0]);
+  const size_t es = element_size(value.element_type());
+  for (int64_t i = 0; i < out[0].size(); ++i)
+    std::memcpy(bytes(out[0]) + i * es, bytes(value), es);
+}
+
+void range(const Node& node, const Tensors& in, Tensors& out) {
+  dispatch_numeric(node, in[0].element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 1; i < 3; ++i)
+      if (in[i].element_type() != in[0].element_type())
+        fail(node, "start, limit and delta must have the same element type");
+    const auto start = load(in[0].data<T>()[0]);
+    const auto limit = load(in[1].data<T>()[0]);
+    const auto delta = load(in[2].data<T>()[0]);
+    if (delta == 0) fail(node, "delta must not be 0");
+    const double count = std::ceil(static_cast<double>(limit - start) / static_cast<double>(delta));
+    const int64_t n = std::max<int64_t>(static_cast<int64_t>(count), 0);
+    if (out[0].size() != n)
+      fail(node, "output shape " + out[0].shape().to_string() + " does not hold the " +
+                     std::to_string(n) + " elements of the range");
+    T* y = out[0].data<T>();
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = store<T>(start + static_cast<decltype(start)>(i) * delta);
+  });
+}
+
+void gather(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& data_dims = in[0].shape().dims();
+  const size_t axis =
+      normalize_axis(node, node.attributes.get_int_or("axis", 0), data_dims.size());
+  const auto [outer, inner] = outer_inner(data_dims, axis);
+  const int64_t axis_size = data_dims[axis];
+  const std::vector<int64_t> indices = read_ints(node, in[1], "indices");
+  const size_t es = element_size(in[0].element_type());
+  const size_t row = static_cast<size_t>(inner) * es;
+  // Output = for each outer slice, the data rows selected by the indices, in index order.
+  uint8_t* dst = bytes(out[0]);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t index : indices) {
+      const int64_t i = index < 0 ? index + axis_size : index;
+      if (i < 0 || i >= axis_size)
+        fail(node, "index " + std::to_string(index) + " is out of range for axis " +
+                       std::to_string(axis) + " of size " + std::to_string(axis_size));
+      copy_bytes(dst, bytes(in[0]) + static_cast<size_t>(o * axis_size + i) * row, row);
+      dst += row;
+    }
+  }
+}
+
+void slice(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& in_dims = in[0].shape().dims();
+  const size_t rank = in_dims.size();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (in.size() == 1) {  // opset < 10: attributes
+    starts = node.attributes.get_ints("starts");
+    ends = node.attributes.get_ints("ends");
+    axes = node.attributes.get_ints_or("axes", {});
+  } else {
+    starts = read_ints(node, in[1], "starts");
+    ends = read_ints(node, in[2], "ends");
+    if (in.size() > 3 && !in[3].empty()) axes = read_ints(node, in[3], "axes");
+    if (in.size() > 4 && !in[4].empty()) steps = read_ints(node, in[4], "steps");
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    fail(node, "starts, ends, axes and steps must have the same length");
+
+  // Per dimension: the first input index taken and the step between taken indices. Starts and
+  // ends count from the back when negative and are clamped to the dimension.
+  std::vector<int64_t> first(rank, 0);
+  std::vector<int64_t> stride(rank, 1);
+  std::vector<int64_t> count = in_dims;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const size_t d = normalize_axis(node, axes[i], rank);
+    const int64_t dim = in_dims[d];
+    const int64_t step = steps[i];
+    if (step == 0) fail(node, "steps must not contain 0");
+    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      count[d] = end > start ? (end - start + step - 1) / step : 0;
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      count[d] = start > end ? (start - end - step - 1) / -step : 0;
+    }
+    first[d] = start;
+    stride[d] = step;
+  }
+  if (out[0].shape().dims() != count)
+    fail(node, "output shape " + out[0].shape().to_string() + " does not match the slice " +
+                   Shape(count).to_string());
+
+  const std::vector<int64_t> in_strides = dense_strides(in_dims);
+  const size_t es = element_size(in[0].element_type());
+  for (int64_t flat = 0; flat < out[0].size(); ++flat) {
+    const std::vector<int64_t> index = unravel(flat, count);
+    int64_t src = 0;
+    for (size_t d = 0; d < rank; ++d) src += (first[d] + index[d] * stride[d]) * in_strides[d];
+    std::memcpy(bytes(out[0]) + flat * es, bytes(in[0]) + src * es, es);
+  }
+}
+
+// Where output index i (already shifted by the begin padding) reads in a dimension of size n;
+// -1 means "the constant value".
+int64_t pad_source(const std::string& mode, int64_t i, int64_t n) {
+  if (i >= 0 && i < n) return i;
+  if (mode == "constant" || n == 0) return -1;
+  if (mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == "wrap") return ((i % n) + n) % n;
+  // reflect: mirror at both ends without repeating the edge element; period 2(n-1).
+  if (n == 1) return 0;
+  const int64_t period = 2 * (n - 1);
+  int64_t r = i % period;
+  if (r < 0) r += period;
+  return r < n ? r : period - r;
+}
+
+void pad(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& in_dims = in[0].shape().dims();
+  const size_t rank = in_dims.size();
+  const std::string mode = node.attributes.get_string_or("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    fail(node, "unknown mode '" + mode + "'");
+
+  const std::vector<int64_t> pads = in.size() > 1 && !in[1].empty()
+                                        ? read_ints(node, in[1], "pads")
+                                        : node.attributes.get_ints("pads");
+  std::vector<size_t> axes;
+  if (in.size() > 3 && !in[3].empty()) {
+    for (int64_t a : read_ints(node, in[3], "axes")) axes.push_back(normalize_axis(node, a, rank));
+  } else {
+    for (size_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (pads.size() != 2 * axes.size()) fail(node, "pads has the wrong length");
+  std::vector<int64_t> begin(rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) begin[axes[i]] = pads[i];
+
+  // The fill value, as one element of the data's type.
+  const size_t es = element_size(in[0].element_type());
+  Tensor fill(in[0].element_type(), Shape{});
+  if (in.size() > 2 && !in[2].empty()) {
+    if (in[2].element_type() != in[0].element_type())
+      fail(node, "constant_value must have the data's element type");
+    std::memcpy(bytes(fill), bytes(in[2]), es);
+  } else if (node.attributes.has("value")) {
+    const double v = node.attributes.get_float("value");
+    dispatch_any(node, in[0].element_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      fill.data<T>()[0] = store<T>(v);
+    });
+  }
+
+  const std::vector<int64_t>& out_dims = out[0].shape().dims();
+  const std::vector<int64_t> in_strides = dense_strides(in_dims);
+  for (int64_t flat = 0; flat < out[0].size(); ++flat) {
+    const std::vector<int64_t> index = unravel(flat, out_dims);
+    int64_t src = 0;
+    bool inside = true;
+    for (size_t d = 0; d < rank && inside; ++d) {
+      const int64_t s = pad_source(mode, index[d] - begin[d], in_dims[d]);
+      inside = s >= 0;
+      src += s * in_strides[d];
+    }
+    std::memcpy(bytes(out[0]) + flat * es, inside ? bytes(in[0]) + src * es : bytes(fill), es);
+  }
+}
+
+}  // namespace
+
+void register_shape(KernelRegistry& registry) {
+  const std::vector<std::pair<const char*, ReferenceFn>> ops = {
+      {"Reshape", &copy_elements},
+      {"Flatten", &copy_elements},
+      {"Squeeze", &copy_elements},
+      {"Unsqueeze", &copy_elements},
+      {"Identity", &copy_elements},
+      {"Dropout", &dropout},
+      {"Shape", &shape},
+      {"Transpose", &transpose},
+      {"Concat", &concat},
+      {"Split", &split},
+      {"Expand", &expand},
+      {"Tile", &tile},
+      {"ConstantOfShape", &constant_of_shape},
+      {"Range", &range},
+      {"Gather", &gather},
+      {"Slice", &slice},
+      {"Pad", &pad},
+  };
+  for (const auto& [op_type, fn] : ops) {
+    ReferenceFn f = fn;
+    registry.add("reference", 0, op_type,
+                 [f](const KernelRequest& r) { return make_reference_kernel(r.node, f); });
+  }
+}
+
+}  // namespace troupe::kernels::reference

@@ -1,0 +1,89 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/ops/spatial.hpp"
+#include "troupe/error.hpp"
+#include "troupe/model.hpp"
+
+namespace troupe::kernels::reference {
+
+// The reference Conv/ConvTranspose/pooling kernels run every spatial rank (1 to 3) through one
+// 3-D loop nest: the missing leading dims get size 1, kernel 1, stride 1, dilation 1, no padding.
+struct Window3d {
+  std::array<int64_t, 3> in{1, 1, 1};
+  std::array<int64_t, 3> out{1, 1, 1};
+  std::array<int64_t, 3> kernel{1, 1, 1};
+  std::array<int64_t, 3> stride{1, 1, 1};
+  std::array<int64_t, 3> dilation{1, 1, 1};
+  std::array<int64_t, 3> pad_begin{0, 0, 0};
+  std::array<int64_t, 3> pad_end{0, 0, 0};
+
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
+
+  /// Input coordinate on `axis` read by output position `o` through kernel tap `k` (a forward
+  /// window); for ConvTranspose the same relation maps input position `o` to an output position.
+  int64_t source(int axis, int64_t o, int64_t k) const {
+    return o * stride[axis] - pad_begin[axis] + k * dilation[axis];
+  }
+  bool inside(int axis, int64_t i) const { return i >= 0 && i < in[axis]; }
+  /// Whether `i` lies in the input or its explicit padding (AveragePool's count_include_pad).
+  bool inside_padded(int axis, int64_t i) const {
+    return i >= -pad_begin[axis] && i < in[axis] + pad_end[axis];
+  }
+};
+
+inline Window3d to_window3d(const spatial::Window& window, const spatial::Geometry& geometry) {
+  Window3d w;
+  const size_t rank = geometry.input.size();
+  for (size_t i = 0; i < rank; ++i) {
+    const size_t j = 3 - rank + i;
+    w.in[j] = geometry.input[i];
+    w.out[j] = geometry.output[i];
+    w.kernel[j] = window.kernel[i];
+    w.stride[j] = window.strides[i];
+    w.dilation[j] = window.dilations[i];
+    w.pad_begin[j] = geometry.pads_begin[i];
+    w.pad_end[j] = geometry.pads_end[i];
+  }
+  return w;
+}
+
+[[noreturn]] inline void execution_failure(const Node& node, const std::string& message) {
+  throw ExecutionError(node.op_type + " node '" + node.name + "': " + message);
+}
+
+/// Checks that the executor allocated `output` with the shape the kernel computes.
+inline void check_output_shape(const Node& node, const Tensor& output,
+                               const std::vector<int64_t>& expected) {
+  if (output.shape().dims() != expected)
+    execution_failure(node, "output tensor has shape " + output.shape().to_string() +
+                                ", expected " + Shape(expected).to_string());
+}
+
+inline bool is_f32_or_f64(ElementType type) {
+  return type == ElementType::f32 || type == ElementType::f64;
+}
+
+/// Calls fn(T{}) with T = float or double after the element type of the data.
+template <class Fn>
+void dispatch_floating(const Node& node, ElementType type, Fn&& fn) {
+  switch (type) {
+    case ElementType::f32:
+      fn(float{});
+      return;
+    case ElementType::f64:
+      fn(double{});
+      return;
+    default:
+      execution_failure(node, "the reference kernel supports f32 and f64, not " +
+                                  std::string(to_string(type)));
+  }
+}
+
+}  // namespace troupe::kernels::reference

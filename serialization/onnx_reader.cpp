@@ -1,0 +1,769 @@
+#include "serialization/onnx_reader.hpp"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "engine/ops/op_schema.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* memory_source = "<memory buffer>";
+
+bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+std::string read_whole_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw InvalidArgument("cannot read " + std::string(what) + " '" + path + "': it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InvalidArgument("cannot open " + std::string(what) + " '" + path + "': " +
+                          std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InvalidArgument("error while reading " + std::string(what) + " '" + path + "'");
+  return std::move(buffer).str();
+}
+
+// ---- diagnosing a buffer protobuf refused -------------------------------------------------------
+
+// Top-level fields of onnx.ModelProto: number -> (name, wire type).
+const std::map<uint32_t, std::pair<const char*, int>>& model_proto_fields() {
+  static const std::map<uint32_t, std::pair<const char*, int>> fields = {
+      {1, {"ir_version", 0}},    {2, {"producer_name", 2}},  {3, {"producer_version", 2}},
+      {4, {"domain", 2}},        {5, {"model_version", 0}},  {6, {"doc_string", 2}},
+      {7, {"graph", 2}},         {8, {"opset_import", 2}},   {14, {"metadata_props", 2}},
+      {20, {"training_info", 2}}, {25, {"functions", 2}}};
+  return fields;
+}
+
+bool read_varint(const uint8_t* data, size_t size, size_t& pos, uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (pos >= size) return false;
+    uint8_t byte = data[pos++];
+    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if (!(byte & 0x80)) return true;
+  }
+  return false;
+}
+
+// Walks the top-level fields of a serialized ModelProto to say why it does not parse: a field that
+// runs past the end means the file was cut short; a field a ModelProto cannot have means it is not
+// an ONNX model at all.
+[[noreturn]] void throw_parse_failure(const uint8_t* data, size_t size) {
+  if (size == 0) throw FormatError("not an ONNX model: the file is empty");
+  size_t pos = 0;
+  while (pos < size) {
+    const size_t field_start = pos;
+    uint64_t tag = 0;
+    if (!read_varint(data, size, pos, tag))
+      throw FormatError("truncated ONNX model: the field tag at byte " +
+                        std::to_string(field_start) + " runs past the end of the data (" +
+                        std::to_string(size) + " bytes)");
+    const uint32_t number = static_cast<uint32_t>(tag >> 3);
+    const int wire = static_cast<int>(tag & 7);
+    auto known = model_proto_fields().find(number);
+    if (known == model_proto_fields().end() || known->second.second != wire)
+      throw FormatError("not an ONNX model: byte " + std::to_string(field_start) +
+                        " starts protobuf field " + std::to_string(number) + " of wire type " +
+                        std::to_string(wire) + ", which an ONNX ModelProto does not have");
+    const std::string field = std::string("field '") + known->second.first + "'";
+    uint64_t value = 0;
+    if (wire == 0) {
+      if (!read_varint(data, size, pos, value))
+        throw FormatError("truncated ONNX model: " + field + " at byte " +
+                          std::to_string(field_start) + " runs past the end of the data (" +
+                          std::to_string(size) + " bytes)");
+    } else {  // length-delimited
+      if (!read_varint(data, size, pos, value))
+        throw FormatError("truncated ONNX model: the length of " + field + " at byte " +
+                          std::to_string(field_start) + " runs past the end of the data");
+      if (value > size - pos)
+        throw FormatError("truncated ONNX model: " + field + " at byte " +
+                          std::to_string(field_start) + " declares " + std::to_string(value) +
+                          " bytes but only " + std::to_string(size - pos) +
+                          " remain in the data (" + std::to_string(size) + " bytes in total)");
+      pos += static_cast<size_t>(value);
+    }
+  }
+  throw FormatError(
+      "malformed ONNX model: the top-level fields are intact but a nested message (graph, node, "
+      "tensor or attribute) is not valid protobuf");
+}
+
+// ---- element types and tensors ----------------------------------------------------------------
+
+std::string onnx_type_name(int32_t data_type) {
+  if (onnx::TensorProto_DataType_IsValid(data_type))
+    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(data_type));
+  return "data type " + std::to_string(data_type);
+}
+
+std::optional<ElementType> element_type_from_onnx(int32_t data_type) {
+  switch (data_type) {
+    case onnx::TensorProto::FLOAT:
+      return ElementType::f32;
+    case onnx::TensorProto::FLOAT16:
+      return ElementType::f16;
+    case onnx::TensorProto::BFLOAT16:
+      return ElementType::bf16;
+    case onnx::TensorProto::DOUBLE:
+      return ElementType::f64;
+    case onnx::TensorProto::INT8:
+      return ElementType::i8;
+    case onnx::TensorProto::UINT8:
+      return ElementType::u8;
+    case onnx::TensorProto::INT32:
+      return ElementType::i32;
+    case onnx::TensorProto::INT64:
+      return ElementType::i64;
+    case onnx::TensorProto::BOOL:
+      return ElementType::boolean;
+    default:
+      return std::nullopt;
+  }
+}
+
+ElementType require_element_type(int32_t data_type, const std::string& what) {
+  if (data_type == onnx::TensorProto::UNDEFINED)
+    throw ModelError(what + " has no element type");
+  auto type = element_type_from_onnx(data_type);
+  if (!type)
+    throw UnsupportedOperation(what + " has element type " + onnx_type_name(data_type) +
+                               ", which troupe does not support (it has f32, f16, bf16, f64, i8, "
+                               "u8, i32, i64, bool)");
+  return *type;
+}
+
+// Where tensors stored as external data are looked up.
+struct ExternalDataContext {
+  std::string base_dir;  // empty: external data is an error
+};
+
+std::optional<int64_t> parse_non_negative(const std::string& text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+void read_external_data(const onnx::TensorProto& proto, const std::string& what,
+                        const ExternalDataContext& ctx, Tensor& tensor) {
+  std::string location;
+  int64_t offset = 0;
+  std::optional<int64_t> length;
+  for (const auto& entry : proto.external_data()) {
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (entry.key() == "offset" || entry.key() == "length") {
+      auto value = parse_non_negative(entry.value());
+      if (!value)
+        throw ModelError(what + ": external data " + entry.key() + " '" + entry.value() +
+                         "' is not a non-negative integer");
+      (entry.key() == "offset" ? offset : length.emplace()) = *value;
+    }
+  }
+  if (location.empty()) throw ModelError(what + " is stored as external data without a location");
+  if (ctx.base_dir.empty())
+    throw ModelError(what + " stores its data in external file '" + location +
+                     "', but the model was read from memory without a base directory for "
+                     "external data");
+  const fs::path relative(location);
+  if (relative.is_absolute())
+    throw ModelError(what + ": external data location '" + location +
+                     "' is an absolute path; it must be relative to the model's directory");
+  for (const auto& part : relative)
+    if (part == "..")
+      throw ModelError(what + ": external data location '" + location +
+                       "' leaves the model's directory");
+  const fs::path full = fs::path(ctx.base_dir) / relative;
+  std::error_code ec;
+  if (!fs::is_regular_file(full, ec))
+    throw ModelError(what + " stores its data in external file '" + full.string() +
+                     "', which does not exist or is not a regular file");
+  const auto file_size = static_cast<int64_t>(fs::file_size(full, ec));
+  if (ec) throw ModelError(what + ": cannot read the size of external file '" + full.string() + "'");
+  const auto needed = static_cast<int64_t>(tensor.byte_size());
+  if (length && *length != needed)
+    throw ModelError(what + ": external data length " + std::to_string(*length) +
+                     " bytes does not match its type and shape (" + std::to_string(needed) +
+                     " bytes)");
+  if (offset > file_size || needed > file_size - offset)
+    throw ModelError(what + ": external file '" + full.string() + "' has " +
+                     std::to_string(file_size) + " bytes, the tensor needs bytes [" +
+                     std::to_string(offset) + ", " + std::to_string(offset + needed) + ")");
+  std::ifstream in(full, std::ios::binary);
+  in.seekg(offset);
+  in.read(static_cast<char*>(tensor.raw_data()), needed);
+  if (!in) throw ModelError(what + ": reading external file '" + full.string() + "' failed");
+}
+
+template <class Field>
+void require_count(const Field& field, int64_t count, const char* field_name,
+                   const std::string& what) {
+  if (static_cast<int64_t>(field.size()) != count)
+    throw ModelError(what + " has " + std::to_string(field.size()) + " values in " + field_name +
+                     ", its shape needs " + std::to_string(count));
+}
+
+template <class T, class Field>
+void copy_field(const Field& field, Tensor& tensor) {
+  T* dst = static_cast<T*>(tensor.raw_data());
+  for (int i = 0; i < field.size(); ++i) dst[i] = static_cast<T>(field.Get(i));
+}
+
+// `what` names the tensor in errors ("initializer 'w'", "attribute 'value' of node 'c'").
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what,
+                         const ExternalDataContext& ctx) {
+  if (proto.has_segment())
+    throw UnsupportedOperation(what + " is stored in segments, which troupe does not support");
+  const ElementType type = require_element_type(proto.data_type(), what);
+  std::vector<int64_t> dims;
+  int64_t count = 1;
+  constexpr int64_t max_bytes = int64_t{1} << 40;
+  for (int64_t d : proto.dims()) {
+    if (d < 0) throw ModelError(what + " has negative dimension " + std::to_string(d));
+    if (d != 0 && count > max_bytes / d)
+      throw ModelError(what + " is too large (more than 2^40 elements)");
+    count *= d;
+    dims.push_back(d);
+  }
+  if (count * static_cast<int64_t>(element_size(type)) > max_bytes)
+    throw ModelError(what + " is too large (more than 1 TiB)");
+  const auto bytes = count * static_cast<int64_t>(element_size(type));
+
+  // Validate the amount of data before allocating, so a corrupt shape cannot demand huge memory.
+  const bool external = proto.data_location() == onnx::TensorProto::EXTERNAL;
+  if (!external && proto.has_raw_data() && static_cast<int64_t>(proto.raw_data().size()) != bytes)
+    throw ModelError(what + " has " + std::to_string(proto.raw_data().size()) +
+                     " bytes of raw data, its type " + std::string(to_string(type)) +
+                     " and shape " + Shape(dims).to_string() + " need " + std::to_string(bytes));
+
+  Tensor tensor(type, Shape(dims));
+  if (external) {
+    read_external_data(proto, what, ctx, tensor);
+  } else if (proto.has_raw_data()) {
+    if (bytes > 0) std::memcpy(tensor.raw_data(), proto.raw_data().data(), bytes);
+  } else if (count > 0) {
+    switch (type) {
+      case ElementType::f32:
+        require_count(proto.float_data(), count, "float_data", what);
+        copy_field<float>(proto.float_data(), tensor);
+        break;
+      case ElementType::f64:
+        require_count(proto.double_data(), count, "double_data", what);
+        copy_field<double>(proto.double_data(), tensor);
+        break;
+      case ElementType::i64:
+        require_count(proto.int64_data(), count, "int64_data", what);
+        copy_field<int64_t>(proto.int64_data(), tensor);
+        break;
+      case ElementType::i32:
+        require_count(proto.int32_data(), count, "int32_data", what);
+        copy_field<int32_t>(proto.int32_data(), tensor);
+        break;
+      case ElementType::i8:
+        require_count(proto.int32_data(), count, "int32_data", what);
+        copy_field<int8_t>(proto.int32_data(), tensor);
+        break;
+      case ElementType::u8:
+        require_count(proto.int32_data(), count, "int32_data", what);
+        copy_field<uint8_t>(proto.int32_data(), tensor);
+        break;
+      case ElementType::f16:
+      case ElementType::bf16:  // the bits, one value per int32
+        require_count(proto.int32_data(), count, "int32_data", what);
+        copy_field<uint16_t>(proto.int32_data(), tensor);
+        break;
+      case ElementType::boolean:
+        require_count(proto.int32_data(), count, "int32_data", what);
+        for (int64_t i = 0; i < count; ++i)
+          static_cast<uint8_t*>(tensor.raw_data())[i] = proto.int32_data(static_cast<int>(i)) != 0;
+        break;
+      case ElementType::undefined:
+        break;
+    }
+  }
+  if (type == ElementType::boolean) {
+    // Any non-zero byte is true; store 0/1 so the data is a valid bool array.
+    auto* p = static_cast<uint8_t*>(tensor.raw_data());
+    for (int64_t i = 0; i < count; ++i) p[i] = p[i] != 0;
+  }
+  return tensor;
+}
+
+// ---- the importer --------------------------------------------------------------------------------
+
+std::string attribute_type_name(onnx::AttributeProto::AttributeType type) {
+  return onnx::AttributeProto_AttributeType_IsValid(type)
+             ? onnx::AttributeProto_AttributeType_Name(type)
+             : "unknown attribute type " + std::to_string(static_cast<int>(type));
+}
+
+// Older writers leave AttributeProto.type unset; the field that holds the value tells it.
+onnx::AttributeProto::AttributeType attribute_type(const onnx::AttributeProto& a) {
+  if (a.type() != onnx::AttributeProto::UNDEFINED) return a.type();
+  if (a.has_f()) return onnx::AttributeProto::FLOAT;
+  if (a.has_i()) return onnx::AttributeProto::INT;
+  if (a.has_s()) return onnx::AttributeProto::STRING;
+  if (a.has_t()) return onnx::AttributeProto::TENSOR;
+  if (a.has_g()) return onnx::AttributeProto::GRAPH;
+  if (a.floats_size()) return onnx::AttributeProto::FLOATS;
+  if (a.ints_size()) return onnx::AttributeProto::INTS;
+  if (a.strings_size()) return onnx::AttributeProto::STRINGS;
+  if (a.tensors_size()) return onnx::AttributeProto::TENSORS;
+  if (a.graphs_size()) return onnx::AttributeProto::GRAPHS;
+  return onnx::AttributeProto::UNDEFINED;
+}
+
+class OnnxImporter {
+ public:
+  OnnxImporter(onnx::ModelProto& proto, std::string default_name, ExternalDataContext ctx)
+      : proto_(proto), ctx_(std::move(ctx)), default_name_(std::move(default_name)) {}
+
+  std::shared_ptr<Model> run() {
+    check_header();
+    check_ops_supported();
+    run_onnx_checker();
+    run_onnx_shape_inference();
+    const onnx::GraphProto& graph = proto_.graph();
+    model_ = std::make_shared<Model>(graph.name().empty() ? default_name_ : graph.name());
+    add_initializers(graph);
+    add_inputs(graph);
+    declare_node_outputs(graph);
+    add_nodes(graph);
+    add_outputs(graph);
+    model_->validate();
+    return model_;
+  }
+
+ private:
+  void check_header() {
+    if (!proto_.has_ir_version())
+      throw FormatError("not an ONNX model: it has no ir_version");
+    if (!proto_.has_graph()) throw FormatError("not an ONNX model: it has no graph");
+    for (const auto& import : proto_.opset_import()) {
+      const std::string domain = is_default_domain(import.domain()) ? "" : import.domain();
+      opsets_[domain] = import.version();
+    }
+    auto it = opsets_.find("");
+    if (it != opsets_.end()) {
+      opset_ = it->second;
+    } else if (proto_.ir_version() < 3) {
+      opset_ = 1;  // before IR version 3 the opset was implied
+    } else {
+      for (const auto& node : proto_.graph().node())
+        if (is_default_domain(node.domain()))
+          throw ModelError("the model imports no opset of the default ONNX domain but node '" +
+                           node.name() + "' (" + node.op_type() + ") belongs to it");
+    }
+    if (!proto_.graph().sparse_initializer().empty())
+      throw UnsupportedOperation("sparse initializer '" +
+                                 proto_.graph().sparse_initializer(0).values().name() +
+                                 "': troupe does not support sparse tensors");
+  }
+
+  int64_t opset_of(const std::string& domain) const {
+    if (is_default_domain(domain)) return opset_;
+    auto it = opsets_.find(domain);
+    return it == opsets_.end() ? 0 : it->second;
+  }
+
+  std::string describe_node(const onnx::NodeProto& node, int index) const {
+    std::string name = node.name().empty() ? "#" + std::to_string(index) : quoted(node.name());
+    return "node " + name + " (" + node.op_type() + ")";
+  }
+
+  // Names every node troupe has no schema for, so a user sees all missing ops at once.
+  void check_ops_supported() const {
+    const auto& schemas = OpSchemaRegistry::instance();
+    std::vector<std::string> problems;
+    std::set<std::string> seen;
+    const auto& nodes = proto_.graph().node();
+    for (int i = 0; i < nodes.size(); ++i) {
+      const auto& node = nodes[i];
+      const bool default_domain = is_default_domain(node.domain());
+      if (default_domain && (node.op_type() == "Constant" || schemas.find(node.op_type())))
+        continue;
+      const std::string domain = default_domain ? "ai.onnx" : node.domain();
+      const std::string key = domain + "::" + node.op_type();
+      if (!seen.insert(key).second) continue;
+      std::string node_name = node.name().empty() ? "#" + std::to_string(i) : quoted(node.name());
+      problems.push_back("op type '" + node.op_type() + "' (node " + node_name + ", domain '" +
+                         domain + "', opset " + std::to_string(opset_of(node.domain())) + ")");
+    }
+    if (problems.empty()) return;
+    std::string message = problems.size() == 1 ? "unsupported operation: " : "unsupported operations: ";
+    for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
+    throw UnsupportedOperation(message + " — troupe does not implement " +
+                               (problems.size() == 1 ? "it" : "them"));
+  }
+
+  // The ONNX checker knows the IR and the opsets up to the versions libonnx was built with; a newer
+  // model is left to troupe's own validation instead of being rejected for its version.
+  bool onnx_library_knows_model() const {
+    if (proto_.ir_version() > onnx::IR_VERSION) return false;
+    const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    for (const auto& [domain, version] : opsets_) {
+      auto it = ranges.find(domain);
+      if (it == ranges.end() || version > it->second.second) return false;
+    }
+    return true;
+  }
+
+  void run_onnx_checker() const {
+    if (!onnx_library_knows_model()) return;
+    try {
+      onnx::checker::check_model(proto_);
+    } catch (const std::exception& e) {
+      throw ModelError(std::string("invalid ONNX model: ") + e.what());
+    }
+  }
+
+  void run_onnx_shape_inference() {
+    if (!onnx_library_knows_model()) return;
+    try {
+      onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1);
+      onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception& e) {
+      throw ModelError(std::string("shape inference failed: ") + e.what());
+    }
+  }
+
+  void add_initializers(const onnx::GraphProto& graph) {
+    for (const auto& init : graph.initializer()) {
+      const std::string what = "initializer " + quoted(init.name());
+      if (init.name().empty()) throw ModelError("an initializer has no name");
+      if (model_->find_value(init.name()))
+        throw ModelError("initializer " + quoted(init.name()) + " is defined twice");
+      model_->add_constant(init.name(), tensor_from_proto(init, what, ctx_));
+    }
+  }
+
+  Shape shape_from_proto(const onnx::TensorShapeProto& shape, const std::string& what) const {
+    std::vector<int64_t> dims;
+    for (const auto& dim : shape.dim()) {
+      if (dim.has_dim_value()) {
+        if (dim.dim_value() < 0)
+          throw ModelError(what + " has negative dimension " + std::to_string(dim.dim_value()));
+        dims.push_back(dim.dim_value());
+      } else {
+        dims.push_back(Shape::dynamic);  // symbolic (dim_param) or unknown
+      }
+    }
+    return Shape(std::move(dims));
+  }
+
+  void add_inputs(const onnx::GraphProto& graph) {
+    for (const auto& input : graph.input()) {
+      if (input.name().empty()) throw ModelError("a graph input has no name");
+      auto existing = model_->find_value(input.name());
+      if (existing && model_->is_constant(*existing)) continue;  // an initializer with a default
+      if (existing) throw ModelError("graph input " + quoted(input.name()) + " is declared twice");
+      const std::string what = "graph input " + quoted(input.name());
+      const auto& type = input.type();
+      if (type.value_case() != onnx::TypeProto::kTensorType) {
+        const char* kind = type.value_case() == onnx::TypeProto::kSequenceType   ? "a sequence"
+                           : type.value_case() == onnx::TypeProto::kOptionalType ? "an optional"
+                           : type.value_case() == onnx::TypeProto::kMapType      ? "a map"
+                           : type.value_case() == onnx::TypeProto::kSparseTensorType
+                               ? "a sparse tensor"
+                               : "of no type";
+        if (type.value_case() == onnx::TypeProto::VALUE_NOT_SET)
+          throw ModelError(what + " has no type");
+        throw UnsupportedOperation(what + " is " + kind + "; troupe supports dense tensors only");
+      }
+      const ElementType element_type = require_element_type(type.tensor_type().elem_type(), what);
+      if (!type.tensor_type().has_shape())
+        throw ModelError(what + " has no shape (not even a rank); troupe needs the rank of every "
+                         "model input");
+      model_->add_input(input.name(), element_type, shape_from_proto(type.tensor_type().shape(), what));
+    }
+  }
+
+  // Turns a Constant node into a model constant named after its output.
+  void add_constant_node(const onnx::NodeProto& node, int index) {
+    const std::string where = describe_node(node, index);
+    if (node.output_size() != 1 || node.output(0).empty())
+      throw ModelError(where + " must have exactly one output");
+    if (node.input_size() != 0) throw ModelError(where + " takes no inputs");
+    if (node.attribute_size() != 1)
+      throw ModelError(where + " must have exactly one attribute (value, value_float, "
+                       "value_floats, value_int or value_ints), has " +
+                       std::to_string(node.attribute_size()));
+    const auto& a = node.attribute(0);
+    const std::string what = "attribute '" + a.name() + "' of " + where;
+    Tensor value;
+    if (a.name() == "value") {
+      if (!a.has_t()) throw ModelError(what + " holds no tensor");
+      value = tensor_from_proto(a.t(), what, ctx_);
+    } else if (a.name() == "value_float") {
+      value = Tensor::from_vector<float>(Shape{}, {a.f()});
+    } else if (a.name() == "value_floats") {
+      value = Tensor::from_vector<float>(Shape{static_cast<int64_t>(a.floats_size())},
+                                         {a.floats().begin(), a.floats().end()});
+    } else if (a.name() == "value_int") {
+      value = Tensor::from_vector<int64_t>(Shape{}, {a.i()});
+    } else if (a.name() == "value_ints") {
+      value = Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(a.ints_size())},
+                                           {a.ints().begin(), a.ints().end()});
+    } else if (a.name() == "value_string" || a.name() == "value_strings" ||
+               a.name() == "sparse_value") {
+      throw UnsupportedOperation(what + ": troupe does not support string or sparse constants");
+    } else {
+      throw ModelError(where + " has unknown attribute '" + a.name() + "'");
+    }
+    if (model_->find_value(node.output(0)))
+      throw ModelError(where + ": value " + quoted(node.output(0)) + " is defined twice");
+    model_->add_constant(node.output(0), value);
+  }
+
+  void declare_node_outputs(const onnx::GraphProto& graph) {
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const auto& node = graph.node(i);
+      if (is_default_domain(node.domain()) && node.op_type() == "Constant") {
+        add_constant_node(node, i);
+        continue;
+      }
+      for (const auto& output : node.output()) {
+        if (output.empty()) continue;  // an omitted optional output
+        if (model_->find_value(output))
+          throw ModelError(describe_node(node, i) + ": value " + quoted(output) +
+                           " is defined twice (by this node and by an earlier node, input or "
+                           "initializer)");
+        model_->add_value({output, ElementType::undefined, Shape{}});
+      }
+    }
+  }
+
+  AttributeValue convert_attribute(const onnx::AttributeProto& a, const std::string& where) {
+    const std::string what = "attribute '" + a.name() + "' of " + where;
+    if (!a.ref_attr_name().empty())
+      throw ModelError(what + " refers to a function attribute outside a function");
+    switch (attribute_type(a)) {
+      case onnx::AttributeProto::FLOAT:
+        return static_cast<double>(a.f());
+      case onnx::AttributeProto::INT:
+        return static_cast<int64_t>(a.i());
+      case onnx::AttributeProto::STRING:
+        return a.s();
+      case onnx::AttributeProto::TENSOR:
+        return tensor_from_proto(a.t(), what, ctx_);
+      case onnx::AttributeProto::FLOATS:
+        return std::vector<double>(a.floats().begin(), a.floats().end());
+      case onnx::AttributeProto::INTS:
+        return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+      case onnx::AttributeProto::STRINGS:
+        return std::vector<std::string>(a.strings().begin(), a.strings().end());
+      case onnx::AttributeProto::UNDEFINED:
+        throw ModelError(what + " has no value");
+      default:
+        throw UnsupportedOperation(what + " is of type " +
+                                   attribute_type_name(attribute_type(a)) +
+                                   ", which troupe does not support");
+    }
+  }
+
+  std::string unique_node_name(const onnx::NodeProto& node, int index) {
+    std::string name = node.name();
+    if (name.empty() || used_node_names_.count(name)) {
+      const std::string base = name.empty() ? node.op_type() + "_" + std::to_string(index) : name;
+      name = base;
+      for (int n = 1; used_node_names_.count(name); ++n) name = base + "_" + std::to_string(n);
+    }
+    used_node_names_.insert(name);
+    return name;
+  }
+
+  void add_nodes(const onnx::GraphProto& graph) {
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const auto& proto = graph.node(i);
+      if (is_default_domain(proto.domain()) && proto.op_type() == "Constant") continue;
+      const std::string where = describe_node(proto, i);
+      Node node;
+      node.name = unique_node_name(proto, i);
+      node.op_type = proto.op_type();
+      for (const auto& input : proto.input()) {
+        if (input.empty()) {
+          node.inputs.push_back(no_value);
+          continue;
+        }
+        auto id = model_->find_value(input);
+        if (!id)
+          throw ModelError(where + ": input " + quoted(input) +
+                           " is neither a graph input, an initializer nor an output of any node");
+        node.inputs.push_back(*id);
+      }
+      while (!node.inputs.empty() && node.inputs.back() == no_value) node.inputs.pop_back();
+      int last_output = proto.output_size() - 1;
+      while (last_output >= 0 && proto.output(last_output).empty()) --last_output;
+      for (int o = 0; o <= last_output; ++o) {
+        const auto& output = proto.output(o);
+        if (output.empty()) {
+          // An omitted output in the middle still needs a value to keep the positions.
+          std::string name = node.name + "/unused_output_" + std::to_string(o);
+          while (model_->find_value(name)) name += "_";
+          node.outputs.push_back(model_->add_value({name, ElementType::undefined, Shape{}}));
+        } else {
+          node.outputs.push_back(*model_->find_value(output));
+        }
+      }
+      for (const auto& a : proto.attribute()) {
+        if (a.name().empty()) throw ModelError(where + " has an attribute without a name");
+        if (node.attributes.has(a.name()))
+          throw ModelError(where + " has attribute '" + a.name() + "' twice");
+        node.attributes.set(a.name(), convert_attribute(a, where));
+      }
+      node.attributes.set(onnx_opset_attribute, opset_);
+      model_->add_node(std::move(node));
+    }
+  }
+
+  void add_outputs(const onnx::GraphProto& graph) {
+    if (graph.output_size() == 0) throw ModelError("the graph has no outputs");
+    std::set<ValueId> seen;
+    for (const auto& output : graph.output()) {
+      auto id = model_->find_value(output.name());
+      if (!id)
+        throw ModelError("graph output " + quoted(output.name()) +
+                         " is neither produced by a node nor an input or initializer");
+      if (!seen.insert(*id).second)
+        throw ModelError("graph output " + quoted(output.name()) + " is listed twice");
+      if (model_->is_constant(*id)) id = output_through_identity(*id);
+      model_->add_output(*id);
+    }
+  }
+
+  // A graph output that is a constant (an initializer or a Constant node) is produced by an
+  // Identity node, so every model output comes out of the executed graph.
+  ValueId output_through_identity(ValueId constant) {
+    const std::string name = model_->value(constant).name;
+    std::string constant_name = name + "/constant";
+    while (model_->find_value(constant_name)) constant_name += "_";
+    model_->rename_value(constant, constant_name);
+    ValueId out = model_->add_value({name, ElementType::undefined, Shape{}});
+    Node node;
+    node.name = name + "/identity";
+    while (used_node_names_.count(node.name)) node.name += "_";
+    used_node_names_.insert(node.name);
+    node.op_type = "Identity";
+    node.inputs = {constant};
+    node.outputs = {out};
+    node.attributes.set(onnx_opset_attribute, opset_);
+    model_->add_node(std::move(node));
+    return out;
+  }
+
+  onnx::ModelProto& proto_;
+  ExternalDataContext ctx_;
+  std::string default_name_;
+  std::map<std::string, int64_t> opsets_;
+  int64_t opset_ = 0;
+  std::shared_ptr<Model> model_;
+  std::set<std::string> used_node_names_;
+};
+
+// Rethrows a troupe error (or any exception from protobuf or libonnx) with the source in front, keeping
+// the error's type.
+template <class Fn>
+auto with_source(const std::string& source, Fn&& fn) -> decltype(fn()) {
+  const std::string prefix = source + ": ";
+  try {
+    return fn();
+  } catch (const UnsupportedOperation& e) {
+    throw UnsupportedOperation(prefix + e.what());
+  } catch (const ModelError& e) {
+    throw ModelError(prefix + e.what());
+  } catch (const FormatError& e) {
+    throw FormatError(prefix + e.what());
+  } catch (const TensorMismatch& e) {
+    throw TensorMismatch(prefix + e.what());
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(prefix + e.what());
+  } catch (const Error& e) {
+    throw Error(prefix + e.what());
+  } catch (const std::bad_alloc&) {
+    throw FormatError(prefix + "out of memory while reading the model");
+  } catch (const std::exception& e) {
+    throw ModelError(prefix + e.what());
+  }
+}
+
+std::shared_ptr<Model> read_model_buffer(const void* data, size_t size, const std::string& source,
+                                         const std::string& default_name,
+                                         const std::string& base_dir) {
+  return with_source(source, [&] {
+    if (size > static_cast<size_t>(INT_MAX))
+      throw FormatError("the model is larger than 2 GiB, which protobuf cannot parse; store its "
+                        "weights as external data");
+    onnx::ModelProto proto;
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    if (size == 0 || !proto.ParseFromArray(bytes, static_cast<int>(size)))
+      throw_parse_failure(bytes, size);
+    return OnnxImporter(proto, default_name, ExternalDataContext{base_dir}).run();
+  });
+}
+
+}  // namespace
+
+bool is_onnx_path(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".onnx";
+}
+
+std::shared_ptr<Model> read_onnx_model(const std::string& path) {
+  const std::string bytes = read_whole_file(path, "ONNX model");
+  fs::path p(path);
+  std::string base_dir = p.parent_path().string();
+  if (base_dir.empty()) base_dir = ".";
+  return read_model_buffer(bytes.data(), bytes.size(), path, p.stem().string(), base_dir);
+}
+
+std::shared_ptr<Model> read_onnx_model_from_buffer(const void* data, size_t size,
+                                                   const std::string& base_dir_for_external_data) {
+  return read_model_buffer(data, size, memory_source, "onnx_model", base_dir_for_external_data);
+}
+
+Tensor read_onnx_tensor(const std::string& path) {
+  const std::string bytes = read_whole_file(path, "ONNX tensor");
+  return read_onnx_tensor_from_buffer(bytes.data(), bytes.size(), path);
+}
+
+Tensor read_onnx_tensor_from_buffer(const void* data, size_t size, const std::string& source) {
+  return with_source(source, [&] {
+    onnx::TensorProto proto;
+    if (size > static_cast<size_t>(INT_MAX) ||
+        !proto.ParseFromArray(data, static_cast<int>(size)))
+      throw FormatError("not a serialized ONNX TensorProto (protobuf parsing failed)");
+    const std::string what = proto.name().empty() ? "tensor" : "tensor " + quoted(proto.name());
+    return tensor_from_proto(proto, what, ExternalDataContext{});
+  });
+}
+
+}  // namespace troupe

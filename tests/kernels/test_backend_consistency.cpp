@@ -1,0 +1,693 @@
+// Every op of the oneDNN backend against the reference kernel (the specification), on random shapes
+// and attributes, in the spirit of llama.cpp's test-backend-ops. Each case builds both kernels
+// through the registry from the same KernelRequest, runs them on the same random inputs and
+// compares with a per-op tolerance. Cases marked "must accept" fail when the dnnl backend declines
+// them, so the suite cannot pass by falling back to the reference everywhere.
+//
+// The seed is fixed (TROUPE_SEED overrides it); a failure message names the case with its shapes
+// and attributes.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/ops/op_schema.hpp"
+#include "kernels/kernel_registry.hpp"
+
+namespace troupe {
+namespace {
+
+using kernels::Kernel;
+using kernels::KernelRegistry;
+using kernels::KernelRequest;
+using ints = std::vector<int64_t>;
+
+unsigned base_seed() {
+  const char* env = std::getenv("TROUPE_SEED");
+  return env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10)) : 20240607u;
+}
+
+struct Tolerance {
+  double rtol = 1e-4;
+  double atol = 1e-5;
+};
+
+/// One op instance: node, input data (empty Tensor = omitted optional input) and which inputs are
+/// handed to the kernels as model constants.
+struct Case {
+  Node node;
+  std::vector<Tensor> inputs;
+  std::vector<bool> constant;
+  size_t num_outputs = 1;
+  Tolerance tolerance;
+  bool must_accept = true;
+};
+
+std::string describe(const Case& c) {
+  std::ostringstream s;
+  s << c.node.op_type << " inputs";
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    s << " " << (c.inputs[i].empty() ? std::string("-") : c.inputs[i].shape().to_string())
+      << (i < c.constant.size() && c.constant[i] ? "(const)" : "");
+  for (const auto& [name, value] : c.node.attributes.all()) {
+    s << " " << name << "=";
+    if (auto* i = std::get_if<int64_t>(&value)) s << *i;
+    if (auto* f = std::get_if<double>(&value)) s << *f;
+    if (auto* str = std::get_if<std::string>(&value)) s << *str;
+    if (auto* v = std::get_if<std::vector<int64_t>>(&value)) {
+      s << "[";
+      for (size_t k = 0; k < v->size(); ++k) s << (k ? "," : "") << (*v)[k];
+      s << "]";
+    }
+  }
+  return s.str();
+}
+
+class Rng {
+ public:
+  explicit Rng(unsigned seed) : engine_(seed) {}
+  int64_t integer(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(engine_);
+  }
+  double real(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(engine_); }
+  bool chance(double p) { return real(0, 1) < p; }
+  template <class T>
+  const T& pick(const std::vector<T>& values) {
+    return values[static_cast<size_t>(integer(0, static_cast<int64_t>(values.size()) - 1))];
+  }
+  ints dims(size_t rank, int64_t lo, int64_t hi) {
+    ints d(rank);
+    for (auto& x : d) x = integer(lo, hi);
+    return d;
+  }
+  Tensor tensor(const ints& dims, double lo = -1.0, double hi = 1.0) {
+    Tensor t(ElementType::f32, Shape(dims));
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.size(); ++i) p[i] = static_cast<float>(real(lo, hi));
+    return t;
+  }
+
+ private:
+  std::mt19937 engine_;
+};
+
+Node make_node(const std::string& op_type, Attributes attributes = {}, size_t num_outputs = 1) {
+  Node node;
+  node.op_type = op_type;
+  node.name = op_type + "_under_test";
+  node.attributes = std::move(attributes);
+  node.inputs.assign(1, 0);
+  node.outputs.assign(num_outputs, 0);
+  return node;
+}
+
+std::vector<ValueInfo> value_infos(const std::vector<Tensor>& tensors, const char* prefix) {
+  std::vector<ValueInfo> infos;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].empty())
+      infos.push_back(ValueInfo{});
+    else
+      infos.push_back(ValueInfo{prefix + std::to_string(i), tensors[i].element_type(),
+                                tensors[i].shape()});
+  }
+  return infos;
+}
+
+std::vector<ValueInfo> infer_outputs(const Case& c, const std::vector<ValueInfo>& inputs,
+                                     const std::vector<const Tensor*>& constants) {
+  const OpSchema* schema = OpSchemaRegistry::instance().find(c.node.op_type);
+  if (schema == nullptr) throw std::runtime_error("no schema for " + c.node.op_type);
+  ShapeInferContext ctx{c.node, inputs, constants};
+  std::vector<ValueInfo> outputs = schema->infer(ctx);
+  outputs.resize(c.num_outputs);
+  return outputs;
+}
+
+/// Largest violation of |got - want| <= atol + rtol*|want| as "index: got vs want", or "".
+std::string compare(const Tensor& got, const Tensor& want, Tolerance tol) {
+  if (got.shape() != want.shape())
+    return "shape " + got.shape().to_string() + " vs " + want.shape().to_string();
+  const std::vector<float> g = got.to_vector<float>();
+  const std::vector<float> w = want.to_vector<float>();
+  double worst = 0;
+  size_t worst_index = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
+    if (std::isinf(w[i]) && g[i] == w[i]) continue;
+    const double excess = std::fabs(double(g[i]) - double(w[i])) -
+                          (tol.atol + tol.rtol * std::fabs(double(w[i])));
+    if (!(excess <= worst)) {  // also catches NaN
+      worst = std::isnan(excess) ? INFINITY : excess;
+      worst_index = i;
+    }
+  }
+  if (worst == 0) return "";
+  std::ostringstream s;
+  s << "element " << worst_index << ": dnnl " << g[worst_index] << " vs reference "
+    << w[worst_index];
+  return s.str();
+}
+
+/// Counts per op, printed at the end of each test.
+struct Tally {
+  std::map<std::string, int> ran;
+  std::map<std::string, int> declined;
+
+  void print(const std::string& title) const {
+    std::cout << "[ consistency ] " << title << ":";
+    std::map<std::string, int> all = ran;
+    for (const auto& [op, n] : declined) all[op] += 0;
+    for (const auto& [op, n] : all) {
+      std::cout << " " << op << "=" << (ran.count(op) ? ran.at(op) : 0);
+      if (declined.count(op)) std::cout << "(+" << declined.at(op) << " to ref)";
+    }
+    std::cout << std::endl;
+  }
+};
+
+/// Runs one case on both backends and compares; records it in `tally`.
+void check_case(const Case& c, Tally& tally) {
+  SCOPED_TRACE(describe(c));
+  std::vector<const Tensor*> constants(c.inputs.size(), nullptr);
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (i < c.constant.size() && c.constant[i]) constants[i] = &c.inputs[i];
+  const std::vector<ValueInfo> inputs = value_infos(c.inputs, "x");
+  const std::vector<ValueInfo> outputs = infer_outputs(c, inputs, constants);
+  KernelRequest request{c.node, inputs, outputs, constants};
+
+  std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
+  if (!fast) {
+    tally.declined[c.node.op_type]++;
+    if (c.must_accept) ADD_FAILURE() << "the dnnl backend declined a case it should run";
+    return;
+  }
+  std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", request);
+  ASSERT_TRUE(reference) << "no reference kernel";
+  EXPECT_EQ(fast->implementation().rfind("dnnl", 0), 0u) << fast->implementation();
+
+  auto allocate = [&](float fill) {
+    std::vector<Tensor> out;
+    for (const ValueInfo& v : outputs) {
+      if (v.type == ElementType::undefined) {
+        out.emplace_back();
+        continue;
+      }
+      Tensor t(v.type, v.shape);
+      std::fill(t.data<float>(), t.data<float>() + t.size(), fill);
+      out.push_back(t);
+    }
+    return out;
+  };
+  std::vector<Tensor> want = allocate(0.f);
+  reference->execute(c.inputs, want);
+  // Poisoned outputs reveal elements the fast kernel never writes.
+  std::vector<Tensor> got = allocate(std::nanf(""));
+  fast->execute(c.inputs, got);
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i].empty()) continue;
+    const std::string diff = compare(got[i], want[i], c.tolerance);
+    EXPECT_EQ(diff, "") << "output " << i << " (" << fast->implementation() << ")";
+  }
+  // A second run takes the prepared path (bound memory, packed constant weights).
+  std::vector<Tensor> again = allocate(std::nanf(""));
+  fast->execute(c.inputs, again);
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!got[i].empty())
+      EXPECT_EQ(compare(again[i], got[i], Tolerance{0, 0}), "") << "second run differs";
+  tally.ran[c.node.op_type]++;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Case generators, one per op family.
+
+std::vector<Case> unary_cases(Rng& rng) {
+  struct Op {
+    const char* name;
+    double lo, hi;
+  };
+  const std::vector<Op> ops = {{"Relu", -3, 3},     {"Sigmoid", -8, 8},     {"Tanh", -4, 4},
+                               {"Exp", -5, 5},      {"Log", 0.05, 20},      {"Sqrt", 0, 20},
+                               {"Abs", -3, 3},      {"Neg", -3, 3},         {"LeakyRelu", -3, 3},
+                               {"Elu", -4, 4},      {"Softplus", -10, 10},  {"HardSwish", -5, 5},
+                               {"Gelu", -5, 5},     {"Clip", -3, 3},        {"Round", -4, 4},
+                               {"Reciprocal", 0.1, 5}};
+  std::vector<Case> cases;
+  for (const Op& op : ops) {
+    for (int k = 0; k < 12; ++k) {
+      Case c;
+      const ints dims = rng.dims(static_cast<size_t>(rng.integer(0, 4)), 1, 17);
+      Tensor x = rng.tensor(dims, op.lo, op.hi);
+      std::string name = op.name;
+      if (name == "Round") {  // many exact halves, where rounding to even matters
+        float* p = x.data<float>();
+        for (int64_t i = 0; i < x.size(); ++i) p[i] = std::round(p[i] * 2) / 2;
+      }
+      if (name == "Reciprocal" && rng.chance(0.5)) {
+        float* p = x.data<float>();
+        for (int64_t i = 0; i < x.size(); ++i) p[i] = -p[i];
+      }
+      Attributes attrs;
+      if (name == "LeakyRelu" && rng.chance(0.7)) attrs.set("alpha", rng.real(0.01, 0.5));
+      if (name == "Elu" && rng.chance(0.7)) attrs.set("alpha", rng.real(0.1, 2.0));
+      if (name == "Gelu" && rng.chance(0.5)) attrs.set("approximate", std::string("tanh"));
+      c.inputs = {x};
+      c.constant = {false};
+      if (name == "Clip") {
+        // Bounds as constant scalar inputs (opset 11+), either one omitted.
+        const float lo = static_cast<float>(rng.real(-2, 0));
+        const float hi = static_cast<float>(rng.real(0, 2));
+        const int which = static_cast<int>(rng.integer(0, 2));
+        c.inputs.push_back(which == 2 ? Tensor() : Tensor::from_vector<float>({}, {lo}));
+        c.inputs.push_back(which == 1 ? Tensor() : Tensor::from_vector<float>({}, {hi}));
+        c.constant = {false, true, true};
+      }
+      c.node = make_node(name, attrs);
+      c.tolerance = {1e-5, 1e-6};
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> binary_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    const bool commutative = std::string(op) != "Sub" && std::string(op) != "Div";
+    for (int k = 0; k < 16; ++k) {
+      const size_t rank = static_cast<size_t>(rng.integer(0, 5));
+      const ints full = rng.dims(rank, 1, 9);
+      // The other operand: some dims set to 1, some leading dims dropped.
+      ints small = full;
+      for (auto& d : small)
+        if (rng.chance(0.4)) d = 1;
+      const size_t drop = static_cast<size_t>(rng.integer(0, static_cast<int64_t>(rank)));
+      small.erase(small.begin(), small.begin() + static_cast<ptrdiff_t>(drop));
+      const bool small_left = rng.chance(0.25);
+      Case c;
+      c.node = make_node(op);
+      const bool positive = std::string(op) == "Div";
+      Tensor a = rng.tensor(small_left ? small : full, positive ? 0.5 : -2, 2);
+      Tensor b = rng.tensor(small_left ? full : small, positive ? 0.5 : -2, 2);
+      c.inputs = {a, b};
+      c.constant = {false, rng.chance(0.3)};
+      // oneDNN broadcasts only its second source; a broadcast left side is fine when the op
+      // commutes (the kernel swaps), else the reference kernel takes it.
+      ints padded = small;
+      padded.insert(padded.begin(), full.size() - small.size(), 1);
+      c.must_accept = !small_left || commutative || padded == full;
+      c.tolerance = {1e-6, 1e-7};
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> softmax_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (int k = 0; k < 16; ++k) {
+      const int64_t rank = rng.integer(1, 4);
+      const ints dims = rng.dims(static_cast<size_t>(rank), 1, 24);
+      Case c;
+      Attributes attrs;
+      if (rng.chance(0.7)) attrs.set("axis", rng.integer(-rank, rank - 1));
+      c.node = make_node(op, attrs);
+      c.inputs = {rng.tensor(dims, -6, 6)};
+      c.constant = {false};
+      c.tolerance = {1e-5, 1e-6};
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> matmul_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 40; ++k) {
+    const int64_t m = rng.integer(1, 40), n = rng.integer(1, 40), kk = rng.integer(1, 70);
+    ints a{m, kk}, b{kk, n};
+    const int shape_kind = static_cast<int>(rng.integer(0, 5));
+    if (shape_kind == 1) {  // same batch on both sides
+      const ints batch = rng.dims(static_cast<size_t>(rng.integer(1, 2)), 1, 4);
+      a.insert(a.begin(), batch.begin(), batch.end());
+      b.insert(b.begin(), batch.begin(), batch.end());
+    } else if (shape_kind == 2) {  // batch on the left, shared right-hand side
+      const ints batch = rng.dims(static_cast<size_t>(rng.integer(1, 2)), 1, 4);
+      a.insert(a.begin(), batch.begin(), batch.end());
+    } else if (shape_kind == 3) {  // broadcast batch dims with 1s on either side
+      const int64_t b0 = rng.integer(2, 3), b1 = rng.integer(2, 3);
+      a.insert(a.begin(), {b0, 1});
+      b.insert(b.begin(), {1, b1});
+    } else if (shape_kind == 4) {  // 1-D operands
+      if (rng.chance(0.5))
+        a = {kk};
+      else
+        b = {kk};
+    }
+    Case c;
+    c.node = make_node("MatMul");
+    c.inputs = {rng.tensor(a), rng.tensor(b)};
+    c.constant = {false, rng.chance(0.5)};
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(kk)};
+    cases.push_back(c);
+  }
+  // Gemm: transposes, alpha/beta and every shape of C.
+  for (int k = 0; k < 40; ++k) {
+    const int64_t m = rng.integer(1, 40), n = rng.integer(1, 40), kk = rng.integer(1, 70);
+    Attributes attrs;
+    const bool ta = rng.chance(0.4), tb = rng.chance(0.5);
+    if (ta || rng.chance(0.2)) attrs.set("transA", int64_t{ta});
+    if (tb || rng.chance(0.2)) attrs.set("transB", int64_t{tb});
+    if (rng.chance(0.4)) attrs.set("alpha", rng.real(-2, 2));
+    if (rng.chance(0.4)) attrs.set("beta", rng.pick<double>({0.0, 0.5, 2.0, -1.0}));
+    const std::vector<ints> c_shapes = {{}, {n}, {1, n}, {m, n}, {m, 1}, {1, 1}, {1}};
+    Case c;
+    c.node = make_node("Gemm", attrs);
+    c.inputs = {rng.tensor(ta ? ints{kk, m} : ints{m, kk}), rng.tensor(tb ? ints{n, kk} : ints{kk, n})};
+    c.constant = {false, rng.chance(0.6), true};
+    if (rng.chance(0.15))
+      c.inputs.push_back(Tensor());
+    else
+      c.inputs.push_back(rng.tensor(rng.pick(c_shapes)));
+    c.tolerance = {1e-4, 4e-6 * static_cast<double>(kk)};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+std::vector<Case> conv_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 60; ++k) {
+    // Mostly 2-D; some 1-D and 3-D.
+    const size_t spatial = k % 6 == 4 ? 1 : k % 6 == 5 ? 3 : 2;
+    const int group_kind = static_cast<int>(rng.integer(0, 3));
+    const int64_t group = group_kind == 0 ? 1 : group_kind == 1 ? rng.integer(2, 3) : 0;
+    const int64_t in_per_group = group == 0 ? 1 : rng.integer(1, 8);
+    const int64_t depth = group == 0 ? rng.integer(2, 16) : 0;  // depthwise channels
+    const int64_t g = group == 0 ? depth : group;
+    const int64_t out_per_group = group == 0 ? rng.integer(1, 2) : rng.integer(1, 8);
+    const int64_t batch = rng.integer(1, 2);
+    ints kernel(spatial), strides(spatial), dilations(spatial), pads(2 * spatial), x{batch, g * in_per_group};
+    for (size_t i = 0; i < spatial; ++i) {
+      kernel[i] = rng.integer(1, spatial == 3 ? 3 : 5);
+      strides[i] = rng.integer(1, 2);
+      dilations[i] = rng.chance(0.3) ? 2 : 1;
+      pads[i] = rng.integer(0, kernel[i] - 1);
+      pads[i + spatial] = rng.integer(0, kernel[i] - 1);  // asymmetric
+      const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+      x.push_back(rng.integer(std::max<int64_t>(extent, 3), spatial == 3 ? 8 : 14));
+    }
+    ints w{g * out_per_group, in_per_group};
+    w.insert(w.end(), kernel.begin(), kernel.end());
+    Attributes attrs;
+    if (g > 1) attrs.set("group", g);
+    if (rng.chance(0.7)) attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    const int pad_kind = static_cast<int>(rng.integer(0, 4));
+    if (pad_kind <= 1)
+      attrs.set("pads", pads);
+    else if (pad_kind == 2)
+      attrs.set("auto_pad", rng.pick<std::string>({"SAME_UPPER", "SAME_LOWER"}));
+    else if (pad_kind == 3)
+      attrs.set("auto_pad", std::string("VALID"));
+    Case c;
+    c.node = make_node("Conv", attrs);
+    c.inputs = {rng.tensor(x), rng.tensor(w)};
+    if (rng.chance(0.6)) c.inputs.push_back(rng.tensor({g * out_per_group}));
+    c.constant = {false, rng.chance(0.7), true};
+    int64_t reduction = in_per_group;
+    for (int64_t d : kernel) reduction *= d;
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(reduction)};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+std::vector<Case> pooling_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    const bool max = std::string(op) == "MaxPool";
+    for (int k = 0; k < 40; ++k) {
+      const size_t spatial = k % 5 == 3 ? 1 : k % 5 == 4 ? 3 : 2;
+      ints kernel(spatial), strides(spatial), dilations(spatial, 1), pads(2 * spatial);
+      ints x{rng.integer(1, 2), rng.integer(1, 8)};
+      for (size_t i = 0; i < spatial; ++i) {
+        kernel[i] = rng.integer(1, 3);
+        strides[i] = rng.integer(1, 3);
+        if (max && rng.chance(0.25)) dilations[i] = 2;
+        pads[i] = rng.integer(0, kernel[i] - 1);
+        pads[i + spatial] = rng.integer(0, kernel[i] - 1);
+        x.push_back(rng.integer((kernel[i] - 1) * dilations[i] + 1 + 1, spatial == 3 ? 7 : 12));
+      }
+      Attributes attrs;
+      attrs.set("kernel_shape", kernel);
+      if (rng.chance(0.8)) attrs.set("strides", strides);
+      if (dilations != ints(spatial, 1)) attrs.set("dilations", dilations);
+      const bool ceil_mode = rng.chance(0.3);
+      if (ceil_mode) attrs.set("ceil_mode", int64_t{1});
+      const bool include_pad = !max && rng.chance(0.4);
+      if (include_pad) attrs.set("count_include_pad", int64_t{1});
+      const int pad_kind = static_cast<int>(rng.integer(0, 3));
+      if (pad_kind <= 1)
+        attrs.set("pads", pads);
+      else if (pad_kind == 2)
+        attrs.set("auto_pad", rng.pick<std::string>({"SAME_UPPER", "SAME_LOWER", "VALID"}));
+      Case c;
+      c.node = make_node(op, attrs);
+      c.inputs = {rng.tensor(x, -3, 3)};
+      c.constant = {false};
+      // Averages counting padding under ceil_mode divide by a count oneDNN cannot express.
+      c.must_accept = !(include_pad && ceil_mode);
+      c.tolerance = {1e-5, 1e-6};
+      cases.push_back(c);
+    }
+  }
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    for (int k = 0; k < 12; ++k) {
+      ints x{rng.integer(1, 3), rng.integer(1, 16)};
+      const ints sp = rng.dims(static_cast<size_t>(rng.integer(1, 3)), 1, 12);
+      x.insert(x.end(), sp.begin(), sp.end());
+      Case c;
+      c.node = make_node(op);
+      c.inputs = {rng.tensor(x, -3, 3)};
+      c.constant = {false};
+      c.tolerance = {1e-5, 1e-6};
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> normalization_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 20; ++k) {
+    const int64_t channels = rng.integer(1, 16);
+    ints x{rng.integer(1, 3), channels};
+    const ints sp = rng.dims(static_cast<size_t>(rng.integer(0, 3)), 1, 9);
+    x.insert(x.end(), sp.begin(), sp.end());
+    Attributes attrs;
+    if (rng.chance(0.5)) attrs.set("epsilon", rng.real(1e-6, 1e-2));
+    Case c;
+    c.node = make_node("BatchNormalization", attrs);
+    c.inputs = {rng.tensor(x, -3, 3), rng.tensor({channels}, 0.5, 2), rng.tensor({channels}),
+                rng.tensor({channels}), rng.tensor({channels}, 0.1, 2)};
+    c.constant = {false, true, true, true, true};
+    c.tolerance = {1e-5, 1e-5};
+    cases.push_back(c);
+  }
+  for (int k = 0; k < 24; ++k) {
+    const int64_t rank = rng.integer(1, 4);
+    const ints x = rng.dims(static_cast<size_t>(rank), 1, 20);
+    const int64_t axis = rng.chance(0.5) ? -1 : rng.integer(-rank, rank - 1);
+    Attributes attrs;
+    if (axis != -1 || rng.chance(0.5)) attrs.set("axis", axis);
+    if (rng.chance(0.5)) attrs.set("epsilon", rng.real(1e-6, 1e-3));
+    const ints normalized(x.begin() + (axis < 0 ? axis + rank : axis), x.end());
+    Case c;
+    c.node = make_node("LayerNormalization", attrs);
+    c.inputs = {rng.tensor(x, -3, 3), rng.tensor(normalized, 0.5, 2)};
+    if (rng.chance(0.7)) c.inputs.push_back(rng.tensor(normalized));
+    c.constant = {false, true, true};
+    c.tolerance = {1e-4, 1e-5};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+void run_family(const std::string& title, const std::vector<Case>& cases) {
+  Tally tally;
+  for (const Case& c : cases) check_case(c, tally);
+  tally.print(title);
+  // Every op of the family must have run on the dnnl backend at least once.
+  for (const Case& c : cases)
+    EXPECT_GT(tally.ran[c.node.op_type], 0) << c.node.op_type << " never ran on dnnl";
+}
+
+TEST(BackendConsistency, Eltwise) {
+  Rng rng(base_seed() + 1);
+  run_family("eltwise", unary_cases(rng));
+}
+
+TEST(BackendConsistency, Binary) {
+  Rng rng(base_seed() + 2);
+  run_family("binary", binary_cases(rng));
+}
+
+TEST(BackendConsistency, Softmax) {
+  Rng rng(base_seed() + 3);
+  run_family("softmax", softmax_cases(rng));
+}
+
+TEST(BackendConsistency, MatMulAndGemm) {
+  Rng rng(base_seed() + 4);
+  run_family("matmul", matmul_cases(rng));
+}
+
+TEST(BackendConsistency, Conv) {
+  Rng rng(base_seed() + 5);
+  run_family("conv", conv_cases(rng));
+}
+
+TEST(BackendConsistency, Pooling) {
+  Rng rng(base_seed() + 6);
+  run_family("pooling", pooling_cases(rng));
+}
+
+TEST(BackendConsistency, Normalization) {
+  Rng rng(base_seed() + 7);
+  run_family("normalization", normalization_cases(rng));
+}
+
+// Every op type the dnnl backend registers is covered by a family above.
+TEST(BackendConsistency, EveryDnnlOpIsCovered) {
+  const std::vector<std::string> covered = {
+      "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "LeakyRelu", "Elu",
+      "Softplus", "HardSwish", "Gelu", "Clip", "Round", "Reciprocal", "Add", "Sub", "Mul", "Div",
+      "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "MaxPool", "AveragePool",
+      "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization", "LayerNormalization"};
+  const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
+  EXPECT_FALSE(ops.empty());
+  for (const std::string& op : ops)
+    EXPECT_NE(std::find(covered.begin(), covered.end(), op), covered.end())
+        << op << " has dnnl kernels but no consistency cases";
+}
+
+// Shapes known only at run time: the kernel prepares at the first execute and again when the
+// shapes change, and still matches the reference.
+TEST(BackendConsistency, DynamicShapesPrepareLazily) {
+  Rng rng(base_seed() + 8);
+  struct Dyn {
+    Node node;
+    std::vector<Shape> declared;  // with -1 dims
+    std::vector<std::function<Tensor(int64_t)>> make;  // input for a batch size
+  };
+  const Tensor conv_w = rng.tensor({8, 3, 3, 3});
+  const Tensor mm_b = rng.tensor({24, 16});
+  const Tensor add_b = rng.tensor({7});
+  std::vector<Dyn> dyns = {
+      {make_node("Conv", Attributes{{"pads", ints{1, 1, 1, 1}}}),
+       {Shape{-1, 3, 10, 10}, Shape{8, 3, 3, 3}},
+       {[&](int64_t n) { return rng.tensor({n, 3, 10, 10}); }, [&](int64_t) { return conv_w; }}},
+      {make_node("MatMul"),
+       {Shape{-1, 24}, Shape{24, 16}},
+       {[&](int64_t n) { return rng.tensor({n, 24}); }, [&](int64_t) { return mm_b; }}},
+      {make_node("Add"),
+       {Shape{-1, 5, 7}, Shape{7}},
+       {[&](int64_t n) { return rng.tensor({n, 5, 7}); }, [&](int64_t) { return add_b; }}},
+  };
+
+  for (Dyn& d : dyns) {
+    SCOPED_TRACE(d.node.op_type);
+    std::vector<ValueInfo> in;
+    for (size_t i = 0; i < d.declared.size(); ++i)
+      in.push_back(ValueInfo{"x" + std::to_string(i), ElementType::f32, d.declared[i]});
+    const OpSchema* schema = OpSchemaRegistry::instance().find(d.node.op_type);
+    ASSERT_NE(schema, nullptr);
+    const std::vector<ValueInfo> out = schema->infer(ShapeInferContext{d.node, in, {}});
+    KernelRequest request{d.node, in, out};
+    auto fast = KernelRegistry::instance().create_with("dnnl", request);
+    auto reference = KernelRegistry::instance().create_with("reference", request);
+    ASSERT_TRUE(fast);
+    ASSERT_TRUE(reference);
+    for (int64_t batch : {2, 5, 2}) {
+      std::vector<Tensor> inputs;
+      for (auto& f : d.make) inputs.push_back(f(batch));
+      Case c;
+      c.node = d.node;
+      c.inputs = inputs;
+      const std::vector<ValueInfo> concrete = infer_outputs(c, value_infos(inputs, "x"), {});
+      std::vector<Tensor> want{Tensor(ElementType::f32, concrete[0].shape)};
+      std::vector<Tensor> got{Tensor(ElementType::f32, concrete[0].shape)};
+      reference->execute(inputs, want);
+      fast->execute(inputs, got);
+      EXPECT_EQ(compare(got[0], want[0], Tolerance{1e-4, 1e-4}), "") << "batch " << batch;
+      EXPECT_EQ(fast->implementation().rfind("dnnl:", 0), 0u) << fast->implementation();
+    }
+  }
+}
+
+// Inputs that are views into a larger buffer (byte strides) go through a dense copy.
+TEST(BackendConsistency, StridedInputs) {
+  Rng rng(base_seed() + 9);
+  Tensor big = rng.tensor({6, 10});
+  // Columns 2..7 of every row: shape [6, 6], row stride 10 floats.
+  Tensor view(ElementType::f32, Shape{6, 6}, big.data<float>() + 2,
+              {10 * static_cast<int64_t>(sizeof(float)), static_cast<int64_t>(sizeof(float))});
+  ASSERT_FALSE(view.is_contiguous());
+  for (const char* op : {"Relu", "Add"}) {
+    SCOPED_TRACE(op);
+    Case c;
+    c.node = make_node(op);
+    c.inputs = {view};
+    if (std::string(op) == "Add") c.inputs.push_back(rng.tensor({6}));
+    c.constant.assign(c.inputs.size(), false);
+    Tally tally;
+    check_case(c, tally);
+    EXPECT_EQ(tally.ran[op], 1);
+  }
+}
+
+// What the dnnl backend leaves to the reference kernel.
+TEST(BackendConsistency, DeclinesWhatOneDnnCannotRun) {
+  auto create = [](const Node& node, const std::vector<ValueInfo>& in,
+                   const std::vector<ValueInfo>& out) {
+    return KernelRegistry::instance().create_with("dnnl", KernelRequest{node, in, out});
+  };
+  const ValueInfo f(ValueInfo{"x", ElementType::f32, Shape{2, 3}});
+  const ValueInfo d(ValueInfo{"x", ElementType::f64, Shape{2, 3}});
+  // Another element type than f32.
+  EXPECT_FALSE(create(make_node("Relu"), {d}, {d}));
+  // Sub with a broadcast left operand.
+  EXPECT_FALSE(create(make_node("Sub"), {ValueInfo{"a", ElementType::f32, Shape{3}}, f}, {f}));
+  // MaxPool's Indices output.
+  const ValueInfo x4{"x", ElementType::f32, Shape{1, 1, 4, 4}};
+  const ValueInfo y4{"y", ElementType::f32, Shape{1, 1, 2, 2}};
+  const ValueInfo idx{"i", ElementType::i64, Shape{1, 1, 2, 2}};
+  EXPECT_FALSE(create(make_node("MaxPool", Attributes{{"kernel_shape", ints{2, 2}},
+                                                      {"strides", ints{2, 2}}},
+                                2),
+                      {x4}, {y4, idx}));
+  // Clip whose bound is not a constant.
+  const ValueInfo scalar{"lo", ElementType::f32, Shape{}};
+  EXPECT_FALSE(create(make_node("Clip"), {f, scalar}, {f}));
+  // Training-mode BatchNormalization.
+  EXPECT_FALSE(create(make_node("BatchNormalization", Attributes{{"training_mode", int64_t{1}}}),
+                      {f, ValueInfo{"s", ElementType::f32, Shape{3}},
+                       ValueInfo{"b", ElementType::f32, Shape{3}},
+                       ValueInfo{"m", ElementType::f32, Shape{3}},
+                       ValueInfo{"v", ElementType::f32, Shape{3}}},
+                      {f}));
+}
+
+}  // namespace
+}  // namespace troupe
