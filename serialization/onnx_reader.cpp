@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "engine/ops/op_schema.hpp"
 #include "troupe/error.hpp"
@@ -348,8 +349,9 @@ class OnnxImporter {
   std::shared_ptr<Model> run() {
     check_header();
     check_ops_supported();
-    run_onnx_checker();
-    run_onnx_shape_inference();
+    // troupe's own conversion comes before the ONNX checker so that its errors (external data,
+    // unsupported types) are the ones a user sees; the checker and ONNX's shape inference then
+    // catch what troupe would only find later or with less context.
     const onnx::GraphProto& graph = proto_.graph();
     model_ = std::make_shared<Model>(graph.name().empty() ? default_name_ : graph.name());
     add_initializers(graph);
@@ -357,6 +359,8 @@ class OnnxImporter {
     declare_node_outputs(graph);
     add_nodes(graph);
     add_outputs(graph);
+    run_onnx_checker();
+    run_onnx_shape_inference();
     model_->validate();
     return model_;
   }
@@ -366,10 +370,13 @@ class OnnxImporter {
     if (!proto_.has_ir_version())
       throw FormatError("not an ONNX model: it has no ir_version");
     if (!proto_.has_graph()) throw FormatError("not an ONNX model: it has no graph");
-    for (const auto& import : proto_.opset_import()) {
-      const std::string domain = is_default_domain(import.domain()) ? "" : import.domain();
-      opsets_[domain] = import.version();
+    // The default domain may be spelled "ai.onnx"; libonnx only knows "", so normalize.
+    for (auto& import : *proto_.mutable_opset_import()) {
+      if (is_default_domain(import.domain())) import.clear_domain();
+      opsets_[import.domain()] = import.version();
     }
+    for (auto& node : *proto_.mutable_graph()->mutable_node())
+      if (node.domain() == "ai.onnx") node.clear_domain();
     auto it = opsets_.find("");
     if (it != opsets_.end()) {
       opset_ = it->second;
@@ -435,10 +442,27 @@ class OnnxImporter {
     return true;
   }
 
+  // What onnx::checker::check_model(ModelProto) does, but with the model's directory set so that
+  // the checker looks for external data where the reader did.
   void run_onnx_checker() const {
     if (!onnx_library_knows_model()) return;
     try {
-      onnx::checker::check_model(proto_);
+      onnx::checker::CheckerContext ctx;
+      ctx.set_ir_version(static_cast<int>(proto_.ir_version()));
+      std::unordered_map<std::string, int> imports;
+      for (const auto& [domain, version] : opsets_) imports[domain] = static_cast<int>(version);
+      if (imports.empty()) {
+        if (proto_.ir_version() >= 3)
+          throw ModelError("invalid ONNX model: IR version 3 and later must import an opset");
+        imports[""] = 1;
+      }
+      ctx.set_opset_imports(imports);
+      ctx.set_model_dir(ctx_.base_dir.empty() ? "." : ctx_.base_dir);
+      onnx::checker::LexicalScopeContext lexical;
+      onnx::checker::check_graph(proto_.graph(), ctx, lexical);
+      if (proto_.ir_version() >= 8) onnx::checker::check_model_local_functions(proto_, ctx, lexical);
+    } catch (const ModelError&) {
+      throw;
     } catch (const std::exception& e) {
       throw ModelError(std::string("invalid ONNX model: ") + e.what());
     }

@@ -469,8 +469,7 @@ TEST(OnnxReaderErrors, ShapeThatCannotBeInferredNamesTheNode) {
   onnx_input(m, "a", onnx::TensorProto::FLOAT, {2, 3});
   onnx_input(m, "b", onnx::TensorProto::FLOAT, {4, 5});
   onnx_node(m, "Add", {"a", "b"}, {"y"}, "bad_add");
-  onnx_output(m, "y", onnx::TensorProto::FLOAT, {});
-  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  onnx_output(m, "y", onnx::TensorProto::FLOAT, {"d0", "d1"});
   EXPECT_THAT(error_of<ModelError>([&] { read(m); }),
               AllOf(HasSubstr("<memory buffer>: "), HasSubstr("bad_add")));
 }

@@ -1,0 +1,321 @@
+// The stage pipeline under load: correctness of every request with many in flight from several
+// threads, counters, busy/cancel/failure semantics, backpressure and proven stage overlap.
+
+#include <gmock/gmock.h>
+
+#include <mutex>
+#include <set>
+
+#include "pipeline_fixture.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+TEST(Pipeline, SyncInferAndStageCounters) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model());
+  auto request = compiled.create_infer_request();
+  Tensor in = make_input(0.f);
+  request.set_tensor("x", in);
+  request.infer();
+  expect_add_relu_output(in, request.get_tensor("y"));
+  auto info = request.profiling_info();
+  ASSERT_EQ(info.size(), 5u);  // profiling off: stages only
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(info[i].name, stage_names[i]);
+    EXPECT_EQ(info[i].status, ProfilingInfo::Status::executed);
+    EXPECT_EQ(info[i].node_type, "Stage");
+    EXPECT_GE(info[i].real_time_us, 0);
+  }
+}
+
+TEST(Pipeline, PerNodeCountersWhenProfiling) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model(), "CPU", {{props::enable_profiling, true}});
+  auto request = compiled.create_infer_request();
+  request.set_input_tensor(0, make_input(1.f));
+  request.infer();
+  auto info = request.profiling_info();
+  ASSERT_EQ(info.size(), 7u);
+  EXPECT_EQ(info[5].name, "add");
+  EXPECT_EQ(info[5].node_type, "Add");
+  EXPECT_EQ(info[6].name, "relu");
+  EXPECT_FALSE(info[6].exec_type.empty());
+}
+
+TEST(Pipeline, HundredsOfRequestsFromSeveralThreadsEachCompleteOnceCorrectly) {
+  Core core;
+  for (const char* hint : {"LATENCY", "THROUGHPUT"}) {
+    auto compiled = core.compile_model(make_add_relu_model(), "CPU",
+                                       {{props::performance_mode, hint}, {props::num_streams, 2}});
+    constexpr int threads = 4, per_thread = 16, rounds = 5;  // 320 runs
+    std::atomic<int> callbacks{0}, failures{0};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        std::vector<InferRequest> requests;
+        std::vector<Tensor> inputs;
+        std::vector<std::atomic<int>> counts(per_thread);
+        for (int i = 0; i < per_thread; ++i) {
+          requests.push_back(compiled.create_infer_request());
+          inputs.push_back(make_input(static_cast<float>(t * 1000 + i)));
+          requests[i].set_tensor("x", inputs[i]);
+          requests[i].set_callback([&, i](std::exception_ptr e) {
+            if (e) ++failures;
+            ++counts[i];
+            ++callbacks;
+          });
+        }
+        for (int r = 0; r < rounds; ++r) {
+          for (auto& req : requests) req.start_async();
+          for (int i = 0; i < per_thread; ++i) {
+            requests[i].wait();
+            expect_add_relu_output(inputs[i], requests[i].get_tensor("y"));
+            EXPECT_EQ(counts[i].load(), r + 1);  // the callback ran exactly once per run
+          }
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+    EXPECT_EQ(callbacks.load(), threads * per_thread * rounds);
+    EXPECT_EQ(failures.load(), 0);
+  }
+}
+
+TEST(Pipeline, StagesOverlapAcrossRequests) {
+  // With 30 ms in preprocess and 30 ms in execute, N requests take about N x 30 ms when the stages
+  // overlap, and N x 60 ms if each request had the pipeline to itself.
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model(), "CPU",
+                                     {{props::max_requests_in_flight, 32}});
+  const auto delay = std::chrono::milliseconds(30);
+  set_stage_hook(compiled, [delay](detail::Stage stage, uint64_t) {
+    if (stage == detail::Stage::preprocess || stage == detail::Stage::execute)
+      std::this_thread::sleep_for(delay);
+  });
+  constexpr int n = 12;
+  std::vector<InferRequest> requests;
+  for (int i = 0; i < n; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    requests.back().set_tensor("x", make_input(static_cast<float>(i)));
+  }
+  const auto start = Clock::now();
+  for (auto& r : requests) r.start_async();
+  for (auto& r : requests) r.wait();
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  const double serial_ms = n * 60.0, pipelined_ms = (n + 1) * 30.0;
+  EXPECT_GE(elapsed_ms, n * 30.0 * 0.95);
+  EXPECT_LT(elapsed_ms, 0.8 * serial_ms) << "stages did not overlap (pipelined ideal "
+                                         << pipelined_ms << " ms)";
+  auto summary = compiled.impl()->context().stats.summary();
+  EXPECT_GT(summary.mean_in_flight, 2.0);
+  EXPECT_GT(summary.stage_overlap, 1.3);  // more than one stage busy at a time on average
+}
+
+TEST(Pipeline, BusyWhileInFlightAndWaitForTimesOut) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model());
+  std::atomic<bool> release{false};
+  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
+    if (stage == detail::Stage::execute)
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  auto request = compiled.create_infer_request();
+  request.set_tensor("x", make_input(0.f));
+  request.start_async();
+  EXPECT_FALSE(request.wait_for(std::chrono::milliseconds(20)));
+  EXPECT_THROW(request.set_tensor("x", make_input(1.f)), Busy);
+  EXPECT_THROW(request.get_tensor("y"), Busy);
+  EXPECT_THROW(request.profiling_info(), Busy);
+  EXPECT_THROW(request.start_async(), Busy);
+  EXPECT_THROW(request.set_callback([](std::exception_ptr) {}), Busy);
+  release = true;
+  EXPECT_TRUE(request.wait_for(std::chrono::seconds(10)));
+  EXPECT_NO_THROW(request.get_tensor("y"));
+}
+
+TEST(Pipeline, CancelParkedAndRunningRequests) {
+  Core core;
+  // One credit: one request in the stages, the rest parked at admission.
+  auto compiled = core.compile_model(make_add_relu_model(), "CPU",
+                                     {{props::max_requests_in_flight, 1}});
+  std::atomic<bool> release{false};
+  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
+    if (stage == detail::Stage::preprocess)
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  constexpr int n = 20;
+  std::vector<InferRequest> requests;
+  std::atomic<int> callbacks{0};
+  for (int i = 0; i < n; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    requests.back().set_tensor("x", make_input(static_cast<float>(i)));
+    requests.back().set_callback([&](std::exception_ptr) { ++callbacks; });
+    requests.back().start_async();
+  }
+  for (int i = 0; i < n; i += 2) requests[i].cancel();  // request 0 is inside preprocess
+  release = true;
+  for (int i = 0; i < n; ++i) {
+    if (i % 2 == 0) {
+      EXPECT_THROW(requests[i].wait(), Cancelled) << i;
+    } else {
+      EXPECT_NO_THROW(requests[i].wait()) << i;
+    }
+  }
+  EXPECT_EQ(callbacks.load(), n);
+  // A cancelled request runs normally when started again.
+  requests[0].infer();
+  // Cancel of an idle request is a no-op.
+  requests[1].cancel();
+  EXPECT_NO_THROW(requests[1].infer());
+}
+
+TEST(Pipeline, AStageExceptionFailsOnlyThatRequest) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model(), "CPU", {{props::num_streams, 2}});
+  std::mutex mutex;
+  std::set<uint64_t> failed_ids;
+  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t id) {
+    const detail::Stage target = static_cast<detail::Stage>(id % detail::stage_count);
+    if (id % 3 == 0 && stage == target) {
+      std::lock_guard<std::mutex> lock(mutex);
+      failed_ids.insert(id);
+      throw std::runtime_error("injected failure in stage " +
+                               std::to_string(static_cast<int>(stage)));
+    }
+  });
+  constexpr int n = 90;
+  std::vector<InferRequest> requests;
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < n; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    inputs.push_back(make_input(static_cast<float>(i)));
+    requests.back().set_tensor("x", inputs.back());
+    requests.back().start_async();
+  }
+  int failed = 0;
+  for (int i = 0; i < n; ++i) {
+    try {
+      requests[i].wait();
+      expect_add_relu_output(inputs[i], requests[i].get_tensor("y"));
+    } catch (const std::runtime_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("injected failure"));
+      ++failed;
+    }
+  }
+  EXPECT_EQ(static_cast<size_t>(failed), failed_ids.size());
+  EXPECT_GE(failed, 25);
+  // Every stage failed at least once, and the pipeline still works.
+  set_stage_hook(compiled, nullptr);
+  for (auto& r : requests) r.start_async();
+  for (int i = 0; i < n; ++i) {
+    requests[i].wait();
+    expect_add_relu_output(inputs[i], requests[i].get_tensor("y"));
+  }
+}
+
+TEST(Pipeline, ThrowingCallbackHarmsNothing) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model());
+  std::vector<InferRequest> requests;
+  std::atomic<int> calls{0};
+  for (int i = 0; i < 32; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    requests.back().set_tensor("x", make_input(static_cast<float>(i)));
+    requests.back().set_callback([&](std::exception_ptr) {
+      ++calls;
+      throw std::runtime_error("callback bug");
+    });
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (auto& r : requests) r.start_async();
+    for (auto& r : requests) EXPECT_NO_THROW(r.wait());
+  }
+  EXPECT_EQ(calls.load(), 96);
+}
+
+TEST(Pipeline, BackpressureBoundsRequestsInsideTheStages) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model(), "CPU",
+                                     {{props::max_requests_in_flight, 3}, {props::num_streams, 2}});
+  std::mutex mutex;
+  std::set<uint64_t> inside;
+  size_t max_inside = 0;
+  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t id) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (stage == detail::Stage::preprocess) inside.insert(id);
+    max_inside = std::max(max_inside, inside.size());
+    if (stage == detail::Stage::postprocess) inside.erase(id);
+  });
+  std::vector<InferRequest> requests;
+  for (int i = 0; i < 64; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    requests.back().set_tensor("x", make_input(static_cast<float>(i)));
+    requests.back().start_async();
+  }
+  for (auto& r : requests) r.wait();
+  EXPECT_LE(max_inside, 3u);
+  EXPECT_GE(max_inside, 2u);  // and the credits were actually used
+}
+
+TEST(Pipeline, InputAndOutputConversionAndStridedRegions) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model(1, 4));
+  auto request = compiled.create_infer_request();
+  // f64 input, converted by preprocess.
+  request.set_tensor("x", Tensor::from_vector<double>({1, 4}, {-1.0, 0.0, 1.0, 2.0}));
+  // f16 output, converted by postprocess.
+  Tensor out16(ElementType::f16, {1, 4});
+  request.set_tensor("y", out16);
+  request.infer();
+  EXPECT_EQ(out16.value_at(0), 0.0);
+  EXPECT_EQ(out16.value_at(3), 2.5);
+  // A strided region of a larger caller buffer: column 1 of a 4x3 matrix, viewed as [1,4].
+  std::vector<float> big = {0, -2, 0, 0, 3, 0, 0, 4, 0, 0, 5, 0};
+  request.set_tensor("x", Tensor(ElementType::f32, {1, 4}, &big[1], {0, 12}));
+  // A strided output: every other element of a caller buffer.
+  std::vector<float> out_buf(8, -7.f);
+  Tensor strided_out(ElementType::f32, {1, 4}, out_buf.data(), {32, 8});
+  request.set_tensor("y", strided_out);
+  request.infer();
+  EXPECT_EQ(out_buf, (std::vector<float>{0, -7, 3.5, -7, 4.5, -7, 5.5, -7}));
+}
+
+TEST(Pipeline, WrongTensorsAreRejectedWithNames) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model(1, 4));
+  auto request = compiled.create_infer_request();
+  std::string msg = error_of<TensorMismatch>([&] { request.set_tensor("x", Tensor(ElementType::f32, {1, 5})); });
+  EXPECT_THAT(msg, HasSubstr("'x'"));
+  EXPECT_THAT(msg, HasSubstr("[1,5]"));
+  msg = error_of<TensorMismatch>([&] { request.set_tensor("x", Tensor(ElementType::boolean, {1, 4})); });
+  EXPECT_THAT(msg, HasSubstr("boolean"));
+  msg = error_of<TensorMismatch>([&] { request.set_tensor("y", Tensor(ElementType::i32, {1, 4})); });
+  EXPECT_THAT(msg, HasSubstr("'y'"));
+  msg = error_of<InvalidArgument>([&] { request.set_tensor("z", Tensor(ElementType::f32, {1, 4})); });
+  EXPECT_THAT(msg, HasSubstr("'z'"));
+  EXPECT_THROW(request.set_input_tensor(3, Tensor(ElementType::f32, {1, 4})), InvalidArgument);
+  EXPECT_THROW(request.get_output_tensor(1), InvalidArgument);
+  EXPECT_THROW(request.set_tensor("x", Tensor()), TensorMismatch);
+  // Nothing was bound by the failed calls: the request still runs.
+  EXPECT_NO_THROW(request.infer());
+  EXPECT_THROW(InferRequest().infer(), InvalidArgument);
+}
+
+TEST(Pipeline, DynamicBatchRunsWithAnyBatch) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model(-1, 8), "CPU", {{props::num_streams, 2}});
+  EXPECT_EQ(compiled.inputs()[0].shape.to_string(), "[?,8]");
+  auto request = compiled.create_infer_request();
+  for (int64_t batch : {3, 1, 5, 3}) {
+    Tensor in = make_input(1.f, 8, batch);
+    request.set_tensor("x", in);
+    request.infer();
+    Tensor out = request.get_tensor("y");
+    EXPECT_EQ(out.shape(), (Shape{batch, 8}));
+    expect_add_relu_output(in, out);
+  }
+}

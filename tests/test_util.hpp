@@ -1,0 +1,26 @@
+#pragma once
+
+// Helpers shared by the engine and actor tests.
+
+#include <memory>
+#include <vector>
+
+#include "troupe/model_builder.hpp"
+
+namespace troupe::test {
+
+/// y = relu(x + bias) over f32 [batch, width], bias = 0.5 everywhere: every output is known in
+/// closed form, so each request can check that it got its own result.
+inline std::shared_ptr<Model> make_add_relu_model(int64_t batch = 1, int64_t width = 16) {
+  ModelBuilder b("add_relu");
+  auto x = b.input("x", ElementType::f32, {batch, width});
+  auto bias = b.constant("bias", Tensor::from_vector<float>(
+                                     {1, width}, std::vector<float>(static_cast<size_t>(width), 0.5f)));
+  auto y = b.op("Relu", {b.op("Add", {x, bias}, {}, "add")}, {}, "relu");
+  b.output(y, "y");
+  return b.build();
+}
+
+inline float expected_add_relu(float x) { return x + 0.5f > 0.f ? x + 0.5f : 0.f; }
+
+}  // namespace troupe::test
