@@ -17,15 +17,14 @@ caf::behavior completion_actor(caf::event_based_actor* self, Context ctx, Handle
       [ctx](complete_atom, request_msg msg) {
         callback_thread = true;
         detail::RequestState& st = *msg.state;
-        st.trace.run_id = msg.id;
-        st.trace.completed_ns = detail::now_ns();
-        ctx->stats.record(st.trace, msg.error != nullptr);
+        msg.trace.run_id = msg.id;
+        msg.trace.completed_ns = detail::now_ns();
+        ctx->stats.record(msg.trace, msg.error != nullptr);
         std::function<void(std::exception_ptr)> callback;
         std::function<void(detail::RequestState&, std::exception_ptr)> internal;
         {
           std::lock_guard<std::mutex> lock(st.mutex);
-          st.last_trace = std::move(st.trace);
-          st.trace = {};
+          st.last_trace = std::move(msg.trace);
           st.error = msg.error;
           st.busy = false;
           ++st.completed_runs;

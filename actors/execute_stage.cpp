@@ -24,7 +24,7 @@ caf::behavior execute_stage(caf::event_based_actor* self, Context ctx, Handles n
         run_stage(
             *ctx, detail::Stage::execute, msg,
             [&] {
-              auto* timings = ctx->config.enable_profiling ? &msg.state->trace.ops : nullptr;
+              auto* timings = ctx->config.enable_profiling ? &msg.trace.ops : nullptr;
               ctx->executors[static_cast<size_t>(stream)]->run(slot.inputs, slot.outputs, timings);
             },
             stream);

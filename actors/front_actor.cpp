@@ -83,7 +83,7 @@ front_actor_type::behavior_type front_actor(front_actor_type::stateful_pointer<F
         request_msg msg;
         msg.id = ctx->next_request_id++;
         msg.state = request;
-        request->trace.submitted_ns = detail::now_ns();
+        msg.trace.submitted_ns = detail::now_ns();
         caf::anon_send(next->admission, submit_atom::value, std::move(msg));
         return promise;
       },

@@ -26,7 +26,8 @@ using complete_atom = caf::atom_constant<caf::atom("complete")>;
 /// owner -> admission: cancel everything parked; owner -> completion: quit once drained.
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 
-/// One request in flight. `slot` is the execute slot (a stream's buffer set) chosen by upload.
+/// One request in flight: its id, its state, the timestamps the stages stamp on it (they become
+/// the counters) and `slot`, the execute slot (a stream's buffer set) chosen by upload.
 /// `error` set by any stage makes the following stages pass the message on without working, so
 /// every request reaches completion exactly once and every slot and credit is returned.
 ///
@@ -35,6 +36,7 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;
 struct request_msg {
   uint64_t id = 0;
   std::shared_ptr<detail::RequestState> state;
+  detail::RequestTrace trace;
   int32_t slot = -1;
   std::exception_ptr error;
 };

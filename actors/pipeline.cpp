@@ -65,8 +65,7 @@ void Pipeline::submit(std::shared_ptr<detail::RequestState> state) {
   request_msg msg;
   msg.id = context_->next_request_id++;
   msg.state = std::move(state);
-  msg.state->trace = {};
-  msg.state->trace.submitted_ns = detail::now_ns();
+  msg.trace.submitted_ns = detail::now_ns();
   caf::anon_send(actors_->handles->admission, submit_atom::value, std::move(msg));
 }
 

@@ -27,7 +27,7 @@ using Handles = std::shared_ptr<const StageHandles>;
 template <class Work>
 void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work&& work,
                int32_t worker = 0) {
-  detail::StageSpan& span = msg.state->trace.stages[static_cast<size_t>(stage)];
+  detail::StageSpan& span = msg.trace.stages[static_cast<size_t>(stage)];
   span.start_ns = detail::now_ns();
   const int64_t cpu0 = detail::thread_cpu_ns();
   span.worker = worker;

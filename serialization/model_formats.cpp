@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "serialization/onnx_reader.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::serialization {
@@ -15,7 +16,7 @@ struct Reader {
 
 // Readers by extension. Each format's reader lives in its own file of this folder.
 const std::vector<Reader>& readers() {
-  static const std::vector<Reader> table = {};
+  static const std::vector<Reader> table = {{"onnx", &read_onnx_model}};
   return table;
 }
 

@@ -3,10 +3,8 @@
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
-#include <cctype>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -20,7 +18,7 @@
 #include "engine/ops/op_schema.hpp"
 #include "troupe/error.hpp"
 
-namespace troupe {
+namespace troupe::serialization {
 
 namespace {
 
@@ -350,8 +348,8 @@ class OnnxImporter {
     check_header();
     check_ops_supported();
     // troupe's own conversion comes before the ONNX checker so that its errors (external data,
-    // unsupported types) are the ones a user sees; the checker and ONNX's shape inference then
-    // catch what troupe would only find later or with less context.
+    // unsupported types) are the ones a user sees; the checker then catches structural problems
+    // (attribute types, arity per opset, SSA form) with ONNX's wording.
     const onnx::GraphProto& graph = proto_.graph();
     model_ = std::make_shared<Model>(graph.name().empty() ? default_name_ : graph.name());
     add_initializers(graph);
@@ -360,7 +358,10 @@ class OnnxImporter {
     add_nodes(graph);
     add_outputs(graph);
     run_onnx_checker();
-    run_onnx_shape_inference();
+    // Shapes are inferred by troupe's own schemas (Model::validate), not by libonnx: ONNX 1.12's
+    // shape inference dereferences out of bounds on malformed nodes (a Conv whose input and weight
+    // ranks disagree crashes it; see tests/serialization/data/onnx_fuzz/), and troupe needs its
+    // own inference for every op it runs anyway.
     model_->validate();
     return model_;
   }
@@ -426,7 +427,7 @@ class OnnxImporter {
     if (problems.empty()) return;
     std::string message = problems.size() == 1 ? "unsupported operation: " : "unsupported operations: ";
     for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
-    throw UnsupportedOperation(message + " — troupe does not implement " +
+    throw UnsupportedOperation(message + "; troupe does not implement " +
                                (problems.size() == 1 ? "it" : "them"));
   }
 
@@ -465,16 +466,6 @@ class OnnxImporter {
       throw;
     } catch (const std::exception& e) {
       throw ModelError(std::string("invalid ONNX model: ") + e.what());
-    }
-  }
-
-  void run_onnx_shape_inference() {
-    if (!onnx_library_knows_model()) return;
-    try {
-      onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1);
-      onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception& e) {
-      throw ModelError(std::string("shape inference failed: ") + e.what());
     }
   }
 
@@ -754,13 +745,6 @@ std::shared_ptr<Model> read_model_buffer(const void* data, size_t size, const st
 
 }  // namespace
 
-bool is_onnx_path(const std::string& path) {
-  std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".onnx";
-}
-
 std::shared_ptr<Model> read_onnx_model(const std::string& path) {
   const std::string bytes = read_whole_file(path, "ONNX model");
   fs::path p(path);
@@ -790,4 +774,4 @@ Tensor read_onnx_tensor_from_buffer(const void* data, size_t size, const std::st
   });
 }
 
-}  // namespace troupe
+}  // namespace troupe::serialization

@@ -8,6 +8,9 @@
 // `onnx_opset_attribute` holding the model's default-domain opset, which ops consult where the ONNX
 // semantics changed between opsets. Graph outputs become model outputs.
 //
+// The model goes through libonnx's checker (when libonnx knows its IR and opset versions); shapes
+// and types are inferred by troupe's op schemas (Model::validate), not by libonnx.
+//
 // Errors name the source (file path, or "<memory buffer>") and what is wrong: FormatError for a file
 // that is not ONNX, truncated or malformed; UnsupportedOperation for ops, element types and ONNX
 // features troupe does not implement; ModelError for an inconsistent model (bad external data,
@@ -20,7 +23,7 @@
 #include "troupe/model.hpp"
 #include "troupe/tensor.hpp"
 
-namespace troupe {
+namespace troupe::serialization {
 
 /// Name of the int attribute the reader puts on every node: the model's default-domain opset.
 inline constexpr const char* onnx_opset_attribute = "opset";
@@ -40,7 +43,4 @@ Tensor read_onnx_tensor(const std::string& path);
 Tensor read_onnx_tensor_from_buffer(const void* data, size_t size,
                                     const std::string& source = "<memory buffer>");
 
-/// Whether `path` names a file the ONNX reader should handle (extension ".onnx", any case).
-bool is_onnx_path(const std::string& path);
-
-}  // namespace troupe
+}  // namespace troupe::serialization

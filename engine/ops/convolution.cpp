@@ -9,7 +9,9 @@ namespace troupe {
 
 namespace {
 
-std::string dim_text(int64_t d) { return d == Shape::dynamic ? "?" : std::to_string(d); }
+std::string dim_text(int64_t d) {
+  return d == Shape::dynamic ? "?" : std::to_string(d);
+}
 
 // Checks the element types and ranks shared by Conv and ConvTranspose: X [N,C,D1..Dk] with
 // 1 <= k <= 3, W of the same rank and type, optional B [M] of the same type.
@@ -20,11 +22,12 @@ void check_conv_inputs(const ShapeInferContext& ctx) {
     ctx.fail("input X has element type " + std::string(to_string(ctx.type(0))) +
              ", expected a floating type");
   if (ctx.type(1) != ctx.type(0))
-    ctx.fail("weights W have element type " + std::string(to_string(ctx.type(1))) +
-             " but X has " + std::string(to_string(ctx.type(0))));
-  if (x.rank() < 3 || x.rank() > 5)
-    ctx.fail("input X has shape " + x.to_string() +
-             ", expected [N,C,D1,...] with 1 to 3 spatial dims");
+    ctx.fail("weights W have element type " + std::string(to_string(ctx.type(1))) + " but X has " +
+             std::string(to_string(ctx.type(0))));
+  if (x.rank() < 3) ctx.fail("input X has shape " + x.to_string() + ", expected [N,C,D1,...]");
+  if (x.rank() > 5)
+    spatial::unsupported(ctx.node, "input X has shape " + x.to_string() +
+                                       "; only 1 to 3 spatial dims are supported");
   if (w.rank() != x.rank())
     ctx.fail("weights W have shape " + w.to_string() + ", expected rank " +
              std::to_string(x.rank()) + " like X " + x.to_string());
@@ -36,8 +39,8 @@ void check_conv_inputs(const ShapeInferContext& ctx) {
 void check_bias(const ShapeInferContext& ctx, int64_t output_channels) {
   if (!ctx.has_input(2)) return;
   const Shape& b = ctx.shape(2);
-  if (b.rank() != 1 || (b[0] != Shape::dynamic && output_channels != Shape::dynamic &&
-                        b[0] != output_channels))
+  if (b.rank() != 1 ||
+      (b[0] != Shape::dynamic && output_channels != Shape::dynamic && b[0] != output_channels))
     ctx.fail("bias B has shape " + b.to_string() + ", expected [" + dim_text(output_channels) +
              "] (one value per output channel)");
 }
@@ -57,9 +60,9 @@ std::vector<ValueInfo> infer_conv(const ShapeInferContext& ctx) {
   const int64_t output_channels = w[0];
   if (channels != Shape::dynamic && w[1] != Shape::dynamic && channels != w[1] * group)
     ctx.fail("input X " + x.to_string() + " has C=" + std::to_string(channels) +
-             " channels but weights W " + w.to_string() + " expect C/group=" +
-             std::to_string(w[1]) + " times group=" + std::to_string(group) + " = " +
-             std::to_string(w[1] * group));
+             " channels but weights W " + w.to_string() +
+             " expect C/group=" + std::to_string(w[1]) + " times group=" + std::to_string(group) +
+             " = " + std::to_string(w[1] * group));
   if (output_channels != Shape::dynamic && output_channels % group != 0)
     ctx.fail("weights W " + w.to_string() + " have M=" + std::to_string(output_channels) +
              " output channels, not divisible by group=" + std::to_string(group));

@@ -5,12 +5,15 @@
 #include <vector>
 
 #include "engine/ops/op_schema.hpp"
+#include "engine/ops/spatial.hpp"
 
 namespace troupe {
 
 namespace {
 
-std::string type_text(ElementType type) { return std::string(to_string(type)); }
+std::string type_text(ElementType type) {
+  return std::string(to_string(type));
+}
 
 void check_floating(const ShapeInferContext& ctx, size_t input, const std::string& name) {
   if (!is_floating(ctx.type(input)))
@@ -21,8 +24,8 @@ void check_floating(const ShapeInferContext& ctx, size_t input, const std::strin
 void check_min_rank(const ShapeInferContext& ctx, size_t min_rank) {
   const Shape& x = ctx.shape(0);
   if (x.rank() < min_rank)
-    ctx.fail("input X has shape " + x.to_string() + ", expected rank >= " +
-             std::to_string(min_rank) + " ([N,C,...])");
+    ctx.fail("input X has shape " + x.to_string() +
+             ", expected rank >= " + std::to_string(min_rank) + " ([N,C,...])");
 }
 
 // A per-channel parameter: a floating 1-D tensor of C values.
@@ -30,12 +33,11 @@ void check_channel_param(const ShapeInferContext& ctx, size_t input, const std::
   check_floating(ctx, input, name);
   const Shape& p = ctx.shape(input);
   const int64_t channels = ctx.shape(0)[1];
-  if (p.rank() != 1 ||
-      (p[0] != Shape::dynamic && channels != Shape::dynamic && p[0] != channels))
-    ctx.fail("input " + name + " has shape " + p.to_string() + " but X " +
-             ctx.shape(0).to_string() + " has C=" +
-             (channels == Shape::dynamic ? std::string("?") : std::to_string(channels)) +
-             " channels; expected [C]");
+  if (p.rank() != 1 || (p[0] != Shape::dynamic && channels != Shape::dynamic && p[0] != channels))
+    ctx.fail(
+        "input " + name + " has shape " + p.to_string() + " but X " + ctx.shape(0).to_string() +
+        " has C=" + (channels == Shape::dynamic ? std::string("?") : std::to_string(channels)) +
+        " channels; expected [C]");
 }
 
 bool has_extra_outputs(const ShapeInferContext& ctx) {
@@ -47,12 +49,16 @@ bool has_extra_outputs(const ShapeInferContext& ctx) {
 std::vector<ValueInfo> infer_batch_normalization(const ShapeInferContext& ctx) {
   const Attributes& attributes = ctx.node.attributes;
   if (attributes.get_int_or("training_mode", 0) != 0)
-    ctx.fail("training_mode=1 is not supported; BatchNormalization runs in inference mode only");
+    spatial::unsupported(
+        ctx.node,
+        "training_mode=1 is not supported; BatchNormalization runs in inference mode only");
   if (has_extra_outputs(ctx))
-    ctx.fail("the training-mode outputs (running/saved mean and variance) are not supported; "
-             "BatchNormalization runs in inference mode with the single output Y");
+    spatial::unsupported(ctx.node,
+                         "the training-mode outputs (running/saved mean and variance) are not "
+                         "supported; BatchNormalization runs in inference mode with the single "
+                         "output Y");
   if (attributes.get_int_or("spatial", 1) == 0)
-    ctx.fail("spatial=0 (per-activation statistics) is not supported");
+    spatial::unsupported(ctx.node, "spatial=0 (per-activation statistics) is not supported");
   check_floating(ctx, 0, "X");
   check_min_rank(ctx, 2);
   check_channel_param(ctx, 1, "scale");
@@ -74,10 +80,14 @@ std::vector<ValueInfo> infer_instance_normalization(const ShapeInferContext& ctx
 ElementType stash_type(const ShapeInferContext& ctx) {
   const int64_t code = ctx.node.attributes.get_int_or("stash_type", 1);
   switch (code) {
-    case 1: return ElementType::f32;
-    case 10: return ElementType::f16;
-    case 11: return ElementType::f64;
-    case 16: return ElementType::bf16;
+    case 1:
+      return ElementType::f32;
+    case 10:
+      return ElementType::f16;
+    case 11:
+      return ElementType::f64;
+    case 16:
+      return ElementType::bf16;
     default:
       ctx.fail("attribute 'stash_type' is " + std::to_string(code) +
                ", expected a floating type code (1, 10, 11 or 16)");
@@ -97,8 +107,8 @@ void check_broadcasts_to(const ShapeInferContext& ctx, size_t input, const std::
   }
   if (!fits)
     ctx.fail("input " + name + " has shape " + p.to_string() +
-             ", which does not broadcast to the normalized dims " +
-             Shape(normalized).to_string() + " of X " + ctx.shape(0).to_string());
+             ", which does not broadcast to the normalized dims " + Shape(normalized).to_string() +
+             " of X " + ctx.shape(0).to_string());
 }
 
 std::vector<ValueInfo> infer_layer_normalization(const ShapeInferContext& ctx) {

@@ -18,10 +18,12 @@ void check_feature_map(const ShapeInferContext& ctx, size_t min_rank, size_t max
     ctx.fail("input X has element type " + std::string(to_string(type)) + ", expected " +
              (allow_int8 ? "a floating type, i8 or u8" : "a floating type"));
   const Shape& x = ctx.shape(0);
-  if (x.rank() < min_rank || x.rank() > max_rank)
-    ctx.fail("input X has shape " + x.to_string() + ", expected [N,C,D1,...] with " +
-             std::to_string(min_rank - 2) + " to " + std::to_string(max_rank - 2) +
-             " spatial dims");
+  if (x.rank() < min_rank)
+    ctx.fail("input X has shape " + x.to_string() + ", expected [N,C,D1,...]");
+  if (x.rank() > max_rank)
+    spatial::unsupported(ctx.node, "input X has shape " + x.to_string() + "; only 1 to " +
+                                       std::to_string(max_rank - 2) +
+                                       " spatial dims are supported");
 }
 
 Shape pooled_shape(const ShapeInferContext& ctx) {

@@ -1,4 +1,4 @@
-// Schema of Resize (opset 11-13 layout: X, roi, scales, sizes; modes nearest and linear).
+// Schema of Resize (opset 11-13 layout: X, roi, scales, sizes; modes nearest, linear, cubic).
 #include "engine/ops/resize.hpp"
 
 #include <cmath>
@@ -21,9 +21,9 @@ Attributes read_attributes(const Node& node) {
   } else if (mode == "linear") {
     result.mode = Mode::linear;
   } else if (mode == "cubic") {
-    spatial::fail(node, "mode 'cubic' is not supported (supported: nearest, linear)");
+    result.mode = Mode::cubic;
   } else {
-    spatial::fail(node, "attribute 'mode' is '" + mode + "', expected nearest or linear");
+    spatial::fail(node, "attribute 'mode' is '" + mode + "', expected nearest, linear or cubic");
   }
 
   const std::string coordinate = a.get_string_or("coordinate_transformation_mode", "half_pixel");
@@ -59,6 +59,8 @@ Attributes read_attributes(const Node& node) {
                             "', expected round_prefer_floor, round_prefer_ceil, floor or ceil");
   }
   result.extrapolation_value = a.get_float_or("extrapolation_value", 0.0);
+  result.cubic_coeff_a = a.get_float_or("cubic_coeff_a", -0.75);
+  result.exclude_outside = a.get_int_or("exclude_outside", 0) != 0;
   return result;
 }
 
@@ -75,7 +77,7 @@ std::vector<int64_t> scaled_dims(const std::vector<int64_t>& input,
 
 namespace {
 
-// roi, scales and sizes may be omitted or given as empty tensors; this tells whether input `i`
+// scales and sizes may be omitted or given as empty tensors; this tells whether input `i`
 // carries values, and insists that those values are known at compile time.
 const Tensor* constant_values(const ShapeInferContext& ctx, size_t i, const std::string& name) {
   if (!ctx.has_input(i)) return nullptr;
@@ -83,7 +85,8 @@ const Tensor* constant_values(const ShapeInferContext& ctx, size_t i, const std:
   if (shape.is_static() && shape.element_count() == 0) return nullptr;
   const Tensor* values = ctx.constant(i);
   if (values == nullptr)
-    ctx.fail("input " + name + " must be a constant (the output shape depends on it)");
+    spatial::unsupported(ctx.node,
+                         "input " + name + " must be a constant (the output shape depends on it)");
   if (values->size() == 0) return nullptr;
   if (values->shape().rank() != 1)
     ctx.fail("input " + name + " has shape " + values->shape().to_string() + ", expected 1-D");
@@ -92,23 +95,29 @@ const Tensor* constant_values(const ShapeInferContext& ctx, size_t i, const std:
 
 std::vector<ValueInfo> infer_resize(const ShapeInferContext& ctx) {
   if (ctx.num_inputs() == 2)
-    ctx.fail("the opset-10 form Resize(X, scales) is not supported; expected inputs "
-             "(X, roi, scales[, sizes])");
+    spatial::unsupported(ctx.node,
+                         "the opset-10 form Resize(X, scales) is not supported; expected inputs "
+                         "(X, roi, scales[, sizes])");
   const resize::Attributes attributes = resize::read_attributes(ctx.node);
   const ElementType type = ctx.type(0);
-  if (attributes.mode == resize::Mode::linear && !is_floating(type))
-    ctx.fail("mode 'linear' needs a floating input X, got " + std::string(to_string(type)));
+  if (attributes.mode != resize::Mode::nearest && !is_floating(type))
+    ctx.fail("mode '" + ctx.node.attributes.get_string("mode") +
+             "' needs a floating input X, got " + std::string(to_string(type)));
   const Shape& x = ctx.shape(0);
   const size_t rank = x.rank();
   if (rank == 0) ctx.fail("input X is a scalar, expected rank >= 1");
 
-  const Tensor* roi = constant_values(ctx, 1, "roi");
+  // roi only moves the sampling points, so unlike scales and sizes it may be computed at run time.
+  if (attributes.coordinate_mode == resize::CoordinateMode::tf_crop_and_resize) {
+    const bool known = ctx.has_input(1) && ctx.shape(1).is_static();
+    const int64_t count = known ? ctx.shape(1).element_count() : Shape::dynamic;
+    if (!ctx.has_input(1) || ctx.shape(1).rank() != 1 ||
+        (known && count != static_cast<int64_t>(2 * rank)))
+      ctx.fail("coordinate_transformation_mode 'tf_crop_and_resize' needs an roi of " +
+               std::to_string(2 * rank) + " values (starts then ends for every axis of X)");
+  }
   const Tensor* scales = constant_values(ctx, 2, "scales");
   const Tensor* sizes = constant_values(ctx, 3, "sizes");
-  if (attributes.coordinate_mode == resize::CoordinateMode::tf_crop_and_resize &&
-      (roi == nullptr || static_cast<size_t>(roi->size()) != 2 * rank))
-    ctx.fail("coordinate_transformation_mode 'tf_crop_and_resize' needs a constant roi of " +
-             std::to_string(2 * rank) + " values (starts then ends for every axis of X)");
   if ((scales == nullptr) == (sizes == nullptr))
     ctx.fail("exactly one of the inputs scales and sizes must be given (and non-empty)");
 

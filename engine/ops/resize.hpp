@@ -8,7 +8,7 @@
 // schema and the kernels.
 namespace troupe::resize {
 
-enum class Mode { nearest, linear };
+enum class Mode { nearest, linear, cubic };
 enum class CoordinateMode {
   half_pixel,
   pytorch_half_pixel,
@@ -24,10 +24,12 @@ struct Attributes {
   CoordinateMode coordinate_mode = CoordinateMode::half_pixel;
   NearestMode nearest_mode = NearestMode::round_prefer_floor;
   double extrapolation_value = 0.0;  // tf_crop_and_resize only
+  double cubic_coeff_a = -0.75;      // cubic only
+  bool exclude_outside = false;  // cubic only: taps outside X get weight 0, the rest renormalized
 };
 
-/// Reads mode, coordinate_transformation_mode, nearest_mode and extrapolation_value; throws
-/// ModelError naming the node for unknown or unsupported values (mode "cubic").
+/// Reads mode, coordinate_transformation_mode, nearest_mode, extrapolation_value, cubic_coeff_a and
+/// exclude_outside; throws ModelError naming the node for unknown values.
 Attributes read_attributes(const Node& node);
 
 /// Output dims for scales: floor(input * scale) per axis (dynamic input dims stay dynamic).

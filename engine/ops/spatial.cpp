@@ -8,7 +8,9 @@ namespace troupe::spatial {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
 
 // Reads an int list attribute that must have `count` values, each at least `min_value`.
 std::vector<int64_t> read_ints(const Node& node, const std::string& name, size_t count,
@@ -31,6 +33,10 @@ void fail(const Node& node, const std::string& message) {
   throw ModelError(node.op_type + " node '" + node.name + "': " + message);
 }
 
+void unsupported(const Node& node, const std::string& message) {
+  throw UnsupportedOperation(node.op_type + " node '" + node.name + "': " + message);
+}
+
 std::string to_string(const std::vector<int64_t>& values) {
   std::string text = "[";
   for (size_t i = 0; i < values.size(); ++i) {
@@ -51,8 +57,8 @@ AutoPad read_auto_pad(const Node& node) {
   if (value == "SAME_UPPER") return AutoPad::same_upper;
   if (value == "SAME_LOWER") return AutoPad::same_lower;
   if (value == "VALID") return AutoPad::valid;
-  fail(node, "attribute 'auto_pad' is '" + value +
-                 "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  fail(node,
+       "attribute 'auto_pad' is '" + value + "', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
 }
 
 Window read_window(const Node& node, size_t spatial_rank,
@@ -110,8 +116,8 @@ Geometry forward_geometry(const Node& node, const Window& window,
       if (padded < extent)
         fail(node, "spatial axis " + std::to_string(i) + ": the kernel extent " +
                        std::to_string(extent) + " (kernel " + std::to_string(k) + ", dilation " +
-                       std::to_string(window.dilations[i]) +
-                       ") is larger than the padded input " + std::to_string(padded));
+                       std::to_string(window.dilations[i]) + ") is larger than the padded input " +
+                       std::to_string(padded));
       const int64_t span = padded - extent;
       int64_t out = (window.ceil_mode ? ceil_div(span, stride) : span / stride) + 1;
       // Rounding up may add a window that starts in the end padding; like PyTorch, drop it.
@@ -158,8 +164,8 @@ Geometry transposed_geometry(const Node& node, const Window& window,
       g.pads_end[i] = window.pads_end.at(i);
     }
     if (in == Shape::dynamic || k == Shape::dynamic) continue;
-    const int64_t full = stride * (in - 1) + output_padding[i] +
-                         dilated_extent(k, window.dilations.at(i));
+    const int64_t full =
+        stride * (in - 1) + output_padding[i] + dilated_extent(k, window.dilations.at(i));
     if (derive_pads) {
       if (output_shape.empty()) g.output[i] = in * stride;
       const int64_t total = full - g.output[i];

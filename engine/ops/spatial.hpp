@@ -16,6 +16,10 @@ enum class AutoPad { notset, same_upper, same_lower, valid };
 /// produces, so kernels and schemas report a bad node alike.
 [[noreturn]] void fail(const Node& node, const std::string& message);
 
+/// Throws UnsupportedOperation (a ModelError) with the same text: for valid ONNX that troupe does
+/// not implement, so callers can tell "not supported" from "malformed".
+[[noreturn]] void unsupported(const Node& node, const std::string& message);
+
 /// "[1,2,3]".
 std::string to_string(const std::vector<int64_t>& values);
 
@@ -26,7 +30,9 @@ std::vector<int64_t> spatial_dims(const Shape& shape);
 AutoPad read_auto_pad(const Node& node);
 
 /// Extent of a kernel of size `k` with dilation `d`.
-inline int64_t dilated_extent(int64_t k, int64_t d) { return (k - 1) * d + 1; }
+inline int64_t dilated_extent(int64_t k, int64_t d) {
+  return (k - 1) * d + 1;
+}
 
 /// Sliding-window attributes of one node, one entry per spatial dim.
 struct Window {
@@ -57,7 +63,8 @@ struct Geometry {
 ///   NOTSET: out = floor((in + pad_begin + pad_end - extent) / stride) + 1; with ceil_mode the
 ///           division rounds up, but a last window that would start in the end padding is dropped.
 ///   VALID:  the same with zero padding.
-///   SAME_*: out = ceil(in / stride); the total padding max(0, (out-1)*stride + extent - in) is split
+///   SAME_*: out = ceil(in / stride); the total padding max(0, (out-1)*stride + extent - in) is
+///   split
 ///           evenly, the odd element going to the end (SAME_UPPER) or the beginning (SAME_LOWER).
 /// Throws ModelError naming the node when the window does not fit.
 Geometry forward_geometry(const Node& node, const Window& window,

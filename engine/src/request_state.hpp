@@ -51,7 +51,6 @@ struct RequestState {
   std::vector<Tensor> input_scratch;
   std::vector<Tensor> output_scratch;
 
-  RequestTrace trace;       // filled by the stages during a run
   RequestTrace last_trace;  // the last completed run (what profiling_info reports)
 
   std::function<void(std::exception_ptr)> callback;

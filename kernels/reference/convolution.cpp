@@ -65,8 +65,7 @@ void conv_typed(const Node& node, const Tensor& x, const Tensor& w, const Tensor
                     const int64_t iw = g.source(2, ow, kw);
                     if (!g.inside(2, iw)) continue;
                     sum += static_cast<double>(plane[(id * g.in[1] + ih) * g.in[2] + iw]) *
-                           static_cast<double>(
-                               kernel[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
+                           static_cast<double>(kernel[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
                   }
                 }
               }
@@ -127,8 +126,8 @@ void conv_transpose_typed(const Node& node, const Tensor& x, const Tensor& w, co
                     const int64_t ow = g.source(2, iw, kw);
                     if (!inside_output(2, ow)) continue;
                     out_plane[(od * g.out[1] + oh) * g.out[2] + ow] +=
-                        value * static_cast<double>(
-                                    kernel[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
+                        value *
+                        static_cast<double>(kernel[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
                   }
                 }
               }

@@ -47,8 +47,8 @@ void batch_normalization_typed(const Node& node, const std::vector<Tensor>& in, 
       const double inv_std = 1.0 / std::sqrt(var[k] + epsilon);
       const int64_t offset = (n * channels + c) * size;
       for (int64_t i = offset; i < offset + size; ++i)
-        dst[i] = static_cast<T>((static_cast<double>(src[i]) - mean[k]) * inv_std * scale[k] +
-                                bias[k]);
+        dst[i] =
+            static_cast<T>((static_cast<double>(src[i]) - mean[k]) * inv_std * scale[k] + bias[k]);
     }
   }
 }
@@ -87,8 +87,8 @@ void instance_normalization_typed(const Node& node, const std::vector<Tensor>& i
     const auto c = static_cast<size_t>(p % channels);
     const Moments m = moments(src + p * size, size, epsilon);
     for (int64_t i = p * size; i < (p + 1) * size; ++i)
-      dst[i] = static_cast<T>((static_cast<double>(src[i]) - m.mean) * m.inv_std * scale[c] +
-                              bias[c]);
+      dst[i] =
+          static_cast<T>((static_cast<double>(src[i]) - m.mean) * m.inv_std * scale[c] + bias[c]);
   }
 }
 
@@ -121,12 +121,21 @@ std::vector<double> broadcast_to(const Tensor& param, const std::vector<int64_t>
 
 void store(Tensor& t, int64_t i, double value) {
   switch (t.element_type()) {
-    case ElementType::f32: t.data<float>()[i] = static_cast<float>(value); return;
-    case ElementType::f64: t.data<double>()[i] = value; return;
-    case ElementType::f16: t.data<float16>()[i] = float16(static_cast<float>(value)); return;
-    case ElementType::bf16: t.data<bfloat16>()[i] = bfloat16(static_cast<float>(value)); return;
-    default: throw ExecutionError("cannot store a statistic in a tensor of element type " +
-                                  std::string(to_string(t.element_type())));
+    case ElementType::f32:
+      t.data<float>()[i] = static_cast<float>(value);
+      return;
+    case ElementType::f64:
+      t.data<double>()[i] = value;
+      return;
+    case ElementType::f16:
+      t.data<float16>()[i] = float16(static_cast<float>(value));
+      return;
+    case ElementType::bf16:
+      t.data<bfloat16>()[i] = bfloat16(static_cast<float>(value));
+      return;
+    default:
+      throw ExecutionError("cannot store a statistic in a tensor of element type " +
+                           std::string(to_string(t.element_type())));
   }
 }
 
@@ -157,8 +166,8 @@ void layer_normalization_typed(const Node& node, const std::vector<Tensor>& in,
     for (int64_t j = 0; j < size; ++j) {
       const auto k = static_cast<size_t>(j);
       const int64_t i = r * size + j;
-      dst[i] = static_cast<T>((static_cast<double>(src[i]) - m.mean) * m.inv_std * scale[k] +
-                              bias[k]);
+      dst[i] =
+          static_cast<T>((static_cast<double>(src[i]) - m.mean) * m.inv_std * scale[k] + bias[k]);
     }
     if (mean_out != nullptr) store(*mean_out, r, m.mean);
     if (inv_std_out != nullptr) store(*inv_std_out, r, m.inv_std);
@@ -190,9 +199,9 @@ void lrn_typed(const Node& node, const Tensor& x, Tensor& y) {
           squares += v * v;
         }
         const int64_t at = (n * channels + c) * plane + i;
-        dst[at] = static_cast<T>(static_cast<double>(src[at]) /
-                                 std::pow(bias + alpha / static_cast<double>(size) * squares,
-                                          beta));
+        dst[at] =
+            static_cast<T>(static_cast<double>(src[at]) /
+                           std::pow(bias + alpha / static_cast<double>(size) * squares, beta));
       }
     }
   }
@@ -226,9 +235,8 @@ void layer_normalization(const Node& node, const std::vector<Tensor>& inputs,
 
 void lrn(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   check_same_shape(node, inputs.at(0), outputs.at(0));
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
-    lrn_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
-  });
+  dispatch_floating(node, inputs.at(0).element_type(),
+                    [&](auto tag) { lrn_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0)); });
 }
 
 void register_normalization(KernelRegistry& registry) {

@@ -81,8 +81,8 @@ void dispatch_floating(const Node& node, ElementType type, Fn&& fn) {
       fn(double{});
       return;
     default:
-      execution_failure(node, "the reference kernel supports f32 and f64, not " +
-                                  std::string(to_string(type)));
+      execution_failure(
+          node, "the reference kernel supports f32 and f64, not " + std::string(to_string(type)));
   }
 }
 

@@ -64,9 +64,15 @@ inline std::vector<ValueInfo> infer(const std::string& op_type, const std::vecto
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string value_name = "arg" + std::to_string(i);
     switch (args[i].kind) {
-      case Arg::Kind::input: inputs.push_back(b.input(value_name, args[i].type, args[i].shape)); break;
-      case Arg::Kind::constant: inputs.push_back(b.constant(value_name, args[i].data)); break;
-      case Arg::Kind::omitted: inputs.push_back(no_value); break;
+      case Arg::Kind::input:
+        inputs.push_back(b.input(value_name, args[i].type, args[i].shape));
+        break;
+      case Arg::Kind::constant:
+        inputs.push_back(b.constant(value_name, args[i].data));
+        break;
+      case Arg::Kind::omitted:
+        inputs.push_back(no_value);
+        break;
     }
   }
   const std::vector<ValueId> outputs =

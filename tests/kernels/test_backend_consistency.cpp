@@ -271,7 +271,9 @@ std::vector<Case> unary_cases(Rng& rng) {
         c.constant = {false, true, true};
       }
       c.node = make_node(name, attrs);
-      c.tolerance = {1e-5, 1e-6};
+      // oneDNN's log is accurate in absolute terms (about 1e-6), so results near 0 (Log near 1,
+      // Softplus of large negative x) need an absolute tolerance.
+      c.tolerance = name == "Log" || name == "Softplus" ? Tolerance{1e-5, 1e-5} : Tolerance{1e-5, 1e-6};
       cases.push_back(c);
     }
   }
@@ -323,7 +325,7 @@ std::vector<Case> softmax_cases(Rng& rng) {
       c.node = make_node(op, attrs);
       c.inputs = {rng.tensor(dims, -6, 6)};
       c.constant = {false};
-      c.tolerance = {1e-5, 1e-6};
+      c.tolerance = {1e-5, 1e-5};
       cases.push_back(c);
     }
   }
@@ -636,7 +638,9 @@ TEST(BackendConsistency, DynamicShapesPrepareLazily) {
   }
 }
 
-// Inputs that are views into a larger buffer (byte strides) go through a dense copy.
+// Kernels are promised dense tensors, but a strided view (a region of a larger buffer) must not
+// be misread by the dnnl kernels either: they compute on a dense copy. The reference runs on the
+// dense copy directly.
 TEST(BackendConsistency, StridedInputs) {
   Rng rng(base_seed() + 9);
   Tensor big = rng.tensor({6, 10});
@@ -646,14 +650,23 @@ TEST(BackendConsistency, StridedInputs) {
   ASSERT_FALSE(view.is_contiguous());
   for (const char* op : {"Relu", "Add"}) {
     SCOPED_TRACE(op);
-    Case c;
-    c.node = make_node(op);
-    c.inputs = {view};
-    if (std::string(op) == "Add") c.inputs.push_back(rng.tensor({6}));
-    c.constant.assign(c.inputs.size(), false);
-    Tally tally;
-    check_case(c, tally);
-    EXPECT_EQ(tally.ran[op], 1);
+    std::vector<Tensor> strided{view};
+    if (std::string(op) == "Add") strided.push_back(rng.tensor({6}));
+    std::vector<Tensor> dense;
+    for (const Tensor& t : strided) dense.push_back(t.contiguous());
+    const Node node = make_node(op);
+    const std::vector<ValueInfo> in = value_infos(dense, "x");
+    const std::vector<ValueInfo> out{ValueInfo{"y", ElementType::f32, Shape{6, 6}}};
+    KernelRequest request{node, in, out};
+    auto fast = KernelRegistry::instance().create_with("dnnl", request);
+    auto reference = KernelRegistry::instance().create_with("reference", request);
+    ASSERT_TRUE(fast);
+    ASSERT_TRUE(reference);
+    std::vector<Tensor> want{Tensor(ElementType::f32, Shape{6, 6})};
+    std::vector<Tensor> got{Tensor(ElementType::f32, Shape{6, 6})};
+    reference->execute(dense, want);
+    fast->execute(strided, got);
+    EXPECT_EQ(compare(got[0], want[0], Tolerance{0, 0}), "");
   }
 }
 

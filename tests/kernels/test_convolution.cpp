@@ -17,7 +17,9 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // X = 1..9 as a 3x3 image.
-Tensor image3x3() { return f32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}); }
+Tensor image3x3() {
+  return f32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+}
 
 // --- Conv shape inference -------------------------------------------------------------------
 
@@ -29,12 +31,9 @@ TEST(ConvSchema, StemWithDynamicBatch) {
 
 TEST(ConvSchema, BiasStridesDilationsAndAsymmetricPads) {
   // H: (10 + 1 + 0 - 5) / 1 + 1 = 7 with dilation 2 (extent 5); W: (10 + 0 + 2 - 3) / 3 + 1 = 4.
-  const Shape y = infer_shape("Conv",
-                              {Arg::input({2, 4, 10, 10}), Arg::input({6, 4, 3, 3}),
-                               Arg::input({6})},
-                              {{"strides", ints{1, 3}},
-                               {"dilations", ints{2, 1}},
-                               {"pads", ints{1, 0, 0, 2}}});
+  const Shape y =
+      infer_shape("Conv", {Arg::input({2, 4, 10, 10}), Arg::input({6, 4, 3, 3}), Arg::input({6})},
+                  {{"strides", ints{1, 3}}, {"dilations", ints{2, 1}}, {"pads", ints{1, 0, 0, 2}}});
   EXPECT_EQ(y, Shape({2, 6, 7, 4}));
 }
 
@@ -48,9 +47,9 @@ TEST(ConvSchema, AutoPadSameAndValid) {
 }
 
 TEST(ConvSchema, OneAndThreeSpatialDimsAndDepthwise) {
-  EXPECT_EQ(infer_shape("Conv", {Arg::input({1, 2, 9}), Arg::input({4, 2, 3})},
-                        {{"strides", ints{2}}}),
-            Shape({1, 4, 4}));
+  EXPECT_EQ(
+      infer_shape("Conv", {Arg::input({1, 2, 9}), Arg::input({4, 2, 3})}, {{"strides", ints{2}}}),
+      Shape({1, 4, 4}));
   EXPECT_EQ(infer_shape("Conv", {Arg::input({1, 2, 4, 5, 6}), Arg::input({3, 2, 2, 2, 2})}),
             Shape({1, 3, 3, 4, 5}));
   EXPECT_EQ(infer_shape("Conv", {Arg::input({1, 32, 8, 8}), Arg::input({32, 1, 3, 3})},
@@ -62,15 +61,15 @@ TEST(ConvSchema, ChannelMismatchNamesNodeAndBothCounts) {
   const std::string message = model_error([] {
     infer("Conv", {Arg::input({1, 3, 8, 8}), Arg::input({4, 2, 3, 3})}, {}, 1, "conv1");
   });
-  EXPECT_THAT(message, AllOf(HasSubstr("Conv node 'conv1'"), HasSubstr("C=3"),
-                             HasSubstr("C/group=2")));
+  EXPECT_THAT(message,
+              AllOf(HasSubstr("Conv node 'conv1'"), HasSubstr("C=3"), HasSubstr("C/group=2")));
 }
 
 TEST(ConvSchema, GroupedChannelMismatch) {
   // 4 input channels with group 2 need W with C/group = 2, not 4.
   const std::string message = model_error([] {
-    infer("Conv", {Arg::input({1, 4, 8, 8}), Arg::input({4, 4, 3, 3})}, {{"group", int64_t{2}}},
-          1, "grouped");
+    infer("Conv", {Arg::input({1, 4, 8, 8}), Arg::input({4, 4, 3, 3})}, {{"group", int64_t{2}}}, 1,
+          "grouped");
   });
   EXPECT_THAT(message, AllOf(HasSubstr("'grouped'"), HasSubstr("C=4"), HasSubstr("group=2")));
 }
@@ -78,18 +77,29 @@ TEST(ConvSchema, GroupedChannelMismatch) {
 TEST(ConvSchema, RejectsBadInputsAndAttributes) {
   const Arg x = Arg::input({1, 4, 8, 8});
   const Arg w = Arg::input({6, 2, 3, 3});
-  EXPECT_THAT(model_error([&] { infer("Conv", {x, w}, {{"group", int64_t{4}}}); }),
+  EXPECT_THAT(model_error([&] {
+                infer("Conv", {x, w}, {{"group", int64_t{4}}});
+              }),
               HasSubstr("C=4"));
   // M = 6 output channels cannot be split over 4 groups.
   EXPECT_THAT(model_error([&] {
                 infer("Conv", {x, Arg::input({6, 1, 3, 3})}, {{"group", int64_t{4}}});
               }),
               HasSubstr("not divisible by group=4"));
-  EXPECT_THAT(model_error([&] { infer("Conv", {Arg::input({1, 4, 8}), w}); }),
+  EXPECT_THAT(model_error([&] {
+                infer("Conv", {Arg::input({1, 4, 8}), w});
+              }),
               HasSubstr("expected rank 3"));
-  EXPECT_THAT(model_error([&] { infer("Conv", {Arg::input({4, 8}), Arg::input({6, 4})}); }),
-              HasSubstr("spatial dims"));
-  EXPECT_THAT(model_error([&] { infer("Conv", {x, w, Arg::input({5})}, {{"group", int64_t{2}}}); }),
+  EXPECT_THAT(model_error([&] {
+                infer("Conv", {Arg::input({4, 8}), Arg::input({6, 4})});
+              }),
+              HasSubstr("expected [N,C,D1,...]"));
+  // Valid ONNX beyond what troupe implements is UnsupportedOperation, not just a ModelError.
+  EXPECT_THROW(infer("Conv", {Arg::input({1, 1, 2, 2, 2, 2}), Arg::input({1, 1, 1, 1, 1, 1})}),
+               UnsupportedOperation);
+  EXPECT_THAT(model_error([&] {
+                infer("Conv", {x, w, Arg::input({5})}, {{"group", int64_t{2}}});
+              }),
               HasSubstr("bias B has shape [5]"));
   EXPECT_THAT(model_error([&] {
                 infer("Conv", {x, w}, {{"group", int64_t{2}}, {"pads", ints{1, 1}}});
@@ -123,8 +133,7 @@ TEST(ConvSchema, RejectsBadInputsAndAttributes) {
 TEST(ConvKernel, PlainWithBias) {
   const Node node = make_node("Conv");
   // Y[i,j] = sum X[i+a, j+b] * W[a,b] + 1, W = [[1,2],[3,4]].
-  EXPECT_THAT(run_f32(conv, node,
-                      {image3x3(), f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1}, {1})},
+  EXPECT_THAT(run_f32(conv, node, {image3x3(), f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1}, {1})},
                       {1, 1, 2, 2}),
               near({38, 48, 68, 78}));
 }
@@ -141,17 +150,17 @@ TEST(ConvKernel, Dilations) {
   for (int i = 0; i < 16; ++i) x[i] = static_cast<float>(i);  // X[r][c] = 4r + c
   const Node node = make_node("Conv", {{"dilations", ints{2, 2}}});
   // Y[i,j] = X[i][j] + X[i][j+2] + X[i+2][j] + X[i+2][j+2]
-  EXPECT_THAT(run_f32(conv, node, {f32({1, 1, 4, 4}, x), f32({1, 1, 2, 2}, {1, 1, 1, 1})},
-                      {1, 1, 2, 2}),
-              near({20, 24, 36, 40}));
+  EXPECT_THAT(
+      run_f32(conv, node, {f32({1, 1, 4, 4}, x), f32({1, 1, 2, 2}, {1, 1, 1, 1})}, {1, 1, 2, 2}),
+      near({20, 24, 36, 40}));
 }
 
 TEST(ConvKernel, AsymmetricPads) {
   // W gets one zero in front only: [0,1,2,3] * [1,10].
   const Node node = make_node("Conv", {{"pads", ints{0, 1, 0, 0}}});
-  EXPECT_THAT(run_f32(conv, node, {f32({1, 1, 1, 3}, {1, 2, 3}), f32({1, 1, 1, 2}, {1, 10})},
-                      {1, 1, 1, 3}),
-              near({10, 21, 32}));
+  EXPECT_THAT(
+      run_f32(conv, node, {f32({1, 1, 1, 3}, {1, 2, 3}), f32({1, 1, 1, 2}, {1, 10})}, {1, 1, 1, 3}),
+      near({10, 21, 32}));
 }
 
 TEST(ConvKernel, AutoPadSameUpperAndLower) {
@@ -167,9 +176,10 @@ TEST(ConvKernel, AutoPadSameUpperAndLower) {
 TEST(ConvKernel, AutoPadSameWithStride) {
   // in 5, k 3, stride 2: out 3, total padding 2 -> one each side; windows start at -1, 1, 3.
   const Node node = make_node("Conv", {{"auto_pad", "SAME_UPPER"}, {"strides", ints{1, 2}}});
-  EXPECT_THAT(run_f32(conv, node, {f32({1, 1, 1, 5}, {1, 2, 3, 4, 5}), f32({1, 1, 1, 3}, {1, 1, 1})},
-                      {1, 1, 1, 3}),
-              near({3, 9, 9}));
+  EXPECT_THAT(
+      run_f32(conv, node, {f32({1, 1, 1, 5}, {1, 2, 3, 4, 5}), f32({1, 1, 1, 3}, {1, 1, 1})},
+              {1, 1, 1, 3}),
+      near({3, 9, 9}));
 }
 
 TEST(ConvKernel, DepthwiseAndGroups) {
@@ -203,14 +213,14 @@ TEST(ConvKernel, OneAndThreeSpatialDims) {
   floats x(8);
   for (int i = 0; i < 8; ++i) x[i] = static_cast<float>(i + 1);
   // 2x2x2 box over 1..8, and with one zero of padding in front of D only: two windows.
-  EXPECT_THAT(run_f32(conv, make_node("Conv"),
-                      {f32({1, 1, 2, 2, 2}, x), f32({1, 1, 2, 2, 2}, floats(8, 1.f))},
-                      {1, 1, 1, 1, 1}),
-              near({36}));
-  EXPECT_THAT(run_f32(conv, make_node("Conv", {{"pads", ints{1, 0, 0, 0, 0, 0}}}),
-                      {f32({1, 1, 2, 2, 2}, x), f32({1, 1, 2, 2, 2}, floats(8, 1.f))},
-                      {1, 1, 2, 1, 1}),
-              near({10, 36}));
+  EXPECT_THAT(
+      run_f32(conv, make_node("Conv"),
+              {f32({1, 1, 2, 2, 2}, x), f32({1, 1, 2, 2, 2}, floats(8, 1.f))}, {1, 1, 1, 1, 1}),
+      near({36}));
+  EXPECT_THAT(
+      run_f32(conv, make_node("Conv", {{"pads", ints{1, 0, 0, 0, 0, 0}}}),
+              {f32({1, 1, 2, 2, 2}, x), f32({1, 1, 2, 2, 2}, floats(8, 1.f))}, {1, 1, 2, 1, 1}),
+      near({10, 36}));
 }
 
 TEST(ConvKernel, Float64) {
@@ -247,10 +257,10 @@ TEST(ConvTransposeSchema, Shapes) {
   EXPECT_EQ(infer_shape("ConvTranspose", {Arg::input({-1, 8, 4, 4}), Arg::input({8, 16, 4, 4})},
                         {{"strides", ints{2, 2}}, {"pads", ints{1, 1, 1, 1}}}),
             Shape({-1, 16, 8, 8}));
-  EXPECT_EQ(infer_shape("ConvTranspose", {Arg::input({1, 4, 3, 3}), Arg::input({4, 2, 3, 3})},
-                        {{"group", int64_t{2}}, {"strides", ints{2, 2}},
-                         {"output_padding", ints{1, 1}}}),
-            Shape({1, 4, 8, 8}));
+  EXPECT_EQ(
+      infer_shape("ConvTranspose", {Arg::input({1, 4, 3, 3}), Arg::input({4, 2, 3, 3})},
+                  {{"group", int64_t{2}}, {"strides", ints{2, 2}}, {"output_padding", ints{1, 1}}}),
+      Shape({1, 4, 8, 8}));
   EXPECT_EQ(infer_shape("ConvTranspose", {Arg::input({1, 1, 2}), Arg::input({1, 1, 3})},
                         {{"strides", ints{2}}, {"output_shape", ints{4}}}),
             Shape({1, 1, 4}));
@@ -260,11 +270,11 @@ TEST(ConvTransposeSchema, Shapes) {
 }
 
 TEST(ConvTransposeSchema, Errors) {
-  EXPECT_THAT(model_error([] {
-                infer("ConvTranspose", {Arg::input({1, 3, 4, 4}), Arg::input({2, 4, 3, 3})}, {},
-                      1, "up1");
-              }),
-              AllOf(HasSubstr("ConvTranspose node 'up1'"), HasSubstr("C=3"), HasSubstr("C=2")));
+  EXPECT_THAT(
+      model_error([] {
+        infer("ConvTranspose", {Arg::input({1, 3, 4, 4}), Arg::input({2, 4, 3, 3})}, {}, 1, "up1");
+      }),
+      AllOf(HasSubstr("ConvTranspose node 'up1'"), HasSubstr("C=3"), HasSubstr("C=2")));
   EXPECT_THAT(model_error([] {
                 infer("ConvTranspose", {Arg::input({1, 1, 4}), Arg::input({1, 1, 3})},
                       {{"strides", ints{2}}, {"output_padding", ints{2}}});
@@ -278,22 +288,22 @@ TEST(ConvTransposeSchema, Errors) {
 }
 
 TEST(ConvTransposeKernel, Stride1ScattersOverlappingWindows) {
-  EXPECT_THAT(run_f32(conv_transpose, make_node("ConvTranspose"),
-                      {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 2, 2}, {1, 1, 1, 1})},
-                      {1, 1, 3, 3}),
-              near({1, 3, 2, 4, 10, 6, 3, 7, 4}));
+  EXPECT_THAT(
+      run_f32(conv_transpose, make_node("ConvTranspose"),
+              {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 2, 2}, {1, 1, 1, 1})}, {1, 1, 3, 3}),
+      near({1, 3, 2, 4, 10, 6, 3, 7, 4}));
 }
 
 TEST(ConvTransposeKernel, Stride2AndPads) {
-  EXPECT_THAT(run_f32(conv_transpose, make_node("ConvTranspose", {{"strides", ints{2, 2}}}),
-                      {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 2, 2}, {1, 1, 1, 1})},
-                      {1, 1, 4, 4}),
-              near({1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+  EXPECT_THAT(
+      run_f32(conv_transpose, make_node("ConvTranspose", {{"strides", ints{2, 2}}}),
+              {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 2, 2}, {1, 1, 1, 1})}, {1, 1, 4, 4}),
+      near({1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
   // pads crop the full 3x3 result to its centre.
-  EXPECT_THAT(run_f32(conv_transpose, make_node("ConvTranspose", {{"pads", ints{1, 1, 1, 1}}}),
-                      {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 2, 2}, {1, 1, 1, 1})},
-                      {1, 1, 1, 1}),
-              near({10}));
+  EXPECT_THAT(
+      run_f32(conv_transpose, make_node("ConvTranspose", {{"pads", ints{1, 1, 1, 1}}}),
+              {f32({1, 1, 2, 2}, {1, 2, 3, 4}), f32({1, 1, 2, 2}, {1, 1, 1, 1})}, {1, 1, 1, 1}),
+      near({10}));
 }
 
 TEST(ConvTransposeKernel, OutputPaddingOutputShapeAndAutoPad) {
@@ -301,29 +311,33 @@ TEST(ConvTransposeKernel, OutputPaddingOutputShapeAndAutoPad) {
   const Tensor w = f32({1, 1, 3}, {1, 1, 1});
   // Full result of stride 2: x0 covers 0..2, x1 covers 2..4 -> [1,1,3,2,2]; output_padding adds
   // a position no input reaches.
-  EXPECT_THAT(run_f32(conv_transpose,
-                      make_node("ConvTranspose", {{"strides", ints{2}}, {"output_padding", ints{1}}}),
-                      {x, w}, {1, 1, 6}),
-              near({1, 1, 3, 2, 2, 0}));
+  EXPECT_THAT(
+      run_f32(conv_transpose,
+              make_node("ConvTranspose", {{"strides", ints{2}}, {"output_padding", ints{1}}}),
+              {x, w}, {1, 1, 6}),
+      near({1, 1, 3, 2, 2, 0}));
   // output_shape 4: total padding 1, at the beginning unless auto_pad is SAME_UPPER.
   EXPECT_THAT(run_f32(conv_transpose,
                       make_node("ConvTranspose", {{"strides", ints{2}}, {"output_shape", ints{4}}}),
                       {x, w}, {1, 1, 4}),
               near({1, 3, 2, 2}));
   EXPECT_THAT(run_f32(conv_transpose,
-                      make_node("ConvTranspose", {{"strides", ints{2}}, {"output_shape", ints{4}},
+                      make_node("ConvTranspose", {{"strides", ints{2}},
+                                                  {"output_shape", ints{4}},
                                                   {"auto_pad", "SAME_UPPER"}}),
                       {x, w}, {1, 1, 4}),
               near({1, 1, 3, 2}));
   // auto_pad without output_shape targets in * stride = 4.
-  EXPECT_THAT(run_f32(conv_transpose,
-                      make_node("ConvTranspose", {{"strides", ints{2}}, {"auto_pad", "SAME_UPPER"}}),
-                      {x, w}, {1, 1, 4}),
-              near({1, 1, 3, 2}));
-  EXPECT_THAT(run_f32(conv_transpose,
-                      make_node("ConvTranspose", {{"strides", ints{2}}, {"auto_pad", "SAME_LOWER"}}),
-                      {x, w}, {1, 1, 4}),
-              near({1, 3, 2, 2}));
+  EXPECT_THAT(
+      run_f32(conv_transpose,
+              make_node("ConvTranspose", {{"strides", ints{2}}, {"auto_pad", "SAME_UPPER"}}),
+              {x, w}, {1, 1, 4}),
+      near({1, 1, 3, 2}));
+  EXPECT_THAT(
+      run_f32(conv_transpose,
+              make_node("ConvTranspose", {{"strides", ints{2}}, {"auto_pad", "SAME_LOWER"}}),
+              {x, w}, {1, 1, 4}),
+      near({1, 3, 2, 2}));
 }
 
 TEST(ConvTransposeKernel, DilationGroupsAndBias) {

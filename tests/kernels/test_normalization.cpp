@@ -34,11 +34,11 @@ TEST(BatchNormalizationSchema, KeepsShapeWithDynamicBatch) {
 }
 
 TEST(BatchNormalizationSchema, Errors) {
-  EXPECT_THAT(model_error([] {
-                infer("BatchNormalization", batch_norm_args({1, 3, 4, 4}, 4), {}, 1, "bn1");
-              }),
-              AllOf(HasSubstr("BatchNormalization node 'bn1'"), HasSubstr("scale"),
-                    HasSubstr("C=3")));
+  EXPECT_THAT(
+      model_error([] {
+        infer("BatchNormalization", batch_norm_args({1, 3, 4, 4}, 4), {}, 1, "bn1");
+      }),
+      AllOf(HasSubstr("BatchNormalization node 'bn1'"), HasSubstr("scale"), HasSubstr("C=3")));
   EXPECT_THAT(model_error([] {
                 infer("BatchNormalization", batch_norm_args({1, 3, 4, 4}, 3),
                       {{"training_mode", int64_t{1}}});
@@ -48,6 +48,9 @@ TEST(BatchNormalizationSchema, Errors) {
                 infer("BatchNormalization", batch_norm_args({1, 3, 4, 4}, 3), {}, 3);
               }),
               HasSubstr("training-mode outputs"));
+  EXPECT_THROW(infer("BatchNormalization", batch_norm_args({1, 3, 4, 4}, 3),
+                     {{"training_mode", int64_t{1}}}),
+               UnsupportedOperation);
   EXPECT_THAT(model_error([] { infer("BatchNormalization", batch_norm_args({3}, 3)); }),
               HasSubstr("rank >= 2"));
 }
@@ -56,8 +59,8 @@ TEST(BatchNormalizationKernel, PerChannelAffine) {
   // channel 0: mean 1.5, std 0.5, scale 1, bias 0; channel 1: mean 3.5, std 0.5, scale 2, bias 1.
   const std::vector<Tensor> in{f32({1, 2, 1, 2}, {1, 2, 3, 4}), f32({2}, {1, 2}), f32({2}, {0, 1}),
                                f32({2}, {1.5, 3.5}), f32({2}, {0.25, 0.25})};
-  EXPECT_THAT(run_f32(batch_normalization,
-                      make_node("BatchNormalization", {{"epsilon", 0.0}}), in, {1, 2, 1, 2}),
+  EXPECT_THAT(run_f32(batch_normalization, make_node("BatchNormalization", {{"epsilon", 0.0}}), in,
+                      {1, 2, 1, 2}),
               near({-1, 1, -1, 3}));
   // The default epsilon 1e-5 is added to the variance.
   const std::vector<Tensor> in_eps{f32({2, 1}, {2, -2}), f32({1}, {1}), f32({1}, {0}),
@@ -97,9 +100,10 @@ TEST(LayerNormalizationSchema, OutputsAndStatShapes) {
   EXPECT_EQ(outputs[1].shape, Shape({-1, 5, 1}));
   EXPECT_EQ(outputs[2].shape, Shape({-1, 5, 1}));
   EXPECT_EQ(outputs[1].type, ElementType::f32);
-  const std::vector<ValueInfo> axis1 = infer(
-      "LayerNormalization", {Arg::input({2, 3, 4}, ElementType::f64), Arg::input({3, 4}, ElementType::f64)},
-      {{"axis", int64_t{1}}, {"stash_type", int64_t{11}}}, 2);
+  const std::vector<ValueInfo> axis1 =
+      infer("LayerNormalization",
+            {Arg::input({2, 3, 4}, ElementType::f64), Arg::input({3, 4}, ElementType::f64)},
+            {{"axis", int64_t{1}}, {"stash_type", int64_t{11}}}, 2);
   EXPECT_EQ(axis1[1].shape, Shape({2, 1, 1}));
   EXPECT_EQ(axis1[1].type, ElementType::f64);
 }
@@ -110,11 +114,11 @@ TEST(LayerNormalizationSchema, Errors) {
               }),
               AllOf(HasSubstr("LayerNormalization node 'ln'"), HasSubstr("Scale has shape [3]"),
                     HasSubstr("[8]")));
-  EXPECT_THAT(model_error([] {
-                infer("LayerNormalization", {Arg::input({2, 8}), Arg::input({8})},
-                      {{"axis", int64_t{2}}});
-              }),
-              HasSubstr("'axis' is 2"));
+  EXPECT_THAT(
+      model_error([] {
+        infer("LayerNormalization", {Arg::input({2, 8}), Arg::input({8})}, {{"axis", int64_t{2}}});
+      }),
+      HasSubstr("'axis' is 2"));
 }
 
 TEST(LayerNormalizationKernel, LastAxisWithStatistics) {
@@ -149,28 +153,29 @@ TEST(LayerNormalizationKernel, AxisZeroBroadcastScaleNoBias) {
 TEST(LrnSchema, ShapeAndErrors) {
   EXPECT_EQ(infer_shape("LRN", {Arg::input({-1, 8, 4, 4})}, {{"size", int64_t{5}}}),
             Shape({-1, 8, 4, 4}));
-  EXPECT_THAT(model_error([] { infer("LRN", {Arg::input({1, 8, 4, 4})}); }),
+  EXPECT_THAT(model_error([] {
+                infer("LRN", {Arg::input({1, 8, 4, 4})});
+              }),
               HasSubstr("'size' is required"));
 }
 
 TEST(LrnKernel, WindowAcrossChannels) {
   const Tensor x = f32({1, 3, 1, 1}, {1, 2, 3});
   // size 3 (one neighbour each side), alpha/size = 1, beta 1, bias 1: x / (1 + sum of squares).
-  EXPECT_THAT(run_f32(lrn,
-                      make_node("LRN", {{"size", int64_t{3}}, {"alpha", 3.0}, {"beta", 1.0}}),
+  EXPECT_THAT(run_f32(lrn, make_node("LRN", {{"size", int64_t{3}}, {"alpha", 3.0}, {"beta", 1.0}}),
                       {x}, {1, 3, 1, 1}),
               near({1.f / 6, 2.f / 15, 3.f / 14}));
   // size 2 looks at the channel itself and the next one.
-  EXPECT_THAT(run_f32(lrn,
-                      make_node("LRN", {{"size", int64_t{2}}, {"alpha", 2.0}, {"beta", 1.0}}),
+  EXPECT_THAT(run_f32(lrn, make_node("LRN", {{"size", int64_t{2}}, {"alpha", 2.0}, {"beta", 1.0}}),
                       {x}, {1, 3, 1, 1}),
               near({1.f / 6, 2.f / 14, 3.f / 10}));
   // beta 0.5 and bias 2: x / sqrt(2 + (sum of squares) * alpha / size).
-  EXPECT_THAT(run_f32(lrn,
-                      make_node("LRN", {{"size", int64_t{1}}, {"alpha", 1.0}, {"beta", 0.5},
-                                        {"bias", 2.0}}),
-                      {x}, {1, 3, 1, 1}),
-              near({1 / std::sqrt(3.f), 2 / std::sqrt(6.f), 3 / std::sqrt(11.f)}));
+  EXPECT_THAT(
+      run_f32(
+          lrn,
+          make_node("LRN", {{"size", int64_t{1}}, {"alpha", 1.0}, {"beta", 0.5}, {"bias", 2.0}}),
+          {x}, {1, 3, 1, 1}),
+      near({1 / std::sqrt(3.f), 2 / std::sqrt(6.f), 3 / std::sqrt(11.f)}));
 }
 
 TEST(NormalizationKernel, RegisteredAsReference) {

@@ -13,6 +13,7 @@ namespace troupe {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace troupe::serialization;
 using namespace troupe::testing;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -517,13 +518,6 @@ TEST(OnnxTensorFile, ReadsATensorProtoFile) {
   Tensor t = read_onnx_tensor(p.string());
   EXPECT_EQ(t.shape(), Shape{3});
   EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 3}));
-}
-
-TEST(OnnxTensorFile, IsOnnxPath) {
-  EXPECT_TRUE(is_onnx_path("a/b/model.onnx"));
-  EXPECT_TRUE(is_onnx_path("MODEL.ONNX"));
-  EXPECT_FALSE(is_onnx_path("model.onnx.bin"));
-  EXPECT_FALSE(is_onnx_path("model"));
 }
 
 }  // namespace

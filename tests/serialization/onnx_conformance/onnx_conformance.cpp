@@ -152,7 +152,7 @@ std::vector<fs::path> data_files(const fs::path& set_dir, const std::string& pre
 Outcome run_case(troupe::Core& core, const Case& c) {
   std::shared_ptr<troupe::Model> model;
   try {
-    model = troupe::read_onnx_model((c.dir / "model.onnx").string());
+    model = troupe::serialization::read_onnx_model((c.dir / "model.onnx").string());
   } catch (const troupe::UnsupportedOperation& e) {
     return {Status::unsupported, std::string("read: ") + e.what()};
   } catch (const std::exception& e) {
@@ -184,8 +184,8 @@ Outcome run_case(troupe::Core& core, const Case& c) {
   try {
     troupe::InferRequest request = compiled.create_infer_request();
     for (size_t i = 0; i < input_files.size(); ++i)
-      request.set_input_tensor(i, troupe::read_onnx_tensor(input_files[i].string()));
-    for (const auto& f : output_files) expected.push_back(troupe::read_onnx_tensor(f.string()));
+      request.set_input_tensor(i, troupe::serialization::read_onnx_tensor(input_files[i].string()));
+    for (const auto& f : output_files) expected.push_back(troupe::serialization::read_onnx_tensor(f.string()));
     request.infer();
     std::string problems;
     for (size_t i = 0; i < expected.size(); ++i) {
