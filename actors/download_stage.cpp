@@ -1,11 +1,29 @@
 // Download: copies the outputs out of the execute slot and returns the slot to upload. Where the
-// caller's output tensor already has the model's type and is dense, it is written directly;
-// otherwise into a scratch buffer that postprocess converts.
+// caller's output tensor already has the graph's type and layout and is dense, it is written
+// directly; otherwise into a scratch buffer that postprocess converts.
 
 #include "actors/stage.hpp"
 #include "actors/tensor_checks.hpp"
 
 namespace troupe::actors {
+
+namespace {
+
+const OutputPostprocessing* plan_for(const PipelineContext& ctx, size_t i) {
+  if (!ctx.pre_post || i >= ctx.pre_post->outputs.size() || !ctx.pre_post->outputs[i])
+    return nullptr;
+  return &*ctx.pre_post->outputs[i];
+}
+
+// The shape the caller sees for a produced output (a layout conversion permutes it).
+Shape caller_shape(const OutputPostprocessing* plan, const Shape& produced) {
+  if (!plan || plan->model_layout == plan->caller_layout) return produced;
+  const Shape& s = produced;
+  return plan->model_layout == Layout::nchw ? Shape{s[0], s[2], s[3], s[1]}
+                                            : Shape{s[0], s[3], s[1], s[2]};
+}
+
+}  // namespace
 
 caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles next) {
   return {
@@ -18,17 +36,21 @@ caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles 
           st.output_scratch.resize(n);
           for (size_t i = 0; i < n; ++i) {
             const Tensor& produced = slot.outputs[i];
+            const OutputPostprocessing* plan = plan_for(*ctx, i);
+            const Shape wanted = caller_shape(plan, produced.shape());
             Tensor& caller = st.outputs[i];
             const bool caller_set = i < st.caller_output.size() && st.caller_output[i];
             if (!caller_set) {
-              // troupe owns this output: (re)allocate it in the model's type and actual shape.
-              ensure_buffer(caller, produced.element_type(), produced.shape());
-            } else if (caller.shape() != produced.shape()) {
+              // troupe owns this output: (re)allocate it in the caller-facing type and shape.
+              ensure_buffer(caller, ctx->outputs[i].type, wanted);
+            } else if (caller.shape() != wanted) {
               throw TensorMismatch("output '" + ctx->outputs[i].name + "': tensor of shape " +
                                    caller.shape().to_string() + " cannot hold the result of shape " +
-                                   produced.shape().to_string());
+                                   wanted.to_string());
             }
-            if (caller.element_type() == produced.element_type() && caller.is_contiguous()) {
+            const bool direct = !plan && caller.element_type() == produced.element_type() &&
+                                caller.is_contiguous();
+            if (direct) {
               produced.copy_to(caller);
               st.model_outputs[i] = Tensor();  // nothing left for postprocess
             } else {

@@ -12,6 +12,7 @@
 #include "engine/src/pipeline_stats.hpp"
 #include "engine/src/request_state.hpp"
 #include "engine/src/stream_executor.hpp"
+#include "troupe/pre_post_processor.hpp"
 
 namespace troupe::actors {
 
@@ -61,8 +62,11 @@ using StageHook = std::function<void(detail::Stage stage, uint64_t request_id)>;
 struct PipelineContext {
   std::shared_ptr<const detail::CompiledGraph> graph;
   detail::CompileConfig config;
-  std::vector<ValueInfo> inputs;   // model inputs (as compiled)
-  std::vector<ValueInfo> outputs;  // model outputs (as compiled)
+  std::vector<ValueInfo> inputs;   // what the caller binds (after pre/postprocessing declarations)
+  std::vector<ValueInfo> outputs;
+  std::vector<ValueInfo> graph_inputs;   // what the graph takes / produces
+  std::vector<ValueInfo> graph_outputs;
+  std::shared_ptr<const PrePostProcessing> pre_post;  // null when none was declared
   std::vector<std::unique_ptr<detail::StreamExecutor>> executors;  // one per stream
   std::vector<ExecuteSlot> slots;
   detail::PipelineStats stats;

@@ -1,7 +1,9 @@
-// Postprocess: converts outputs into the caller's element type and layout, then hands the request
-// to the completion actor and returns its credit to admission.
+// Postprocess: converts outputs into the caller's element type and layout (declared with
+// PrePostProcessor, or implied by the tensor the caller bound), then hands the request to the
+// completion actor and returns its credit to admission.
 
 #include "actors/stage.hpp"
+#include "kernels/preprocess/image_ops.hpp"
 
 namespace troupe::actors {
 
@@ -10,8 +12,15 @@ caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handl
       [self, ctx, next](stage_atom, request_msg msg) {
         run_stage(*ctx, detail::Stage::postprocess, msg, [&] {
           detail::RequestState& st = *msg.state;
-          for (size_t i = 0; i < st.model_outputs.size(); ++i)
-            if (!st.model_outputs[i].empty()) st.model_outputs[i].copy_to(st.outputs[i]);
+          for (size_t i = 0; i < st.model_outputs.size(); ++i) {
+            if (st.model_outputs[i].empty()) continue;
+            const auto& ppp = ctx->pre_post;
+            if (ppp && i < ppp->outputs.size() && ppp->outputs[i])
+              kernels::preprocess::run_postprocessing(*ppp->outputs[i], st.model_outputs[i],
+                                                      st.outputs[i]);
+            else
+              st.model_outputs[i].copy_to(st.outputs[i]);
+          }
         });
         self->send(next->completion, complete_atom::value, std::move(msg));
         // Only after the completion message is queued: shutdown waits on this count.

@@ -39,7 +39,9 @@ class Generator {
   uint64_t state_;
 };
 
-size_t elements(const Shape& shape) { return static_cast<size_t>(shape.element_count()); }
+size_t elements(const Shape& shape) {
+  return static_cast<size_t>(shape.element_count());
+}
 
 // He-uniform weights keep activations at a similar scale through the Relu layers, so the softmax
 // output is neither one-hot nor flat.

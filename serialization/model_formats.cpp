@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "serialization/onnx_reader.hpp"
+#include "serialization/troupe_format.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::serialization {
@@ -16,7 +17,8 @@ struct Reader {
 
 // Readers by extension. Each format's reader lives in its own file of this folder.
 const std::vector<Reader>& readers() {
-  static const std::vector<Reader> table = {{"onnx", &read_onnx_model}};
+  static const std::vector<Reader> table = {{"onnx", &read_onnx_model},
+                                            {"troupe", &read_troupe_model}};
   return table;
 }
 

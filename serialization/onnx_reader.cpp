@@ -26,21 +26,27 @@ namespace fs = std::filesystem;
 
 constexpr const char* memory_source = "<memory buffer>";
 
-bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+bool is_default_domain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string quoted(const std::string& s) {
+  return "'" + s + "'";
+}
 
 std::string read_whole_file(const std::string& path, const char* what) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
-    throw InvalidArgument("cannot read " + std::string(what) + " '" + path + "': it is a directory");
+    throw InvalidArgument("cannot read " + std::string(what) + " '" + path +
+                          "': it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw InvalidArgument("cannot open " + std::string(what) + " '" + path + "': " +
-                          std::strerror(errno));
+    throw InvalidArgument("cannot open " + std::string(what) + " '" + path +
+                          "': " + std::strerror(errno));
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) throw InvalidArgument("error while reading " + std::string(what) + " '" + path + "'");
+  if (in.bad())
+    throw InvalidArgument("error while reading " + std::string(what) + " '" + path + "'");
   return std::move(buffer).str();
 }
 
@@ -49,9 +55,9 @@ std::string read_whole_file(const std::string& path, const char* what) {
 // Top-level fields of onnx.ModelProto: number -> (name, wire type).
 const std::map<uint32_t, std::pair<const char*, int>>& model_proto_fields() {
   static const std::map<uint32_t, std::pair<const char*, int>> fields = {
-      {1, {"ir_version", 0}},    {2, {"producer_name", 2}},  {3, {"producer_version", 2}},
-      {4, {"domain", 2}},        {5, {"model_version", 0}},  {6, {"doc_string", 2}},
-      {7, {"graph", 2}},         {8, {"opset_import", 2}},   {14, {"metadata_props", 2}},
+      {1, {"ir_version", 0}},     {2, {"producer_name", 2}}, {3, {"producer_version", 2}},
+      {4, {"domain", 2}},         {5, {"model_version", 0}}, {6, {"doc_string", 2}},
+      {7, {"graph", 2}},          {8, {"opset_import", 2}},  {14, {"metadata_props", 2}},
       {20, {"training_info", 2}}, {25, {"functions", 2}}};
   return fields;
 }
@@ -145,8 +151,7 @@ std::optional<ElementType> element_type_from_onnx(int32_t data_type) {
 }
 
 ElementType require_element_type(int32_t data_type, const std::string& what) {
-  if (data_type == onnx::TensorProto::UNDEFINED)
-    throw ModelError(what + " has no element type");
+  if (data_type == onnx::TensorProto::UNDEFINED) throw ModelError(what + " has no element type");
   auto type = element_type_from_onnx(data_type);
   if (!type)
     throw UnsupportedOperation(what + " has element type " + onnx_type_name(data_type) +
@@ -170,8 +175,14 @@ std::optional<int64_t> parse_non_negative(const std::string& text) {
   return value;
 }
 
-void read_external_data(const onnx::TensorProto& proto, const std::string& what,
-                        const ExternalDataContext& ctx, Tensor& tensor) {
+// Where a tensor's external data is: a validated file region holding exactly `bytes` bytes.
+struct ExternalRegion {
+  fs::path file;
+  int64_t offset = 0;
+};
+
+ExternalRegion locate_external_data(const onnx::TensorProto& proto, const std::string& what,
+                                    const ExternalDataContext& ctx, int64_t bytes) {
   std::string location;
   int64_t offset = 0;
   std::optional<int64_t> length;
@@ -205,28 +216,44 @@ void read_external_data(const onnx::TensorProto& proto, const std::string& what,
     throw ModelError(what + " stores its data in external file '" + full.string() +
                      "', which does not exist or is not a regular file");
   const auto file_size = static_cast<int64_t>(fs::file_size(full, ec));
-  if (ec) throw ModelError(what + ": cannot read the size of external file '" + full.string() + "'");
-  const auto needed = static_cast<int64_t>(tensor.byte_size());
-  if (length && *length != needed)
+  if (ec)
+    throw ModelError(what + ": cannot read the size of external file '" + full.string() + "'");
+  if (length && *length != bytes)
     throw ModelError(what + ": external data length " + std::to_string(*length) +
-                     " bytes does not match its type and shape (" + std::to_string(needed) +
+                     " bytes does not match its type and shape (" + std::to_string(bytes) +
                      " bytes)");
-  if (offset > file_size || needed > file_size - offset)
+  if (offset > file_size || bytes > file_size - offset)
     throw ModelError(what + ": external file '" + full.string() + "' has " +
                      std::to_string(file_size) + " bytes, the tensor needs bytes [" +
-                     std::to_string(offset) + ", " + std::to_string(offset + needed) + ")");
-  std::ifstream in(full, std::ios::binary);
-  in.seekg(offset);
-  in.read(static_cast<char*>(tensor.raw_data()), needed);
-  if (!in) throw ModelError(what + ": reading external file '" + full.string() + "' failed");
+                     std::to_string(offset) + ", " + std::to_string(offset + bytes) + ")");
+  return {full, offset};
 }
 
-template <class Field>
-void require_count(const Field& field, int64_t count, const char* field_name,
-                   const std::string& what) {
-  if (static_cast<int64_t>(field.size()) != count)
-    throw ModelError(what + " has " + std::to_string(field.size()) + " values in " + field_name +
-                     ", its shape needs " + std::to_string(count));
+// The repeated field that holds a tensor's values when it has no raw_data, and its length.
+int typed_field_size(const onnx::TensorProto& proto, ElementType type) {
+  switch (type) {
+    case ElementType::f32:
+      return proto.float_data_size();
+    case ElementType::f64:
+      return proto.double_data_size();
+    case ElementType::i64:
+      return proto.int64_data_size();
+    default:  // i32, i8, u8, bool, and the bits of f16 and bf16
+      return proto.int32_data_size();
+  }
+}
+
+const char* typed_field_name(ElementType type) {
+  switch (type) {
+    case ElementType::f32:
+      return "float_data";
+    case ElementType::f64:
+      return "double_data";
+    case ElementType::i64:
+      return "int64_data";
+    default:
+      return "int32_data";
+  }
 }
 
 template <class T, class Field>
@@ -236,6 +263,8 @@ void copy_field(const Field& field, Tensor& tensor) {
 }
 
 // `what` names the tensor in errors ("initializer 'w'", "attribute 'value' of node 'c'").
+// The amount of data is checked before anything is allocated, so a corrupt shape cannot make the
+// reader allocate more than the file holds.
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what,
                          const ExternalDataContext& ctx) {
   if (proto.has_segment())
@@ -251,71 +280,79 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
     count *= d;
     dims.push_back(d);
   }
-  if (count * static_cast<int64_t>(element_size(type)) > max_bytes)
+  if (count > max_bytes / static_cast<int64_t>(element_size(type)))
     throw ModelError(what + " is too large (more than 1 TiB)");
-  const auto bytes = count * static_cast<int64_t>(element_size(type));
+  const int64_t bytes = count * static_cast<int64_t>(element_size(type));
+  const Shape shape(dims);
 
-  // Validate the amount of data before allocating, so a corrupt shape cannot demand huge memory.
-  const bool external = proto.data_location() == onnx::TensorProto::EXTERNAL;
-  if (!external && proto.has_raw_data() && static_cast<int64_t>(proto.raw_data().size()) != bytes)
-    throw ModelError(what + " has " + std::to_string(proto.raw_data().size()) +
-                     " bytes of raw data, its type " + std::string(to_string(type)) +
-                     " and shape " + Shape(dims).to_string() + " need " + std::to_string(bytes));
-
-  Tensor tensor(type, Shape(dims));
-  if (external) {
-    read_external_data(proto, what, ctx, tensor);
-  } else if (proto.has_raw_data()) {
-    if (bytes > 0) std::memcpy(tensor.raw_data(), proto.raw_data().data(), bytes);
-  } else if (count > 0) {
-    switch (type) {
-      case ElementType::f32:
-        require_count(proto.float_data(), count, "float_data", what);
-        copy_field<float>(proto.float_data(), tensor);
-        break;
-      case ElementType::f64:
-        require_count(proto.double_data(), count, "double_data", what);
-        copy_field<double>(proto.double_data(), tensor);
-        break;
-      case ElementType::i64:
-        require_count(proto.int64_data(), count, "int64_data", what);
-        copy_field<int64_t>(proto.int64_data(), tensor);
-        break;
-      case ElementType::i32:
-        require_count(proto.int32_data(), count, "int32_data", what);
-        copy_field<int32_t>(proto.int32_data(), tensor);
-        break;
-      case ElementType::i8:
-        require_count(proto.int32_data(), count, "int32_data", what);
-        copy_field<int8_t>(proto.int32_data(), tensor);
-        break;
-      case ElementType::u8:
-        require_count(proto.int32_data(), count, "int32_data", what);
-        copy_field<uint8_t>(proto.int32_data(), tensor);
-        break;
-      case ElementType::f16:
-      case ElementType::bf16:  // the bits, one value per int32
-        require_count(proto.int32_data(), count, "int32_data", what);
-        copy_field<uint16_t>(proto.int32_data(), tensor);
-        break;
-      case ElementType::boolean:
-        require_count(proto.int32_data(), count, "int32_data", what);
-        for (int64_t i = 0; i < count; ++i)
-          static_cast<uint8_t*>(tensor.raw_data())[i] = proto.int32_data(static_cast<int>(i)) != 0;
-        break;
-      case ElementType::undefined:
-        break;
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    const ExternalRegion region = locate_external_data(proto, what, ctx, bytes);
+    Tensor tensor(type, shape);
+    std::ifstream in(region.file, std::ios::binary);
+    in.seekg(region.offset);
+    in.read(static_cast<char*>(tensor.raw_data()), bytes);
+    if (!in)
+      throw ModelError(what + ": reading external file '" + region.file.string() + "' failed");
+    if (type == ElementType::boolean) {
+      auto* p = static_cast<uint8_t*>(tensor.raw_data());
+      for (int64_t i = 0; i < count; ++i) p[i] = p[i] != 0;  // any non-zero byte is true
     }
+    return tensor;
   }
-  if (type == ElementType::boolean) {
-    // Any non-zero byte is true; store 0/1 so the data is a valid bool array.
-    auto* p = static_cast<uint8_t*>(tensor.raw_data());
-    for (int64_t i = 0; i < count; ++i) p[i] = p[i] != 0;
+  if (proto.has_raw_data()) {
+    if (static_cast<int64_t>(proto.raw_data().size()) != bytes)
+      throw ModelError(what + " has " + std::to_string(proto.raw_data().size()) +
+                       " bytes of raw data, its type " + std::string(to_string(type)) +
+                       " and shape " + shape.to_string() + " need " + std::to_string(bytes));
+    Tensor tensor(type, shape);
+    if (bytes > 0) std::memcpy(tensor.raw_data(), proto.raw_data().data(), bytes);
+    if (type == ElementType::boolean) {
+      auto* p = static_cast<uint8_t*>(tensor.raw_data());
+      for (int64_t i = 0; i < count; ++i) p[i] = p[i] != 0;
+    }
+    return tensor;
+  }
+  if (typed_field_size(proto, type) != count)
+    throw ModelError(what + " has " + std::to_string(typed_field_size(proto, type)) +
+                     " values in " + typed_field_name(type) + ", its shape " + shape.to_string() +
+                     " needs " + std::to_string(count));
+  Tensor tensor(type, shape);
+  switch (type) {
+    case ElementType::f32:
+      copy_field<float>(proto.float_data(), tensor);
+      break;
+    case ElementType::f64:
+      copy_field<double>(proto.double_data(), tensor);
+      break;
+    case ElementType::i64:
+      copy_field<int64_t>(proto.int64_data(), tensor);
+      break;
+    case ElementType::i32:
+      copy_field<int32_t>(proto.int32_data(), tensor);
+      break;
+    case ElementType::i8:
+      copy_field<int8_t>(proto.int32_data(), tensor);
+      break;
+    case ElementType::u8:
+      copy_field<uint8_t>(proto.int32_data(), tensor);
+      break;
+    case ElementType::f16:
+    case ElementType::bf16:
+      copy_field<uint16_t>(proto.int32_data(), tensor);
+      break;
+    case ElementType::boolean: {
+      auto* p = static_cast<uint8_t*>(tensor.raw_data());
+      for (int64_t i = 0; i < count; ++i) p[i] = proto.int32_data(static_cast<int>(i)) != 0;
+      break;
+    }
+    case ElementType::undefined:
+      break;
   }
   return tensor;
 }
 
-// ---- the importer --------------------------------------------------------------------------------
+// ---- the importer
+// --------------------------------------------------------------------------------
 
 std::string attribute_type_name(onnx::AttributeProto::AttributeType type) {
   return onnx::AttributeProto_AttributeType_IsValid(type)
@@ -368,8 +405,7 @@ class OnnxImporter {
 
  private:
   void check_header() {
-    if (!proto_.has_ir_version())
-      throw FormatError("not an ONNX model: it has no ir_version");
+    if (!proto_.has_ir_version()) throw FormatError("not an ONNX model: it has no ir_version");
     if (!proto_.has_graph()) throw FormatError("not an ONNX model: it has no graph");
     // The default domain may be spelled "ai.onnx"; libonnx only knows "", so normalize.
     for (auto& import : *proto_.mutable_opset_import()) {
@@ -425,7 +461,8 @@ class OnnxImporter {
                          domain + "', opset " + std::to_string(opset_of(node.domain())) + ")");
     }
     if (problems.empty()) return;
-    std::string message = problems.size() == 1 ? "unsupported operation: " : "unsupported operations: ";
+    std::string message =
+        problems.size() == 1 ? "unsupported operation: " : "unsupported operations: ";
     for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
     throw UnsupportedOperation(message + "; troupe does not implement " +
                                (problems.size() == 1 ? "it" : "them"));
@@ -461,7 +498,8 @@ class OnnxImporter {
       ctx.set_model_dir(ctx_.base_dir.empty() ? "." : ctx_.base_dir);
       onnx::checker::LexicalScopeContext lexical;
       onnx::checker::check_graph(proto_.graph(), ctx, lexical);
-      if (proto_.ir_version() >= 8) onnx::checker::check_model_local_functions(proto_, ctx, lexical);
+      if (proto_.ir_version() >= 8)
+        onnx::checker::check_model_local_functions(proto_, ctx, lexical);
     } catch (const ModelError&) {
       throw;
     } catch (const std::exception& e) {
@@ -514,9 +552,11 @@ class OnnxImporter {
       }
       const ElementType element_type = require_element_type(type.tensor_type().elem_type(), what);
       if (!type.tensor_type().has_shape())
-        throw ModelError(what + " has no shape (not even a rank); troupe needs the rank of every "
+        throw ModelError(what +
+                         " has no shape (not even a rank); troupe needs the rank of every "
                          "model input");
-      model_->add_input(input.name(), element_type, shape_from_proto(type.tensor_type().shape(), what));
+      model_->add_input(input.name(), element_type,
+                        shape_from_proto(type.tensor_type().shape(), what));
     }
   }
 
@@ -527,7 +567,8 @@ class OnnxImporter {
       throw ModelError(where + " must have exactly one output");
     if (node.input_size() != 0) throw ModelError(where + " takes no inputs");
     if (node.attribute_size() != 1)
-      throw ModelError(where + " must have exactly one attribute (value, value_float, "
+      throw ModelError(where +
+                       " must have exactly one attribute (value, value_float, "
                        "value_floats, value_int or value_ints), has " +
                        std::to_string(node.attribute_size()));
     const auto& a = node.attribute(0);
@@ -597,8 +638,7 @@ class OnnxImporter {
       case onnx::AttributeProto::UNDEFINED:
         throw ModelError(what + " has no value");
       default:
-        throw UnsupportedOperation(what + " is of type " +
-                                   attribute_type_name(attribute_type(a)) +
+        throw UnsupportedOperation(what + " is of type " + attribute_type_name(attribute_type(a)) +
                                    ", which troupe does not support");
     }
   }
@@ -702,8 +742,8 @@ class OnnxImporter {
   std::set<std::string> used_node_names_;
 };
 
-// Rethrows a troupe error (or any exception from protobuf or libonnx) with the source in front, keeping
-// the error's type.
+// Rethrows a troupe error (or any exception from protobuf or libonnx) with the source in front,
+// keeping the error's type.
 template <class Fn>
 auto with_source(const std::string& source, Fn&& fn) -> decltype(fn()) {
   const std::string prefix = source + ": ";
@@ -733,8 +773,9 @@ std::shared_ptr<Model> read_model_buffer(const void* data, size_t size, const st
                                          const std::string& base_dir) {
   return with_source(source, [&] {
     if (size > static_cast<size_t>(INT_MAX))
-      throw FormatError("the model is larger than 2 GiB, which protobuf cannot parse; store its "
-                        "weights as external data");
+      throw FormatError(
+          "the model is larger than 2 GiB, which protobuf cannot parse; store its "
+          "weights as external data");
     onnx::ModelProto proto;
     const auto* bytes = static_cast<const uint8_t*>(data);
     if (size == 0 || !proto.ParseFromArray(bytes, static_cast<int>(size)))
@@ -766,8 +807,7 @@ Tensor read_onnx_tensor(const std::string& path) {
 Tensor read_onnx_tensor_from_buffer(const void* data, size_t size, const std::string& source) {
   return with_source(source, [&] {
     onnx::TensorProto proto;
-    if (size > static_cast<size_t>(INT_MAX) ||
-        !proto.ParseFromArray(data, static_cast<int>(size)))
+    if (size > static_cast<size_t>(INT_MAX) || !proto.ParseFromArray(data, static_cast<int>(size)))
       throw FormatError("not a serialized ONNX TensorProto (protobuf parsing failed)");
     const std::string what = proto.name().empty() ? "tensor" : "tensor " + quoted(proto.name());
     return tensor_from_proto(proto, what, ExternalDataContext{});

@@ -11,9 +11,9 @@
 // The model goes through libonnx's checker (when libonnx knows its IR and opset versions); shapes
 // and types are inferred by troupe's op schemas (Model::validate), not by libonnx.
 //
-// Errors name the source (file path, or "<memory buffer>") and what is wrong: FormatError for a file
-// that is not ONNX, truncated or malformed; UnsupportedOperation for ops, element types and ONNX
-// features troupe does not implement; ModelError for an inconsistent model (bad external data,
+// Errors name the source (file path, or "<memory buffer>") and what is wrong: FormatError for a
+// file that is not ONNX, truncated or malformed; UnsupportedOperation for ops, element types and
+// ONNX features troupe does not implement; ModelError for an inconsistent model (bad external data,
 // shapes that cannot be inferred, ...); InvalidArgument when the file cannot be opened.
 
 #include <cstddef>
@@ -33,8 +33,8 @@ std::shared_ptr<Model> read_onnx_model(const std::string& path);
 
 /// Reads an ONNX model from memory. Tensors stored as external data are read from files relative to
 /// `base_dir_for_external_data`; with an empty base directory such tensors are an error.
-std::shared_ptr<Model> read_onnx_model_from_buffer(const void* data, size_t size,
-                                                   const std::string& base_dir_for_external_data = "");
+std::shared_ptr<Model> read_onnx_model_from_buffer(
+    const void* data, size_t size, const std::string& base_dir_for_external_data = "");
 
 /// Reads a serialized ONNX TensorProto file (the `input_0.pb` files of the ONNX test suite).
 Tensor read_onnx_tensor(const std::string& path);

@@ -1,5 +1,5 @@
 // Schemas of the elementwise ops: numpy-broadcasting arithmetic, comparisons and logic, unary math
-// and activations, Clip, PRelu, Where, variadic Min/Max/Sum/Mean and Cast.
+// and activations, Clip, PRelu, Where, variadic Min/Max/Sum/Mean, Cast and CastLike.
 
 #include <algorithm>
 #include <limits>
@@ -76,6 +76,12 @@ ShapeInferFn unary(TypeClass cls) {
   };
 }
 
+// Floating input, boolean output of the same shape (IsNaN, IsInf).
+std::vector<ValueInfo> infer_float_predicate(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::floating);
+  return {infer::value_info(ElementType::boolean, ctx.shape(0))};
+}
+
 std::vector<ValueInfo> infer_pow(const ShapeInferContext& ctx) {
   // Base and exponent may have different types; the result has the base's type.
   infer::require_type(ctx, 0, TypeClass::numeric);
@@ -121,34 +127,48 @@ std::vector<ValueInfo> infer_where(const ShapeInferContext& ctx) {
   return {infer::value_info(ctx.type(1), broadcast_all_inputs(ctx))};
 }
 
+// clang-format off
+// ElementType of an ONNX TensorProto data type number; undefined for types troupe lacks.
+ElementType from_onnx_data_type(int64_t onnx_type) {
+  switch (onnx_type) {
+    case 1: return ElementType::f32;
+    case 2: return ElementType::u8;
+    case 3: return ElementType::i8;
+    case 6: return ElementType::i32;
+    case 7: return ElementType::i64;
+    case 9: return ElementType::boolean;
+    case 10: return ElementType::f16;
+    case 11: return ElementType::f64;
+    case 16: return ElementType::bf16;
+    default: return ElementType::undefined;
+  }
+}
+// clang-format on
+
 std::vector<ValueInfo> infer_cast(const ShapeInferContext& ctx) {
   const auto& attrs = ctx.node.attributes;
   if (!attrs.has("to")) ctx.fail("missing required attribute 'to'");
   const int64_t to = attrs.get_int("to");
-  ElementType type = ElementType::undefined;
-  switch (to) {
-    case 1: type = ElementType::f32; break;
-    case 2: type = ElementType::u8; break;
-    case 3: type = ElementType::i8; break;
-    case 6: type = ElementType::i32; break;
-    case 7: type = ElementType::i64; break;
-    case 9: type = ElementType::boolean; break;
-    case 10: type = ElementType::f16; break;
-    case 11: type = ElementType::f64; break;
-    case 16: type = ElementType::bf16; break;
-    default:
-      ctx.fail("attribute 'to' = " + std::to_string(to) +
-               " is not a supported ONNX data type (supported: 1 f32, 2 u8, 3 i8, 6 i32, 7 i64, "
-               "9 bool, 10 f16, 11 f64, 16 bf16)");
-  }
+  const ElementType type = from_onnx_data_type(to);
+  if (type == ElementType::undefined)
+    // A valid model asking for a type troupe lacks (string, u16, ...): unsupported, not wrong.
+    infer::unsupported(ctx, "attribute 'to' = " + std::to_string(to) +
+                                " is not a supported ONNX data type (supported: 1 f32, 2 u8, "
+                                "3 i8, 6 i32, 7 i64, 9 bool, 10 f16, 11 f64, 16 bf16)");
   infer::require_type(ctx, 0, TypeClass::any);
   return {infer::value_info(type, ctx.shape(0))};
+}
+
+std::vector<ValueInfo> infer_cast_like(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_type(ctx, 1, TypeClass::any);
+  return {infer::value_info(ctx.type(1), ctx.shape(0))};
 }
 
 }  // namespace
 
 void register_elementwise_ops(OpSchemaRegistry& registry) {
-  for (const char* op : {"Add", "Sub", "Mul", "Div"})
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod"})
     registry.add(OpSchema{op, 2, 2, 1, 1, broadcasting(TypeClass::numeric)});
   for (const char* op : {"Max", "Min", "Sum"})
     registry.add(OpSchema{op, 1, unbounded, 1, 1, broadcasting(TypeClass::numeric)});
@@ -166,15 +186,21 @@ void register_elementwise_ops(OpSchemaRegistry& registry) {
     registry.add(OpSchema{op, 1, 1, 1, 1, unary(TypeClass::numeric)});
   registry.add(OpSchema{"Neg", 1, 1, 1, 1, unary(TypeClass::signed_numeric)});
   for (const char* op :
-       {"Sqrt", "Exp", "Log", "Reciprocal", "Floor", "Ceil", "Round", "Erf", "Sin", "Cos",
-        "Sigmoid", "Tanh", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus",
-        "Softsign", "Gelu"})
+       {"Sqrt", "Exp",         "Log",       "Reciprocal", "Floor",    "Ceil",      "Round",
+        "Erf",  "Sin",         "Cos",       "Sigmoid",    "Tanh",     "LeakyRelu", "Elu",
+        "Selu", "HardSigmoid", "HardSwish", "Softplus",   "Softsign", "Gelu"})
     registry.add(OpSchema{op, 1, 1, 1, 1, unary(TypeClass::floating)});
+  for (const char* op : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+                         "ThresholdedRelu", "Celu", "Shrink"})
+    registry.add(OpSchema{op, 1, 1, 1, 1, unary(TypeClass::floating)});
+  registry.add(OpSchema{"IsNaN", 1, 1, 1, 1, infer_float_predicate});
+  registry.add(OpSchema{"IsInf", 1, 1, 1, 1, infer_float_predicate});
 
   registry.add(OpSchema{"PRelu", 2, 2, 1, 1, infer_prelu});
   registry.add(OpSchema{"Clip", 1, 3, 1, 1, infer_clip});
   registry.add(OpSchema{"Where", 3, 3, 1, 1, infer_where});
   registry.add(OpSchema{"Cast", 1, 1, 1, 1, infer_cast});
+  registry.add(OpSchema{"CastLike", 2, 2, 1, 1, infer_cast_like});
 }
 
 }  // namespace troupe

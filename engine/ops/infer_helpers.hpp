@@ -56,10 +56,17 @@ inline const char* describe(TypeClass cls) {
   return "";
 }
 
+/// Throws UnsupportedOperation "<op_type> node '<name>': <message>": the model is valid ONNX but
+/// uses a feature troupe does not implement (as opposed to ctx.fail for a model that is wrong).
+[[noreturn]] inline void unsupported(const ShapeInferContext& ctx, const std::string& message) {
+  throw UnsupportedOperation(ctx.node.op_type + " node '" + ctx.node.name + "': " + message);
+}
+
 /// "input 1 'shape'" (the name only when the value has one).
 inline std::string input_label(const ShapeInferContext& ctx, size_t i) {
   std::string label = "input " + std::to_string(i);
-  if (i < ctx.inputs.size() && !ctx.inputs[i].name.empty()) label += " '" + ctx.inputs[i].name + "'";
+  if (i < ctx.inputs.size() && !ctx.inputs[i].name.empty())
+    label += " '" + ctx.inputs[i].name + "'";
   return label;
 }
 
@@ -115,7 +122,8 @@ inline std::vector<int64_t> tensor_ints(const ShapeInferContext& ctx, const Tens
     std::vector<int32_t> v = t.to_vector<int32_t>();
     return std::vector<int64_t>(v.begin(), v.end());
   }
-  ctx.fail(what + " must be an i64 (or i32) tensor, got " + std::string(to_string(t.element_type())));
+  ctx.fail(what + " must be an i64 (or i32) tensor, got " +
+           std::string(to_string(t.element_type())));
 }
 
 /// The values of constant input i when it is a constant, std::nullopt otherwise.

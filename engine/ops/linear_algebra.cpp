@@ -27,15 +27,13 @@ std::vector<ValueInfo> infer_matmul(const ShapeInferContext& ctx) {
 
   // A 1-D A is a row vector [1,K] and a 1-D B a column vector [K,1]; the added dimension is
   // dropped from the result.
-  const std::vector<int64_t> a_dims =
-      a.rank() == 1 ? std::vector<int64_t>{1, a[0]} : a.dims();
-  const std::vector<int64_t> b_dims =
-      b.rank() == 1 ? std::vector<int64_t>{b[0], 1} : b.dims();
+  const std::vector<int64_t> a_dims = a.rank() == 1 ? std::vector<int64_t>{1, a[0]} : a.dims();
+  const std::vector<int64_t> b_dims = b.rank() == 1 ? std::vector<int64_t>{b[0], 1} : b.dims();
   const int64_t k_a = a_dims[a_dims.size() - 1];
   const int64_t k_b = b_dims[b_dims.size() - 2];
   if (dims_conflict(k_a, k_b))
-    ctx.fail("inner dimensions do not match: A " + a.to_string() + " has K=" +
-             std::to_string(k_a) + " but B " + b.to_string() + " has K=" + std::to_string(k_b));
+    ctx.fail("inner dimensions do not match: A " + a.to_string() + " has K=" + std::to_string(k_a) +
+             " but B " + b.to_string() + " has K=" + std::to_string(k_b));
 
   const Shape a_batch(std::vector<int64_t>(a_dims.begin(), a_dims.end() - 2));
   const Shape b_batch(std::vector<int64_t>(b_dims.begin(), b_dims.end() - 2));
@@ -60,9 +58,9 @@ std::vector<ValueInfo> infer_gemm(const ShapeInferContext& ctx) {
   const int64_t k_b = trans_b ? b[1] : b[0];
   const int64_t n = trans_b ? b[0] : b[1];
   if (dims_conflict(k_a, k_b))
-    ctx.fail("inner dimensions do not match: A " + a.to_string() + (trans_a ? " (transposed)" : "") +
-             " has K=" + std::to_string(k_a) + " but B " + b.to_string() +
-             (trans_b ? " (transposed)" : "") + " has K=" + std::to_string(k_b));
+    ctx.fail("inner dimensions do not match: A " + a.to_string() +
+             (trans_a ? " (transposed)" : "") + " has K=" + std::to_string(k_a) + " but B " +
+             b.to_string() + (trans_b ? " (transposed)" : "") + " has K=" + std::to_string(k_b));
   const Shape out{m, n};
 
   if (ctx.has_input(2)) {

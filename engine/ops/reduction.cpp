@@ -1,5 +1,5 @@
-// Schemas of the ops that work along axes: the Reduce* family, ArgMax/ArgMin, TopK, Softmax and
-// LogSoftmax.
+// Schemas of the ops that work along axes: the Reduce* family, ArgMax/ArgMin, TopK, CumSum, and
+// Softmax, LogSoftmax and Hardmax.
 
 #include <algorithm>
 #include <optional>
@@ -71,14 +71,23 @@ std::vector<ValueInfo> infer_arg_reduce(const ShapeInferContext& ctx) {
 
 std::vector<ValueInfo> infer_topk(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::numeric);
-  infer::require_type(ctx, 1, TypeClass::index);
   const Shape& in = ctx.shape(0);
   if (in.rank() == 0) ctx.fail("input must have rank >= 1, got a scalar");
   const size_t axis =
       infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", -1), in.rank());
   Shape out = in;
   out[axis] = Shape::dynamic;
-  if (const auto k = infer::constant_ints(ctx, 1, "K")) {
+  // K is the second input since opset 10, the attribute `k` before.
+  std::optional<std::vector<int64_t>> k;
+  if (ctx.num_inputs() > 1) {
+    infer::require_type(ctx, 1, TypeClass::index);
+    k = infer::constant_ints(ctx, 1, "K");
+  } else if (ctx.node.attributes.has("k")) {
+    k = std::vector<int64_t>{ctx.node.attributes.get_int("k")};
+  } else {
+    ctx.fail("missing K (input 1, or attribute 'k' before opset 10)");
+  }
+  if (k) {
     if (k->size() != 1) ctx.fail("K must hold exactly one value, got " + std::to_string(k->size()));
     const int64_t kv = (*k)[0];
     if (kv < 0) ctx.fail("K must not be negative, got " + std::to_string(kv));
@@ -94,21 +103,39 @@ std::vector<ValueInfo> infer_softmax(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::floating);
   const Shape& in = ctx.shape(0);
   if (in.rank() == 0) ctx.fail("input must have rank >= 1, got a scalar");
-  infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", -1), in.rank());
+  // Before opset 13 (recorded by the ONNX reader) the default axis was 1.
+  const bool before_13 = ctx.node.attributes.get_int_or("opset", 13) < 13;
+  infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", before_13 ? 1 : -1), in.rank());
+  return {infer::value_info(ctx.type(0), in)};
+}
+
+std::vector<ValueInfo> infer_cumsum(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::numeric);
+  infer::require_type(ctx, 1, TypeClass::index);
+  const Shape& in = ctx.shape(0);
+  if (in.rank() == 0) ctx.fail("input must have rank >= 1, got a scalar");
+  const Shape& axis_shape = ctx.shape(1);
+  if (axis_shape.is_static() && axis_shape.element_count() != 1)
+    ctx.fail("axis must be a scalar, got shape " + axis_shape.to_string());
+  if (const auto axis = infer::constant_ints(ctx, 1, "axis"))
+    infer::normalize_axis(ctx, (*axis)[0], in.rank());
   return {infer::value_info(ctx.type(0), in)};
 }
 
 }  // namespace
 
 void register_reduction_ops(OpSchemaRegistry& registry) {
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-                         "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"})
+  for (const char* op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
     registry.add(OpSchema{op, 1, 2, 1, 1, infer_reduce});
   registry.add(OpSchema{"ArgMax", 1, 1, 1, 1, infer_arg_reduce});
   registry.add(OpSchema{"ArgMin", 1, 1, 1, 1, infer_arg_reduce});
-  registry.add(OpSchema{"TopK", 2, 2, 2, 2, infer_topk});
+  registry.add(OpSchema{"TopK", 1, 2, 2, 2, infer_topk});
   registry.add(OpSchema{"Softmax", 1, 1, 1, 1, infer_softmax});
   registry.add(OpSchema{"LogSoftmax", 1, 1, 1, 1, infer_softmax});
+  registry.add(OpSchema{"Hardmax", 1, 1, 1, 1, infer_softmax});
+  registry.add(OpSchema{"CumSum", 2, 2, 1, 1, infer_cumsum});
 }
 
 }  // namespace troupe

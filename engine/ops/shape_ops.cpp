@@ -1,6 +1,6 @@
 // Schemas of the ops that move or reinterpret data without arithmetic: Reshape, Flatten,
 // Transpose, Concat, Identity, Squeeze, Unsqueeze, Expand, Tile, Shape, ConstantOfShape, Range,
-// Gather, Slice, Split, Dropout and Pad.
+// Gather, GatherElements, Slice, Split, Dropout, Pad, Size and Trilu.
 
 #include <algorithm>
 #include <cmath>
@@ -53,8 +53,9 @@ std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 1, TypeClass::index);
   const Tensor* shape_tensor = ctx.constant(1);
   if (shape_tensor == nullptr)
-    ctx.fail("the target shape (" + infer::input_label(ctx, 1) +
-             ") must be a constant; shapes computed at run time are not supported");
+    infer::unsupported(ctx, "the target shape (" + infer::input_label(ctx, 1) +
+                                ") must be a constant; shapes computed at run time are not "
+                                "supported");
   if (shape_tensor->shape().rank() != 1)
     ctx.fail("the target shape must be 1-D, got shape " + shape_tensor->shape().to_string());
   const std::vector<int64_t> target = infer::tensor_ints(ctx, *shape_tensor, "the target shape");
@@ -67,8 +68,7 @@ std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
   for (size_t i = 0; i < target.size(); ++i) {
     const int64_t v = target[i];
     if (v == -1) {
-      if (inferred)
-        ctx.fail("target shape " + ints_to_string(target) + " has more than one -1");
+      if (inferred) ctx.fail("target shape " + ints_to_string(target) + " has more than one -1");
       inferred = i;
     } else if (v == 0 && !allow_zero) {
       if (i >= in.rank())
@@ -130,9 +130,8 @@ std::vector<ValueInfo> infer_flatten(const ShapeInferContext& ctx) {
   const auto rank = static_cast<int64_t>(in.rank());
   int64_t axis = ctx.node.attributes.get_int_or("axis", 1);
   if (axis < -rank || axis > rank)
-    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " +
-             std::to_string(rank) + " (valid: " + std::to_string(-rank) + " to " +
-             std::to_string(rank) + ")");
+    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
+             " (valid: " + std::to_string(-rank) + " to " + std::to_string(rank) + ")");
   if (axis < 0) axis += rank;
   int64_t outer = 1;
   int64_t inner = 1;
@@ -156,8 +155,7 @@ std::vector<ValueInfo> infer_transpose(const ShapeInferContext& ctx) {
   }
   if (perm.size() != in.rank())
     ctx.fail("perm " + ints_to_string(perm) + " has " + std::to_string(perm.size()) +
-             " entries but the input " + in.to_string() + " has rank " +
-             std::to_string(in.rank()));
+             " entries but the input " + in.to_string() + " has rank " + std::to_string(in.rank()));
   std::vector<bool> used(in.rank(), false);
   std::vector<int64_t> out(in.rank());
   for (size_t i = 0; i < perm.size(); ++i) {
@@ -192,8 +190,7 @@ std::vector<ValueInfo> infer_concat(const ShapeInferContext& ctx) {
       } else if (s[d] != Shape::dynamic && s[d] != out[d]) {
         ctx.fail(infer::input_label(ctx, i) + " has shape " + s.to_string() +
                  " which differs from input 0 " + first.to_string() + " in dimension " +
-                 std::to_string(d) + " (concatenating along axis " + std::to_string(axis) +
-                 ")");
+                 std::to_string(d) + " (concatenating along axis " + std::to_string(axis) + ")");
       }
     }
   }
@@ -220,7 +217,8 @@ std::vector<ValueInfo> infer_squeeze(const ShapeInferContext& ctx) {
     const int64_t n = list_length(ctx, 1);
     if (n == Shape::dynamic || n > static_cast<int64_t>(in.rank()))
       ctx.fail("the axes input is not a constant and its length is unknown");
-    return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank() - static_cast<size_t>(n)))};
+    return {
+        infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank() - static_cast<size_t>(n)))};
   }
   std::vector<int64_t> out;
   if (!given) {
@@ -249,7 +247,8 @@ std::vector<ValueInfo> infer_unsqueeze(const ShapeInferContext& ctx) {
   if (!axes) {
     const int64_t n = list_length(ctx, 1);
     if (n == Shape::dynamic) ctx.fail("the axes input is not a constant and its length is unknown");
-    return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank() + static_cast<size_t>(n)))};
+    return {
+        infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank() + static_cast<size_t>(n)))};
   }
   if (!given) ctx.fail("missing axes (input 1, or attribute 'axes' before opset 13)");
   const size_t rank = in.rank() + axes->size();
@@ -277,8 +276,7 @@ std::vector<ValueInfo> infer_expand(const ShapeInferContext& ctx) {
     return {infer::value_info(ctx.type(0), broadcast_shapes(in, Shape(*target), ctx))};
   }
   const int64_t n = list_length(ctx, 1);
-  if (n == Shape::dynamic)
-    ctx.fail("the target shape is not a constant and its length is unknown");
+  if (n == Shape::dynamic) ctx.fail("the target shape is not a constant and its length is unknown");
   // Unknown target: a dimension of the input larger than 1 survives, others are unknown.
   const size_t rank = std::max(in.rank(), static_cast<size_t>(n));
   std::vector<int64_t> out(rank, Shape::dynamic);
@@ -294,8 +292,7 @@ std::vector<ValueInfo> infer_tile(const ShapeInferContext& ctx) {
   if (!repeats) return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank()))};
   if (repeats->size() != in.rank())
     ctx.fail("repeats " + ints_to_string(*repeats) + " has " + std::to_string(repeats->size()) +
-             " entries but the input " + in.to_string() + " has rank " +
-             std::to_string(in.rank()));
+             " entries but the input " + in.to_string() + " has rank " + std::to_string(in.rank()));
   std::vector<int64_t> out(in.rank());
   for (size_t i = 0; i < in.rank(); ++i) {
     if ((*repeats)[i] < 0)
@@ -328,7 +325,8 @@ std::vector<ValueInfo> infer_constant_of_shape(const ShapeInferContext& ctx) {
   const auto dims = list_input(ctx, 0, "the shape");
   if (!dims) {
     const int64_t n = list_length(ctx, 0);
-    if (n == Shape::dynamic) ctx.fail("the shape input is not a constant and its length is unknown");
+    if (n == Shape::dynamic)
+      ctx.fail("the shape input is not a constant and its length is unknown");
     return {infer::value_info(type, infer::dynamic_shape(static_cast<size_t>(n)))};
   }
   for (int64_t d : *dims)
@@ -426,7 +424,7 @@ std::vector<ValueInfo> infer_slice(const ShapeInferContext& ctx) {
     const int64_t step = (*steps)[i];
     if (step == 0) ctx.fail("steps must not contain 0");
     out[a] = in[a] == Shape::dynamic ? Shape::dynamic
-                                      : slice_length(in[a], (*starts)[i], (*ends)[i], step);
+                                     : slice_length(in[a], (*starts)[i], (*ends)[i], step);
   }
   return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
 }
@@ -475,8 +473,8 @@ std::vector<ValueInfo> infer_split(const ShapeInferContext& ctx) {
     const int64_t chunk = (dim + parts - 1) / parts;
     const bool even = dim % parts == 0;
     if (!even && (!ctx.node.attributes.has("num_outputs") || chunk * (parts - 1) >= dim))
-      ctx.fail("axis " + std::to_string(axis) + " of " + in.to_string() +
-               " cannot be split into " + std::to_string(n) + " equal parts");
+      ctx.fail("axis " + std::to_string(axis) + " of " + in.to_string() + " cannot be split into " +
+               std::to_string(n) + " equal parts");
     for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::min(chunk, dim - i * chunk));
   }
   std::vector<ValueInfo> outs;
@@ -491,7 +489,7 @@ std::vector<ValueInfo> infer_split(const ShapeInferContext& ctx) {
 std::vector<ValueInfo> infer_dropout(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
   if (const Tensor* training = ctx.constant(2); training != nullptr && training->value_at(0) != 0)
-    ctx.fail("training_mode=true is not supported (inference only)");
+    infer::unsupported(ctx, "training_mode=true is not supported (inference only)");
   std::vector<ValueInfo> outs{infer::value_info(ctx.type(0), ctx.shape(0))};
   if (ctx.node.outputs.size() > 1)
     outs.push_back(infer::value_info(ElementType::boolean, ctx.shape(0)));
@@ -545,14 +543,43 @@ std::vector<ValueInfo> infer_pad(const ShapeInferContext& ctx) {
     const int64_t end = (*pads)[i + axes.size()];
     out[a] = in[a] + begin + end;
     if (out[a] < 0)
-      ctx.fail("pads " + ints_to_string(*pads) + " remove more than the " +
-               std::to_string(in[a]) + " elements of axis " + std::to_string(a));
+      ctx.fail("pads " + ints_to_string(*pads) + " remove more than the " + std::to_string(in[a]) +
+               " elements of axis " + std::to_string(a));
     if (mode != "constant" && in[a] == 0 && out[a] > 0)
       ctx.fail("mode '" + mode + "' cannot pad axis " + std::to_string(a) + ", which is empty");
     if (mode == "reflect" && in[a] == 1 && out[a] > 1)
       ctx.fail("mode 'reflect' cannot pad axis " + std::to_string(a) + ", which has size 1");
   }
   return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+std::vector<ValueInfo> infer_size(const ShapeInferContext& ctx) {
+  return {infer::value_info(ElementType::i64, Shape{})};
+}
+
+std::vector<ValueInfo> infer_trilu(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  if (ctx.shape(0).rank() < 2)
+    ctx.fail("input must have rank >= 2, got shape " + ctx.shape(0).to_string());
+  if (ctx.has_input(1)) {
+    infer::require_type(ctx, 1, TypeClass::index);
+    const Shape& k = ctx.shape(1);
+    if (k.is_static() && k.element_count() != 1)
+      ctx.fail("k must be a scalar, got shape " + k.to_string());
+  }
+  return {infer::value_info(ctx.type(0), ctx.shape(0))};
+}
+
+std::vector<ValueInfo> infer_gather_elements(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_type(ctx, 1, TypeClass::index);
+  const Shape& data = ctx.shape(0);
+  const Shape& indices = ctx.shape(1);
+  if (data.rank() == 0) ctx.fail("data must have rank >= 1, got a scalar");
+  if (indices.rank() != data.rank())
+    ctx.fail("indices " + indices.to_string() + " must have the rank of data " + data.to_string());
+  infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", 0), data.rank());
+  return {infer::value_info(ctx.type(0), indices)};
 }
 
 }  // namespace
@@ -575,6 +602,9 @@ void register_shape_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"Split", 1, 2, 1, unbounded, infer_split});
   registry.add(OpSchema{"Dropout", 1, 3, 1, 2, infer_dropout});
   registry.add(OpSchema{"Pad", 1, 4, 1, 1, infer_pad});
+  registry.add(OpSchema{"Size", 1, 1, 1, 1, infer_size});
+  registry.add(OpSchema{"Trilu", 1, 2, 1, 1, infer_trilu});
+  registry.add(OpSchema{"GatherElements", 2, 2, 1, 1, infer_gather_elements});
 }
 
 }  // namespace troupe

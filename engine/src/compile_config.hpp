@@ -24,6 +24,7 @@ struct CompileConfig {
   int optimal_requests = 1;
   int max_in_flight = 8;  // credits
   int slots_per_stream = 2;
+  std::string cache_dir;  // empty = no model cache
 
   /// The configuration as properties (what CompiledModel::get_property reports).
   AnyMap to_properties() const;

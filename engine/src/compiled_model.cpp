@@ -1,7 +1,9 @@
 #include "troupe/compiled_model.hpp"
 
 #include "engine/src/compiled_model_impl.hpp"
+#include "engine/src/cpu_plugin.hpp"
 #include "engine/src/request_state.hpp"
+#include "serialization/compiled_blob.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe {
@@ -44,6 +46,13 @@ Any CompiledModel::get_property(const std::string& name) const {
 
 std::shared_ptr<const Model> CompiledModel::runtime_model() const {
   return checked(impl_).runtime_model();
+}
+
+void CompiledModel::export_model(std::ostream& stream) const {
+  const auto& impl = checked(impl_);
+  serialization::write_compiled_blob(stream, *impl.graph(), impl.config(),
+                                     detail::CpuPlugin::device_name,
+                                     detail::CpuPlugin::capabilities());
 }
 
 std::string CompiledModel::stats_report() const {

@@ -12,8 +12,17 @@ CompiledModelImpl::CompiledModelImpl(std::shared_ptr<Runtime> runtime,
       context_(std::make_shared<actors::PipelineContext>(std::move(graph), config)),
       loaded_from_cache_(loaded_from_cache) {
   const Model& model = *context_->graph->model;
-  for (ValueId in : model.inputs()) context_->inputs.push_back(model.value(in));
-  for (ValueId out : model.outputs()) context_->outputs.push_back(model.value(out));
+  for (ValueId in : model.inputs()) context_->graph_inputs.push_back(model.value(in));
+  for (ValueId out : model.outputs()) context_->graph_outputs.push_back(model.value(out));
+  context_->inputs = context_->graph_inputs;
+  context_->outputs = context_->graph_outputs;
+  context_->pre_post = model.pre_post_processing();
+  if (const auto& ppp = context_->pre_post) {
+    for (size_t i = 0; i < ppp->inputs.size() && i < context_->inputs.size(); ++i)
+      if (ppp->inputs[i]) context_->inputs[i] = ppp->inputs[i]->caller;
+    for (size_t i = 0; i < ppp->outputs.size() && i < context_->outputs.size(); ++i)
+      if (ppp->outputs[i]) context_->outputs[i] = ppp->outputs[i]->caller;
+  }
   for (int s = 0; s < config.num_streams; ++s) {
     context_->executors.push_back(std::make_unique<StreamExecutor>(context_->graph));
     for (int k = 0; k < config.slots_per_stream; ++k) {

@@ -6,6 +6,8 @@
 #include "engine/src/compiled_model_impl.hpp"
 #include "engine/src/cpu_plugin.hpp"
 #include "engine/src/runtime.hpp"
+#include "serialization/compiled_blob.hpp"
+#include "serialization/model_cache.hpp"
 #include "serialization/model_formats.hpp"
 #include "troupe/actor_interface.hpp"
 #include "troupe/error.hpp"
@@ -51,6 +53,24 @@ CompiledModel Core::compile_model(const std::shared_ptr<const Model>& model,
   detail::CompileConfig config = make_plugin(device_config_).resolve(properties);
   auto graph = detail::compile_graph(*model, config);
   return CompiledModel(std::make_shared<detail::CompiledModelImpl>(runtime_, std::move(graph), config));
+}
+
+CompiledModel Core::compile_model(const std::string& model_path, const std::string& device,
+                                  const AnyMap& properties) {
+  check_device(device);
+  detail::CompileConfig config = make_plugin(device_config_).resolve(properties);
+  return CompiledModel(serialization::compile_model_file(model_path, config, runtime_));
+}
+
+CompiledModel Core::import_model(std::istream& stream, const std::string& device,
+                                 const AnyMap& properties) {
+  check_device(device);
+  detail::CpuPlugin().resolve(properties);  // a bad key fails before the blob is read
+  auto blob = serialization::read_compiled_blob(stream, detail::CpuPlugin::device_name,
+                                                detail::CpuPlugin::capabilities());
+  auto config = serialization::config_for_import(blob.info.config, properties);
+  return CompiledModel(std::make_shared<detail::CompiledModelImpl>(runtime_, std::move(blob.graph),
+                                                                   config, false));
 }
 
 std::map<std::string, std::string> Core::query_model(const std::shared_ptr<const Model>& model,

@@ -55,7 +55,8 @@ const std::vector<std::string>& CpuPlugin::config_keys() {
       props::num_streams,      props::inference_num_threads,
       props::performance_mode, props::num_requests,
       props::disable_transformations, props::exclusive_async_requests,
-      props::inference_precision,     props::max_requests_in_flight};
+      props::inference_precision,     props::max_requests_in_flight,
+      props::cache_dir};
   return keys;
 }
 
@@ -132,6 +133,10 @@ void CpuPlugin::check(const std::string& key, const Any& value) {
       ElementType t = element_type_from_string(value.as_string());
       if (t != ElementType::f32 && t != ElementType::bf16)
         throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: f32, bf16)");
+    } else if (key == props::cache_dir) {
+      const auto* path = std::get_if<std::string>(&value.storage());
+      if (!path || path->find('\0') != std::string::npos)
+        throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: a directory path)");
     } else if (key == props::max_requests_in_flight) {
       int64_t n = value.as_int();
       if (n < 1 || n > 4096)
@@ -211,6 +216,7 @@ CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
   c.slots_per_stream = 2;
   c.max_in_flight = std::max(4 * c.num_streams, 2 * c.optimal_requests);
   if (auto v = get(props::max_requests_in_flight)) c.max_in_flight = static_cast<int>(v->as_int());
+  if (auto v = get(props::cache_dir)) c.cache_dir = v->as_string();
   return c;
 }
 
@@ -236,6 +242,7 @@ AnyMap CompileConfig::to_properties() const {
   m[props::exclusive_async_requests] = exclusive_async_requests;
   m[props::inference_precision] = std::string(troupe::to_string(inference_precision));
   m[props::max_requests_in_flight] = max_in_flight;
+  m[props::cache_dir] = cache_dir;
   return m;
 }
 

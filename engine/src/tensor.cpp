@@ -94,6 +94,11 @@ Tensor::Tensor(ElementType type, const Shape& shape, void* data, std::vector<int
   }
 }
 
+Tensor::Tensor(ElementType type, const Shape& shape, std::shared_ptr<void> owner, void* data)
+    : Tensor(type, shape, data) {
+  storage_ = std::move(owner);
+}
+
 bool Tensor::is_contiguous() const {
   return strides_ == dense_byte_strides(shape_, type_) || size_ <= 1;
 }

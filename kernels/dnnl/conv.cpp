@@ -70,11 +70,11 @@ class ConvKernel final : public DnnlKernel {
     const auto kind = dnnl::prop_kind::forward_inference;
     const auto algorithm = dnnl::algorithm::convolution_direct;
     dnnl::convolution_forward::desc desc =
-        with_bias_ ? dnnl::convolution_forward::desc(kind, algorithm, any(src), weights_choice,
-                                                     bias_md, any(dst), strides, dilation, pad_l,
-                                                     pad_r)
-                   : dnnl::convolution_forward::desc(kind, algorithm, any(src), weights_choice,
-                                                     any(dst), strides, dilation, pad_l, pad_r);
+        with_bias_
+            ? dnnl::convolution_forward::desc(kind, algorithm, any(src), weights_choice, bias_md,
+                                              any(dst), strides, dilation, pad_l, pad_r)
+            : dnnl::convolution_forward::desc(kind, algorithm, any(src), weights_choice, any(dst),
+                                              strides, dilation, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc pd(desc, cpu_engine());
     primitive_ = dnnl::convolution_forward(pd);
     src_ = LayoutBridge(src_md, pd.src_desc());

@@ -32,7 +32,8 @@ std::optional<dnnl::memory::data_type> to_dnnl(ElementType type) {
 dnnl::memory::desc plain_desc(const Dims& dims, dnnl::memory::data_type type) {
   Dims d = dims.empty() ? Dims{1} : dims;
   Dims strides(d.size(), 1);
-  for (size_t i = d.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * std::max<int64_t>(d[i], 1);
+  for (size_t i = d.size() - 1; i > 0; --i)
+    strides[i - 1] = strides[i] * std::max<int64_t>(d[i], 1);
   return dnnl::memory::desc(d, type, strides);
 }
 
@@ -126,7 +127,9 @@ bool DnnlKernel::try_prepare(const std::vector<Shape>& inputs, const std::vector
   }
 }
 
-void DnnlKernel::set_impl(const dnnl::primitive_desc_base& pd) { impl_ = pd.impl_info_str(); }
+void DnnlKernel::set_impl(const dnnl::primitive_desc_base& pd) {
+  impl_ = pd.impl_info_str();
+}
 
 std::string DnnlKernel::implementation() const {
   if (use_fallback_ && fallback_) return fallback_->implementation();
@@ -138,8 +141,7 @@ void DnnlKernel::execute(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     if (!t.empty() && t.size() == 0) return;
 
   bool same = prepared_ && prepared_for_.size() == inputs.size();
-  for (size_t i = 0; same && i < inputs.size(); ++i)
-    same = inputs[i].shape() == prepared_for_[i];
+  for (size_t i = 0; same && i < inputs.size(); ++i) same = inputs[i].shape() == prepared_for_[i];
   if (!same) {
     std::vector<Shape> in;
     std::vector<Shape> out;
@@ -149,8 +151,9 @@ void DnnlKernel::execute(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     prepared_for_ = std::move(in);
     prepared_ = true;
     if (use_fallback_ && !fallback_)
-      throw ExecutionError(op_type_ + " node '" + node_name_ +
-                           "': oneDNN cannot run these input shapes and no reference kernel exists");
+      throw ExecutionError(
+          op_type_ + " node '" + node_name_ +
+          "': oneDNN cannot run these input shapes and no reference kernel exists");
   }
   if (use_fallback_) {
     fallback_->execute(inputs, outputs);
@@ -161,8 +164,7 @@ void DnnlKernel::execute(const std::vector<Tensor>& inputs, std::vector<Tensor>&
   bool dense_inputs = true;
   bool dense_outputs = true;
   for (const Tensor& t : inputs) dense_inputs = dense_inputs && (t.empty() || t.is_contiguous());
-  for (const Tensor& t : outputs)
-    dense_outputs = dense_outputs && (t.empty() || t.is_contiguous());
+  for (const Tensor& t : outputs) dense_outputs = dense_outputs && (t.empty() || t.is_contiguous());
   if (dense_inputs && dense_outputs) {
     run(inputs, outputs);
     stream_.wait();

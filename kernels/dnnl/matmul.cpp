@@ -27,14 +27,11 @@ struct MatmulCore {
   std::unordered_map<int, dnnl::memory> args;
 
   // Returns the primitive descriptor (for its implementation name).
-  dnnl::matmul::primitive_desc build(const dnnl::memory::desc& src_md,
-                                     const dnnl::memory::desc& weights_md,
-                                     const Tensor* constant_weights,
-                                     const dnnl::memory::desc& dst_md,
-                                     const dnnl::memory::desc* bias_md,
-                                     const dnnl::primitive_attr& attr,
-                                     const dnnl::memory::desc* post_src_md,
-                                     const dnnl::stream& stream) {
+  dnnl::matmul::primitive_desc build(
+      const dnnl::memory::desc& src_md, const dnnl::memory::desc& weights_md,
+      const Tensor* constant_weights, const dnnl::memory::desc& dst_md,
+      const dnnl::memory::desc* bias_md, const dnnl::primitive_attr& attr,
+      const dnnl::memory::desc* post_src_md, const dnnl::stream& stream) {
     auto make_pd = [&](const dnnl::memory::desc& w) {
       dnnl::matmul::desc desc = bias_md ? dnnl::matmul::desc(src_md, w, *bias_md, dst_md)
                                         : dnnl::matmul::desc(src_md, w, dst_md);

@@ -120,10 +120,8 @@ class LayerNormKernel final : public DnnlKernel {
 }  // namespace
 
 void register_normalization(KernelRegistry& registry) {
-  registry.add(backend_name, backend_priority, "BatchNormalization",
-               make_kernel<BatchNormKernel>);
-  registry.add(backend_name, backend_priority, "LayerNormalization",
-               make_kernel<LayerNormKernel>);
+  registry.add(backend_name, backend_priority, "BatchNormalization", make_kernel<BatchNormKernel>);
+  registry.add(backend_name, backend_priority, "LayerNormalization", make_kernel<LayerNormKernel>);
 }
 
 }  // namespace troupe::kernels::onednn

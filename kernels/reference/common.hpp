@@ -18,6 +18,14 @@ namespace troupe::kernels::reference {
   throw ExecutionError(node.op_type + " node '" + node.name + "': " + message);
 }
 
+/// Checks that an output has `expected` elements. Outputs are allocated by the executor from shape
+/// inference; a kernel that writes by its own index arithmetic checks this rather than overrun.
+inline void require_output_size(const Node& node, const Tensor& out, int64_t expected) {
+  if (out.size() != expected)
+    fail(node, "output shape " + out.shape().to_string() + " holds " + std::to_string(out.size()) +
+                   " elements, the op produces " + std::to_string(expected));
+}
+
 /// Maps an axis in [-rank, rank) to [0, rank).
 inline size_t normalize_axis(const Node& node, int64_t axis, size_t rank) {
   const auto r = static_cast<int64_t>(rank);

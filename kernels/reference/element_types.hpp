@@ -29,9 +29,8 @@ inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_half_v<T
 
 /// The type an element of T is computed in.
 template <class T>
-using compute_t =
-    std::conditional_t<is_floating_v<T>, double,
-                       std::conditional_t<std::is_same_v<T, bool>, bool, int64_t>>;
+using compute_t = std::conditional_t<is_floating_v<T>, double,
+                                     std::conditional_t<std::is_same_v<T, bool>, bool, int64_t>>;
 
 template <class T>
 compute_t<T> load(T value) {
@@ -55,20 +54,24 @@ T store(V value) {
 [[noreturn]] inline void unsupported_type(const Node& node, ElementType type,
                                           const std::string& expected,
                                           const std::string& what = "input") {
-  throw ExecutionError(node.op_type + " node '" + node.name + "': " + what +
-                       " has element type " + std::string(to_string(type)) + ", expected " +
-                       expected);
+  throw ExecutionError(node.op_type + " node '" + node.name + "': " + what + " has element type " +
+                       std::string(to_string(type)) + ", expected " + expected);
 }
 
 /// Calls f(TypeTag<T>{}) for the floating types.
 template <class F>
 void dispatch_floating(const Node& node, ElementType type, F&& f) {
   switch (type) {
-    case ElementType::f32: return f(TypeTag<float>{});
-    case ElementType::f64: return f(TypeTag<double>{});
-    case ElementType::f16: return f(TypeTag<float16>{});
-    case ElementType::bf16: return f(TypeTag<bfloat16>{});
-    default: unsupported_type(node, type, "f32, f64, f16 or bf16");
+    case ElementType::f32:
+      return f(TypeTag<float>{});
+    case ElementType::f64:
+      return f(TypeTag<double>{});
+    case ElementType::f16:
+      return f(TypeTag<float16>{});
+    case ElementType::bf16:
+      return f(TypeTag<bfloat16>{});
+    default:
+      unsupported_type(node, type, "f32, f64, f16 or bf16");
   }
 }
 
@@ -76,15 +79,24 @@ void dispatch_floating(const Node& node, ElementType type, F&& f) {
 template <class F>
 void dispatch_numeric(const Node& node, ElementType type, F&& f) {
   switch (type) {
-    case ElementType::f32: return f(TypeTag<float>{});
-    case ElementType::f64: return f(TypeTag<double>{});
-    case ElementType::f16: return f(TypeTag<float16>{});
-    case ElementType::bf16: return f(TypeTag<bfloat16>{});
-    case ElementType::i8: return f(TypeTag<int8_t>{});
-    case ElementType::u8: return f(TypeTag<uint8_t>{});
-    case ElementType::i32: return f(TypeTag<int32_t>{});
-    case ElementType::i64: return f(TypeTag<int64_t>{});
-    default: unsupported_type(node, type, "a numeric type");
+    case ElementType::f32:
+      return f(TypeTag<float>{});
+    case ElementType::f64:
+      return f(TypeTag<double>{});
+    case ElementType::f16:
+      return f(TypeTag<float16>{});
+    case ElementType::bf16:
+      return f(TypeTag<bfloat16>{});
+    case ElementType::i8:
+      return f(TypeTag<int8_t>{});
+    case ElementType::u8:
+      return f(TypeTag<uint8_t>{});
+    case ElementType::i32:
+      return f(TypeTag<int32_t>{});
+    case ElementType::i64:
+      return f(TypeTag<int64_t>{});
+    default:
+      unsupported_type(node, type, "a numeric type");
   }
 }
 
@@ -99,9 +111,12 @@ void dispatch_any(const Node& node, ElementType type, F&& f) {
 template <class F>
 void dispatch_index(const Node& node, ElementType type, F&& f, const std::string& what) {
   switch (type) {
-    case ElementType::i32: return f(TypeTag<int32_t>{});
-    case ElementType::i64: return f(TypeTag<int64_t>{});
-    default: unsupported_type(node, type, "i32 or i64", what);
+    case ElementType::i32:
+      return f(TypeTag<int32_t>{});
+    case ElementType::i64:
+      return f(TypeTag<int64_t>{});
+    default:
+      unsupported_type(node, type, "i32 or i64", what);
   }
 }
 

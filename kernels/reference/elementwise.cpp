@@ -79,6 +79,7 @@ void logical(const Node& node, const Tensors& in, Tensors& out, Op op) {
 // y = op(x) for the floating types; op works on double.
 template <class Op>
 void unary_floating(const Node& node, const Tensors& in, Tensors& out, Op op) {
+  require_output_size(node, out[0], in[0].size());
   dispatch_floating(node, in[0].element_type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = in[0].data<T>();
@@ -90,6 +91,7 @@ void unary_floating(const Node& node, const Tensors& in, Tensors& out, Op op) {
 // y = op(x) for the numeric types; op works on compute_t values (double or int64).
 template <class Op>
 void unary_numeric(const Node& node, const Tensors& in, Tensors& out, Op op) {
+  require_output_size(node, out[0], in[0].size());
   dispatch_numeric(node, in[0].element_type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = in[0].data<T>();
@@ -158,6 +160,23 @@ void div(const Node& node, const Tensors& in, Tensors& out) {
   });
 }
 
+void mod(const Node& node, const Tensors& in, Tensors& out) {
+  // fmod=0: the remainder takes the divisor's sign (Python's %); fmod=1: the dividend's (C fmod).
+  const bool c_style = node.attributes.get_int_or("fmod", 0) != 0;
+  arithmetic(node, in, out, [&](auto a, auto b) {
+    using C = decltype(a);
+    C r;
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0) fail(node, "integer modulo by zero");
+      r = a % b;
+    } else {
+      r = std::fmod(a, b);
+    }
+    if (!c_style && r != 0 && (r < 0) != (b < 0)) r += b;
+    return r;
+  });
+}
+
 void pow(const Node& node, const Tensors& in, Tensors& out) {
   // Base and exponent may differ in type; the result has the base's type.
   dispatch_numeric(node, in[0].element_type(), [&](auto base_tag) {
@@ -192,7 +211,8 @@ void sum(const Node& node, const Tensors& in, Tensors& out) {
 }
 
 void mean(const Node& node, const Tensors& in, Tensors& out) {
-  variadic(node, in, out, true, [](auto a, auto b) { return a + b; }, /*mean=*/true);
+  variadic(
+      node, in, out, true, [](auto a, auto b) { return a + b; }, /*mean=*/true);
 }
 
 // --- comparisons and logic ---------------------------------------------------------------------
@@ -232,6 +252,7 @@ void logical_xor(const Node& node, const Tensors& in, Tensors& out) {
 void logical_not(const Node& node, const Tensors& in, Tensors& out) {
   if (in[0].element_type() != ElementType::boolean)
     unsupported_type(node, in[0].element_type(), "boolean");
+  require_output_size(node, out[0], in[0].size());
   const bool* x = in[0].data<bool>();
   bool* y = out[0].data<bool>();
   for (int64_t i = 0; i < in[0].size(); ++i) y[i] = !x[i];
@@ -375,15 +396,94 @@ void gelu(const Node& node, const Tensors& in, Tensors& out) {
   }
 }
 
+void tan(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return std::tan(x); });
+}
+
+void asin(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return std::asin(x); });
+}
+
+void acos(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return std::acos(x); });
+}
+
+void atan(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return std::atan(x); });
+}
+
+void sinh(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return std::sinh(x); });
+}
+
+void cosh(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return std::cosh(x); });
+}
+
+void asinh(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return std::asinh(x); });
+}
+
+void acosh(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return std::acosh(x); });
+}
+
+void atanh(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return std::atanh(x); });
+}
+
+void thresholded_relu(const Node& node, const Tensors& in, Tensors& out) {
+  const double alpha = node.attributes.get_float_or("alpha", 1.0);
+  unary_floating(node, in, out, [alpha](double x) { return x > alpha ? x : 0.0; });
+}
+
+void celu(const Node& node, const Tensors& in, Tensors& out) {
+  const double alpha = node.attributes.get_float_or("alpha", 1.0);
+  unary_floating(node, in, out, [alpha](double x) {
+    return std::max(0.0, x) + std::min(0.0, alpha * (std::exp(x / alpha) - 1.0));
+  });
+}
+
+void shrink(const Node& node, const Tensors& in, Tensors& out) {
+  const double lambd = node.attributes.get_float_or("lambd", 0.5);
+  const double bias = node.attributes.get_float_or("bias", 0.0);
+  unary_floating(node, in, out, [lambd, bias](double x) {
+    return x < -lambd ? x + bias : (x > lambd ? x - bias : 0.0);
+  });
+}
+
+// Floating input, boolean output.
+template <class Predicate>
+void float_predicate(const Node& node, const Tensors& in, Tensors& out, Predicate predicate) {
+  require_output_size(node, out[0], in[0].size());
+  dispatch_floating(node, in[0].element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = in[0].data<T>();
+    bool* y = out[0].data<bool>();
+    for (int64_t i = 0; i < in[0].size(); ++i) y[i] = predicate(load(x[i]));
+  });
+}
+
+void is_nan(const Node& node, const Tensors& in, Tensors& out) {
+  float_predicate(node, in, out, [](double x) { return std::isnan(x); });
+}
+
+void is_inf(const Node& node, const Tensors& in, Tensors& out) {
+  const bool negative = node.attributes.get_int_or("detect_negative", 1) != 0;
+  const bool positive = node.attributes.get_int_or("detect_positive", 1) != 0;
+  float_predicate(node, in, out, [negative, positive](double x) {
+    return std::isinf(x) && (x < 0 ? negative : positive);
+  });
+}
+
 // --- ops with extra operands -------------------------------------------------------------------
 
 void prelu(const Node& node, const Tensors& in, Tensors& out) {
   require_same_types(node, in, 0, 2);
   dispatch_floating(node, in[0].element_type(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    broadcast_binary<T, T>(node, in, out[0], [](double x, double slope) {
-      return x < 0 ? slope * x : x;
-    });
+    broadcast_binary<T, T>(node, in, out[0],
+                           [](double x, double slope) { return x < 0 ? slope * x : x; });
   });
 }
 
@@ -409,6 +509,7 @@ void clip(const Node& node, const Tensors& in, Tensors& out) {
     };
     const C lo = bound(1, "min", std::numeric_limits<C>::lowest());
     const C hi = bound(2, "max", std::numeric_limits<C>::max());
+    require_output_size(node, out[0], in[0].size());
     const T* x = in[0].data<T>();
     T* y = out[0].data<T>();
     for (int64_t i = 0; i < in[0].size(); ++i) {
@@ -450,7 +551,7 @@ To cast_value(From v) {
     if (std::isnan(x)) return To{0};
     const double t = std::trunc(x);
     const double limit = 9223372036854775807.0;
-    const int64_t wide = t >= limit ? std::numeric_limits<int64_t>::max()
+    const int64_t wide = t >= limit    ? std::numeric_limits<int64_t>::max()
                          : t <= -limit ? std::numeric_limits<int64_t>::min()
                                        : static_cast<int64_t>(t);
     return static_cast<To>(wide);
@@ -460,6 +561,7 @@ To cast_value(From v) {
 }
 
 void cast(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_size(node, out[0], in[0].size());
   dispatch_any(node, in[0].element_type(), [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
     dispatch_any(node, out[0].element_type(), [&](auto to_tag) {
@@ -479,6 +581,7 @@ void register_elementwise(KernelRegistry& registry) {
       {"Sub", &sub},
       {"Mul", &mul},
       {"Div", &div},
+      {"Mod", &mod},
       {"Pow", &pow},
       {"Max", &max},
       {"Min", &min},
@@ -517,10 +620,25 @@ void register_elementwise(KernelRegistry& registry) {
       {"Softplus", &softplus},
       {"Softsign", &softsign},
       {"Gelu", &gelu},
+      {"Tan", &tan},
+      {"Asin", &asin},
+      {"Acos", &acos},
+      {"Atan", &atan},
+      {"Sinh", &sinh},
+      {"Cosh", &cosh},
+      {"Asinh", &asinh},
+      {"Acosh", &acosh},
+      {"Atanh", &atanh},
+      {"ThresholdedRelu", &thresholded_relu},
+      {"Celu", &celu},
+      {"Shrink", &shrink},
+      {"IsNaN", &is_nan},
+      {"IsInf", &is_inf},
       {"PRelu", &prelu},
       {"Clip", &clip},
       {"Where", &where},
       {"Cast", &cast},
+      {"CastLike", &cast},  // the output's type is the second input's
   };
   for (const auto& [op_type, fn] : ops) {
     ReferenceFn f = fn;

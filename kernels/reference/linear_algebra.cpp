@@ -24,8 +24,8 @@ Shape broadcast_batch(const Node& node, const Shape& a, const Shape& b) {
     const int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
     const int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
     if (da != db && da != 1 && db != 1)
-      fail(node, "batch dimensions " + a.to_string() + " and " + b.to_string() +
-                     " do not broadcast");
+      fail(node,
+           "batch dimensions " + a.to_string() + " and " + b.to_string() + " do not broadcast");
     dims[i] = da == 1 ? db : da;
   }
   return Shape(std::move(dims));
@@ -95,24 +95,28 @@ void gemm(const Node& node, const Tensors& in, Tensors& out) {
     const Shape& a_shape = in[0].shape();
     const Shape& b_shape = in[1].shape();
     if (a_shape.rank() != 2 || b_shape.rank() != 2)
-      fail(node, "A and B must be matrices, got " + a_shape.to_string() + " and " +
-                     b_shape.to_string());
+      fail(node,
+           "A and B must be matrices, got " + a_shape.to_string() + " and " + b_shape.to_string());
     const int64_t m = trans_a ? a_shape[1] : a_shape[0];
     const int64_t k_size = trans_a ? a_shape[0] : a_shape[1];
     const int64_t n = trans_b ? b_shape[0] : b_shape[1];
     if ((trans_b ? b_shape[1] : b_shape[0]) != k_size)
-      fail(node, "inner dimensions of A " + a_shape.to_string() + " and B " +
-                     b_shape.to_string() + " differ");
+      fail(node, "inner dimensions of A " + a_shape.to_string() + " and B " + b_shape.to_string() +
+                     " differ");
     if (out[0].shape() != Shape{m, n})
-      fail(node, "output shape " + out[0].shape().to_string() + " is not [M,N] = " +
-                     Shape{m, n}.to_string());
+      fail(node, "output shape " + out[0].shape().to_string() +
+                     " is not [M,N] = " + Shape{m, n}.to_string());
 
     const T* a = in[0].data<T>();
     const T* b = in[1].data<T>();
     T* y = out[0].data<T>();
     // A(i,k) and B(k,j) read through the transposition flags.
-    auto a_at = [&](int64_t i, int64_t k) { return load(trans_a ? a[k * m + i] : a[i * k_size + k]); };
-    auto b_at = [&](int64_t k, int64_t j) { return load(trans_b ? b[j * k_size + k] : b[k * n + j]); };
+    auto a_at = [&](int64_t i, int64_t k) {
+      return load(trans_a ? a[k * m + i] : a[i * k_size + k]);
+    };
+    auto b_at = [&](int64_t k, int64_t j) {
+      return load(trans_b ? b[j * k_size + k] : b[k * n + j]);
+    };
     // C (optional) broadcasts to [M,N].
     const T* c = has_c ? in[2].data<T>() : nullptr;
     BroadcastWalker walk(node, out[0].shape(),

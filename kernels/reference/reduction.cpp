@@ -1,5 +1,5 @@
-// Reference kernels of the ops that reduce along axes: ReduceSum/Mean/Max/Min/Prod/L1/L2/
-// SumSquare/LogSumExp, ArgMax/ArgMin and TopK.
+// Reference kernels of the ops that work along axes: ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/
+// LogSum/LogSumExp, ArgMax/ArgMin, TopK and CumSum.
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +18,7 @@ namespace {
 
 using Tensors = std::vector<Tensor>;
 
-enum class Reduction { sum, mean, max, min, prod, l1, l2, sum_square, log_sum_exp };
+enum class Reduction { sum, mean, max, min, prod, l1, l2, sum_square, log_sum, log_sum_exp };
 
 // Which input dimensions a Reduce* node reduces: the `axes` attribute (before opset 18; 13 for
 // ReduceSum), else the optional axes input; none given means all, unless noop_with_empty_axes.
@@ -112,19 +112,34 @@ void reduce(const Node& node, const Tensors& in, Tensors& out, Reduction kind) {
         C& a = acc[static_cast<size_t>(target(i))];
         switch (kind) {
           case Reduction::sum:
-          case Reduction::mean: a += v; break;
-          case Reduction::max: a = max_of(a, v); break;
-          case Reduction::min: a = min_of(a, v); break;
-          case Reduction::prod: a *= v; break;
-          case Reduction::l1: a += v < 0 ? -v : v; break;
+          case Reduction::mean:
+          case Reduction::log_sum:
+            a += v;
+            break;
+          case Reduction::max:
+            a = max_of(a, v);
+            break;
+          case Reduction::min:
+            a = min_of(a, v);
+            break;
+          case Reduction::prod:
+            a *= v;
+            break;
+          case Reduction::l1:
+            a += v < 0 ? -v : v;
+            break;
           case Reduction::l2:
-          case Reduction::sum_square: a += v * v; break;
-          case Reduction::log_sum_exp: break;
+          case Reduction::sum_square:
+            a += v * v;
+            break;
+          case Reduction::log_sum_exp:
+            break;
         }
       }
       for (C& a : acc) {
         if (kind == Reduction::mean && group > 0) a = a / static_cast<C>(group);
         if (kind == Reduction::l2) a = static_cast<C>(std::sqrt(static_cast<double>(a)));
+        if (kind == Reduction::log_sum) a = static_cast<C>(std::log(static_cast<double>(a)));
       }
     }
     T* y = out[0].data<T>();
@@ -155,6 +170,9 @@ void reduce_l2(const Node& n, const Tensors& in, Tensors& out) {
 }
 void reduce_sum_square(const Node& n, const Tensors& in, Tensors& out) {
   reduce(n, in, out, Reduction::sum_square);
+}
+void reduce_log_sum(const Node& n, const Tensors& in, Tensors& out) {
+  reduce(n, in, out, Reduction::log_sum);
 }
 void reduce_log_sum_exp(const Node& n, const Tensors& in, Tensors& out) {
   reduce(n, in, out, Reduction::log_sum_exp);
@@ -202,8 +220,12 @@ void arg_reduce(const Node& node, const Tensors& in, Tensors& out, bool largest)
   });
 }
 
-void arg_max(const Node& n, const Tensors& in, Tensors& out) { arg_reduce(n, in, out, true); }
-void arg_min(const Node& n, const Tensors& in, Tensors& out) { arg_reduce(n, in, out, false); }
+void arg_max(const Node& n, const Tensors& in, Tensors& out) {
+  arg_reduce(n, in, out, true);
+}
+void arg_min(const Node& n, const Tensors& in, Tensors& out) {
+  arg_reduce(n, in, out, false);
+}
 
 // A strict order in which NaN is above every number (as numpy sorts it).
 template <class C>
@@ -223,13 +245,15 @@ void top_k(const Node& node, const Tensors& in, Tensors& out) {
     const std::vector<int64_t>& dims = in[0].shape().dims();
     const size_t axis = normalize_axis(node, node.attributes.get_int_or("axis", -1), dims.size());
     const bool largest = node.attributes.get_int_or("largest", 1) != 0;
-    const std::vector<int64_t> k_values = read_ints(node, in[1], "K");
+    const std::vector<int64_t> k_values = in.size() > 1
+                                              ? read_ints(node, in[1], "K")
+                                              : std::vector<int64_t>{node.attributes.get_int("k")};
     if (k_values.size() != 1) fail(node, "K must hold exactly one value");
     const int64_t k = k_values[0];
     const AxisSplit s = split_at(dims, axis);
     if (k < 0 || k > s.n)
-      fail(node, "K = " + std::to_string(k) + " is out of range for axis size " +
-                     std::to_string(s.n));
+      fail(node,
+           "K = " + std::to_string(k) + " is out of range for axis size " + std::to_string(s.n));
     if (out[0].size() != s.outer * k * s.inner || out[1].size() != out[0].size())
       fail(node, "output shapes do not match K = " + std::to_string(k));
 
@@ -254,6 +278,37 @@ void top_k(const Node& node, const Tensors& in, Tensors& out) {
   });
 }
 
+// Running sums along an axis given as a scalar input; `exclusive` leaves the current element out,
+// `reverse` runs from the end.
+void cum_sum(const Node& node, const Tensors& in, Tensors& out) {
+  dispatch_numeric(node, in[0].element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const std::vector<int64_t>& dims = in[0].shape().dims();
+    const std::vector<int64_t> axis_value = read_ints(node, in[1], "axis");
+    if (axis_value.size() != 1) fail(node, "axis must hold exactly one value");
+    const size_t axis = normalize_axis(node, axis_value[0], dims.size());
+    const bool exclusive = node.attributes.get_int_or("exclusive", 0) != 0;
+    const bool reverse = node.attributes.get_int_or("reverse", 0) != 0;
+    const AxisSplit s = split_at(dims, axis);
+    require_output_size(node, out[0], in[0].size());
+    const T* x = in[0].data<T>();
+    T* y = out[0].data<T>();
+    for (int64_t o = 0; o < s.outer; ++o) {
+      for (int64_t i = 0; i < s.inner; ++i) {
+        compute_t<T> acc = 0;
+        for (int64_t step = 0; step < s.n; ++step) {
+          const int64_t k = reverse ? s.n - 1 - step : step;
+          const int64_t at = (o * s.n + k) * s.inner + i;
+          const compute_t<T> v = load(x[at]);
+          if (!exclusive) acc += v;
+          y[at] = store<T>(acc);
+          if (exclusive) acc += v;
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void register_reduction(KernelRegistry& registry) {
@@ -266,7 +321,9 @@ void register_reduction(KernelRegistry& registry) {
       {"ReduceL1", &reduce_l1},
       {"ReduceL2", &reduce_l2},
       {"ReduceSumSquare", &reduce_sum_square},
+      {"ReduceLogSum", &reduce_log_sum},
       {"ReduceLogSumExp", &reduce_log_sum_exp},
+      {"CumSum", &cum_sum},
       {"ArgMax", &arg_max},
       {"ArgMin", &arg_min},
       {"TopK", &top_k},

@@ -1,7 +1,7 @@
 // Reference kernels of the data-movement ops: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
 // Dropout (inference), Shape, Transpose, Concat, Split, Expand, Tile, ConstantOfShape, Range,
-// Gather, Slice and Pad. None of them does arithmetic on the elements, so most work on bytes:
-// an element is `element_size(type)` bytes copied as a whole.
+// Gather, GatherElements, Slice, Pad, Size and Trilu. None of them does arithmetic on the elements,
+// so most work on bytes: an element is `element_size(type)` bytes copied as a whole.
 
 #include <algorithm>
 #include <cmath>
@@ -20,8 +20,12 @@ namespace {
 
 using Tensors = std::vector<Tensor>;
 
-const uint8_t* bytes(const Tensor& t) { return static_cast<const uint8_t*>(t.raw_data()); }
-uint8_t* bytes(Tensor& t) { return static_cast<uint8_t*>(t.raw_data()); }
+const uint8_t* bytes(const Tensor& t) {
+  return static_cast<const uint8_t*>(t.raw_data());
+}
+uint8_t* bytes(Tensor& t) {
+  return static_cast<uint8_t*>(t.raw_data());
+}
 
 // memcpy that accepts the null pointers of empty tensors.
 void copy_bytes(uint8_t* dst, const uint8_t* src, size_t n) {
@@ -38,13 +42,15 @@ void require_output_type(const Node& node, const Tensor& in, const Tensor& out) 
 void copy_elements(const Node& node, const Tensors& in, Tensors& out) {
   require_output_type(node, in[0], out[0]);
   if (in[0].size() != out[0].size())
-    fail(node, "input " + in[0].shape().to_string() + " and output " +
-                   out[0].shape().to_string() + " differ in element count");
+    fail(node, "input " + in[0].shape().to_string() + " and output " + out[0].shape().to_string() +
+                   " differ in element count");
   copy_bytes(bytes(out[0]), bytes(in[0]), in[0].byte_size());
 }
 
 void dropout(const Node& node, const Tensors& in, Tensors& out) {
   // Inference: the data passes unchanged and the mask keeps everything.
+  if (in.size() > 2 && !in[2].empty() && in[2].size() == 1 && in[2].value_at(0) != 0)
+    fail(node, "training_mode=true is not supported (inference only)");
   copy_elements(node, in, out);
   if (out.size() > 1 && !out[1].empty()) {
     bool* mask = out[1].data<bool>();
@@ -60,6 +66,7 @@ void shape(const Node& node, const Tensors& in, Tensors& out) {
   if (end < 0) end += rank;
   start = std::clamp<int64_t>(start, 0, rank);
   end = std::clamp<int64_t>(end, 0, rank);
+  require_output_size(node, out[0], std::max<int64_t>(end - start, 0));
   int64_t* y = out[0].data<int64_t>();
   for (int64_t d = start; d < end; ++d) y[d - start] = in[0].shape()[static_cast<size_t>(d)];
 }
@@ -76,7 +83,13 @@ void transpose(const Node& node, const Tensors& in, Tensors& out) {
   }
   if (perm.size() != rank) fail(node, "perm does not match the input rank");
   std::vector<int64_t> out_dims(rank);
-  for (size_t i = 0; i < rank; ++i) out_dims[i] = in_dims[static_cast<size_t>(perm[i])];
+  for (size_t i = 0; i < rank; ++i) {
+    if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(rank)) fail(node, "perm is out of range");
+    out_dims[i] = in_dims[static_cast<size_t>(perm[i])];
+  }
+  if (out[0].shape().dims() != out_dims)
+    fail(node, "output shape " + out[0].shape().to_string() + " is not the transposed " +
+                   Shape(out_dims).to_string());
 
   // Output dimension i walks input dimension perm[i].
   const std::vector<int64_t> in_strides = dense_strides(in_dims);
@@ -103,6 +116,14 @@ void concat(const Node& node, const Tensors& in, Tensors& out) {
   const size_t axis = normalize_axis(node, node.attributes.get_int("axis"), out_dims.size());
   const auto [outer, inner] = outer_inner(out_dims, axis);
   const size_t es = element_size(out[0].element_type());
+  int64_t total = 0;
+  for (const Tensor& t : in) {
+    if (t.shape().rank() != out_dims.size() || t.size() != outer * t.shape()[axis] * inner)
+      fail(node, "input shape " + t.shape().to_string() + " does not fit output shape " +
+                     out[0].shape().to_string());
+    total += t.size();
+  }
+  require_output_size(node, out[0], total);
   // Each outer slice of the output is the inputs' outer slices one after the other.
   uint8_t* dst = bytes(out[0]);
   for (int64_t o = 0; o < outer; ++o) {
@@ -121,7 +142,12 @@ void split(const Node& node, const Tensors& in, Tensors& out) {
   const auto [outer, inner] = outer_inner(in_dims, axis);
   const size_t es = element_size(in[0].element_type());
   int64_t total = 0;
-  for (const Tensor& t : out) total += t.shape()[axis];
+  for (const Tensor& t : out) {
+    if (t.shape().rank() != in_dims.size() || t.size() != outer * t.shape()[axis] * inner)
+      fail(node, "output shape " + t.shape().to_string() + " does not fit input shape " +
+                     in[0].shape().to_string());
+    total += t.shape()[axis];
+  }
   if (total != in_dims[axis])
     fail(node, "the outputs' sizes along axis " + std::to_string(axis) + " sum to " +
                    std::to_string(total) + ", not " + std::to_string(in_dims[axis]));
@@ -173,8 +199,7 @@ void constant_of_shape(const Node& node, const Tensors& in, Tensors& out) {
   }
   require_output_type(node, value, out[0]);
   const size_t es = element_size(value.element_type());
-  for (int64_t i = 0; i < out[0].size(); ++i)
-    std::memcpy(bytes(out[0]) + i * es, bytes(value), es);
+  for (int64_t i = 0; i < out[0].size(); ++i) std::memcpy(bytes(out[0]) + i * es, bytes(value), es);
 }
 
 void range(const Node& node, const Tensors& in, Tensors& out) {
@@ -201,13 +226,13 @@ void range(const Node& node, const Tensors& in, Tensors& out) {
 void gather(const Node& node, const Tensors& in, Tensors& out) {
   require_output_type(node, in[0], out[0]);
   const std::vector<int64_t>& data_dims = in[0].shape().dims();
-  const size_t axis =
-      normalize_axis(node, node.attributes.get_int_or("axis", 0), data_dims.size());
+  const size_t axis = normalize_axis(node, node.attributes.get_int_or("axis", 0), data_dims.size());
   const auto [outer, inner] = outer_inner(data_dims, axis);
   const int64_t axis_size = data_dims[axis];
   const std::vector<int64_t> indices = read_ints(node, in[1], "indices");
   const size_t es = element_size(in[0].element_type());
   const size_t row = static_cast<size_t>(inner) * es;
+  require_output_size(node, out[0], outer * static_cast<int64_t>(indices.size()) * inner);
   // Output = for each outer slice, the data rows selected by the indices, in index order.
   uint8_t* dst = bytes(out[0]);
   for (int64_t o = 0; o < outer; ++o) {
@@ -240,8 +265,7 @@ void slice(const Node& node, const Tensors& in, Tensors& out) {
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size())
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     fail(node, "starts, ends, axes and steps must have the same length");
 
   // Per dimension: the first input index taken and the step between taken indices. Starts and
@@ -348,6 +372,68 @@ void pad(const Node& node, const Tensors& in, Tensors& out) {
   }
 }
 
+void size(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_size(node, out[0], 1);
+  out[0].data<int64_t>()[0] = in[0].size();
+}
+
+// Keeps the upper (or lower) triangle of the last two dimensions, shifted by the diagonal offset k
+// (input 1, default 0); everything else becomes zero.
+void trilu(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& dims = in[0].shape().dims();
+  if (dims.size() < 2) fail(node, "input must have rank >= 2");
+  require_output_size(node, out[0], in[0].size());
+  const bool upper = node.attributes.get_int_or("upper", 1) != 0;
+  int64_t k = 0;
+  if (in.size() > 1 && !in[1].empty()) {
+    const std::vector<int64_t> given = read_ints(node, in[1], "k");
+    if (given.size() != 1) fail(node, "k must hold exactly one value");
+    k = given[0];
+  }
+  const int64_t rows = dims[dims.size() - 2];
+  const int64_t cols = dims[dims.size() - 1];
+  const size_t es = element_size(in[0].element_type());
+  for (int64_t flat = 0; flat < in[0].size(); ++flat) {
+    const int64_t row = flat / cols % rows;
+    const int64_t col = flat % cols;
+    const bool keep = upper ? col - row >= k : col - row <= k;
+    if (keep)
+      std::memcpy(bytes(out[0]) + flat * es, bytes(in[0]) + flat * es, es);
+    else
+      std::memset(bytes(out[0]) + flat * es, 0, es);  // all-zero bits are 0 in every type
+  }
+}
+
+// out[idx] = data[idx with idx[axis] replaced by indices[idx]].
+void gather_elements(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& data_dims = in[0].shape().dims();
+  const std::vector<int64_t>& index_dims = in[1].shape().dims();
+  if (index_dims.size() != data_dims.size()) fail(node, "indices must have the rank of data");
+  const size_t axis = normalize_axis(node, node.attributes.get_int_or("axis", 0), data_dims.size());
+  const std::vector<int64_t> indices = read_ints(node, in[1], "indices");
+  require_output_size(node, out[0], in[1].size());
+  const std::vector<int64_t> data_strides = dense_strides(data_dims);
+  const size_t es = element_size(in[0].element_type());
+  for (int64_t flat = 0; flat < in[1].size(); ++flat) {
+    std::vector<int64_t> index = unravel(flat, index_dims);
+    int64_t i = indices[static_cast<size_t>(flat)];
+    if (i < 0) i += data_dims[axis];
+    if (i < 0 || i >= data_dims[axis])
+      fail(node, "index " + std::to_string(indices[static_cast<size_t>(flat)]) +
+                     " is out of range for axis " + std::to_string(axis) + " of size " +
+                     std::to_string(data_dims[axis]));
+    index[axis] = i;
+    int64_t src = 0;
+    for (size_t d = 0; d < index.size(); ++d) {
+      if (index[d] >= data_dims[d]) fail(node, "indices shape exceeds data shape");
+      src += index[d] * data_strides[d];
+    }
+    std::memcpy(bytes(out[0]) + flat * es, bytes(in[0]) + src * es, es);
+  }
+}
+
 }  // namespace
 
 void register_shape(KernelRegistry& registry) {
@@ -369,6 +455,9 @@ void register_shape(KernelRegistry& registry) {
       {"Gather", &gather},
       {"Slice", &slice},
       {"Pad", &pad},
+      {"Size", &size},
+      {"Trilu", &trilu},
+      {"GatherElements", &gather_elements},
   };
   for (const auto& [op_type, fn] : ops) {
     ReferenceFn f = fn;

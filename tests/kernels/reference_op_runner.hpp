@@ -86,9 +86,15 @@ inline std::shared_ptr<Model> single_op_model(const std::string& op_type,
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string name = "in" + std::to_string(i);
     switch (args[i].kind) {
-      case Arg::Kind::input: ids.push_back(b.input(name, args[i].type, args[i].shape)); break;
-      case Arg::Kind::constant: ids.push_back(b.constant(name, args[i].data)); break;
-      case Arg::Kind::omitted: ids.push_back(no_value); break;
+      case Arg::Kind::input:
+        ids.push_back(b.input(name, args[i].type, args[i].shape));
+        break;
+      case Arg::Kind::constant:
+        ids.push_back(b.constant(name, args[i].data));
+        break;
+      case Arg::Kind::omitted:
+        ids.push_back(no_value);
+        break;
     }
   }
   for (ValueId out : b.op_multi(op_type, ids, num_outputs, std::move(attributes), "node"))
@@ -119,7 +125,7 @@ inline std::vector<Tensor> run(const std::string& op_type, const std::vector<Arg
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     request.inputs.push_back(args[i].kind == Arg::Kind::omitted ? ValueInfo{}
-                                                                 : model->value(node.inputs[i]));
+                                                                : model->value(node.inputs[i]));
     inputs.push_back(args[i].data);
   }
   std::vector<Tensor> outputs;

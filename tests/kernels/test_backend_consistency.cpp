@@ -78,7 +78,9 @@ class Rng {
   int64_t integer(int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(engine_);
   }
-  double real(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(engine_); }
+  double real(double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(engine_);
+  }
   bool chance(double p) { return real(0, 1) < p; }
   template <class T>
   const T& pick(const std::vector<T>& values) {
@@ -116,8 +118,8 @@ std::vector<ValueInfo> value_infos(const std::vector<Tensor>& tensors, const cha
     if (tensors[i].empty())
       infos.push_back(ValueInfo{});
     else
-      infos.push_back(ValueInfo{prefix + std::to_string(i), tensors[i].element_type(),
-                                tensors[i].shape()});
+      infos.push_back(
+          ValueInfo{prefix + std::to_string(i), tensors[i].element_type(), tensors[i].shape()});
   }
   return infos;
 }
@@ -143,8 +145,8 @@ std::string compare(const Tensor& got, const Tensor& want, Tolerance tol) {
   for (size_t i = 0; i < g.size(); ++i) {
     if (std::isnan(w[i]) && std::isnan(g[i])) continue;
     if (std::isinf(w[i]) && g[i] == w[i]) continue;
-    const double excess = std::fabs(double(g[i]) - double(w[i])) -
-                          (tol.atol + tol.rtol * std::fabs(double(w[i])));
+    const double excess =
+        std::fabs(double(g[i]) - double(w[i])) - (tol.atol + tol.rtol * std::fabs(double(w[i])));
     if (!(excess <= worst)) {  // also catches NaN
       worst = std::isnan(excess) ? INFINITY : excess;
       worst_index = i;
@@ -220,9 +222,11 @@ void check_case(const Case& c, Tally& tally) {
   // A second run takes the prepared path (bound memory, packed constant weights).
   std::vector<Tensor> again = allocate(std::nanf(""));
   fast->execute(c.inputs, again);
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!got[i].empty())
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!got[i].empty()) {
       EXPECT_EQ(compare(again[i], got[i], Tolerance{0, 0}), "") << "second run differs";
+    }
+  }
   tally.ran[c.node.op_type]++;
 }
 
@@ -234,12 +238,11 @@ std::vector<Case> unary_cases(Rng& rng) {
     const char* name;
     double lo, hi;
   };
-  const std::vector<Op> ops = {{"Relu", -3, 3},     {"Sigmoid", -8, 8},     {"Tanh", -4, 4},
-                               {"Exp", -5, 5},      {"Log", 0.05, 20},      {"Sqrt", 0, 20},
-                               {"Abs", -3, 3},      {"Neg", -3, 3},         {"LeakyRelu", -3, 3},
-                               {"Elu", -4, 4},      {"Softplus", -10, 10},  {"HardSwish", -5, 5},
-                               {"Gelu", -5, 5},     {"Clip", -3, 3},        {"Round", -4, 4},
-                               {"Reciprocal", 0.1, 5}};
+  const std::vector<Op> ops = {
+      {"Relu", -3, 3},      {"Sigmoid", -8, 8}, {"Tanh", -4, 4},       {"Exp", -5, 5},
+      {"Log", 0.05, 20},    {"Sqrt", 0, 20},    {"Abs", -3, 3},        {"Neg", -3, 3},
+      {"LeakyRelu", -3, 3}, {"Elu", -4, 4},     {"Softplus", -10, 10}, {"HardSwish", -5, 5},
+      {"Gelu", -5, 5},      {"Clip", -3, 3},    {"Round", -4, 4},      {"Reciprocal", 0.1, 5}};
   std::vector<Case> cases;
   for (const Op& op : ops) {
     for (int k = 0; k < 12; ++k) {
@@ -273,7 +276,8 @@ std::vector<Case> unary_cases(Rng& rng) {
       c.node = make_node(name, attrs);
       // oneDNN's log is accurate in absolute terms (about 1e-6), so results near 0 (Log near 1,
       // Softplus of large negative x) need an absolute tolerance.
-      c.tolerance = name == "Log" || name == "Softplus" ? Tolerance{1e-5, 1e-5} : Tolerance{1e-5, 1e-6};
+      c.tolerance =
+          name == "Log" || name == "Softplus" ? Tolerance{1e-5, 1e-5} : Tolerance{1e-5, 1e-6};
       cases.push_back(c);
     }
   }
@@ -374,7 +378,8 @@ std::vector<Case> matmul_cases(Rng& rng) {
     const std::vector<ints> c_shapes = {{}, {n}, {1, n}, {m, n}, {m, 1}, {1, 1}, {1}};
     Case c;
     c.node = make_node("Gemm", attrs);
-    c.inputs = {rng.tensor(ta ? ints{kk, m} : ints{m, kk}), rng.tensor(tb ? ints{n, kk} : ints{kk, n})};
+    c.inputs = {rng.tensor(ta ? ints{kk, m} : ints{m, kk}),
+                rng.tensor(tb ? ints{n, kk} : ints{kk, n})};
     c.constant = {false, rng.chance(0.6), true};
     if (rng.chance(0.15))
       c.inputs.push_back(Tensor());
@@ -398,7 +403,8 @@ std::vector<Case> conv_cases(Rng& rng) {
     const int64_t g = group == 0 ? depth : group;
     const int64_t out_per_group = group == 0 ? rng.integer(1, 2) : rng.integer(1, 8);
     const int64_t batch = rng.integer(1, 2);
-    ints kernel(spatial), strides(spatial), dilations(spatial), pads(2 * spatial), x{batch, g * in_per_group};
+    ints kernel(spatial), strides(spatial), dilations(spatial), pads(2 * spatial),
+        x{batch, g * in_per_group};
     for (size_t i = 0; i < spatial; ++i) {
       kernel[i] = rng.integer(1, spatial == 3 ? 3 : 5);
       strides[i] = rng.integer(1, 2);
@@ -572,11 +578,39 @@ TEST(BackendConsistency, Normalization) {
 
 // Every op type the dnnl backend registers is covered by a family above.
 TEST(BackendConsistency, EveryDnnlOpIsCovered) {
-  const std::vector<std::string> covered = {
-      "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "LeakyRelu", "Elu",
-      "Softplus", "HardSwish", "Gelu", "Clip", "Round", "Reciprocal", "Add", "Sub", "Mul", "Div",
-      "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "MaxPool", "AveragePool",
-      "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization", "LayerNormalization"};
+  const std::vector<std::string> covered = {"Relu",
+                                            "Sigmoid",
+                                            "Tanh",
+                                            "Exp",
+                                            "Log",
+                                            "Sqrt",
+                                            "Abs",
+                                            "Neg",
+                                            "LeakyRelu",
+                                            "Elu",
+                                            "Softplus",
+                                            "HardSwish",
+                                            "Gelu",
+                                            "Clip",
+                                            "Round",
+                                            "Reciprocal",
+                                            "Add",
+                                            "Sub",
+                                            "Mul",
+                                            "Div",
+                                            "Max",
+                                            "Min",
+                                            "Softmax",
+                                            "LogSoftmax",
+                                            "MatMul",
+                                            "Gemm",
+                                            "Conv",
+                                            "MaxPool",
+                                            "AveragePool",
+                                            "GlobalAveragePool",
+                                            "GlobalMaxPool",
+                                            "BatchNormalization",
+                                            "LayerNormalization"};
   const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
   EXPECT_FALSE(ops.empty());
   for (const std::string& op : ops)
@@ -590,7 +624,7 @@ TEST(BackendConsistency, DynamicShapesPrepareLazily) {
   Rng rng(base_seed() + 8);
   struct Dyn {
     Node node;
-    std::vector<Shape> declared;  // with -1 dims
+    std::vector<Shape> declared;                       // with -1 dims
     std::vector<std::function<Tensor(int64_t)>> make;  // input for a batch size
   };
   const Tensor conv_w = rng.tensor({8, 3, 3, 3});
@@ -599,13 +633,22 @@ TEST(BackendConsistency, DynamicShapesPrepareLazily) {
   std::vector<Dyn> dyns = {
       {make_node("Conv", Attributes{{"pads", ints{1, 1, 1, 1}}}),
        {Shape{-1, 3, 10, 10}, Shape{8, 3, 3, 3}},
-       {[&](int64_t n) { return rng.tensor({n, 3, 10, 10}); }, [&](int64_t) { return conv_w; }}},
+       {[&](int64_t n) {
+          return rng.tensor({n, 3, 10, 10});
+        },
+        [&](int64_t) { return conv_w; }}},
       {make_node("MatMul"),
        {Shape{-1, 24}, Shape{24, 16}},
-       {[&](int64_t n) { return rng.tensor({n, 24}); }, [&](int64_t) { return mm_b; }}},
+       {[&](int64_t n) {
+          return rng.tensor({n, 24});
+        },
+        [&](int64_t) { return mm_b; }}},
       {make_node("Add"),
        {Shape{-1, 5, 7}, Shape{7}},
-       {[&](int64_t n) { return rng.tensor({n, 5, 7}); }, [&](int64_t) { return add_b; }}},
+       {[&](int64_t n) {
+          return rng.tensor({n, 5, 7});
+        },
+        [&](int64_t) { return add_b; }}},
   };
 
   for (Dyn& d : dyns) {
@@ -686,20 +729,18 @@ TEST(BackendConsistency, DeclinesWhatOneDnnCannotRun) {
   const ValueInfo x4{"x", ElementType::f32, Shape{1, 1, 4, 4}};
   const ValueInfo y4{"y", ElementType::f32, Shape{1, 1, 2, 2}};
   const ValueInfo idx{"i", ElementType::i64, Shape{1, 1, 2, 2}};
-  EXPECT_FALSE(create(make_node("MaxPool", Attributes{{"kernel_shape", ints{2, 2}},
-                                                      {"strides", ints{2, 2}}},
-                                2),
-                      {x4}, {y4, idx}));
+  EXPECT_FALSE(create(
+      make_node("MaxPool", Attributes{{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}}, 2),
+      {x4}, {y4, idx}));
   // Clip whose bound is not a constant.
   const ValueInfo scalar{"lo", ElementType::f32, Shape{}};
   EXPECT_FALSE(create(make_node("Clip"), {f, scalar}, {f}));
   // Training-mode BatchNormalization.
-  EXPECT_FALSE(create(make_node("BatchNormalization", Attributes{{"training_mode", int64_t{1}}}),
-                      {f, ValueInfo{"s", ElementType::f32, Shape{3}},
-                       ValueInfo{"b", ElementType::f32, Shape{3}},
-                       ValueInfo{"m", ElementType::f32, Shape{3}},
-                       ValueInfo{"v", ElementType::f32, Shape{3}}},
-                      {f}));
+  EXPECT_FALSE(create(
+      make_node("BatchNormalization", Attributes{{"training_mode", int64_t{1}}}),
+      {f, ValueInfo{"s", ElementType::f32, Shape{3}}, ValueInfo{"b", ElementType::f32, Shape{3}},
+       ValueInfo{"m", ElementType::f32, Shape{3}}, ValueInfo{"v", ElementType::f32, Shape{3}}},
+      {f}));
 }
 
 }  // namespace

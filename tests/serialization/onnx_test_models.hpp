@@ -29,9 +29,9 @@ inline onnx::ModelProto onnx_model(int64_t opset = 13, int64_t ir_version = 8) {
   return m;
 }
 
-inline onnx::ValueInfoProto* onnx_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
-                                        const std::string& name, int32_t elem_type,
-                                        const std::vector<OnnxDim>& dims) {
+inline onnx::ValueInfoProto* onnx_value(
+    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const std::string& name,
+    int32_t elem_type, const std::vector<OnnxDim>& dims) {
   auto* v = list->Add();
   v->set_name(name);
   auto* t = v->mutable_type()->mutable_tensor_type();
@@ -106,8 +106,8 @@ inline onnx::TensorProto onnx_raw_f32(const std::string& name, const std::vector
   t.set_name(name);
   t.set_data_type(onnx::TensorProto::FLOAT);
   for (auto d : dims) t.add_dims(d);
-  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
-                             values.size() * sizeof(float)));
+  t.set_raw_data(
+      std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   return t;
 }
 

@@ -4,7 +4,8 @@
 // anything else. Inputs that once crashed the reader live in tests/serialization/data/onnx_fuzz/
 // and are replayed first.
 //
-// TROUPE_FUZZ_ITERATIONS=N runs N mutations per seed model instead of the default smoke run;
+// TROUPE_FUZZ_ITERATIONS=N runs N mutations per seed model instead of the default smoke run and
+// TROUPE_FUZZ_SEED=S starts the random streams at S (default 1000) to explore other inputs;
 // TROUPE_FUZZ_DUMP=DIR writes each input to DIR/current.onnx before reading it, so the input of a
 // crash can be kept.
 
@@ -37,7 +38,8 @@ std::vector<std::string> seed_models() {
 
   auto conv = onnx_model(11);
   onnx_input(conv, "x", onnx::TensorProto::FLOAT, {"batch", 1, 4, 4});
-  *conv.mutable_graph()->add_initializer() = onnx_raw_f32("w", {2, 1, 2, 2}, std::vector<float>(8, 0.5f));
+  *conv.mutable_graph()->add_initializer() =
+      onnx_raw_f32("w", {2, 1, 2, 2}, std::vector<float>(8, 0.5f));
   auto* c = onnx_node(conv, "Conv", {"x", "w"}, {"c"}, "conv");
   onnx_ints_attribute(c, "strides", {1, 1});
   onnx_ints_attribute(c, "pads", {0, 0, 1, 1});
@@ -83,7 +85,9 @@ class Mutator {
   }
 
  private:
-  size_t below(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+  size_t below(size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
 
   void apply_one(std::string& b, const std::vector<std::string>& corpus) {
     switch (below(8)) {
@@ -106,7 +110,8 @@ class Mutator {
         b.resize(below(b.size() + 1));
         break;
       case 5: {  // an extreme varint (huge length, negative number) at a random place
-        static const char* const varints[] = {"\xff\xff\xff\xff\x0f", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+        static const char* const varints[] = {"\xff\xff\xff\xff\x0f",
+                                              "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
                                               "\x80\x80\x80\x80\x08", "\x00", "\x7f"};
         std::string v = varints[below(5)];
         if (!b.empty()) b.replace(below(b.size()), std::min(v.size(), b.size()), v);
@@ -122,7 +127,8 @@ class Mutator {
       case 7: {  // splice in a chunk of another seed
         const std::string& other = corpus[below(corpus.size())];
         size_t from = below(other.size());
-        std::string chunk = other.substr(from, 1 + below(std::min<size_t>(64, other.size() - from)));
+        std::string chunk =
+            other.substr(from, 1 + below(std::min<size_t>(64, other.size() - from)));
         if (!b.empty()) b.replace(below(b.size()), std::min(chunk.size(), b.size()), chunk);
         break;
       }
@@ -145,10 +151,13 @@ class ProtoMutator {
   }
 
  private:
-  size_t below(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+  size_t below(size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
 
   int64_t extreme_int() {
-    static const int64_t values[] = {0,  1,  -1, 2,  3,  -2, 7, 255, 1 << 20, int64_t{1} << 40,
+    static const int64_t values[] = {0,         1,         -1,        2,        3,
+                                     -2,        7,         255,       1 << 20,  int64_t{1} << 40,
                                      INT64_MAX, INT64_MIN, INT32_MAX, INT32_MIN};
     return values[below(sizeof values / sizeof values[0])];
   }
@@ -195,8 +204,8 @@ class ProtoMutator {
         break;
       case 4: {
         t.set_data_location(onnx::TensorProto::EXTERNAL);
-        static const char* const locations[] = {"w.bin", "missing.bin", "../w.bin", "/etc/hostname",
-                                                "", "sub/../w.bin", "."};
+        static const char* const locations[] = {
+            "w.bin", "missing.bin", "../w.bin", "/etc/hostname", "", "sub/../w.bin", "."};
         auto* e = t.add_external_data();
         e->set_key(below(4) ? "location" : "offset");
         e->set_value(below(4) ? locations[below(7)] : std::to_string(extreme_int()));
@@ -261,7 +270,8 @@ class ProtoMutator {
       case 3:
         if (g->input_size()) {
           auto* t = g->mutable_input(static_cast<int>(below(g->input_size())))
-                        ->mutable_type()->mutable_tensor_type();
+                        ->mutable_type()
+                        ->mutable_tensor_type();
           switch (below(4)) {
             case 0:
               t->set_elem_type(static_cast<int32_t>(below(20)));
@@ -274,7 +284,8 @@ class ProtoMutator {
               break;
             default:
               if (t->shape().dim_size())
-                t->mutable_shape()->mutable_dim(static_cast<int>(below(t->shape().dim_size())))
+                t->mutable_shape()
+                    ->mutable_dim(static_cast<int>(below(t->shape().dim_size())))
                     ->set_dim_value(extreme_int());
               break;
           }
@@ -414,11 +425,14 @@ TEST(OnnxReaderFuzz, RegressionInputsDoNotCrash) {
 TEST(OnnxReaderFuzz, SeededMutationsReadOrThrowTroupeErrors) {
   int iterations = 1500;
   if (const char* n = std::getenv("TROUPE_FUZZ_ITERATIONS")) iterations = std::atoi(n);
+  uint32_t first_seed = 1000;
+  if (const char* n = std::getenv("TROUPE_FUZZ_SEED"))
+    first_seed = static_cast<uint32_t>(std::atol(n));
   const auto corpus = seed_models();
   Outcomes outcomes;
   for (size_t s = 0; s < corpus.size(); ++s) {
-    Mutator bytes(static_cast<uint32_t>(1000 + s));
-    ProtoMutator fields(static_cast<uint32_t>(2000 + s));
+    Mutator bytes(first_seed + static_cast<uint32_t>(s));
+    ProtoMutator fields(first_seed + 1000 + static_cast<uint32_t>(s));
     onnx::ModelProto seed;
     ASSERT_TRUE(seed.ParseFromString(corpus[s]));
     for (int i = 0; i < iterations; ++i) {
@@ -431,16 +445,16 @@ TEST(OnnxReaderFuzz, SeededMutationsReadOrThrowTroupeErrors) {
       } else {
         input = bytes.mutate(corpus[s], corpus);
       }
-      read_must_not_misbehave(input,
-                              "seed model " + std::to_string(s) + ", iteration " + std::to_string(i),
-                              &outcomes);
+      read_must_not_misbehave(
+          input, "seed model " + std::to_string(s) + ", iteration " + std::to_string(i), &outcomes);
       if (HasFatalFailure()) return;
     }
   }
-  std::printf("mutated inputs: %d read, %d FormatError, %d UnsupportedOperation, %d ModelError, "
-              "%d other troupe errors\n",
-              outcomes.read, outcomes.format_error, outcomes.unsupported, outcomes.model_error,
-              outcomes.other_error);
+  std::printf(
+      "mutated inputs: %d read, %d FormatError, %d UnsupportedOperation, %d ModelError, "
+      "%d other troupe errors\n",
+      outcomes.read, outcomes.format_error, outcomes.unsupported, outcomes.model_error,
+      outcomes.other_error);
   // Most mutations must get past the protobuf parser, or the fuzzer only tests protobuf.
   const int total = iterations * static_cast<int>(corpus.size());
   EXPECT_GT(outcomes.read + outcomes.unsupported + outcomes.model_error, total * 4 / 10);

@@ -274,8 +274,7 @@ TEST(OnnxReader, DynamicBatchDimension) {
 TEST(OnnxReader, AttributesKeepTheirTypes) {
   auto m = onnx_model();
   onnx_input(m, "x", onnx::TensorProto::FLOAT, {1, 1, 4, 4});
-  *m.mutable_graph()->add_initializer() =
-      onnx_raw_f32("w", {1, 1, 2, 2}, {1.f, 1.f, 1.f, 1.f});
+  *m.mutable_graph()->add_initializer() = onnx_raw_f32("w", {1, 1, 2, 2}, {1.f, 1.f, 1.f, 1.f});
   auto* conv = onnx_node(m, "Conv", {"x", "w"}, {"c"}, "conv");
   onnx_ints_attribute(conv, "strides", {2, 2});
   onnx_ints_attribute(conv, "kernel_shape", {2, 2});
@@ -382,9 +381,9 @@ TEST(OnnxReader, MissingExternalDataFileIsNamed) {
   TempDir dir;
   fs::path model_path = dir.write("model.onnx", serialize(external_model("absent.bin", 0)));
   std::string message = error_of<ModelError>([&] { read_onnx_model(model_path.string()); });
-  EXPECT_THAT(message, AllOf(HasSubstr(model_path.string() + ": "), HasSubstr("initializer 'w'"),
-                             HasSubstr((dir.path() / "absent.bin").string()),
-                             HasSubstr("does not exist")));
+  EXPECT_THAT(message,
+              AllOf(HasSubstr(model_path.string() + ": "), HasSubstr("initializer 'w'"),
+                    HasSubstr((dir.path() / "absent.bin").string()), HasSubstr("does not exist")));
 }
 
 TEST(OnnxReader, ExternalDataThatIsTooShortOrHasAWrongLength) {
@@ -438,9 +437,9 @@ TEST(OnnxReaderErrors, TruncatedFile) {
   TempDir dir;
   std::string bytes = serialize(onnx_add_relu_model());
   fs::path cut = dir.write("cut.onnx", bytes.substr(0, bytes.size() * 2 / 3));
-  EXPECT_THAT(error_of<FormatError>([&] { read_onnx_model(cut.string()); }),
-              AllOf(HasSubstr(cut.string() + ": "), HasSubstr("truncated"),
-                    HasSubstr("field 'graph'")));
+  EXPECT_THAT(
+      error_of<FormatError>([&] { read_onnx_model(cut.string()); }),
+      AllOf(HasSubstr(cut.string() + ": "), HasSubstr("truncated"), HasSubstr("field 'graph'")));
 }
 
 TEST(OnnxReaderErrors, UnknownOpNamesTypeNodeAndOpset) {
@@ -454,10 +453,10 @@ TEST(OnnxReaderErrors, UnknownOpNamesTypeNodeAndOpset) {
   import->set_version(2);
   onnx_output(m, "y", onnx::TensorProto::FLOAT, {2});
   std::string message = error_of<UnsupportedOperation>([&] { read(m); });
-  EXPECT_THAT(message, AllOf(HasSubstr("<memory buffer>: "), HasSubstr("'Frobnicate'"),
-                             HasSubstr("node 'frob1'"), HasSubstr("opset 15"),
-                             HasSubstr("'FusedThing'"), HasSubstr("domain 'com.example'"),
-                             HasSubstr("opset 2")));
+  EXPECT_THAT(message,
+              AllOf(HasSubstr("<memory buffer>: "), HasSubstr("'Frobnicate'"),
+                    HasSubstr("node 'frob1'"), HasSubstr("opset 15"), HasSubstr("'FusedThing'"),
+                    HasSubstr("domain 'com.example'"), HasSubstr("opset 2")));
 
   TempDir dir;
   fs::path p = dir.write("frob.onnx", serialize(m));
@@ -486,7 +485,10 @@ TEST(OnnxReaderErrors, UnsupportedElementTypesAndValueKinds) {
   auto sequence = onnx_model();
   auto* in = sequence.mutable_graph()->add_input();
   in->set_name("seq");
-  in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()
+  in->mutable_type()
+      ->mutable_sequence_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
       ->set_elem_type(onnx::TensorProto::FLOAT);
   onnx_node(sequence, "Identity", {"seq"}, {"y"});
   *sequence.mutable_graph()->add_output() = *in;

@@ -32,6 +32,12 @@ class CompiledModel {
   /// "implementation" and "original_names".
   std::shared_ptr<const Model> runtime_model() const;
 
+  /// Writes the compiled model as a blob Core::import_model loads: the compiled graph, the kernel
+  /// chosen per node and the compile configuration, in an envelope naming troupe's version, the
+  /// device, the CPU capabilities it needs and a checksum. Throws InvalidArgument when the stream
+  /// fails.
+  void export_model(std::ostream& stream) const;
+
   /// Aggregate statistics of every request run so far (see PipelineStats).
   std::string stats_report() const;
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+#include <istream>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,6 +45,28 @@ class Core {
   CompiledModel compile_model(const std::shared_ptr<const Model>& model,
                               const std::string& device = "CPU",
                               const AnyMap& properties = {});
+  /// Reads and compiles a model file. With CACHE_DIR set (here or on the device), the compiled
+  /// model is cached under a key of the file's content, the settings the compiled graph depends on,
+  /// troupe's version and the CPU; the next call loads it (LOADED_FROM_CACHE = true). A corrupt or
+  /// stale entry is replaced, with a warning on stderr.
+  CompiledModel compile_model(const std::string& model_path, const std::string& device = "CPU",
+                              const AnyMap& properties = {});
+  /// A null model: throws InvalidArgument (keeps compile_model(nullptr) unambiguous).
+  CompiledModel compile_model(std::nullptr_t, const std::string& device = "CPU",
+                              const AnyMap& properties = {}) {
+    return compile_model(std::shared_ptr<const Model>(), device, properties);
+  }
+
+  /// Loads a blob written by CompiledModel::export_model. Throws FormatError naming what does not
+  /// match (magic, format version, troupe version, device, a CPU capability the blob needs,
+  /// checksum, truncation with the byte offset). The blob's compile configuration is used;
+  /// `properties` may change only settings that shape the pipeline (PERF_COUNT, NUM_STREAMS,
+  /// INFERENCE_NUM_THREADS, PERFORMANCE_HINT, PERFORMANCE_HINT_NUM_REQUESTS,
+  /// EXCLUSIVE_ASYNC_REQUESTS, MAX_REQUESTS_IN_FLIGHT); a different INFERENCE_PRECISION_HINT,
+  /// DISABLE_TRANSFORMATIONS or DEVICE_ID throws InvalidArgument. Properties set on the device with
+  /// set_property do not apply. LOADED_FROM_CACHE is false (it is true only for cache hits).
+  CompiledModel import_model(std::istream& stream, const std::string& device = "CPU",
+                             const AnyMap& properties = {});
 
   /// Nodes the device can run, by node name -> device name.
   std::map<std::string, std::string> query_model(const std::shared_ptr<const Model>& model,

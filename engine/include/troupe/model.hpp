@@ -13,6 +13,8 @@
 
 namespace troupe {
 
+struct PrePostProcessing;
+
 /// Index of a value (an edge of the graph) inside its Model.
 using ValueId = int32_t;
 /// Marks an omitted optional input of a node.
@@ -90,6 +92,10 @@ class Model {
   /// Deep copy (constants share memory, which is immutable once built).
   std::shared_ptr<Model> clone() const { return std::make_shared<Model>(*this); }
 
+  /// Pre/postprocessing the stages run around the graph (see PrePostProcessor); null if none.
+  const std::shared_ptr<const PrePostProcessing>& pre_post_processing() const { return ppp_; }
+  void set_pre_post_processing(std::shared_ptr<const PrePostProcessing> ppp) { ppp_ = std::move(ppp); }
+
  private:
   std::string name_;
   std::vector<ValueInfo> values_;
@@ -98,6 +104,7 @@ class Model {
   std::vector<ValueId> outputs_;
   std::map<ValueId, Tensor> constants_;
   std::map<std::string, ValueId> value_by_name_;
+  std::shared_ptr<const PrePostProcessing> ppp_;
 };
 
 }  // namespace troupe

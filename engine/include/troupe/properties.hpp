@@ -33,6 +33,8 @@ inline constexpr const char* exclusive_async_requests = "EXCLUSIVE_ASYNC_REQUEST
 inline constexpr const char* inference_precision = "INFERENCE_PRECISION_HINT";
 /// Upper bound of requests inside one compiled model's pipeline at once (credits).
 inline constexpr const char* max_requests_in_flight = "MAX_REQUESTS_IN_FLIGHT";
+/// Directory of the model cache used by Core::compile_model(model_path, ...); empty = no cache.
+inline constexpr const char* cache_dir = "CACHE_DIR";
 // Compiled model (RO)
 inline constexpr const char* model_name = "NETWORK_NAME";
 inline constexpr const char* optimal_number_of_infer_requests = "OPTIMAL_NUMBER_OF_INFER_REQUESTS";

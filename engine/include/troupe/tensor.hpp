@@ -26,6 +26,10 @@ class Tensor {
   /// dimension, in bytes, each a multiple of the element size. The memory must outlive every copy.
   Tensor(ElementType type, const Shape& shape, void* data, std::vector<int64_t> byte_strides = {});
 
+  /// Wraps dense row-major memory kept alive by `owner` (e.g. a memory-mapped weights file):
+  /// every copy of the tensor shares `owner`, so the memory lives as long as the last of them.
+  Tensor(ElementType type, const Shape& shape, std::shared_ptr<void> owner, void* data);
+
   /// Makes a dense tensor holding a copy of `values`.
   template <class T>
   static Tensor from_vector(const Shape& shape, const std::vector<T>& values) {

@@ -11,6 +11,11 @@
 //   unsupported  reading or compiling threw UnsupportedOperation (an op, type or attribute troupe
 //                does not implement)
 //   error        anything else went wrong (including a crash or a timeout)
+// The suite feeds shapes, axes, pads, K, ... as graph inputs, while troupe infers every shape at
+// compile time from constants. A case that cannot run as it is therefore runs a second time with
+// its integer inputs (then all inputs) turned into initializers holding the case's data; passes of
+// that kind are counted in the "frozen" column (and included in "pass").
+//
 // A case is "claimed" when troupe has a schema and a kernel for every op in its graph. The exit
 // status is 1 when a claimed case fails or errs and is not listed in the known-failures file, 77
 // when DIR does not exist (ctest: skipped), 0 otherwise.
@@ -72,14 +77,15 @@ const char* status_name(Status s) {
 struct Outcome {
   Status status = Status::error;
   std::string message;
+  bool frozen = false;  // ran with some inputs bound as constants (see run_case_frozen)
 };
 
 struct Case {
   std::string name;
   fs::path dir;
-  std::string op;                  // the op the case is about, for the per-op summary
-  std::vector<std::string> ops;    // distinct op types of its graph
-  bool claimed = false;            // troupe has a schema and a kernel for all of them
+  std::string op;                // the op the case is about, for the per-op summary
+  std::vector<std::string> ops;  // distinct op types of its graph
+  bool claimed = false;          // troupe has a schema and a kernel for all of them
   bool known_failure = false;
   Outcome outcome;
 };
@@ -149,15 +155,26 @@ std::vector<fs::path> data_files(const fs::path& set_dir, const std::string& pre
   return files;
 }
 
-Outcome run_case(troupe::Core& core, const Case& c) {
-  std::shared_ptr<troupe::Model> model;
-  try {
-    model = troupe::serialization::read_onnx_model((c.dir / "model.onnx").string());
-  } catch (const troupe::UnsupportedOperation& e) {
-    return {Status::unsupported, std::string("read: ") + e.what()};
-  } catch (const std::exception& e) {
-    return {Status::error, std::string("read: ") + e.what()};
+// Runs a model on the case's data. `bound` lists the input files still fed as inputs, in the
+// order of the model's inputs (the others were frozen into the model).
+// Reads a test data file. numpy has no bfloat16, so the suite stores bf16 data as UINT16 bits;
+// those are read as bf16 when the model expects bf16 there.
+troupe::Tensor load_tensor(const fs::path& path, troupe::ElementType expected) {
+  if (expected == troupe::ElementType::bf16) {
+    onnx::TensorProto proto;
+    std::ifstream in(path, std::ios::binary);
+    if (in && proto.ParseFromIstream(&in) && proto.data_type() == onnx::TensorProto::UINT16) {
+      proto.set_data_type(onnx::TensorProto::BFLOAT16);
+      const std::string bytes = proto.SerializeAsString();
+      return troupe::serialization::read_onnx_tensor_from_buffer(bytes.data(), bytes.size(),
+                                                                 path.string());
+    }
   }
+  return troupe::serialization::read_onnx_tensor(path.string());
+}
+
+Outcome run_model(troupe::Core& core, const std::shared_ptr<troupe::Model>& model,
+                  const std::vector<fs::path>& bound, const std::vector<fs::path>& output_files) {
   troupe::CompiledModel compiled;
   try {
     compiled = core.compile_model(model, "CPU");
@@ -166,30 +183,25 @@ Outcome run_case(troupe::Core& core, const Case& c) {
   } catch (const std::exception& e) {
     return {Status::error, std::string("compile: ") + e.what()};
   }
-
-  const fs::path set_dir = c.dir / "test_data_set_0";
-  const auto input_files = data_files(set_dir, "input");
-  const auto output_files = data_files(set_dir, "output");
   const auto& model_inputs = compiled.inputs();
   const auto& model_outputs = compiled.outputs();
-  if (input_files.size() != model_inputs.size())
-    return {Status::error, "the case has " + std::to_string(input_files.size()) +
+  if (bound.size() != model_inputs.size())
+    return {Status::error, "the case has " + std::to_string(bound.size()) +
                                " input files, the compiled model " +
                                std::to_string(model_inputs.size()) + " inputs"};
   if (output_files.size() != model_outputs.size())
     return {Status::error, "the case has " + std::to_string(output_files.size()) +
                                " output files, the compiled model " +
                                std::to_string(model_outputs.size()) + " outputs"};
-  std::vector<troupe::Tensor> expected;
   try {
     troupe::InferRequest request = compiled.create_infer_request();
-    for (size_t i = 0; i < input_files.size(); ++i)
-      request.set_input_tensor(i, troupe::serialization::read_onnx_tensor(input_files[i].string()));
-    for (const auto& f : output_files) expected.push_back(troupe::serialization::read_onnx_tensor(f.string()));
+    for (size_t i = 0; i < bound.size(); ++i)
+      request.set_input_tensor(i, load_tensor(bound[i], model_inputs[i].type));
     request.infer();
     std::string problems;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      std::string diff = compare(model_outputs[i].name, request.get_output_tensor(i), expected[i]);
+    for (size_t i = 0; i < output_files.size(); ++i) {
+      troupe::Tensor expected = load_tensor(output_files[i], model_outputs[i].type);
+      std::string diff = compare(model_outputs[i].name, request.get_output_tensor(i), expected);
       if (!diff.empty()) problems += (problems.empty() ? "" : "; ") + diff;
     }
     if (!problems.empty()) return {Status::failed, problems};
@@ -201,9 +213,97 @@ Outcome run_case(troupe::Core& core, const Case& c) {
   return {Status::passed, {}};
 }
 
-// ---- the worker protocol -------------------------------------------------------------------------
-// The worker writes "B <index>\n" when it begins a case and "E <index> <status> <message>\n" when it
-// ends it (the message with newlines replaced), so the parent knows which case a crash belongs to.
+Outcome read_error(const std::exception& e) {
+  if (dynamic_cast<const troupe::UnsupportedOperation*>(&e))
+    return {Status::unsupported, std::string("read: ") + e.what()};
+  return {Status::error, std::string("read: ") + e.what()};
+}
+
+Outcome run_case(troupe::Core& core, const Case& c) {
+  const fs::path set_dir = c.dir / "test_data_set_0";
+  std::shared_ptr<troupe::Model> model;
+  try {
+    model = troupe::serialization::read_onnx_model((c.dir / "model.onnx").string());
+  } catch (const std::exception& e) {
+    return read_error(e);
+  }
+  return run_model(core, model, data_files(set_dir, "input"), data_files(set_dir, "output"));
+}
+
+bool is_floating_onnx_type(int32_t t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::DOUBLE ||
+         t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16;
+}
+
+enum class Freeze { integer_inputs, all_inputs };
+
+// The suite feeds shapes, axes, pads, repeats, K, ... as graph inputs, and troupe needs those as
+// constants (it infers every shape at compile time). To still check these ops' semantics, a case
+// that cannot run as it is runs again with such inputs turned into initializers holding the case's
+// data: first the integer and bool inputs, then all inputs. Returns nothing when `mode` freezes
+// nothing (or nothing more than integer_inputs did).
+std::optional<Outcome> run_case_frozen(troupe::Core& core, const Case& c, Freeze mode) {
+  const fs::path set_dir = c.dir / "test_data_set_0";
+  const auto input_files = data_files(set_dir, "input");
+  onnx::ModelProto proto;
+  {
+    std::ifstream in(c.dir / "model.onnx", std::ios::binary);
+    if (!in || !proto.ParseFromIstream(&in)) return std::nullopt;
+  }
+  auto* graph = proto.mutable_graph();
+  if (static_cast<size_t>(graph->input_size()) != input_files.size()) return std::nullopt;
+  std::vector<fs::path> bound;
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> kept;
+  size_t integer_count = 0, frozen = 0;
+  for (int j = 0; j < graph->input_size(); ++j) {
+    const auto& input = graph->input(j);
+    const bool integer = !is_floating_onnx_type(input.type().tensor_type().elem_type());
+    integer_count += integer;
+    if (mode == Freeze::all_inputs || integer) {
+      onnx::TensorProto value;
+      std::ifstream in(input_files[j], std::ios::binary);
+      if (!in || !value.ParseFromIstream(&in)) return std::nullopt;
+      value.set_name(input.name());
+      *graph->add_initializer() = value;
+      ++frozen;
+    } else {
+      *kept.Add() = input;
+      bound.push_back(input_files[j]);
+    }
+  }
+  if (frozen == 0 || (mode == Freeze::all_inputs && frozen == integer_count)) return std::nullopt;
+  graph->mutable_input()->Swap(&kept);
+  const std::string bytes = proto.SerializeAsString();
+  std::shared_ptr<troupe::Model> model;
+  try {
+    model = troupe::serialization::read_onnx_model_from_buffer(bytes.data(), bytes.size(),
+                                                               c.dir.string());
+  } catch (const std::exception& e) {
+    return read_error(e);
+  }
+  Outcome o = run_model(core, model, bound, data_files(set_dir, "output"));
+  o.frozen = true;
+  return o;
+}
+
+// A case as it is, then (if it could not run) with its shape-like inputs frozen.
+Outcome run_case_with_fallback(troupe::Core& core, const Case& c) {
+  Outcome o = run_case(core, c);
+  if (o.status != Status::error && o.status != Status::unsupported) return o;
+  for (Freeze mode : {Freeze::integer_inputs, Freeze::all_inputs}) {
+    auto retry = run_case_frozen(core, c, mode);
+    if (retry && (retry->status == Status::passed || retry->status == Status::failed)) {
+      retry->message = "(inputs frozen to constants) " + retry->message;
+      return *retry;
+    }
+  }
+  return o;
+}
+
+// ---- the worker protocol
+// ------------------------------------------------------------------------- The worker writes "B
+// <index>\n" when it begins a case and "E <index> <status> <message>\n" when it ends it (the
+// message with newlines replaced), so the parent knows which case a crash belongs to.
 
 std::string one_line(std::string s) {
   std::replace(s.begin(), s.end(), '\n', ' ');
@@ -229,9 +329,9 @@ void write_all(int fd, const std::string& text) {
   troupe::Core core;
   for (size_t i = first; i < cases.size(); ++i) {
     write_all(fd, "B " + std::to_string(i) + "\n");
-    Outcome o = run_case(core, cases[i]);
+    Outcome o = run_case_with_fallback(core, cases[i]);
     write_all(fd, "E " + std::to_string(i) + " " + std::to_string(static_cast<int>(o.status)) +
-                      " " + one_line(o.message) + "\n");
+                      " " + (o.frozen ? "1" : "0") + " " + one_line(o.message) + "\n");
   }
   // Skip destructors: the parent only needs the pipe, and a kernel bug must not hang the exit.
   _exit(0);
@@ -242,7 +342,8 @@ std::string describe_exit(int wstatus) {
     int sig = WTERMSIG(wstatus);
     return std::string("crashed with signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
   }
-  if (WIFEXITED(wstatus)) return "worker exited with status " + std::to_string(WEXITSTATUS(wstatus));
+  if (WIFEXITED(wstatus))
+    return "worker exited with status " + std::to_string(WEXITSTATUS(wstatus));
   return "worker ended";
 }
 
@@ -267,8 +368,9 @@ void run_isolated(std::vector<Case>& cases, const Options& options) {
     }
     close(fds[1]);
     std::string buffer;
-    std::optional<size_t> current;  // the case the worker is running
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
+    long current = -1;  // the case the worker is running
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
     bool worker_gone = false;
     std::string lost_reason;
     while (!worker_gone) {
@@ -300,16 +402,17 @@ void run_isolated(std::vector<Case>& cases, const Options& options) {
         size_t index = 0;
         in >> kind >> index;
         if (kind == 'B') {
-          current = index;
-          deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
+          current = static_cast<long>(index);
+          deadline =
+              std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
         } else if (kind == 'E') {
-          int status = 0;
-          in >> status;
+          int status = 0, frozen = 0;
+          in >> status >> frozen;
           std::string message;
           std::getline(in, message);
           if (!message.empty() && message[0] == ' ') message.erase(0, 1);
-          cases[index].outcome = {static_cast<Status>(status), message};
-          current.reset();
+          cases[index].outcome = {static_cast<Status>(status), message, frozen != 0};
+          current = -1;
           next = index + 1;
           if (options.verbose)
             std::cout << status_name(cases[index].outcome.status) << "  " << cases[index].name
@@ -320,17 +423,16 @@ void run_isolated(std::vector<Case>& cases, const Options& options) {
     close(fds[0]);
     int wstatus = 0;
     waitpid(pid, &wstatus, 0);
-    if (current) {
-      if (lost_reason.empty()) lost_reason = describe_exit(wstatus);
-      cases[*current].outcome = {Status::error, lost_reason};
+    if (lost_reason.empty()) lost_reason = describe_exit(wstatus);
+    if (current >= 0) {
+      cases[current].outcome = {Status::error, lost_reason};
       if (options.verbose)
-        std::cout << "error  " << cases[*current].name << "  " << lost_reason << std::endl;
-      next = *current + 1;
-    } else if (next < cases.size() && worker_gone && lost_reason.empty()) {
-      // The worker died between cases (e.g. constructing the Core): nothing more can run.
+        std::cout << "error  " << cases[current].name << "  " << lost_reason << std::endl;
+      next = static_cast<size_t>(current) + 1;
+    } else if (next < cases.size()) {
+      // The worker died or hung between cases (e.g. constructing the Core): nothing more can run.
       for (size_t i = next; i < cases.size(); ++i)
-        cases[i].outcome = {Status::error, "the worker died before the case: " +
-                                               describe_exit(wstatus)};
+        cases[i].outcome = {Status::error, "the worker failed before the case: " + lost_reason};
       next = cases.size();
     }
   }
@@ -340,14 +442,15 @@ void run_in_process(std::vector<Case>& cases, const Options& options) {
   troupe::Core core;
   for (auto& c : cases) {
     if (options.verbose) std::cout << "...    " << c.name << std::endl;
-    c.outcome = run_case(core, c);
+    c.outcome = run_case_with_fallback(core, c);
     if (options.verbose)
       std::cout << status_name(c.outcome.status) << "  " << c.name
                 << (c.outcome.message.empty() ? "" : "  " + c.outcome.message) << std::endl;
   }
 }
 
-// ---- collecting the cases ---------------------------------------------------------------------------
+// ---- collecting the cases
+// ---------------------------------------------------------------------------
 
 std::vector<std::string> graph_ops(const fs::path& model_path) {
   std::ifstream in(model_path, std::ios::binary);
@@ -479,10 +582,11 @@ Options parse_options(int argc, char** argv) {
 }
 
 struct Tally {
-  int cases = 0, passed = 0, failed = 0, unsupported = 0, error = 0;
-  void add(Status s) {
+  int cases = 0, passed = 0, frozen = 0, failed = 0, unsupported = 0, error = 0;
+  void add(const Outcome& o) {
     ++cases;
-    switch (s) {
+    if (o.status == Status::passed && o.frozen) ++frozen;
+    switch (o.status) {
       case Status::passed:
         ++passed;
         break;
@@ -500,8 +604,8 @@ struct Tally {
 };
 
 void print_row(const std::string& label, const Tally& t) {
-  std::printf("%-44s %5d %5d %5d %6d %5d\n", label.c_str(), t.cases, t.passed, t.failed,
-              t.unsupported, t.error);
+  std::printf("%-44s %5d %5d %6d %5d %6d %5d\n", label.c_str(), t.cases, t.passed, t.frozen,
+              t.failed, t.unsupported, t.error);
 }
 
 }  // namespace
@@ -533,37 +637,40 @@ int main(int argc, char** argv) {
   Tally total, claimed;
   std::vector<const Case*> regressions, fixed;
   for (const auto& c : cases) {
-    by_op[c.op].add(c.outcome.status);
-    total.add(c.outcome.status);
-    if (c.claimed) claimed.add(c.outcome.status);
+    by_op[c.op].add(c.outcome);
+    total.add(c.outcome);
+    if (c.claimed) claimed.add(c.outcome);
     const bool bad = c.outcome.status == Status::failed || c.outcome.status == Status::error;
     if (c.claimed && bad && !c.known_failure) regressions.push_back(&c);
     if (c.known_failure && c.outcome.status == Status::passed) fixed.push_back(&c);
   }
 
-  std::printf("\n%-44s %5s %5s %5s %6s %5s\n", "op", "cases", "pass", "fail", "unsup", "error");
+  std::printf("\n%-44s %5s %5s %6s %5s %6s %5s\n", "op", "cases", "pass", "frozen", "fail", "unsup",
+              "error");
   for (const auto& [op, tally] : by_op) print_row(op, tally);
   std::printf("\n");
   print_row("total", total);
   print_row("claimed (schema and kernel for every op)", claimed);
 
   if (!options.verbose) {
-    // Why the remaining cases of claimed ops do not pass, known failures included.
+    // Why claimed cases fail, known failures included (--verbose shows every case).
     bool header = false;
     for (const auto& c : cases) {
-      if (!c.claimed || c.outcome.status == Status::passed) continue;
-      if (!header) std::printf("\nclaimed cases that do not pass:\n");
+      if (!c.claimed || (c.outcome.status != Status::failed && c.outcome.status != Status::error))
+        continue;
+      if (!header) std::printf("\nclaimed cases that fail:\n");
       header = true;
-      std::printf("  %-11s %s%s: %s\n", status_name(c.outcome.status), c.name.c_str(),
+      std::printf("  %-6s %s%s: %s\n", status_name(c.outcome.status), c.name.c_str(),
                   c.known_failure ? " (known)" : "", c.outcome.message.c_str());
     }
   }
   for (const Case* c : fixed)
     std::printf("note: %s passes now; remove it from the known failures\n", c->name.c_str());
-  std::printf("\n%d of %d cases passed (%d failed, %d unsupported, %d errors); %d of %d claimed "
-              "cases passed\n",
-              total.passed, total.cases, total.failed, total.unsupported, total.error,
-              claimed.passed, claimed.cases);
+  std::printf(
+      "\n%d of %d cases passed (%d of them with inputs frozen to constants), %d failed, "
+      "%d unsupported, %d errors; %d of %d claimed cases passed\n",
+      total.passed, total.cases, total.frozen, total.failed, total.unsupported, total.error,
+      claimed.passed, claimed.cases);
   if (!regressions.empty()) {
     std::printf("FAIL: %zu claimed case(s) failed or erred:", regressions.size());
     for (const Case* c : regressions) std::printf(" %s", c->name.c_str());

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages troupe needs to build, test and benchmark, but only the ones
+# that are missing (so a second run does nothing and needs no network). Run as root, or as a user
+# with sudo.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++                         # toolchain (CMake >= 3.25: Debian 12 has 3.25)
+  libcaf-dev                                    # CAF 0.17.6 actors
+  libprotobuf-dev protobuf-compiler libonnx-dev # ONNX model reader
+  libdnnl-dev ocl-icd-opencl-dev                # oneDNN backend; its CMake config wants OpenCL
+  libcli11-dev nlohmann-json3-dev libfmt-dev    # CLI, JSON reports, formatting
+  libgtest-dev libgmock-dev libbenchmark-dev    # tests and benchmarks
+  python3-onnx python3-numpy                    # ONNX conformance data generation
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    echo "setup: missing packages: ${missing[*]}" >&2
+    echo "setup: run this script as root (or install sudo) so it can apt-get install them" >&2
+    exit 1
+  fi
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Command 2 of the README: install what is missing, build everything and run the whole test suite.
+# Arguments go to ctest (e.g. -L kernels, -R Pipeline).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build_dir="${TROUPE_BUILD_DIR:-$root/build}"
+
+"$root/scripts/build.sh"
+exec ctest --test-dir "$build_dir" --output-on-failure -j "${TROUPE_TEST_JOBS:-2}" "$@"
