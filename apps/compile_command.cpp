@@ -5,8 +5,8 @@
 #include <fstream>
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "serialization/compiled_blob.hpp"
 #include "troupe/error.hpp"
@@ -34,8 +34,9 @@ bool is_blob(const std::string& path) {
 
 int compile(const CompileOptions& o) {
   const std::string output =
-      o.output_path.empty() ? std::filesystem::path(o.model_path).replace_extension(".blob").string()
-                            : o.output_path;
+      o.output_path.empty()
+          ? std::filesystem::path(o.model_path).replace_extension(".blob").string()
+          : o.output_path;
   if (is_blob(o.model_path))
     throw InvalidArgument("'" + o.model_path + "' is already a compiled blob");
   AnyMap config;

@@ -5,12 +5,12 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "apps/version.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
+#include "troupe/version.hpp"
 
 namespace troupe::apps {
 
@@ -37,7 +37,7 @@ void print_wrapped(const std::vector<std::string>& items, const std::string& ind
 
 int info(const InfoOptions& o) {
   Core core;
-  fmt::print("troupe {}\n", version);
+  fmt::print("troupe {}\n", library_version);
   fmt::print("{:<34}{}\n", "model formats (read_model)",
              join(core.supported_model_formats(), ", "));
   const std::vector<std::string> devices = core.available_devices();

@@ -10,7 +10,7 @@
 #include "apps/bench_command.hpp"
 #include "apps/compile_command.hpp"
 #include "apps/info_command.hpp"
-#include "apps/version.hpp"
+#include "troupe/version.hpp"
 
 namespace {
 
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       "actors (admission -> preprocess -> upload -> execute streams -> download -> postprocess "
       "-> completion); many requests are in flight at once, each in its own stage.",
       "troupe"};
-  app.set_version_flag("--version", std::string("troupe ") + troupe::apps::version);
+  app.set_version_flag("--version", std::string("troupe ") + troupe::library_version);
   app.require_subcommand(1);
   app.get_formatter()->column_width(28);
   app.footer(

@@ -1,6 +1,7 @@
 #pragma once
 
-// Little-endian fixed-width fields of troupe's binary headers, independent of the host's byte order.
+// Little-endian fixed-width fields of troupe's binary headers, independent of the host's byte
+// order.
 
 #include <cstddef>
 #include <cstdint>

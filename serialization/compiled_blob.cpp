@@ -71,7 +71,8 @@ detail::CompileConfig from_proto(const proto::CompileConfig& p) {
   auto in_range = [&](const char* field, int64_t v, int64_t lo, int64_t hi) {
     if (v < lo || v > hi)
       throw FormatError(where + " field " + field + " = " + std::to_string(v) +
-                        " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+                        " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                        "]");
     return static_cast<int>(v);
   };
   detail::CompileConfig c;
@@ -142,16 +143,22 @@ std::shared_ptr<void> aligned_buffer(uint64_t bytes) {
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
+// The payload in memory, 64-byte aligned, with what keeps it alive and its fingerprint64.
+struct PayloadBytes {
+  const unsigned char* data;
+  std::shared_ptr<void> owner;
+  uint64_t checksum;
+};
+
 // Where a blob's bytes come from: a stream or a memory-mapped file.
 class BlobSource {
  public:
   virtual ~BlobSource() = default;
   /// Copies up to n bytes; returns how many there were.
   virtual uint64_t read(void* dst, uint64_t n) = 0;
-  /// The next `length` bytes, 64-byte aligned, with what keeps them alive. Throws "truncated"
-  /// naming the blob's last byte (`offset` is where they start in the blob).
-  virtual std::pair<const unsigned char*, std::shared_ptr<void>> take(uint64_t length,
-                                                                     uint64_t offset) = 0;
+  /// The next `length` bytes. Throws "truncated" naming the blob's last byte (`offset` is where
+  /// they start in the blob).
+  virtual PayloadBytes take(uint64_t length, uint64_t offset) = 0;
 };
 
 class StreamSource : public BlobSource {
@@ -167,8 +174,10 @@ class StreamSource : public BlobSource {
     return done;
   }
   // Never allocates more than the stream really holds (plus one chunk), whatever `length` claims.
-  std::pair<const unsigned char*, std::shared_ptr<void>> take(uint64_t length,
-                                                             uint64_t offset) override {
+  // Hashes each chunk right after reading it, while it is still in cache.
+  PayloadBytes take(uint64_t length, uint64_t offset) override {
+    constexpr uint64_t chunk = 8u << 20;
+    Fingerprint64 checksum;
     const std::streampos here = in_.tellg();
     if (here != std::streampos(-1)) {
       in_.seekg(0, std::ios::end);
@@ -178,26 +187,32 @@ class StreamSource : public BlobSource {
         const auto available = static_cast<uint64_t>(end - here);
         if (available < length) throw truncated(offset + available, "the payload", offset, length);
         auto buffer = aligned_buffer(length);
-        const uint64_t got = read(buffer.get(), length);
-        if (got < length) throw truncated(offset + got, "the payload", offset, length);
-        return {static_cast<const unsigned char*>(buffer.get()), buffer};
+        auto* p = static_cast<unsigned char*>(buffer.get());
+        for (uint64_t done = 0; done < length;) {
+          const uint64_t want = std::min(chunk, length - done);
+          const uint64_t got = read(p + done, want);
+          checksum.update(p + done, got);
+          done += got;
+          if (got < want) throw truncated(offset + done, "the payload", offset, length);
+        }
+        return {p, buffer, checksum.digest()};
       }
       in_.clear();
     }
     // Not seekable (a pipe): read in chunks until the length is reached or the stream ends.
     std::string bytes;
-    constexpr uint64_t chunk = 16u << 20;
     while (bytes.size() < length) {
       const uint64_t want = std::min<uint64_t>(chunk, length - bytes.size());
       const size_t before = bytes.size();
       bytes.resize(before + want);
       const uint64_t got = read(bytes.data() + before, want);
       bytes.resize(before + got);
+      checksum.update(bytes.data() + before, got);
       if (got < want) throw truncated(offset + bytes.size(), "the payload", offset, length);
     }
     auto buffer = aligned_buffer(length);
     if (length > 0) std::memcpy(buffer.get(), bytes.data(), length);
-    return {static_cast<const unsigned char*>(buffer.get()), buffer};
+    return {static_cast<const unsigned char*>(buffer.get()), buffer, checksum.digest()};
   }
 
  private:
@@ -213,16 +228,16 @@ class MappedSource : public BlobSource {
     position_ += got;
     return got;
   }
-  std::pair<const unsigned char*, std::shared_ptr<void>> take(uint64_t length,
-                                                             uint64_t offset) override {
+  PayloadBytes take(uint64_t length, uint64_t offset) override {
     const uint64_t available = file_.size - position_;
     if (available < length) throw truncated(offset + available, "the payload", offset, length);
     const unsigned char* p = file_.data + position_;
     position_ += length;
-    if (reinterpret_cast<uintptr_t>(p) % weight_alignment == 0) return {p, file_.owner};
+    const uint64_t checksum = fingerprint64(p, length);
+    if (reinterpret_cast<uintptr_t>(p) % weight_alignment == 0) return {p, file_.owner, checksum};
     auto buffer = aligned_buffer(length);  // not mapped at an aligned address: copy
     if (length > 0) std::memcpy(buffer.get(), p, length);
-    return {static_cast<const unsigned char*>(buffer.get()), buffer};
+    return {static_cast<const unsigned char*>(buffer.get()), buffer, checksum};
   }
 
  private:
@@ -255,7 +270,8 @@ BlobInfo read_envelope(BlobSource& in, uint64_t& payload_offset) {
                       ")");
   if (info.format_version < compiled_blob_format_version)
     throw FormatError(std::string(blob_source) + " has format version " +
-                      std::to_string(info.format_version) + ", which this troupe no longer reads (" +
+                      std::to_string(info.format_version) +
+                      ", which this troupe no longer reads (" +
                       std::to_string(compiled_blob_format_version) + ")");
   const uint64_t header_length = get_le(prefix + 12, 4);
   const uint64_t header_checksum = get_le(prefix + 16, 8);
@@ -302,7 +318,9 @@ std::shared_ptr<detail::CompiledGraph> graph_from_payload(const unsigned char* p
                                                           const std::shared_ptr<void>& owner,
                                                           uint64_t length) {
   const std::string source = blob_source;
-  if (length < 8) throw FormatError(source + ": payload of " + std::to_string(length) + " bytes has no graph length");
+  if (length < 8)
+    throw FormatError(source + ": payload of " + std::to_string(length) +
+                      " bytes has no graph length");
   const uint64_t graph_length = get_le(p, 8);
   if (graph_length > length - 8 || graph_length > static_cast<uint64_t>(INT_MAX))
     throw FormatError(source + ": graph length " + std::to_string(graph_length) +
@@ -310,8 +328,8 @@ std::shared_ptr<detail::CompiledGraph> graph_from_payload(const unsigned char* p
   const uint64_t weights_offset = align_up(8 + graph_length, weight_alignment);
   if (weights_offset > length)
     throw FormatError(source + ": the weights section would start at payload byte " +
-                      std::to_string(weights_offset) + ", past its end (" +
-                      std::to_string(length) + ")");
+                      std::to_string(weights_offset) + ", past its end (" + std::to_string(length) +
+                      ")");
   proto::CompiledGraph cg;
   if (!cg.ParseFromArray(p + 8, static_cast<int>(graph_length)))
     throw FormatError(source + ": payload bytes " + range(8, graph_length) +
@@ -474,22 +492,21 @@ LoadedBlob read_blob(BlobSource& in, const std::string& device,
   for (const auto& cap : info.required_capabilities)
     if (!contains(host_capabilities, cap)) missing.push_back(cap);
   if (!missing.empty())
-    throw FormatError(std::string(blob_source) + " of model '" + info.model_name +
-                      "' needs CPU capabilities this CPU lacks: " + join(missing) +
-                      " (it was compiled for " +
-                      std::string(troupe::to_string(info.config.inference_precision)) +
-                      " inference on a CPU with: " + join(info.cpu_capabilities) +
-                      "; this CPU has: " + join(host_capabilities) +
-                      "); compile the model on this machine");
+    throw FormatError(
+        std::string(blob_source) + " of model '" + info.model_name +
+        "' needs CPU capabilities this CPU lacks: " + join(missing) + " (it was compiled for " +
+        std::string(troupe::to_string(info.config.inference_precision)) +
+        " inference on a CPU with: " + join(info.cpu_capabilities) +
+        "; this CPU has: " + join(host_capabilities) + "); compile the model on this machine");
 
-  const auto [payload, owner] = in.take(info.payload_length, payload_offset);
-  const uint64_t actual = fingerprint64(payload, info.payload_length);
+  const PayloadBytes payload = in.take(info.payload_length, payload_offset);
+  const uint64_t actual = payload.checksum;
   if (actual != info.payload_checksum)
     throw FormatError(std::string(blob_source) + ": payload checksum mismatch (stored " +
                       to_hex(info.payload_checksum) + ", computed " + to_hex(actual) +
                       " over bytes " + range(payload_offset, info.payload_length) +
                       "): the blob is corrupt");
-  blob.graph = graph_from_payload(payload, owner, info.payload_length);
+  blob.graph = graph_from_payload(payload.data, payload.owner, info.payload_length);
   return blob;
 }
 

@@ -97,7 +97,8 @@ std::string blob_payload(const std::string& blob);
 /// MAX_REQUESTS_IN_FLIGHT, CACHE_DIR). Settings the compiled graph depends on
 /// (INFERENCE_PRECISION_HINT, DISABLE_TRANSFORMATIONS, DEVICE_ID) cannot change: a different value
 /// throws InvalidArgument naming the key.
-detail::CompileConfig config_for_import(const detail::CompileConfig& stored, const AnyMap& overrides);
+detail::CompileConfig config_for_import(const detail::CompileConfig& stored,
+                                        const AnyMap& overrides);
 
 /// Whether two configurations produce the same compiled graph (the settings above that cannot
 /// change on import are equal).

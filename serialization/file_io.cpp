@@ -20,7 +20,9 @@ namespace troupe::serialization {
 
 namespace {
 
-std::string reason() { return std::strerror(errno); }
+std::string reason() {
+  return std::strerror(errno);
+}
 
 struct Fd {
   int fd;
@@ -33,12 +35,14 @@ struct Fd {
 
 FileBytes map_file(const std::string& path, const char* what) {
   Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) throw InvalidArgument(std::string("cannot open ") + what + " '" + path + "': " + reason());
+  if (file.fd < 0)
+    throw InvalidArgument(std::string("cannot open ") + what + " '" + path + "': " + reason());
   struct stat st {};
   if (::fstat(file.fd, &st) != 0)
     throw InvalidArgument(std::string("cannot stat ") + what + " '" + path + "': " + reason());
   if (S_ISDIR(st.st_mode))
-    throw InvalidArgument(std::string("cannot read ") + what + " '" + path + "': it is a directory");
+    throw InvalidArgument(std::string("cannot read ") + what + " '" + path +
+                          "': it is a directory");
   FileBytes bytes;
   bytes.size = static_cast<uint64_t>(st.st_size);
   if (bytes.size == 0) return bytes;
@@ -72,9 +76,10 @@ FileBytes map_file(const std::string& path, const char* what) {
 void write_file_atomically(const std::string& path,
                            const std::function<void(std::ostream&)>& write) {
   static std::atomic<uint64_t> counter{0};
-  const std::string temp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                           std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000) +
-                           "." + std::to_string(counter++);
+  const std::string temp =
+      path + ".tmp." + std::to_string(::getpid()) + "." +
+      std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000) + "." +
+      std::to_string(counter++);
   auto fail = [&](const std::string& why) {
     std::error_code ignored;
     std::filesystem::remove(temp, ignored);

@@ -26,6 +26,7 @@ FileBytes map_file(const std::string& path, const char* what);
 /// so concurrent readers see the old file or the complete new one, never a partial one, and
 /// concurrent writers leave one complete file. Throws InvalidArgument naming `path` on failure
 /// (the temporary file is removed).
-void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
+void write_file_atomically(const std::string& path,
+                           const std::function<void(std::ostream&)>& write);
 
 }  // namespace troupe::serialization

@@ -11,7 +11,9 @@ constexpr uint64_t k_mul_word = 0xc2b2ae3d27d4eb4full;   // odd
 constexpr uint64_t k_lane_init[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull,
                                      0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
 
-inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+inline uint64_t rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
 
 // For a fixed word, a bijection of the state; for a fixed state, an injection of the word.
 inline uint64_t mix(uint64_t state, uint64_t word) {
@@ -96,7 +98,8 @@ uint64_t Fingerprint64::digest() const {
   // The last partial block: whole words to lanes 0.., then the zero-padded rest to the next lane.
   size_t lane = 0;
   size_t i = 0;
-  for (; i + 8 <= pending_size_; i += 8) lanes[lane] = mix(lanes[lane], load_le64(pending_ + i)), ++lane;
+  for (; i + 8 <= pending_size_; i += 8)
+    lanes[lane] = mix(lanes[lane], load_le64(pending_ + i)), ++lane;
   if (i < pending_size_) {
     unsigned char tail[8] = {};
     std::memcpy(tail, pending_ + i, pending_size_ - i);

@@ -12,7 +12,9 @@ namespace troupe::serialization {
 
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string quoted(const std::string& s) {
+  return "'" + s + "'";
+}
 
 // Bytes of a dense tensor of `type` and `dims`, or throws when a dim is negative or the size does
 // not fit in 63 bits (a corrupt file must not make us allocate or index out of range).
@@ -21,7 +23,8 @@ uint64_t checked_byte_size(ElementType type, const std::vector<int64_t>& dims,
   const uint64_t limit = std::numeric_limits<int64_t>::max() / 16;
   uint64_t count = 1;
   for (int64_t d : dims) {
-    if (d < 0) throw FormatError(where + ": tensor dimension " + std::to_string(d) + " is negative");
+    if (d < 0)
+      throw FormatError(where + ": tensor dimension " + std::to_string(d) + " is negative");
     if (d != 0 && count > limit / static_cast<uint64_t>(d))
       throw FormatError(where + ": tensor of shape " + Shape(dims).to_string() + " is too large");
     count *= static_cast<uint64_t>(d);
@@ -32,7 +35,8 @@ uint64_t checked_byte_size(ElementType type, const std::vector<int64_t>& dims,
 Tensor tensor_from_proto(const proto::Tensor& t, const WeightsView& weights,
                          const std::string& where) {
   const ElementType type = from_proto(t.type(), where);
-  if (type == ElementType::undefined) throw FormatError(where + ": tensor has undefined element type");
+  if (type == ElementType::undefined)
+    throw FormatError(where + ": tensor has undefined element type");
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   const uint64_t bytes = checked_byte_size(type, dims, where);
   const uint64_t offset = t.data().offset();
@@ -61,16 +65,26 @@ Tensor tensor_from_proto(const proto::Tensor& t, const WeightsView& weights,
 
 proto::ElementType to_proto(ElementType type) {
   switch (type) {
-    case ElementType::undefined: return proto::UNDEFINED;
-    case ElementType::f32: return proto::F32;
-    case ElementType::f16: return proto::F16;
-    case ElementType::bf16: return proto::BF16;
-    case ElementType::f64: return proto::F64;
-    case ElementType::i8: return proto::I8;
-    case ElementType::u8: return proto::U8;
-    case ElementType::i32: return proto::I32;
-    case ElementType::i64: return proto::I64;
-    case ElementType::boolean: return proto::BOOLEAN;
+    case ElementType::undefined:
+      return proto::UNDEFINED;
+    case ElementType::f32:
+      return proto::F32;
+    case ElementType::f16:
+      return proto::F16;
+    case ElementType::bf16:
+      return proto::BF16;
+    case ElementType::f64:
+      return proto::F64;
+    case ElementType::i8:
+      return proto::I8;
+    case ElementType::u8:
+      return proto::U8;
+    case ElementType::i32:
+      return proto::I32;
+    case ElementType::i64:
+      return proto::I64;
+    case ElementType::boolean:
+      return proto::BOOLEAN;
   }
   throw InvalidArgument("element type " + std::to_string(static_cast<int>(type)) +
                         " has no serialized form");
@@ -78,17 +92,28 @@ proto::ElementType to_proto(ElementType type) {
 
 ElementType from_proto(int type, const std::string& where) {
   switch (type) {
-    case proto::UNDEFINED: return ElementType::undefined;
-    case proto::F32: return ElementType::f32;
-    case proto::F16: return ElementType::f16;
-    case proto::BF16: return ElementType::bf16;
-    case proto::F64: return ElementType::f64;
-    case proto::I8: return ElementType::i8;
-    case proto::U8: return ElementType::u8;
-    case proto::I32: return ElementType::i32;
-    case proto::I64: return ElementType::i64;
-    case proto::BOOLEAN: return ElementType::boolean;
-    default: break;
+    case proto::UNDEFINED:
+      return ElementType::undefined;
+    case proto::F32:
+      return ElementType::f32;
+    case proto::F16:
+      return ElementType::f16;
+    case proto::BF16:
+      return ElementType::bf16;
+    case proto::F64:
+      return ElementType::f64;
+    case proto::I8:
+      return ElementType::i8;
+    case proto::U8:
+      return ElementType::u8;
+    case proto::I32:
+      return ElementType::i32;
+    case proto::I64:
+      return ElementType::i64;
+    case proto::BOOLEAN:
+      return ElementType::boolean;
+    default:
+      break;
   }
   throw FormatError(where + ": unknown element type code " + std::to_string(type));
 }
@@ -157,8 +182,7 @@ void to_proto(const Attributes& attributes,
       auto* list = a.mutable_strings();
       for (const auto& v : *ss) list->add_values(v);
     } else if (const auto* t = std::get_if<Tensor>(&value)) {
-      if (t->empty())
-        throw InvalidArgument("attribute " + quoted(name) + " holds an empty tensor");
+      if (t->empty()) throw InvalidArgument("attribute " + quoted(name) + " holds an empty tensor");
       weights.add(*t, *a.mutable_tensor());
     }
   }
@@ -202,9 +226,15 @@ Attributes from_proto(const google::protobuf::RepeatedPtrField<proto::Attribute>
     const std::string here = where + ", attribute " + quoted(a.name());
     if (out.has(a.name())) throw FormatError(here + " appears twice");
     switch (a.value_case()) {
-      case proto::Attribute::kI: out.set(a.name(), a.i()); break;
-      case proto::Attribute::kF: out.set(a.name(), a.f()); break;
-      case proto::Attribute::kS: out.set(a.name(), a.s()); break;
+      case proto::Attribute::kI:
+        out.set(a.name(), a.i());
+        break;
+      case proto::Attribute::kF:
+        out.set(a.name(), a.f());
+        break;
+      case proto::Attribute::kS:
+        out.set(a.name(), a.s());
+        break;
       case proto::Attribute::kInts:
         out.set(a.name(), std::vector<int64_t>(a.ints().values().begin(), a.ints().values().end()));
         break;
@@ -213,13 +243,14 @@ Attributes from_proto(const google::protobuf::RepeatedPtrField<proto::Attribute>
                 std::vector<double>(a.floats().values().begin(), a.floats().values().end()));
         break;
       case proto::Attribute::kStrings:
-        out.set(a.name(), std::vector<std::string>(a.strings().values().begin(),
-                                                   a.strings().values().end()));
+        out.set(a.name(),
+                std::vector<std::string>(a.strings().values().begin(), a.strings().values().end()));
         break;
       case proto::Attribute::kTensor:
         out.set(a.name(), tensor_from_proto(a.tensor(), weights, here));
         break;
-      case proto::Attribute::VALUE_NOT_SET: throw FormatError(here + " has no value");
+      case proto::Attribute::VALUE_NOT_SET:
+        throw FormatError(here + " has no value");
     }
   }
   return out;
@@ -279,8 +310,7 @@ std::shared_ptr<Model> from_proto(const proto::Graph& graph, const WeightsView& 
         if (type != data.element_type() || shape != data.shape())
           throw FormatError(where + " is declared " + std::string(to_string(type)) +
                             shape.to_string() + " but its data is " +
-                            std::string(to_string(data.element_type())) +
-                            data.shape().to_string());
+                            std::string(to_string(data.element_type())) + data.shape().to_string());
         new_id[id] = model->add_constant(v.name(), std::move(data));
       } else if (is_input[id]) {
         new_id[id] = model->add_input(v.name(), type, shape);

@@ -89,7 +89,8 @@ std::shared_ptr<detail::CompiledModelImpl> compile_model_file(
   auto impl = std::make_shared<detail::CompiledModelImpl>(runtime, graph, config, false);
   try {
     fs::create_directories(config.cache_dir, ec);
-    if (ec) throw InvalidArgument("cannot create directory '" + config.cache_dir + "': " + ec.message());
+    if (ec)
+      throw InvalidArgument("cannot create directory '" + config.cache_dir + "': " + ec.message());
     write_file_atomically(entry, [&](std::ostream& out) {
       write_compiled_blob(out, *graph, config, detail::CpuPlugin::device_name, capabilities);
     });

@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -351,8 +352,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
   return tensor;
 }
 
-// ---- the importer
-// --------------------------------------------------------------------------------
+// ---- the importer ------------------------------------------------------------------------------
 
 std::string attribute_type_name(onnx::AttributeProto::AttributeType type) {
   return onnx::AttributeProto_AttributeType_IsValid(type)
@@ -643,24 +643,32 @@ class OnnxImporter {
     }
   }
 
-  std::string unique_node_name(const onnx::NodeProto& node, int index) {
+  // The node's own name when it has a unique one; otherwise "<op_type>_<index>" (or the name with a
+  // suffix), avoiding every name the model's nodes bring.
+  std::string unique_node_name(const onnx::NodeProto& node, int index,
+                               const std::set<std::string>& given) {
     std::string name = node.name();
     if (name.empty() || used_node_names_.count(name)) {
       const std::string base = name.empty() ? node.op_type() + "_" + std::to_string(index) : name;
       name = base;
-      for (int n = 1; used_node_names_.count(name); ++n) name = base + "_" + std::to_string(n);
+      for (int n = 1; used_node_names_.count(name) || (name != node.name() && given.count(name));
+           ++n)
+        name = base + "_" + std::to_string(n);
     }
     used_node_names_.insert(name);
     return name;
   }
 
   void add_nodes(const onnx::GraphProto& graph) {
+    std::set<std::string> given;
+    for (const auto& node : graph.node())
+      if (!node.name().empty()) given.insert(node.name());
     for (int i = 0; i < graph.node_size(); ++i) {
       const auto& proto = graph.node(i);
       if (is_default_domain(proto.domain()) && proto.op_type() == "Constant") continue;
       const std::string where = describe_node(proto, i);
       Node node;
-      node.name = unique_node_name(proto, i);
+      node.name = unique_node_name(proto, i, given);
       node.op_type = proto.op_type();
       for (const auto& input : proto.input()) {
         if (input.empty()) {

@@ -60,10 +60,10 @@ std::shared_ptr<Model> read_troupe_model(const std::string& path) {
   const unsigned char* p = file.data;
   const size_t magic_seen = std::min<uint64_t>(file.size, 8);
   if (std::memcmp(p, troupe_format_magic, magic_seen) != 0 || file.size == 0)
-    throw FormatError(source + " is not a troupe model: its magic is " +
-                      (file.size == 0 ? std::string("missing (empty file)")
-                                      : describe_magic(p, magic_seen)) +
-                      ", expected '" + troupe_format_magic + "'");
+    throw FormatError(
+        source + " is not a troupe model: its magic is " +
+        (file.size == 0 ? std::string("missing (empty file)") : describe_magic(p, magic_seen)) +
+        ", expected '" + troupe_format_magic + "'");
   if (file.size < 16) throw truncated("the header", 0, 16);
   const auto version = static_cast<uint32_t>(get_le(p + 8, 4));
   const auto header_length = static_cast<uint32_t>(get_le(p + 12, 4));

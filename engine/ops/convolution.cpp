@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "engine/ops/spatial.hpp"
 
@@ -74,7 +75,9 @@ std::vector<ValueInfo> infer_conv(const ShapeInferContext& ctx) {
       spatial::forward_geometry(ctx.node, window, spatial::spatial_dims(x));
   std::vector<int64_t> dims{x[0], output_channels};
   dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
-  return {ValueInfo{"", ctx.type(0), Shape(dims)}};
+  ValueInfo out{"", ctx.type(0), Shape(dims)};
+  fused::check_post_ops(ctx, 3, out);
+  return {out};
 }
 
 // W of ConvTranspose is [C, M/group, k1..kn]: it maps each input channel to M/group outputs.
@@ -105,7 +108,8 @@ std::vector<ValueInfo> infer_conv_transpose(const ShapeInferContext& ctx) {
 }  // namespace
 
 void register_convolution_ops(OpSchemaRegistry& registry) {
-  registry.add(OpSchema{"Conv", 2, 3, 1, 1, infer_conv});
+  // A fourth input is the residual of a fused sum (engine/ops/fused_post_ops.hpp).
+  registry.add(OpSchema{"Conv", 2, 4, 1, 1, infer_conv});
   registry.add(OpSchema{"ConvTranspose", 2, 3, 1, 1, infer_conv_transpose});
 }
 

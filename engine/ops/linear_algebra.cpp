@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/infer_helpers.hpp"
 #include "engine/ops/op_schema.hpp"
 
@@ -40,7 +41,9 @@ std::vector<ValueInfo> infer_matmul(const ShapeInferContext& ctx) {
   std::vector<int64_t> out = broadcast_shapes(a_batch, b_batch, ctx).dims();
   if (a.rank() != 1) out.push_back(a_dims[a_dims.size() - 2]);
   if (b.rank() != 1) out.push_back(b_dims[b_dims.size() - 1]);
-  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+  const ValueInfo result = infer::value_info(ctx.type(0), Shape(std::move(out)));
+  fused::check_post_ops(ctx, 2, result);
+  return {result};
 }
 
 std::vector<ValueInfo> infer_gemm(const ShapeInferContext& ctx) {
@@ -76,14 +79,17 @@ std::vector<ValueInfo> infer_gemm(const ShapeInferContext& ctx) {
         ctx.fail("C shape " + c.to_string() + " does not broadcast to [M,N] = " + out.to_string());
     }
   }
-  return {infer::value_info(ctx.type(0), out)};
+  const ValueInfo result = infer::value_info(ctx.type(0), out);
+  fused::check_post_ops(ctx, 3, result);
+  return {result};
 }
 
 }  // namespace
 
 void register_linear_algebra_ops(OpSchemaRegistry& registry) {
-  registry.add(OpSchema{"MatMul", 2, 2, 1, 1, infer_matmul});
-  registry.add(OpSchema{"Gemm", 2, 3, 1, 1, infer_gemm});
+  // One more input each for the residual of a fused sum (engine/ops/fused_post_ops.hpp).
+  registry.add(OpSchema{"MatMul", 2, 3, 1, 1, infer_matmul});
+  registry.add(OpSchema{"Gemm", 2, 4, 1, 1, infer_gemm});
 }
 
 }  // namespace troupe

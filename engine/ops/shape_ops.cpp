@@ -488,7 +488,12 @@ std::vector<ValueInfo> infer_split(const ShapeInferContext& ctx) {
 
 std::vector<ValueInfo> infer_dropout(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
-  if (const Tensor* training = ctx.constant(2); training != nullptr && training->value_at(0) != 0)
+  // Training with a ratio other than 0 drops random elements, which troupe does not do. A ratio
+  // that is not a constant is checked by the kernel.
+  const Tensor* training = ctx.constant(2);
+  const Tensor* ratio = ctx.has_input(1) ? ctx.constant(1) : nullptr;
+  const bool drops = !ctx.has_input(1) || (ratio != nullptr && ratio->value_at(0) != 0);
+  if (training != nullptr && training->value_at(0) != 0 && drops)
     infer::unsupported(ctx, "training_mode=true is not supported (inference only)");
   std::vector<ValueInfo> outs{infer::value_info(ctx.type(0), ctx.shape(0))};
   if (ctx.node.outputs.size() > 1)

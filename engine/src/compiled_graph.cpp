@@ -1,5 +1,6 @@
 #include "engine/src/compiled_graph.hpp"
 
+#include "engine/transformations/transformations.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
@@ -19,8 +20,10 @@ kernels::KernelRequest make_kernel_request(const Model& model, const Node& node)
 std::shared_ptr<CompiledGraph> compile_graph(const Model& source, const CompileConfig& config) {
   auto model = source.clone();
   model->validate();
-  // Graph transformations (constant folding, fusion, layout propagation) plug in here; with
-  // config.disable_transformations the graph runs exactly as given.
+  // Graph transformations (constant folding, fusion); with config.disable_transformations the
+  // graph runs exactly as given.
+  transformations::OriginalNames original_names;
+  if (!config.disable_transformations) original_names = transformations::run_all(*model);
   auto graph = std::make_shared<CompiledGraph>();
   for (ValueId in : model->inputs())
     if (!model->value(in).shape.is_static()) graph->dynamic_shapes = true;
@@ -38,7 +41,7 @@ std::shared_ptr<CompiledGraph> compile_graph(const Model& source, const CompileC
       continue;
     }
     graph->implementations.push_back(kernel ? kernel->implementation() : "ref");
-    graph->original_names.push_back({node.name});
+    graph->original_names.push_back(transformations::original_names_of(original_names, node.name));
   }
   if (!unsupported.empty())
     throw UnsupportedOperation("model '" + model->name() + "': no CPU kernel for " + unsupported);

@@ -69,8 +69,8 @@ CompiledModel Core::import_model(std::istream& stream, const std::string& device
   auto blob = serialization::read_compiled_blob(stream, detail::CpuPlugin::device_name,
                                                 detail::CpuPlugin::capabilities());
   auto config = serialization::config_for_import(blob.info.config, properties);
-  return CompiledModel(std::make_shared<detail::CompiledModelImpl>(runtime_, std::move(blob.graph),
-                                                                   config, false));
+  return CompiledModel(
+      std::make_shared<detail::CompiledModelImpl>(runtime_, std::move(blob.graph), config, false));
 }
 
 std::map<std::string, std::string> Core::query_model(const std::shared_ptr<const Model>& model,

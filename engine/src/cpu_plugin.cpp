@@ -136,7 +136,8 @@ void CpuPlugin::check(const std::string& key, const Any& value) {
     } else if (key == props::cache_dir) {
       const auto* path = std::get_if<std::string>(&value.storage());
       if (!path || path->find('\0') != std::string::npos)
-        throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: a directory path)");
+        throw InvalidArgument("'" + value.as_string() +
+                              "' is not allowed (allowed: a directory path)");
     } else if (key == props::max_requests_in_flight) {
       int64_t n = value.as_int();
       if (n < 1 || n > 4096)

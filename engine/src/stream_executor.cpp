@@ -41,7 +41,7 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes) {
     for (ValueId out : node.outputs) {
       const ValueInfo& info = model->value(out);
       if (!info.shape.is_static())
-        throw ModelError(node.op_type + " node '" + node.name + "': output '" + info.name +
+        throw UnsupportedOperation(node.op_type + " node '" + node.name + "': output '" + info.name +
                          "' has a shape that cannot be inferred (" + info.shape.to_string() + ")");
       if (!is_model_output_[out]) values[out] = Tensor(info.type, info.shape);
     }

@@ -2,6 +2,7 @@
 // convolution primitive. The primitive picks its own layouts (format_tag::any): constant weights
 // are reordered into that layout once, activations are reordered in and out around each run until
 // the graph compiler keeps them blocked between convolutions.
+#include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
@@ -16,6 +17,11 @@ class ConvKernel final : public DnnlKernel {
     group_ = request.node.attributes.get_int_or("group", 1);
     if (group_ < 1 || request.inputs.size() < 2 || !has_input(1) || present_outputs(request) != 1)
       throw Unsupported{};
+    fused_sum_ = fused::has_sum(request.node);
+    const std::string activation = fused::activation(request.node);
+    fused_relu_ = activation == "Relu";
+    if (!activation.empty() && !fused_relu_) throw Unsupported{};
+    if (fused_sum_ && (request.inputs.size() != 4 || !has_input(3))) throw Unsupported{};
     const size_t rank = request.inputs[0].shape.rank();
     if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
     std::vector<int64_t> weights_kernel(request.inputs[1].shape.begin() + 2,
@@ -75,7 +81,13 @@ class ConvKernel final : public DnnlKernel {
                                               any(dst), strides, dilation, pad_l, pad_r)
             : dnnl::convolution_forward::desc(kind, algorithm, any(src), weights_choice, any(dst),
                                               strides, dilation, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc pd(desc, cpu_engine());
+    // Fused post-ops: the residual is summed into dst (prefilled with it at run), then Relu.
+    dnnl::post_ops ops;
+    if (fused_sum_) ops.append_sum(1.f);
+    if (fused_relu_) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
     primitive_ = dnnl::convolution_forward(pd);
     src_ = LayoutBridge(src_md, pd.src_desc());
     dst_ = LayoutBridge(dst_md, pd.dst_desc());
@@ -89,7 +101,8 @@ class ConvKernel final : public DnnlKernel {
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},
         {DNNL_ARG_WEIGHTS, weights_.get(inputs[1], stream_)},
-        {DNNL_ARG_DST, dst_.output_memory(outputs[0])}};
+        {DNNL_ARG_DST,
+         fused_sum_ ? prefilled_dst(inputs[3], outputs[0]) : dst_.output_memory(outputs[0])}};
     if (with_bias_) {
       bind(bias_, inputs[2]);
       args[DNNL_ARG_BIAS] = bias_;
@@ -99,10 +112,18 @@ class ConvKernel final : public DnnlKernel {
   }
 
  private:
+  // The sum post-op accumulates into dst: start it from the residual, in dst's layout.
+  const dnnl::memory& prefilled_dst(const Tensor& residual, Tensor& output) {
+    residual.copy_to(output);
+    return dst_.to_internal(output, stream_);
+  }
+
   Node node_;  // for forward_geometry's messages
   int64_t group_ = 1;
   spatial::Window window_;
   bool with_bias_ = false;
+  bool fused_sum_ = false;
+  bool fused_relu_ = false;
   dnnl::primitive primitive_;
   LayoutBridge src_;
   LayoutBridge dst_;

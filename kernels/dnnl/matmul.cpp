@@ -3,6 +3,7 @@
 // A constant right-hand side is packed once into the layout the primitive prefers.
 #include <algorithm>
 
+#include "engine/ops/fused_post_ops.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 
@@ -76,7 +77,12 @@ struct MatmulCore {
 class MatMulKernel final : public DnnlKernel {
  public:
   explicit MatMulKernel(const KernelRequest& request) : DnnlKernel(request) {
-    if (request.inputs.size() != 2 || present_outputs(request) != 1) throw Unsupported{};
+    fused_sum_ = fused::has_sum(request.node);
+    const std::string activation = fused::activation(request.node);
+    fused_relu_ = activation == "Relu";
+    if (!activation.empty() && !fused_relu_) throw Unsupported{};
+    if (request.inputs.size() != (fused_sum_ ? 3u : 2u) || present_outputs(request) != 1)
+      throw Unsupported{};
   }
 
  protected:
@@ -101,18 +107,26 @@ class MatMulKernel final : public DnnlKernel {
     int64_t count = 1;
     for (int64_t d : y) count *= d;
     if (count != outputs[0].element_count()) return false;
-    dnnl::matmul::primitive_desc pd =
-        core_.build(plain_f32(a), plain_f32(b), constant(1), plain_f32(y), nullptr,
-                    dnnl::primitive_attr(), nullptr, stream_);
+    // Fused post-ops: the residual is summed into dst (prefilled with it at run), then Relu.
+    dnnl::post_ops ops;
+    if (fused_sum_) ops.append_sum(1.f);
+    if (fused_relu_) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    dnnl::matmul::primitive_desc pd = core_.build(plain_f32(a), plain_f32(b), constant(1),
+                                                  plain_f32(y), nullptr, attr, nullptr, stream_);
     set_impl(pd);
     return true;
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    if (fused_sum_) inputs[2].copy_to(outputs[0]);  // dst is plain: the sum reads it in place
     core_.run(inputs[0], inputs[1], nullptr, outputs[0], stream_);
   }
 
  private:
+  bool fused_sum_ = false;
+  bool fused_relu_ = false;
   MatmulCore core_;
 };
 
@@ -125,6 +139,10 @@ class GemmKernel final : public DnnlKernel {
     trans_a_ = a.get_int_or("transA", 0) != 0;
     trans_b_ = a.get_int_or("transB", 0) != 0;
     if (request.inputs.size() < 2 || present_outputs(request) != 1) throw Unsupported{};
+    // Only a fused Relu; a fused sum would clash with C's post-ops, the reference runs those.
+    const std::string activation = fused::activation(request.node);
+    fused_relu_ = activation == "Relu";
+    if ((!activation.empty() && !fused_relu_) || fused::has_sum(request.node)) throw Unsupported{};
   }
 
  protected:
@@ -151,6 +169,7 @@ class GemmKernel final : public DnnlKernel {
     const dnnl::memory::desc c_md = plain_f32(c.empty() ? Dims{1, 1} : c);
 
     dnnl::primitive_attr attr;
+    dnnl::post_ops ops;
     const dnnl::memory::desc* bias_md = nullptr;
     const dnnl::memory::desc* post_md = nullptr;
     if (!use_c_) {
@@ -160,12 +179,12 @@ class GemmKernel final : public DnnlKernel {
     } else {
       // alpha*AB + beta*C == beta * ((alpha/beta)*AB + C); output scales precede post-ops.
       if (alpha_ / beta_ != 1.f) attr.set_output_scales(0, {alpha_ / beta_});
-      dnnl::post_ops ops;
       ops.append_binary(dnnl::algorithm::binary_add, c_md);
       if (beta_ != 1.f) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, beta_, 0.f);
-      attr.set_post_ops(ops);
       post_md = &c_md;
     }
+    if (fused_relu_) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(ops);
     dnnl::matmul::primitive_desc pd =
         core_.build(a_md, b_md, constant(1), y_md, bias_md, attr, post_md, stream_);
     set_impl(pd);
@@ -182,6 +201,7 @@ class GemmKernel final : public DnnlKernel {
   bool trans_a_ = false;
   bool trans_b_ = false;
   bool use_c_ = false;
+  bool fused_relu_ = false;
   MatmulCore core_;
 };
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "engine/ops/spatial.hpp"
+#include "kernels/reference/fused_post_ops.hpp"
 #include "kernels/reference/reference.hpp"
 #include "kernels/reference/window3d.hpp"
 
@@ -152,6 +153,7 @@ void conv(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tenso
     using T = decltype(tag);
     conv_typed<T>(node, inputs.at(0), inputs.at(1), optional_input(inputs, 2), outputs.at(0));
   });
+  apply_fused_post_ops(node, inputs, outputs.at(0));
 }
 
 void conv_transpose(const Node& node, const std::vector<Tensor>& inputs,

@@ -8,6 +8,7 @@
 #include "kernels/reference/broadcast.hpp"
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/element_types.hpp"
+#include "kernels/reference/fused_post_ops.hpp"
 #include "kernels/reference/reference.hpp"
 
 namespace troupe::kernels::reference {
@@ -77,6 +78,7 @@ void matmul(const Node& node, const Tensors& in, Tensors& out) {
       }
     }
   });
+  apply_fused_post_ops(node, in, out[0]);
 }
 
 void gemm(const Node& node, const Tensors& in, Tensors& out) {
@@ -131,6 +133,7 @@ void gemm(const Node& node, const Tensors& in, Tensors& out) {
       }
     }
   });
+  apply_fused_post_ops(node, in, out[0]);
 }
 
 }  // namespace

@@ -48,9 +48,10 @@ void copy_elements(const Node& node, const Tensors& in, Tensors& out) {
 }
 
 void dropout(const Node& node, const Tensors& in, Tensors& out) {
-  // Inference: the data passes unchanged and the mask keeps everything.
-  if (in.size() > 2 && !in[2].empty() && in[2].size() == 1 && in[2].value_at(0) != 0)
-    fail(node, "training_mode=true is not supported (inference only)");
+  // Inference (or training with ratio 0): the data passes unchanged and the mask keeps everything.
+  const bool training = in.size() > 2 && !in[2].empty() && in[2].value_at(0) != 0;
+  const bool drops = in.size() < 2 || in[1].empty() || in[1].value_at(0) != 0;
+  if (training && drops) fail(node, "training_mode=true is not supported (inference only)");
   copy_elements(node, in, out);
   if (out.size() > 1 && !out[1].empty()) {
     bool* mask = out[1].data<bool>();

@@ -375,6 +375,12 @@ TEST(Dropout, TrainingModeIsRefused) {
         infer("Dropout", {declared(F32, {2}), omitted(), constant(boolean({}, {true}))});
       },
       {"training_mode"});
+  // With ratio 0 training keeps everything, like inference.
+  auto outs =
+      run("Dropout",
+          {input(f32({2}, {4, 5})), constant(f32({}, {0})), constant(boolean({}, {true}))}, {}, 2);
+  expect_tensor(outs[0], ElementType::f32, {2}, {4, 5});
+  expect_tensor(outs[1], ElementType::boolean, {2}, {1, 1});
   // Known only at run time: the kernel refuses it.
   expect_error<ExecutionError>(
       [] {

@@ -4,11 +4,17 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 namespace troupe::testing {
+
+namespace fs = std::filesystem;
 
 // A dimension: a number, or a symbolic name such as "batch".
 struct OnnxDim {
@@ -16,6 +22,31 @@ struct OnnxDim {
   OnnxDim(const char* p) : param(p) {}
   int64_t value = -1;
   std::string param;
+};
+
+// A directory under the system temp dir, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            ("troupe_onnx_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  fs::path write(const std::string& name, const std::string& bytes) const {
+    fs::path p = path_ / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p;
+  }
+
+ private:
+  fs::path path_;
 };
 
 inline onnx::ModelProto onnx_model(int64_t opset = 13, int64_t ir_version = 8) {

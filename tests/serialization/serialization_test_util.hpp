@@ -67,12 +67,13 @@ inline std::shared_ptr<Model> make_small_cnn(uint32_t seed = 7) {
                     {"strides", std::vector<int64_t>{1, 1}}},
                    "conv");
   auto relu = b.op("Relu", {conv}, {}, "relu");
-  auto pool = b.op("MaxPool", {relu},
-                   {{"kernel_shape", std::vector<int64_t>{2, 2}},
-                    {"strides", std::vector<int64_t>{2, 2}}},
-                   "pool");
+  auto pool =
+      b.op("MaxPool", {relu},
+           {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+           "pool");
   auto flat = b.op("Flatten", {pool}, {{"axis", int64_t{1}}}, "flatten");
-  auto fc_w = b.constant("fc_w", Tensor::from_vector<float>({64, 10}, seeded_floats(640, seed + 2)));
+  auto fc_w =
+      b.constant("fc_w", Tensor::from_vector<float>({64, 10}, seeded_floats(640, seed + 2)));
   auto fc_b = b.constant("fc_b", Tensor::from_vector<float>({10}, seeded_floats(10, seed + 3)));
   auto fc = b.op("Gemm", {flat, fc_w, fc_b}, {}, "fc");
   auto y = b.op("Softmax", {fc}, {{"axis", int64_t{1}}}, "softmax");

@@ -17,9 +17,9 @@
 namespace troupe {
 namespace {
 
+using test::message_of;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using test::message_of;
 
 std::string export_blob(const CompiledModel& compiled) {
   std::ostringstream out;
@@ -95,13 +95,16 @@ TEST_F(CompiledBlob, ExportImportGivesTheSameModelAndOutputs) {
     EXPECT_EQ(std::get<Names>(a->nodes()[i].attributes.all().at("original_names")),
               std::get<Names>(b->nodes()[i].attributes.all().at("original_names")));
   }
-  for (const char* key : {props::num_streams, props::inference_num_threads, props::performance_mode,
-                          props::inference_precision, props::max_requests_in_flight,
-                          props::enable_profiling})
-    EXPECT_EQ(imported.get_property(key).as_string(), compiled_.get_property(key).as_string()) << key;
+  for (const char* key :
+       {props::num_streams, props::inference_num_threads, props::performance_mode,
+        props::inference_precision, props::max_requests_in_flight, props::enable_profiling})
+    EXPECT_EQ(imported.get_property(key).as_string(), compiled_.get_property(key).as_string())
+        << key;
 }
 
-TEST_F(CompiledBlob, ExportIsDeterministic) { EXPECT_EQ(export_blob(compiled_), blob_); }
+TEST_F(CompiledBlob, ExportIsDeterministic) {
+  EXPECT_EQ(export_blob(compiled_), blob_);
+}
 
 TEST_F(CompiledBlob, HeaderRecordsVersionDeviceCpuAndConfiguration) {
   Core core;
@@ -142,15 +145,17 @@ TEST_F(CompiledBlob, ImportPropertiesMayChangeOnlyThePipeline) {
   import_blob(core_, blob_, {{props::inference_precision, "f32"}});
   const auto host = detail::CpuPlugin::capabilities();
   if (std::find(host.begin(), host.end(), "BF16") != host.end()) {
-    EXPECT_THAT(message_of<InvalidArgument>(
-                    [&] { import_blob(core_, blob_, {{props::inference_precision, "bf16"}}); }),
+    EXPECT_THAT(message_of<InvalidArgument>([&] {
+                  import_blob(core_, blob_, {{props::inference_precision, "bf16"}});
+                }),
                 HasSubstr("INFERENCE_PRECISION_HINT = bf16 cannot be applied on import"));
   } else {
     // Without bf16 hardware a bf16 hint resolves to f32 (as in compile_model): no conflict.
     import_blob(core_, blob_, {{props::inference_precision, "bf16"}});
   }
-  EXPECT_THAT(message_of<InvalidArgument>(
-                  [&] { import_blob(core_, blob_, {{props::disable_transformations, true}}); }),
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
+                import_blob(core_, blob_, {{props::disable_transformations, true}});
+              }),
               HasSubstr("DISABLE_TRANSFORMATIONS"));
   EXPECT_THROW(import_blob(core_, blob_, {{"NUM_STREAMZ", 2}}), UnknownProperty);
   std::istringstream in(blob_);
@@ -203,9 +208,9 @@ TEST_F(CompiledBlob, ABlobFileIsMappedAndItsWeightsUsedInPlace) {
   EXPECT_EQ(fc_b.to_vector<float>(), test::seeded_floats(10, 7 + 3));
   EXPECT_EQ(loaded.graph->implementations.size(), model.nodes().size());
   test::write_bytes(path, blob_.substr(0, blob_.size() - 1));
-  EXPECT_THAT(message_of<FormatError>(
-                  [&] { serialization::read_compiled_blob_file(path, "CPU", caps); }),
-              HasSubstr("truncated at byte " + std::to_string(blob_.size() - 1)));
+  EXPECT_THAT(
+      message_of<FormatError>([&] { serialization::read_compiled_blob_file(path, "CPU", caps); }),
+      HasSubstr("truncated at byte " + std::to_string(blob_.size() - 1)));
 }
 
 // ---- refusals -----------------------------------------------------------------------------------
@@ -222,9 +227,11 @@ TEST_F(CompiledBlob, RefusesWrongMagic) {
 TEST_F(CompiledBlob, RefusesANewerFormatVersion) {
   std::string bad = blob_;
   bad[8] = 7;
-  EXPECT_THAT(import_refusal(bad), HasSubstr("format version 7, newer than this troupe (0.1.0) reads (1)"));
+  EXPECT_THAT(import_refusal(bad),
+              HasSubstr("format version 7, newer than this troupe (0.1.0) reads (1)"));
   bad[8] = 0;
-  EXPECT_THAT(import_refusal(bad), HasSubstr("format version 0, which this troupe no longer reads"));
+  EXPECT_THAT(import_refusal(bad),
+              HasSubstr("format version 0, which this troupe no longer reads"));
 }
 
 TEST_F(CompiledBlob, RefusesAnotherTroupeVersion) {
@@ -274,7 +281,8 @@ TEST(CompiledBlobIsa, Bf16AmxBlobIsRefusedOnACpuWithoutAmx) {
     serialization::read_compiled_blob(in, "CPU", {"FP32", "INT8", "EXPORT_IMPORT", "AVX512"});
   });
   EXPECT_THAT(msg, HasSubstr("needs CPU capabilities this CPU lacks: AMX, BF16"));
-  EXPECT_THAT(msg, HasSubstr("compiled for bf16 inference on a CPU with: FP32, INT8, EXPORT_IMPORT, AVX512, BF16, AMX;"));
+  EXPECT_THAT(msg, HasSubstr("compiled for bf16 inference on a CPU with: FP32, INT8, "
+                             "EXPORT_IMPORT, AVX512, BF16, AMX;"));
   EXPECT_THAT(msg, HasSubstr("compiled for bf16 inference"));
   // A CPU with only BF16 (e.g. Cooper Lake) still lacks AMX.
   std::istringstream again(blob);
@@ -286,8 +294,7 @@ TEST(CompiledBlobIsa, Bf16AmxBlobIsRefusedOnACpuWithoutAmx) {
   const auto host = detail::CpuPlugin::capabilities();
   if (std::find(host.begin(), host.end(), "AMX") == host.end()) {
     std::istringstream here(blob);
-    EXPECT_THAT(message_of<FormatError>([&] { core.import_model(here); }),
-                HasSubstr("lacks: AMX"));
+    EXPECT_THAT(message_of<FormatError>([&] { core.import_model(here); }), HasSubstr("lacks: AMX"));
   }
 }
 
@@ -296,8 +303,8 @@ TEST(CompiledBlobIsa, RealBf16BlobImportsOnThisCpu) {
   const bool has_bf16 = std::find(host.begin(), host.end(), "BF16") != host.end();
   if (!has_bf16) GTEST_SKIP() << "this CPU cannot compile for bf16";
   Core core;
-  auto compiled = core.compile_model(test::make_small_cnn(), "CPU",
-                                     {{props::inference_precision, "bf16"}});
+  auto compiled =
+      core.compile_model(test::make_small_cnn(), "CPU", {{props::inference_precision, "bf16"}});
   ASSERT_EQ(compiled.get_property(props::inference_precision).as_string(), "bf16");
   std::ostringstream out;
   compiled.export_model(out);
@@ -334,7 +341,8 @@ TEST(CompiledBlobIsa, RequiredCapabilitiesFollowPrecisionAndKernels) {
   detail::CompileConfig bf16;
   bf16.inference_precision = ElementType::bf16;
   graph.implementations = {"ref"};
-  EXPECT_THAT(serialization::required_capabilities(graph, bf16, {"FP32", "BF16"}), ElementsAre("BF16"));
+  EXPECT_THAT(serialization::required_capabilities(graph, bf16, {"FP32", "BF16"}),
+              ElementsAre("BF16"));
   EXPECT_THAT(serialization::required_capabilities(graph, bf16, {"FP32", "BF16", "AMX"}),
               ElementsAre("AMX", "BF16"));
 }
@@ -363,8 +371,8 @@ TEST_F(CompiledBlob, RefusesNonZeroPaddingAfterTheHeader) {
   ASSERT_LT(header_end, payload_offset_of(blob_)) << "no padding in this blob to test";
   std::string bad = blob_;
   bad[header_end] = 1;
-  EXPECT_THAT(import_refusal(bad),
-              HasSubstr("padding byte " + std::to_string(header_end) + " after the header is not zero"));
+  EXPECT_THAT(import_refusal(bad), HasSubstr("padding byte " + std::to_string(header_end) +
+                                             " after the header is not zero"));
 }
 
 TEST_F(CompiledBlob, TruncationAtEveryByteNamesTheByte) {
@@ -379,7 +387,8 @@ TEST_F(CompiledBlob, TruncationAtEveryByteNamesTheByte) {
     if (n < 24)
       EXPECT_THAT(msg, HasSubstr("the envelope header needs bytes [0, 24)"));
     else if (n < header_end)
-      EXPECT_THAT(msg, HasSubstr("the header needs bytes [24, " + std::to_string(header_end) + ")"));
+      EXPECT_THAT(msg,
+                  HasSubstr("the header needs bytes [24, " + std::to_string(header_end) + ")"));
     else
       EXPECT_THAT(msg, HasSubstr("the payload needs bytes [" + std::to_string(header_end) + ", " +
                                  std::to_string(blob_.size()) + ")"));

@@ -21,8 +21,8 @@ namespace troupe {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using test::message_of;
+using ::testing::HasSubstr;
 
 // Files in `dir` (names), sorted.
 std::vector<std::string> files_in(const fs::path& dir) {
@@ -59,8 +59,9 @@ TEST_F(ModelCache, CompileFromAPathWithoutACache) {
   auto compiled = core_.compile_model(model_path_);
   EXPECT_FALSE(compiled.get_property(props::loaded_from_cache).as_bool());
   EXPECT_EQ(test::run_once(compiled, test::small_cnn_input()).size(), 10u);
-  EXPECT_THAT(message_of<InvalidArgument>(
-                  [&] { core_.compile_model(models_.file("missing.troupe"), "CPU", with_cache()); }),
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
+                core_.compile_model(models_.file("missing.troupe"), "CPU", with_cache());
+              }),
               HasSubstr("does not exist"));
   EXPECT_THROW(core_.compile_model(nullptr), InvalidArgument);
 }
@@ -83,37 +84,45 @@ TEST_F(ModelCache, CacheDirOnTheDeviceAndItsValidation) {
   EXPECT_EQ(core_.get_property("CPU", props::cache_dir).as_string(), "");
   EXPECT_THAT(core_.get_property("CPU", props::supported_properties).as_strings(),
               ::testing::Contains(std::string(props::cache_dir)));
-  EXPECT_THAT(message_of<InvalidArgument>([&] { core_.set_property("CPU", {{props::cache_dir, 5}}); }),
+  EXPECT_THAT(message_of<InvalidArgument>([&] {
+                core_.set_property("CPU", {{props::cache_dir, 5}});
+              }),
               HasSubstr("CACHE_DIR"));
   core_.set_property("CPU", {{props::cache_dir, cache_}});
   EXPECT_EQ(core_.get_property("CPU", props::cache_dir).as_string(), cache_);
   core_.compile_model(model_path_);
   EXPECT_TRUE(core_.compile_model(model_path_).get_property(props::loaded_from_cache).as_bool());
   // A model object (not a file) is never cached.
-  EXPECT_FALSE(core_.compile_model(test::make_small_cnn()).get_property(props::loaded_from_cache).as_bool());
+  EXPECT_FALSE(
+      core_.compile_model(test::make_small_cnn()).get_property(props::loaded_from_cache).as_bool());
 }
 
 TEST_F(ModelCache, KeyCoversContentAndGraphSettingsButNotPipelineSettings) {
   core_.compile_model(model_path_, "CPU", with_cache());
   // Pipeline-only settings: still a hit, and they apply.
-  auto profiled = core_.compile_model(model_path_, "CPU",
-                                      with_cache({{props::enable_profiling, true},
-                                                  {props::num_streams, 2}}));
+  auto profiled = core_.compile_model(
+      model_path_, "CPU", with_cache({{props::enable_profiling, true}, {props::num_streams, 2}}));
   EXPECT_TRUE(profiled.get_property(props::loaded_from_cache).as_bool());
   EXPECT_TRUE(profiled.get_property(props::enable_profiling).as_bool());
   EXPECT_EQ(profiled.get_property(props::num_streams).as_int(), 2);
   // Other content: a miss and a second entry.
   const std::string other = models_.file("other.troupe");
   save_model(test::make_small_cnn(99), other);
-  EXPECT_FALSE(core_.compile_model(other, "CPU", with_cache()).get_property(props::loaded_from_cache).as_bool());
+  EXPECT_FALSE(core_.compile_model(other, "CPU", with_cache())
+                   .get_property(props::loaded_from_cache)
+                   .as_bool());
   EXPECT_EQ(files_in(cache_).size(), 2u);
   // Same content under another name: the same entry.
   const std::string copy = models_.file("copy.troupe");
   fs::copy_file(model_path_, copy);
-  EXPECT_TRUE(core_.compile_model(copy, "CPU", with_cache()).get_property(props::loaded_from_cache).as_bool());
+  EXPECT_TRUE(core_.compile_model(copy, "CPU", with_cache())
+                  .get_property(props::loaded_from_cache)
+                  .as_bool());
   // A graph-shaping setting: a miss.
-  EXPECT_FALSE(core_.compile_model(model_path_, "CPU", with_cache({{props::disable_transformations, true}}))
-                   .get_property(props::loaded_from_cache).as_bool());
+  EXPECT_FALSE(
+      core_.compile_model(model_path_, "CPU", with_cache({{props::disable_transformations, true}}))
+          .get_property(props::loaded_from_cache)
+          .as_bool());
   EXPECT_EQ(files_in(cache_).size(), 3u);
 }
 
@@ -144,7 +153,8 @@ TEST_F(ModelCache, CorruptEntryIsRemovedRecompiledAndRewritten) {
     EXPECT_EQ(test::run_once(recompiled, input), expected);
     EXPECT_EQ(test::read_bytes(entry), good) << reason;  // rewritten
     EXPECT_TRUE(core_.compile_model(model_path_, "CPU", with_cache())
-                    .get_property(props::loaded_from_cache).as_bool());
+                    .get_property(props::loaded_from_cache)
+                    .as_bool());
   }
 }
 
@@ -197,7 +207,8 @@ TEST_F(ModelCache, ConcurrentThreadsLeaveOneValidEntry) {
     const auto names = files_in(cache_);
     ASSERT_EQ(names.size(), 1u) << "leftover temporary files?";
     EXPECT_TRUE(core_.compile_model(model_path_, "CPU", with_cache())
-                    .get_property(props::loaded_from_cache).as_bool());
+                    .get_property(props::loaded_from_cache)
+                    .as_bool());
   }
 }
 
@@ -205,7 +216,8 @@ TEST_F(ModelCache, ConcurrentThreadsLeaveOneValidEntry) {
 TEST(ModelCacheChild, CompileFromEnvironment) {
   const char* model = std::getenv("TROUPE_CACHE_CHILD_MODEL");
   const char* cache = std::getenv("TROUPE_CACHE_CHILD_DIR");
-  if (!model || !cache) GTEST_SKIP() << "only run as a child of ConcurrentProcessesLeaveOneValidEntry";
+  if (!model || !cache)
+    GTEST_SKIP() << "only run as a child of ConcurrentProcessesLeaveOneValidEntry";
   Core core;
   core.compile_model(model, "CPU", {{props::cache_dir, std::string(cache)}});
 }

@@ -1,8 +1,9 @@
-// A plain mutation fuzzer for the ONNX reader: valid small models are mutated (bit flips, byte
-// overwrites, inserted and deleted bytes, truncation, copied chunks, extreme varints) with fixed
-// seeds, and every result must either read or throw troupe::Error — never crash, hang or throw
-// anything else. Inputs that once crashed the reader live in tests/serialization/data/onnx_fuzz/
-// and are replayed first.
+// A plain mutation fuzzer for the ONNX reader. Valid small models are mutated with fixed seeds,
+// byte by byte (bit flips, overwrites, inserted and deleted bytes, truncation, copied chunks,
+// extreme varints) and field by field (element types, dimensions, attributes, names, external data,
+// opsets, so that inputs get past the protobuf parser), and every result must either read or throw
+// troupe::Error: never crash, exhaust memory or throw anything else. Inputs that once did are kept
+// in tests/serialization/data/onnx_fuzz/ and replayed.
 //
 // TROUPE_FUZZ_ITERATIONS=N runs N mutations per seed model instead of the default smoke run and
 // TROUPE_FUZZ_SEED=S starts the random streams at S (default 1000) to explore other inputs;
@@ -10,7 +11,6 @@
 // crash can be kept.
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -362,13 +362,12 @@ class ProtoMutator {
 
 // A directory holding "w.bin" (64 bytes), the base for external data locations the mutations make.
 const std::string& external_data_dir() {
-  static const std::string dir = [] {
-    fs::path d = fs::temp_directory_path() / ("troupe_onnx_fuzz_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    std::ofstream(d / "w.bin", std::ios::binary) << std::string(64, '\x01');
-    return d.string();
+  static const TempDir dir;
+  static const std::string path = [] {
+    dir.write("w.bin", std::string(64, '\x01'));
+    return dir.path().string();
   }();
-  return dir;
+  return path;
 }
 
 // How the mutated inputs fared, to see that mutations get past the protobuf parser.

@@ -18,31 +18,6 @@ using namespace troupe::testing;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-// A directory under the system temp dir, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("troupe_onnx_reader_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path write(const std::string& name, const std::string& bytes) const {
-    fs::path p = path_ / name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-
- private:
-  fs::path path_;
-};
-
 std::shared_ptr<Model> read(const onnx::ModelProto& m, const std::string& base_dir = "") {
   std::string bytes = serialize(m);
   return read_onnx_model_from_buffer(bytes.data(), bytes.size(), base_dir);

@@ -19,8 +19,8 @@
 namespace troupe {
 namespace {
 
-using ::testing::HasSubstr;
 using test::message_of;
+using ::testing::HasSubstr;
 
 // ---- fingerprint64 ------------------------------------------------------------------------------
 
@@ -87,7 +87,8 @@ void expect_same_model(const Model& a, const Model& b) {
     EXPECT_EQ(b.value(*id).shape, va.shape) << va.name;
     EXPECT_EQ(a.is_constant(static_cast<ValueId>(i)), b.is_constant(*id)) << va.name;
     if (a.is_constant(static_cast<ValueId>(i))) {
-      EXPECT_EQ(bytes_of(a.constants().at(static_cast<ValueId>(i))), bytes_of(b.constants().at(*id)))
+      EXPECT_EQ(bytes_of(a.constants().at(static_cast<ValueId>(i))),
+                bytes_of(b.constants().at(*id)))
           << va.name;
     }
   }
@@ -145,7 +146,8 @@ std::shared_ptr<Model> make_every_type_model() {
   auto x = b.input("x", ElementType::f32, {Shape::dynamic, 2});
   b.output(b.op("Identity", {x}, {}, "id_x"), "x_out");
   std::vector<std::pair<std::string, Tensor>> constants = {
-      {"c_f32", tensor_of<float>({2, 2}, {1.5f, -2.25f, 0.f, std::numeric_limits<float>::infinity()})},
+      {"c_f32",
+       tensor_of<float>({2, 2}, {1.5f, -2.25f, 0.f, std::numeric_limits<float>::infinity()})},
       {"c_f16", tensor_of<float16>({3}, {float16(1.5f), float16(-0.25f), float16(65504.f)})},
       {"c_bf16", tensor_of<bfloat16>({2}, {bfloat16(3.f), bfloat16(-1e30f)})},
       {"c_f64", tensor_of<double>({2}, {1e-300, -3.5})},
@@ -347,17 +349,20 @@ TEST_F(TroupeFormatRefusal, NewerFormatVersion) {
 }
 
 TEST_F(TroupeFormatRefusal, TruncationNamesTheByte) {
-  EXPECT_THAT(refusal(good_.substr(0, 12)), HasSubstr("truncated at byte 12: the header needs bytes [0, 16)"));
-  EXPECT_THAT(refusal(good_.substr(0, 40)), HasSubstr("truncated at byte 40: the header needs bytes [0, 64)"));
+  EXPECT_THAT(refusal(good_.substr(0, 12)),
+              HasSubstr("truncated at byte 12: the header needs bytes [0, 16)"));
+  EXPECT_THAT(refusal(good_.substr(0, 40)),
+              HasSubstr("truncated at byte 40: the header needs bytes [0, 64)"));
   const uint64_t graph_length = field(24);
   EXPECT_THAT(refusal(good_.substr(0, 100)),
               HasSubstr("truncated at byte 100: the graph needs bytes [64, " +
                         std::to_string(64 + graph_length) + ")"));
   const uint64_t weights_offset = field(40);
   const size_t cut = good_.size() - 10;
-  EXPECT_THAT(refusal(good_.substr(0, cut)),
-              HasSubstr("truncated at byte " + std::to_string(cut) + ": the weights section needs bytes [" +
-                        std::to_string(weights_offset) + ", " + std::to_string(good_.size()) + ")"));
+  EXPECT_THAT(
+      refusal(good_.substr(0, cut)),
+      HasSubstr("truncated at byte " + std::to_string(cut) + ": the weights section needs bytes [" +
+                std::to_string(weights_offset) + ", " + std::to_string(good_.size()) + ")"));
 }
 
 TEST_F(TroupeFormatRefusal, CorruptGraphFailsTheChecksum) {
@@ -385,9 +390,9 @@ TEST_F(TroupeFormatRefusal, MissingFileAndUnknownExtension) {
 
 TEST(TroupeFormatSave, UnwritablePathNamesIt) {
   auto model = test::make_small_cnn();
-  EXPECT_THAT(message_of<InvalidArgument>(
-                  [&] { save_model(model, "/nonexistent_dir_troupe/m.troupe"); }),
-              HasSubstr("/nonexistent_dir_troupe/m.troupe"));
+  EXPECT_THAT(
+      message_of<InvalidArgument>([&] { save_model(model, "/nonexistent_dir_troupe/m.troupe"); }),
+      HasSubstr("/nonexistent_dir_troupe/m.troupe"));
   EXPECT_THROW(save_model(nullptr, "x.troupe"), InvalidArgument);
 }
 

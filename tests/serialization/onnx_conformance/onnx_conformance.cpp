@@ -155,8 +155,6 @@ std::vector<fs::path> data_files(const fs::path& set_dir, const std::string& pre
   return files;
 }
 
-// Runs a model on the case's data. `bound` lists the input files still fed as inputs, in the
-// order of the model's inputs (the others were frozen into the model).
 // Reads a test data file. numpy has no bfloat16, so the suite stores bf16 data as UINT16 bits;
 // those are read as bf16 when the model expects bf16 there.
 troupe::Tensor load_tensor(const fs::path& path, troupe::ElementType expected) {
@@ -173,6 +171,8 @@ troupe::Tensor load_tensor(const fs::path& path, troupe::ElementType expected) {
   return troupe::serialization::read_onnx_tensor(path.string());
 }
 
+// Runs a model on the case's data. `bound` lists the input files still fed as inputs, in the
+// order of the model's inputs (the others were frozen into the model).
 Outcome run_model(troupe::Core& core, const std::shared_ptr<troupe::Model>& model,
                   const std::vector<fs::path>& bound, const std::vector<fs::path>& output_files) {
   troupe::CompiledModel compiled;
@@ -300,10 +300,10 @@ Outcome run_case_with_fallback(troupe::Core& core, const Case& c) {
   return o;
 }
 
-// ---- the worker protocol
-// ------------------------------------------------------------------------- The worker writes "B
-// <index>\n" when it begins a case and "E <index> <status> <message>\n" when it ends it (the
-// message with newlines replaced), so the parent knows which case a crash belongs to.
+// ---- the worker protocol -----------------------------------------------------------------------
+// The worker writes "B <index>" when it begins a case and "E <index> <status> <frozen> <message>"
+// when it ends it (one line each, the message's newlines replaced), so the parent knows which case
+// a crash or a hang belongs to.
 
 std::string one_line(std::string s) {
   std::replace(s.begin(), s.end(), '\n', ' ');
@@ -449,8 +449,7 @@ void run_in_process(std::vector<Case>& cases, const Options& options) {
   }
 }
 
-// ---- collecting the cases
-// ---------------------------------------------------------------------------
+// ---- collecting the cases ----------------------------------------------------------------------
 
 std::vector<std::string> graph_ops(const fs::path& model_path) {
   std::ifstream in(model_path, std::ios::binary);

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "troupe/model.hpp"
+
+namespace troupe::transformations {
+
+// Graph transformations run by compile_graph before kernels are chosen. Each pass takes a
+// validated model, rewrites it in place, leaves it validated and returns how many nodes it removed
+// or fused. Model outputs keep their values and names: a pass never folds away, renames or
+// re-routes a value the caller reads.
+
+// For the nodes of the transformed graph that stand for other nodes of the source graph (fusions),
+// the source node names by the node's name; a node without an entry stands for itself.
+using OriginalNames = std::map<std::string, std::vector<std::string>>;
+
+// The source nodes a node of the transformed graph stands for.
+std::vector<std::string> original_names_of(const OriginalNames& names, const std::string& node);
+
+// Evaluates, with its reference kernel, every deterministic node whose inputs are all constants
+// (and Shape/Size of values with a static shape) and turns its outputs into constants.
+size_t fold_constants(Model& model);
+
+// Removes nodes none of whose outputs is consumed or a model output.
+size_t eliminate_dead_code(Model& model);
+
+// Folds an inference BatchNormalization into the Conv before it (constant weights and bias, the
+// Conv output read by nothing else).
+size_t fold_batch_norm_into_conv(Model& model, OriginalNames& names);
+
+// Fuses Conv/MatMul/Gemm with a following residual Add and/or Relu into one node carrying the
+// attributes "fused_sum" and "fused_activation" (see engine/ops/fused_post_ops.hpp).
+size_t fuse_post_ops(Model& model, OriginalNames& names);
+
+// Runs all passes in order; returns the original names of the rewritten nodes.
+OriginalNames run_all(Model& model);
+
+}  // namespace troupe::transformations

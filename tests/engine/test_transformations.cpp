@@ -1,0 +1,303 @@
+// Graph transformations (engine/transformations): each model is compiled with and without
+// DISABLE_TRANSFORMATIONS, both run on the same random input, and the outputs must agree; the
+// runtime model must have fewer nodes and the fused nodes must list the nodes they replace.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/transformations/transformations.hpp"
+#include "troupe/core.hpp"
+#include "troupe/model_builder.hpp"
+#include "troupe/properties.hpp"
+
+namespace troupe {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::UnorderedElementsAre;
+
+Tensor random_tensor(const Shape& shape, unsigned seed, float low = -1.f, float high = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(low, high);
+  std::vector<float> values(static_cast<size_t>(shape.element_count()));
+  for (float& v : values) v = dist(rng);
+  return Tensor::from_vector<float>(shape, values);
+}
+
+struct Run {
+  std::shared_ptr<const Model> runtime;
+  std::map<std::string, std::vector<float>> outputs;
+};
+
+Run compile_and_run(const std::shared_ptr<Model>& model, bool disable,
+                    const std::map<std::string, Tensor>& inputs) {
+  Core core;
+  CompiledModel compiled =
+      core.compile_model(model, "CPU", {{props::disable_transformations, disable}});
+  InferRequest request = compiled.create_infer_request();
+  for (const auto& [name, tensor] : inputs) request.set_tensor(name, tensor);
+  request.infer();
+  Run run{compiled.runtime_model(), {}};
+  for (ValueId out : model->outputs()) {
+    const std::string& name = model->value(out).name;
+    run.outputs[name] = request.get_tensor(name).to_vector<float>();
+  }
+  return run;
+}
+
+// Random inputs for every model input, seeded by position.
+std::map<std::string, Tensor> random_inputs(const Model& model) {
+  std::map<std::string, Tensor> inputs;
+  unsigned seed = 7;
+  for (ValueId in : model.inputs())
+    inputs[model.value(in).name] = random_tensor(model.value(in).shape, seed++);
+  return inputs;
+}
+
+void expect_close(const std::vector<float>& actual, const std::vector<float>& expected,
+                  const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_NEAR(actual[i], expected[i], 1e-4 * std::abs(expected[i]) + 1e-5)
+        << what << " element " << i;
+}
+
+// Compiles both ways, checks equal outputs, returns {plain run, transformed run}.
+std::pair<Run, Run> compare(const std::shared_ptr<Model>& model) {
+  const auto inputs = random_inputs(*model);
+  Run plain = compile_and_run(model, true, inputs);
+  Run transformed = compile_and_run(model, false, inputs);
+  EXPECT_EQ(plain.runtime->nodes().size(), model->nodes().size());
+  for (const auto& [name, values] : plain.outputs) {
+    EXPECT_EQ(transformed.outputs.count(name), 1u) << name;
+    expect_close(transformed.outputs[name], values, name);
+  }
+  return {plain, transformed};
+}
+
+const Node& node_named(const Model& model, const std::string& name) {
+  auto index = model.find_node(name);
+  if (!index) throw std::runtime_error("no node '" + name + "' in the runtime model");
+  return model.nodes()[*index];
+}
+
+std::vector<std::string> original_names(const Node& node) {
+  return std::get<std::vector<std::string>>(node.attributes.all().at("original_names"));
+}
+
+std::vector<std::string> op_types(const Model& model) {
+  std::vector<std::string> types;
+  for (const Node& n : model.nodes()) types.push_back(n.op_type);
+  return types;
+}
+
+Tensor conv_weights(int64_t out, int64_t in, int64_t k, unsigned seed) {
+  return random_tensor(Shape{out, in, k, k}, seed, -0.5f, 0.5f);
+}
+
+TEST(Transformations, FoldsShapeGatherConcatReshapeChain) {
+  ModelBuilder b("shape_chain");
+  auto x = b.input("x", ElementType::f32, {2, 3, 4, 5});
+  auto shape = b.op("Shape", {x}, {}, "shape");
+  auto batch = b.op("Gather", {shape, b.constant("zero", Tensor::from_vector<int64_t>({1}, {0}))},
+                    {{"axis", int64_t{0}}}, "gather");
+  auto target = b.op("Concat", {batch, b.constant("rest", Tensor::from_vector<int64_t>({1}, {-1}))},
+                     {{"axis", int64_t{0}}}, "concat");
+  auto flat = b.op("Reshape", {x, target}, {}, "reshape");
+  // A constant-only branch: scale = 2 * 1.5 folds to 3.
+  auto scale = b.op("Mul",
+                    {b.constant("two", Tensor::from_vector<float>({1}, {2.f})),
+                     b.constant("one_and_half", Tensor::from_vector<float>({1}, {1.5f}))},
+                    {}, "scale");
+  b.output(b.op("Mul", {flat, scale}, {}, "scaled"), "y");
+  auto model = b.build();
+  ASSERT_EQ(model->nodes().size(), 6u);
+
+  auto [plain, transformed] = compare(model);
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Reshape", "Mul"));
+  EXPECT_EQ(transformed.runtime->value(*transformed.runtime->find_value("y")).shape,
+            (Shape{2, 60}));
+  // Hand check: y = 3 * x, flattened.
+  const auto x_values = random_inputs(*model).at("x").to_vector<float>();
+  ASSERT_EQ(transformed.outputs["y"].size(), 120u);
+  EXPECT_NEAR(transformed.outputs["y"][17], 3.f * x_values[17], 1e-6);
+}
+
+TEST(Transformations, FoldsBatchNormIntoConv) {
+  ModelBuilder b("conv_bn");
+  auto x = b.input("x", ElementType::f32, {2, 3, 8, 8});
+  auto conv = b.op(
+      "Conv",
+      {x, b.constant("w", conv_weights(4, 3, 3, 1)), b.constant("bias", random_tensor({4}, 2))},
+      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+  auto bn =
+      b.op("BatchNormalization",
+           {conv, b.constant("gamma", random_tensor({4}, 3, 0.5f, 1.5f)),
+            b.constant("beta", random_tensor({4}, 4)), b.constant("mean", random_tensor({4}, 5)),
+            b.constant("var", random_tensor({4}, 6, 0.1f, 2.f))},
+           {{"epsilon", 1e-3}}, "bn");
+  b.output(bn, "y");
+  auto model = b.build();
+
+  auto [plain, transformed] = compare(model);
+  ASSERT_EQ(transformed.runtime->nodes().size(), 1u);
+  const Node& fused = node_named(*transformed.runtime, "conv");
+  EXPECT_EQ(fused.op_type, "Conv");
+  EXPECT_THAT(original_names(fused), ElementsAre("conv", "bn"));
+  EXPECT_THAT(original_names(node_named(*plain.runtime, "bn")), ElementsAre("bn"));
+}
+
+TEST(Transformations, BatchNormAfterConvWithOtherReaderIsKept) {
+  ModelBuilder b("conv_bn_shared");
+  auto x = b.input("x", ElementType::f32, {1, 2, 5, 5});
+  auto conv = b.op("Conv", {x, b.constant("w", conv_weights(2, 2, 1, 8))}, {}, "conv");
+  auto bn =
+      b.op("BatchNormalization",
+           {conv, b.constant("gamma", random_tensor({2}, 3, 0.5f, 1.5f)),
+            b.constant("beta", random_tensor({2}, 4)), b.constant("mean", random_tensor({2}, 5)),
+            b.constant("var", random_tensor({2}, 6, 0.1f, 2.f))},
+           {}, "bn");
+  b.output(b.op("Add", {bn, conv}, {}, "add"), "y");
+  auto model = b.build();
+  auto [plain, transformed] = compare(model);
+  // The Conv output is read twice: BN cannot fold; the Add is no same-value residual either.
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "BatchNormalization", "Add"));
+}
+
+TEST(Transformations, FusesConvResidualAddRelu) {
+  ModelBuilder b("residual_block");
+  auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
+  auto conv1 = b.op(
+      "Conv",
+      {x, b.constant("w1", conv_weights(4, 4, 3, 11)), b.constant("b1", random_tensor({4}, 12))},
+      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv1");
+  auto bn =
+      b.op("BatchNormalization",
+           {conv1, b.constant("gamma", random_tensor({4}, 13, 0.5f, 1.5f)),
+            b.constant("beta", random_tensor({4}, 14)), b.constant("mean", random_tensor({4}, 15)),
+            b.constant("var", random_tensor({4}, 16, 0.1f, 2.f))},
+           {}, "bn1");
+  auto relu1 = b.op("Relu", {bn}, {}, "relu1");
+  auto conv2 = b.op("Conv", {relu1, b.constant("w2", conv_weights(4, 4, 1, 17))}, {}, "conv2");
+  auto add = b.op("Add", {x, conv2}, {}, "add");  // residual on the left
+  b.output(b.op("Relu", {add}, {}, "relu2"), "y");
+  auto model = b.build();
+  ASSERT_EQ(model->nodes().size(), 6u);
+
+  auto [plain, transformed] = compare(model);
+  ASSERT_EQ(transformed.runtime->nodes().size(), 2u);
+  const Node& first = node_named(*transformed.runtime, "conv1");
+  EXPECT_THAT(original_names(first), ElementsAre("conv1", "bn1", "relu1"));
+  EXPECT_EQ(first.attributes.get_string("fused_activation"), "Relu");
+  EXPECT_FALSE(first.attributes.has("fused_sum"));
+  const Node& second = node_named(*transformed.runtime, "conv2");
+  EXPECT_THAT(original_names(second), ElementsAre("conv2", "add", "relu2"));
+  EXPECT_EQ(second.attributes.get_int("fused_sum"), 1);
+  EXPECT_EQ(second.attributes.get_string("fused_activation"), "Relu");
+  ASSERT_EQ(second.inputs.size(), 4u);  // X, W, no bias, residual
+  EXPECT_EQ(second.inputs[2], no_value);
+  EXPECT_EQ(transformed.runtime->value(second.inputs[3]).name, "x");
+  EXPECT_EQ(transformed.runtime->value(second.outputs[0]).name, "y");
+}
+
+TEST(Transformations, FusesMatMulAddReluAndGemmRelu) {
+  ModelBuilder b("mlp");
+  auto x = b.input("x", ElementType::f32, {3, 8});
+  auto r = b.input("r", ElementType::f32, {3, 16});
+  auto mm = b.op("MatMul", {x, b.constant("w1", random_tensor({8, 16}, 21))}, {}, "mm");
+  auto sum = b.op("Add", {mm, r}, {}, "sum");
+  auto h = b.op("Relu", {sum}, {}, "relu_mm");
+  auto gemm = b.op(
+      "Gemm",
+      {h, b.constant("w2", random_tensor({4, 16}, 22)), b.constant("c2", random_tensor({4}, 23))},
+      {{"transB", int64_t{1}}}, "gemm");
+  b.output(b.op("Relu", {gemm}, {}, "relu_gemm"), "y");
+  auto model = b.build();
+
+  auto [plain, transformed] = compare(model);
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("MatMul", "Gemm"));
+  const Node& mm_node = node_named(*transformed.runtime, "mm");
+  EXPECT_THAT(original_names(mm_node), ElementsAre("mm", "sum", "relu_mm"));
+  EXPECT_EQ(mm_node.attributes.get_int("fused_sum"), 1);
+  EXPECT_THAT(original_names(node_named(*transformed.runtime, "gemm")),
+              ElementsAre("gemm", "relu_gemm"));
+}
+
+TEST(Transformations, BroadcastAddIsNotFusedAsResidual) {
+  ModelBuilder b("broadcast_add");
+  auto x = b.input("x", ElementType::f32, {3, 8});
+  auto r = b.input("r", ElementType::f32, {1, 4});
+  auto mm = b.op("MatMul", {x, b.constant("w", random_tensor({8, 4}, 31))}, {}, "mm");
+  b.output(b.op("Relu", {b.op("Add", {mm, r}, {}, "add")}, {}, "relu"), "y");
+  auto model = b.build();
+  auto [plain, transformed] = compare(model);
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("MatMul", "Add", "Relu"));
+}
+
+TEST(Transformations, ModelOutputsAreNeverFoldedOrRenamed) {
+  ModelBuilder b("outputs");
+  auto x = b.input("x", ElementType::f32, {1, 2, 4, 4});
+  auto conv = b.op("Conv", {x, b.constant("w", conv_weights(2, 2, 1, 41))}, {}, "conv");
+  b.output(conv, "conv_out");  // also read by the Relu: must not be fused away
+  b.output(b.op("Relu", {conv}, {}, "relu"), "relu_out");
+  // A constant-only node whose result is a model output stays a node with its name.
+  b.output(b.op("Add",
+                {b.constant("c1", Tensor::from_vector<float>({2}, {1.f, 2.f})),
+                 b.constant("c2", Tensor::from_vector<float>({2}, {10.f, 20.f}))},
+                {}, "const_add"),
+           "const_out");
+  auto model = b.build();
+
+  auto [plain, transformed] = compare(model);
+  EXPECT_THAT(op_types(*transformed.runtime), UnorderedElementsAre("Conv", "Relu", "Add"));
+  std::vector<std::string> names;
+  for (ValueId out : transformed.runtime->outputs())
+    names.push_back(transformed.runtime->value(out).name);
+  EXPECT_THAT(names, ElementsAre("conv_out", "relu_out", "const_out"));
+  EXPECT_THAT(transformed.outputs["const_out"], ElementsAre(11.f, 22.f));
+}
+
+TEST(Transformations, DeadCodeIsRemovedButNotOutputs) {
+  ModelBuilder b("dead");
+  auto x = b.input("x", ElementType::f32, {2, 3});
+  b.op("Relu", {b.op("Neg", {x}, {}, "unused_neg")}, {}, "unused_relu");
+  b.output(b.op("Abs", {x}, {}, "abs"), "y");
+  auto model = b.build();
+  auto [plain, transformed] = compare(model);
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Abs"));
+  EXPECT_THAT(transformed.outputs["y"], ::testing::Each(::testing::Ge(0.f)));
+}
+
+TEST(Transformations, ConvWithWeightsAsModelInput) {
+  // oneDNN cannot pre-pack weights that change per request; it must run them plain (or decline).
+  ModelBuilder b("conv_w_input");
+  auto x = b.input("x", ElementType::f32, {1, 3, 7, 7});
+  auto w = b.input("w", ElementType::f32, {5, 3, 3, 3});
+  auto bias = b.input("bias", ElementType::f32, {5});
+  auto conv = b.op("Conv", {x, w, bias}, {{"strides", std::vector<int64_t>{2, 2}}}, "conv");
+  b.output(b.op("Relu", {conv}, {}, "relu"), "y");
+  auto model = b.build();
+  auto [plain, transformed] = compare(model);
+  // The fused Conv+Relu with input weights still matches the unfused graph.
+  EXPECT_THAT(original_names(node_named(*transformed.runtime, "conv")),
+              ElementsAre("conv", "relu"));
+  // Hand check of one output: y[0,0,0,0] = relu(bias[0] + sum over c,kh,kw of x*w).
+  const auto inputs = random_inputs(*model);
+  const auto xv = inputs.at("x").to_vector<float>();
+  const auto wv = inputs.at("w").to_vector<float>();
+  double sum = inputs.at("bias").to_vector<float>()[0];
+  for (int c = 0; c < 3; ++c)
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw) sum += xv[(c * 7 + kh) * 7 + kw] * wv[(c * 3 + kh) * 3 + kw];
+  EXPECT_NEAR(transformed.outputs["y"][0], std::max(sum, 0.0), 1e-4);
+}
+
+}  // namespace
+}  // namespace troupe
