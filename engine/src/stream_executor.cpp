@@ -101,7 +101,7 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     } catch (const std::exception& e) {
       throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
     }
-    if (timings) (*timings)[n] = {now_ns() - t0, thread_cpu_ns() - c0};
+    if (timings) (*timings)[n] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
   }
   // Model outputs that are inputs or constants: copy (the caller owns its output buffers).
   for (size_t o = 0; o < model.outputs().size(); ++o) {

@@ -13,6 +13,7 @@ namespace troupe::detail {
 struct OpTiming {
   int64_t real_ns = 0;
   int64_t cpu_ns = 0;
+  int64_t start_ns = 0;  // steady clock, for traces
 };
 
 /// Runs a CompiledGraph on one execute stream: owns the stream's kernel instances and

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "serialization/compiled_blob.hpp"
 #include "tests/serialization/serialization_test_util.hpp"
 #include "troupe/core.hpp"
+#include "troupe/serialize.hpp"
 #include "troupe/version.hpp"
 
 namespace troupe {
@@ -476,6 +478,41 @@ TEST_F(CompiledBlob, FuzzPayloadBehindAValidChecksumNeverCrashes) {
   // Some mutations are harmless (a changed weight, a renamed node); most are refused.
   EXPECT_LT(accepted, rounds);
   std::cout << "payload fuzz: " << accepted << " of " << rounds << " mutated blobs imported\n";
+}
+
+}  // namespace
+}  // namespace troupe
+
+namespace troupe {
+namespace {
+
+// With TROUPE_BENCH_MODELS set (see benchmarks/make_serialization_models.py): every ONNX model
+// there gives bit-identical outputs read from ONNX, from its .troupe copy and imported as a blob.
+TEST(LargeModels, OnnxTroupeAndBlobGiveTheSameOutputs) {
+  const char* dir = std::getenv("TROUPE_BENCH_MODELS");
+  if (!dir) GTEST_SKIP() << "set TROUPE_BENCH_MODELS to a directory of .onnx models";
+  test::TempDir work("large_models");
+  Core core;
+  size_t models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".onnx") continue;
+    ++models;
+    SCOPED_TRACE(entry.path().string());
+    auto from_onnx = core.read_model(entry.path().string());
+    const std::string troupe_path = work.file("m.troupe");
+    save_model(from_onnx, troupe_path);
+    auto from_troupe = core.read_model(troupe_path);
+    auto a = core.compile_model(from_onnx);
+    auto b = core.compile_model(from_troupe);
+    auto c = import_blob(core, export_blob(a));
+    const ValueInfo& in = a.inputs()[0];
+    const Tensor input = Tensor::from_vector<float>(
+        in.shape, test::seeded_floats(static_cast<size_t>(in.shape.element_count()), 5));
+    const auto expected = test::run_once(a, input);
+    EXPECT_EQ(test::run_once(b, input), expected);
+    EXPECT_EQ(test::run_once(c, input), expected);
+  }
+  EXPECT_GT(models, 0u);
 }
 
 }  // namespace
