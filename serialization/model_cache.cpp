@@ -1,5 +1,6 @@
 #include "serialization/model_cache.hpp"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,6 +23,21 @@ namespace fs = std::filesystem;
 void warn(const std::string& message) {
   // One write, so lines of concurrent compilations do not interleave.
   std::cerr << ("troupe: warning: " + message + "\n") << std::flush;
+}
+
+// Removes temporary files of `entry` that a crashed writer left (old enough that no writer still
+// works on them).
+void remove_stale_temporaries(const std::string& entry) {
+  std::error_code ec;
+  const fs::path path(entry);
+  const std::string prefix = path.filename().string() + ".tmp.";
+  const auto now = fs::file_time_type::clock::now();
+  for (const auto& e : fs::directory_iterator(path.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const auto modified = fs::last_write_time(e.path(), ec);
+    if (!ec && now - modified > std::chrono::minutes(10)) fs::remove(e.path(), ec);
+  }
 }
 
 }  // namespace
@@ -91,6 +107,7 @@ std::shared_ptr<detail::CompiledModelImpl> compile_model_file(
     fs::create_directories(config.cache_dir, ec);
     if (ec)
       throw InvalidArgument("cannot create directory '" + config.cache_dir + "': " + ec.message());
+    remove_stale_temporaries(entry);
     write_file_atomically(entry, [&](std::ostream& out) {
       write_compiled_blob(out, *graph, config, detail::CpuPlugin::device_name, capabilities);
     });

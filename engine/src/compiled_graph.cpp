@@ -19,9 +19,11 @@ kernels::KernelRequest make_kernel_request(const Model& model, const Node& node)
 
 std::shared_ptr<CompiledGraph> compile_graph(const Model& source, const CompileConfig& config) {
   auto model = source.clone();
-  model->validate();
   // Graph transformations (constant folding, fusion); with config.disable_transformations the
-  // graph runs exactly as given.
+  // graph runs exactly as given. Some folding must precede validation (shape computations that
+  // feed a Reshape's target).
+  if (!config.disable_transformations) transformations::fold_constants_unvalidated(*model);
+  model->validate();
   transformations::OriginalNames original_names;
   if (!config.disable_transformations) original_names = transformations::run_all(*model);
   auto graph = std::make_shared<CompiledGraph>();

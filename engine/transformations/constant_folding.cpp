@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/op_schema.hpp"
 #include "engine/src/compiled_graph.hpp"
 #include "engine/transformations/graph_queries.hpp"
 #include "engine/transformations/transformations.hpp"
@@ -80,7 +81,86 @@ bool fold_by_evaluation(Model& model, const Node& node) {
   return true;
 }
 
+bool writes_model_output(const Model& model, const Node& node) {
+  for (ValueId out : node.outputs)
+    if (is_model_output(model, out)) return true;
+  return false;
+}
+
+bool try_fold(Model& model, const Node& node) {
+  return !writes_model_output(model, node) && !node.outputs.empty() &&
+         !is_nondeterministic(node.op_type) &&
+         (fold_shape_query(model, node) || fold_by_evaluation(model, node));
+}
+
+// Infers the outputs of one node from its (already known) inputs; false when its schema rejects
+// them (validate() reports that later, with the whole graph).
+bool infer_node(Model& model, const Node& node) {
+  const OpSchema* schema = OpSchemaRegistry::instance().find(node.op_type);
+  if (schema == nullptr || node.inputs.size() < schema->min_inputs ||
+      node.inputs.size() > schema->max_inputs || node.outputs.size() < schema->min_outputs ||
+      node.outputs.size() > schema->max_outputs)
+    return false;
+  ShapeInferContext ctx{node, {}, {}};
+  for (ValueId in : node.inputs) {
+    ctx.inputs.push_back(in == no_value ? ValueInfo{} : model.value(in));
+    ctx.constant_inputs.push_back(
+        in != no_value && model.is_constant(in) ? &model.constants().at(in) : nullptr);
+  }
+  std::vector<ValueInfo> outputs;
+  try {
+    outputs = schema->infer(ctx);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (outputs.size() < node.outputs.size()) return false;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] == no_value) continue;
+    ValueInfo& v = model.value(node.outputs[i]);
+    v.type = outputs[i].type;
+    v.shape = outputs[i].shape;
+  }
+  return true;
+}
+
 }  // namespace
+
+size_t fold_constants_unvalidated(Model& model) {
+  const std::vector<Node>& nodes = model.nodes();
+  std::vector<bool> known(model.values().size(), false);
+  for (ValueId in : model.inputs()) known[static_cast<size_t>(in)] = true;
+  for (const auto& [id, tensor] : model.constants()) known[static_cast<size_t>(id)] = true;
+  std::vector<bool> visited(nodes.size(), false);
+  std::vector<bool> folded(nodes.size(), false);
+  size_t count = 0;
+  // Sweeps in dependency order (the node list need not be sorted yet); a node whose inference
+  // fails leaves its outputs unknown, and so everything after it unvisited.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (visited[i]) continue;
+      bool ready = true;
+      for (ValueId in : nodes[i].inputs)
+        if (in != no_value && !known[static_cast<size_t>(in)]) ready = false;
+      if (!ready) continue;
+      visited[i] = true;
+      progress = true;
+      if (!infer_node(model, nodes[i])) continue;
+      for (ValueId out : nodes[i].outputs)
+        if (out != no_value) known[static_cast<size_t>(out)] = true;
+      if (try_fold(model, nodes[i])) {
+        folded[i] = true;
+        ++count;
+      }
+    }
+  }
+  if (count == 0) return 0;
+  std::vector<Node> kept;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!folded[i]) kept.push_back(nodes[i]);
+  model.set_nodes(std::move(kept));
+  return count;
+}
 
 size_t fold_constants(Model& model) {
   // Nodes are in topological order, so a folded node's constant outputs are visible to the nodes
@@ -88,12 +168,7 @@ size_t fold_constants(Model& model) {
   std::vector<Node> kept;
   size_t folded = 0;
   for (const Node& node : model.nodes()) {
-    bool writes_output = false;
-    for (ValueId out : node.outputs) writes_output = writes_output || is_model_output(model, out);
-    const bool fold = !writes_output && !node.outputs.empty() &&
-                      !is_nondeterministic(node.op_type) &&
-                      (fold_shape_query(model, node) || fold_by_evaluation(model, node));
-    if (fold)
+    if (try_fold(model, node))
       ++folded;
     else
       kept.push_back(node);

@@ -24,6 +24,11 @@ std::vector<std::string> original_names_of(const OriginalNames& names, const std
 // (and Shape/Size of values with a static shape) and turns its outputs into constants.
 size_t fold_constants(Model& model);
 
+// The same on a model not validated yet, inferring shapes as it goes: folds what a model needs
+// before it can validate at all, e.g. a Reshape whose target shape comes from Shape -> Gather ->
+// Concat (schemas such as Reshape's require a constant target). Leaves validation to the caller.
+size_t fold_constants_unvalidated(Model& model);
+
 // Removes nodes none of whose outputs is consumed or a model output.
 size_t eliminate_dead_code(Model& model);
 

@@ -71,8 +71,11 @@ class ConvKernel final : public DnnlKernel {
     auto any = [](const Dims& dims) {
       return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
     };
-    // Blocked weights only pay off when they can be packed once.
-    const dnnl::memory::desc weights_choice = constant(1) ? any(plain_weights) : weights_md;
+    // The primitive always chooses its weights layout: constant weights are packed once, weights
+    // that are a model input are reordered on every run. Forcing plain weights instead made
+    // oneDNN 2.6 pick jit kernels that read them as blocked (a segfault with W as a model input,
+    // e.g. IC=3, OC=5 on jit:avx2).
+    const dnnl::memory::desc weights_choice = any(plain_weights);
     const auto kind = dnnl::prop_kind::forward_inference;
     const auto algorithm = dnnl::algorithm::convolution_direct;
     dnnl::convolution_forward::desc desc =

@@ -6,11 +6,11 @@ namespace troupe::kernels::reference {
 
 // Each family registers its op types under backend "reference" (priority 0). One file per family
 // under kernels/reference/; the functions themselves are the specification of each op.
-void register_elementwise(KernelRegistry& registry);     // Add Sub Mul Div Relu Sigmoid Tanh
-void register_softmax(KernelRegistry& registry);         // Softmax
+void register_elementwise(KernelRegistry& registry);     // arithmetic, math, activations, Cast
+void register_softmax(KernelRegistry& registry);         // Softmax LogSoftmax Hardmax
 void register_linear_algebra(KernelRegistry& registry);  // MatMul Gemm
-void register_shape(KernelRegistry& registry);           // Reshape Flatten Transpose Concat Identity
-void register_reduction(KernelRegistry& registry);       // Reduce* ArgMax ArgMin TopK
+void register_shape(KernelRegistry& registry);           // data movement: Reshape Slice Pad ...
+void register_reduction(KernelRegistry& registry);       // Reduce* ArgMax ArgMin TopK CumSum
 void register_convolution(KernelRegistry& registry);     // Conv
 void register_pooling(KernelRegistry& registry);  // MaxPool AveragePool GlobalAveragePool
 void register_normalization(KernelRegistry& registry);  // BatchNormalization

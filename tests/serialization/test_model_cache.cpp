@@ -173,6 +173,21 @@ TEST_F(ModelCache, StaleEntryFromAnotherVersionIsReplaced) {
   EXPECT_EQ(test::read_bytes(entry), good);
 }
 
+TEST_F(ModelCache, TemporaryFilesOfCrashedWritersAreRemoved) {
+  core_.compile_model(model_path_, "CPU", with_cache());
+  const std::string entry = only_entry();
+  const std::string stale = entry + ".tmp.12345.0.0";
+  const std::string fresh = entry + ".tmp.12345.0.1";
+  test::write_bytes(stale, "partial");
+  test::write_bytes(fresh, "partial");
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  fs::remove(entry);  // a miss, so the entry is written again
+  core_.compile_model(model_path_, "CPU", with_cache());
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(fresh));  // may belong to a writer still at work
+  EXPECT_TRUE(fs::exists(entry));
+}
+
 TEST_F(ModelCache, UnwritableCacheIsAWarningNotAnError) {
   const std::string blocker = models_.file("not_a_dir");
   test::write_bytes(blocker, "x");  // a file where the cache directory should be
