@@ -14,10 +14,11 @@ detail::RequestState& checked(const std::shared_ptr<detail::RequestState>& state
   return *state;
 }
 
-// Throws Busy while the request is in flight; the lock keeps it idle during the access.
+// Throws Busy while the request is in flight; the lock keeps it idle during the access. A
+// request whose callback is running is idle: the callback may read its outputs and restart it.
 std::unique_lock<std::mutex> lock_idle(detail::RequestState& st, const char* what) {
   std::unique_lock<std::mutex> lock(st.mutex);
-  if (st.busy || st.callback_running)
+  if (st.busy)
     throw Busy(std::string("infer request is busy: cannot ") + what + " while it runs");
   return lock;
 }

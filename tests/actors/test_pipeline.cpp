@@ -344,3 +344,40 @@ TEST(Pipeline, DynamicBatchRunsWithAnyBatch) {
     expect_add_relu_output(in, out);
   }
 }
+
+TEST(Pipeline, CallbackMayReadOutputsAndRestartItsRequest) {
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model(), "CPU", {{props::num_streams, 2}});
+  constexpr int rounds = 50;
+  std::vector<InferRequest> requests(4);
+  std::vector<int> runs(requests.size(), 0);
+  std::atomic<int> bad{0};
+  std::mutex mutex;
+  std::condition_variable all_done;
+  int finished = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i] = compiled.create_infer_request();
+    Tensor in = make_input(static_cast<float>(i));
+    requests[i].set_tensor("x", in);
+    requests[i].set_callback([&, i, in](std::exception_ptr e) {
+      if (e) ++bad;
+      auto y = requests[i].get_tensor("y").to_vector<float>();  // allowed in the callback
+      if (y[10] != expected_add_relu(in.to_vector<float>()[10])) ++bad;
+      if (++runs[i] < rounds) {
+        requests[i].start_async();  // the benchmark_app pattern
+      } else {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++finished;
+        all_done.notify_all();
+      }
+    });
+    requests[i].start_async();
+  }
+  std::unique_lock<std::mutex> lock(mutex);
+  ASSERT_TRUE(all_done.wait_for(lock, std::chrono::seconds(60),
+                                [&] { return finished == static_cast<int>(requests.size()); }));
+  lock.unlock();
+  for (auto& r : requests) r.wait();
+  EXPECT_EQ(bad.load(), 0);
+  for (int n : runs) EXPECT_EQ(n, rounds);
+}
