@@ -21,6 +21,7 @@
 #include "apps/default_model.hpp"
 #include "engine/src/compiled_model_impl.hpp"
 #include "engine/src/pipeline_stats.hpp"
+#include "engine/src/trace_export.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
@@ -355,6 +356,28 @@ int bench(const BenchOptions& o) {
     }
   }
 
+  if (!o.trace_path.empty()) {
+    std::vector<std::string> op_names;
+    for (const auto& node : compiled.impl()->graph()->model->nodes()) op_names.push_back(node.name);
+    std::ofstream out(o.trace_path);
+    out << detail::chrome_trace_json(stats.traces(), compiled.impl()->config().num_streams, op_names);
+    if (!out) {
+      std::cerr << "troupe bench: error: cannot write trace file '" << o.trace_path << "'\n";
+      return 1;
+    }
+    fmt::print("\ntrace written to {} (open it in the Perfetto UI or chrome://tracing)\n",
+               o.trace_path);
+  }
+  if (!o.timeline_path.empty()) {
+    std::ofstream out(o.timeline_path);
+    out << detail::timeline_svg(stats.traces(), compiled.impl()->config().num_streams);
+    if (!out) {
+      std::cerr << "troupe bench: error: cannot write timeline file '" << o.timeline_path << "'\n";
+      return 1;
+    }
+    fmt::print("timeline written to {}\n", o.timeline_path);
+  }
+
   if (!o.report.empty()) {
     json stages = json::array();
     for (const auto& st : summary.stages)
@@ -494,6 +517,11 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
       ->check(CLI::Range(int64_t{1}, INT64_MAX));
   cmd->add_flag("--pc,--perf-counts", o.perf_counts,
                 "Enable PERF_COUNT and print per-op counters averaged over all runs");
+  cmd->add_option("--trace", o.trace_path,
+                  "Write a Chrome Trace Event / Perfetto JSON of the run to FILE: a track per stage "
+                  "and execute stream, each request's stages, flow arrows, per-op spans with --pc");
+  cmd->add_option("--timeline", o.timeline_path,
+                  "Write an SVG picture of stage occupancy over time to FILE");
   cmd->add_option("--report", o.report,
                   "Write every printed figure to FILE as JSON (the only report type is 'json')")
       ->option_text("json FILE")

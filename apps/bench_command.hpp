@@ -24,6 +24,8 @@ struct BenchOptions {
   int64_t niter = 0;
   bool perf_counts = false;
   std::vector<std::string> report;  // {"json", FILE} when asked for
+  std::string trace_path;           // Chrome Trace Event / Perfetto JSON of the run
+  std::string timeline_path;        // SVG picture of stage occupancy
 };
 
 /// Adds the `bench` subcommand to `app`, parsing into `options`.

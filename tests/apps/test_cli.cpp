@@ -155,6 +155,29 @@ TEST(Cli, LatencyHintWithOneRequestAndPerOpCounters) {
   EXPECT_TRUE(saw_conv);
 }
 
+TEST(Cli, TraceAndTimelineFiles) {
+  const std::string trace = temp_path("trace.json");
+  const std::string timeline = temp_path("timeline.svg");
+  RunResult r = run_troupe("bench -niter 30 -nireq 4 -pc -trace '" + trace + "' -timeline '" +
+                           timeline + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = read_json(trace);
+  int stage_slices = 0, op_slices = 0;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "X" && e.at("cat") == "stage") ++stage_slices;
+    if (e.at("ph") == "X" && e.at("cat") == "op") ++op_slices;
+  }
+  // 30 timed runs plus the separately reported first inference, five stages each.
+  EXPECT_GE(stage_slices, 30 * 5);
+  EXPECT_GT(op_slices, 0);
+  std::ifstream in(timeline);
+  std::stringstream svg;
+  svg << in.rdbuf();
+  EXPECT_THAT(svg.str(), HasSubstr("<svg"));
+  EXPECT_THAT(svg.str(), HasSubstr("3. execution time"));
+  std::remove(timeline.c_str());
+}
+
 TEST(Cli, StreamsAndThreadsReachTheCompiledModel) {
   const std::string report = temp_path("streams.json");
   RunResult r =

@@ -566,14 +566,14 @@ TEST(BackendConsistency, Conv) {
   run_family("conv", conv_cases(rng));
 }
 
-// Conv/MatMul/Gemm carrying the post-ops the graph compiler fuses in (engine/ops/fused_post_ops.hpp):
-// "fused_sum" adds a trailing residual input, "fused_activation" = Relu follows. Gemm runs only the
-// activation on dnnl and leaves the sum to the reference.
+// Conv/MatMul/Gemm carrying the post-ops the graph compiler fuses in
+// (engine/ops/fused_post_ops.hpp): "fused_sum" adds a trailing residual input, "fused_activation"
+// = Relu follows. Gemm runs only the activation on dnnl and leaves the sum to the reference.
 std::vector<Case> fused_cases(Rng& rng) {
   std::vector<Case> base = conv_cases(rng);
   base.resize(24);
   std::vector<Case> products = matmul_cases(rng);
-  base.insert(base.end(), products.begin(), products.begin() + 16);   // MatMul
+  base.insert(base.end(), products.begin(), products.begin() + 16);       // MatMul
   base.insert(base.end(), products.begin() + 40, products.begin() + 56);  // Gemm
   std::vector<Case> cases;
   for (size_t k = 0; k < base.size(); ++k) {
