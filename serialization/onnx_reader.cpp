@@ -1,5 +1,7 @@
 #include "serialization/onnx_reader.hpp"
 
+#include "engine/transformations/transformations.hpp"
+
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
@@ -398,7 +400,10 @@ class OnnxImporter {
     // Shapes are inferred by troupe's own schemas (Model::validate), not by libonnx: ONNX 1.12's
     // shape inference dereferences out of bounds on malformed nodes (a Conv whose input and weight
     // ranks disagree crashes it; see tests/serialization/data/onnx_fuzz/), and troupe needs its
-    // own inference for every op it runs anyway.
+    // own inference for every op it runs anyway. PyTorch's shape subgraphs (Shape -> Gather ->
+    // Concat -> Reshape) are folded first where the shapes are static: troupe's schemas need
+    // constant reshape targets to infer shapes at all.
+    transformations::fold_constants_unvalidated(*model_);
     model_->validate();
     return model_;
   }

@@ -3,6 +3,7 @@
 // Helpers shared by the engine and actor tests.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "troupe/model_builder.hpp"
@@ -22,5 +23,16 @@ inline std::shared_ptr<Model> make_add_relu_model(int64_t batch = 1, int64_t wid
 }
 
 inline float expected_add_relu(float x) { return x + 0.5f > 0.f ? x + 0.5f : 0.f; }
+
+/// The message of the E that f() throws, or "no error".
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 }  // namespace troupe::test

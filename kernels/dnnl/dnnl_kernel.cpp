@@ -72,6 +72,12 @@ dnnl::memory unbound_memory(const dnnl::memory::desc& desc) {
   return dnnl::memory(desc, cpu_engine(), DNNL_MEMORY_NONE);
 }
 
+void SrcDstKernel::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  bind(src_, inputs[0]);
+  bind(dst_, outputs[0]);
+  primitive_.execute(stream_, args_);
+}
+
 DnnlKernel::DnnlKernel(const KernelRequest& request)
     : node_name_(request.node.name),
       op_type_(request.node.op_type),

@@ -88,6 +88,31 @@ class DnnlKernel : public Kernel {
 /// Memory with no data yet (set_data_handle before each execution).
 dnnl::memory unbound_memory(const dnnl::memory::desc& desc);
 
+/// A kernel that is one primitive from input 0 (SRC) to output 0 (DST): eltwise, pooling,
+/// softmax. Subclasses create the primitive in prepare() and hand it over with adopt().
+class SrcDstKernel : public DnnlKernel {
+ public:
+  using DnnlKernel::DnnlKernel;
+
+ protected:
+  template <class Primitive, class PrimitiveDesc>
+  bool adopt(const PrimitiveDesc& pd, const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+    primitive_ = Primitive(pd);
+    src_ = unbound_memory(src);
+    dst_ = unbound_memory(dst);
+    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}};
+    set_impl(pd);
+    return true;
+  }
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override;
+
+ private:
+  dnnl::primitive primitive_;
+  dnnl::memory src_;
+  dnnl::memory dst_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
 /// Points `memory` at a tensor's data (oneDNN never writes its sources, hence the const_cast).
 inline void bind(dnnl::memory& memory, const Tensor& tensor) {
   memory.set_data_handle(const_cast<void*>(tensor.raw_data()));

@@ -63,10 +63,10 @@ EltwiseAlgorithm choose_algorithm(const KernelRequest& request) {
   throw Unsupported{};
 }
 
-class EltwiseKernel final : public DnnlKernel {
+class EltwiseKernel final : public SrcDstKernel {
  public:
   explicit EltwiseKernel(const KernelRequest& request)
-      : DnnlKernel(request), algorithm_(choose_algorithm(request)) {
+      : SrcDstKernel(request), algorithm_(choose_algorithm(request)) {
     if (present_outputs(request) != 1) throw Unsupported{};
   }
 
@@ -78,26 +78,11 @@ class EltwiseKernel final : public DnnlKernel {
     dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_.algorithm, md,
                                      algorithm_.alpha, algorithm_.beta);
     dnnl::eltwise_forward::primitive_desc pd(desc, cpu_engine());
-    primitive_ = dnnl::eltwise_forward(pd);
-    src_ = unbound_memory(md);
-    dst_ = unbound_memory(md);
-    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}};
-    set_impl(pd);
-    return true;
-  }
-
-  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
-    bind(src_, inputs[0]);
-    bind(dst_, outputs[0]);
-    primitive_.execute(stream_, args_);
+    return adopt<dnnl::eltwise_forward>(pd, md, md);
   }
 
  private:
   EltwiseAlgorithm algorithm_;
-  dnnl::primitive primitive_;
-  dnnl::memory src_;
-  dnnl::memory dst_;
-  std::unordered_map<int, dnnl::memory> args_;
 };
 
 }  // namespace

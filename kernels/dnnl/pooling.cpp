@@ -8,9 +8,9 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
-class PoolingKernel final : public DnnlKernel {
+class PoolingKernel final : public SrcDstKernel {
  public:
-  explicit PoolingKernel(const KernelRequest& request) : DnnlKernel(request) {
+  explicit PoolingKernel(const KernelRequest& request) : SrcDstKernel(request) {
     const std::string& op = request.node.op_type;
     global_ = op == "GlobalAveragePool" || op == "GlobalMaxPool";
     max_ = op == "MaxPool" || op == "GlobalMaxPool";
@@ -59,18 +59,7 @@ class PoolingKernel final : public DnnlKernel {
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, src_md,
                                         dst_md, strides, kernel, dilation, pad_l, pad_r);
     dnnl::pooling_v2_forward::primitive_desc pd(desc, cpu_engine());
-    primitive_ = dnnl::pooling_v2_forward(pd);
-    src_ = unbound_memory(src_md);
-    dst_ = unbound_memory(dst_md);
-    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}};
-    set_impl(pd);
-    return true;
-  }
-
-  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
-    bind(src_, inputs[0]);
-    bind(dst_, outputs[0]);
-    primitive_.execute(stream_, args_);
+    return adopt<dnnl::pooling_v2_forward>(pd, src_md, dst_md);
   }
 
  private:
@@ -79,10 +68,6 @@ class PoolingKernel final : public DnnlKernel {
   Node node_;  // for forward_geometry's messages
   spatial::Window window_;
   bool count_include_pad_ = false;
-  dnnl::primitive primitive_;
-  dnnl::memory src_;
-  dnnl::memory dst_;
-  std::unordered_map<int, dnnl::memory> args_;
 };
 
 }  // namespace

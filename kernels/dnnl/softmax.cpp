@@ -7,10 +7,10 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
-class SoftmaxKernel final : public DnnlKernel {
+class SoftmaxKernel final : public SrcDstKernel {
  public:
   explicit SoftmaxKernel(const KernelRequest& request)
-      : DnnlKernel(request),
+      : SrcDstKernel(request),
         algorithm_(request.node.op_type == "LogSoftmax" ? dnnl::algorithm::softmax_log
                                                         : dnnl::algorithm::softmax_accurate),
         axis_(request.node.attributes.get_int_or("axis", -1)) {
@@ -26,27 +26,12 @@ class SoftmaxKernel final : public DnnlKernel {
     dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_, md, md,
                                         axis);
     dnnl::softmax_v2_forward::primitive_desc pd(desc, cpu_engine());
-    primitive_ = dnnl::softmax_v2_forward(pd);
-    src_ = unbound_memory(md);
-    dst_ = unbound_memory(md);
-    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}};
-    set_impl(pd);
-    return true;
-  }
-
-  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
-    bind(src_, inputs[0]);
-    bind(dst_, outputs[0]);
-    primitive_.execute(stream_, args_);
+    return adopt<dnnl::softmax_v2_forward>(pd, md, md);
   }
 
  private:
   dnnl::algorithm algorithm_;
   int64_t axis_;
-  dnnl::primitive primitive_;
-  dnnl::memory src_;
-  dnnl::memory dst_;
-  std::unordered_map<int, dnnl::memory> args_;
 };
 
 }  // namespace

@@ -33,14 +33,5 @@ inline void expect_add_relu_output(const Tensor& in, const Tensor& out) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(y[i], expected_add_relu(x[i])) << i;
 }
 
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 }  // namespace troupe::test

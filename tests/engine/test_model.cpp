@@ -1,23 +1,15 @@
 #include <gtest/gtest.h>
+
+#include "../test_util.hpp"
 #include <gmock/gmock.h>
 
 #include "troupe/error.hpp"
 #include "troupe/model_builder.hpp"
 
 using namespace troupe;
+using troupe::test::error_of;
 using ::testing::HasSubstr;
 
-namespace {
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "no error";
-}
-}  // namespace
 
 TEST(Model, BuilderInfersShapesAndKeepsNames) {
   ModelBuilder b("m");

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "../test_util.hpp"
+
 #include "kernels/preprocess/image_ops.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
@@ -11,6 +13,7 @@
 #include "troupe/pre_post_processor.hpp"
 
 using namespace troupe;
+using troupe::test::error_of;
 namespace pp = troupe::kernels::preprocess;
 using ::testing::HasSubstr;
 
@@ -21,16 +24,6 @@ std::shared_ptr<Model> identity_image_model(int64_t c, int64_t h, int64_t w) {
   auto x = b.input("image", ElementType::f32, {1, c, h, w});
   b.output(b.op("Identity", {x}, {}, "id"), "out");
   return b.build();
-}
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace

@@ -7,20 +7,10 @@
 #include "troupe/properties.hpp"
 
 using namespace troupe;
+using troupe::test::error_of;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-namespace {
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "no error";
-}
-}  // namespace
 
 TEST(Properties, AnyConversions) {
   EXPECT_EQ(Any("4").as_int(), 4);
