@@ -13,6 +13,8 @@
 #include <mutex>
 #include <numeric>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@
 #include "engine/src/trace_export.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
+#include "troupe/pre_post_processor.hpp"
 #include "troupe/properties.hpp"
 
 namespace troupe::apps {
@@ -61,17 +64,155 @@ json value_json(const ValueInfo& v) {
   return {{"name", v.name}, {"type", std::string(to_string(v.type))}, {"shape", v.shape.dims()}};
 }
 
-// Inputs for a model read from a file: deterministic values in [0, 1) (or small integers),
-// dynamic dimensions set to 1.
-Tensor make_input(const ValueInfo& info, uint32_t seed, bool& had_dynamic) {
-  std::vector<int64_t> dims = info.shape.dims();
+// "name[a,b,c],other[d,e]" or "[a,b,c]" (for the only input; key "") as the text of each item.
+std::map<std::string, std::vector<std::string>> parse_named_lists(const std::string& option,
+                                                                  const std::string& text) {
+  std::map<std::string, std::vector<std::string>> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t open = text.find('[', pos);
+    const size_t close = open == std::string::npos ? open : text.find(']', open);
+    if (close == std::string::npos)
+      throw InvalidArgument(option + " '" + text + "': expected name[v0,v1,...]");
+    const std::string name = text.substr(pos, open - pos);
+    std::vector<std::string> dims;
+    const std::string list = text.substr(open + 1, close - open - 1);
+    size_t p = 0;
+    while (p < list.size()) {
+      size_t comma = list.find(',', p);
+      if (comma == std::string::npos) comma = list.size();
+      dims.push_back(list.substr(p, comma - p));
+      p = comma + 1;
+    }
+    if (dims.empty())
+      throw InvalidArgument(option + " '" + text + "': empty list for '" + name + "'");
+    out[name] = dims;
+    pos = close + 1;
+    if (pos < text.size() && text[pos] == ',') ++pos;
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<int64_t>> parse_shapes(const std::string& text) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const auto& entry : parse_named_lists("-shape", text)) {
+    for (const auto& item : entry.second) {
+      char* end = nullptr;
+      const long long d = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || d < 1)
+        throw InvalidArgument("-shape '" + text + "': dimension '" + item +
+                              "' is not a positive integer");
+      out[entry.first].push_back(d);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<float>> parse_values(const std::string& option,
+                                                       const std::string& text) {
+  std::map<std::string, std::vector<float>> out;
+  for (const auto& entry : parse_named_lists(option, text)) {
+    for (const auto& item : entry.second) {
+      char* end = nullptr;
+      const float v = std::strtof(item.c_str(), &end);
+      if (item.empty() || *end != '\0')
+        throw InvalidArgument(option + " '" + text + "': '" + item + "' is not a number");
+      out[entry.first].push_back(v);
+    }
+  }
+  return out;
+}
+
+// The values given for input `name` (or, for a model with one input, without a name).
+const std::vector<float>* values_for(const std::map<std::string, std::vector<float>>& values,
+                                     const std::string& name, size_t input_count) {
+  auto it = values.find(name);
+  if (it == values.end() && input_count == 1) it = values.find("");
+  return it == values.end() ? nullptr : &it->second;
+}
+
+// -ip/-op/-mean_values/-scale_values as PrePostProcessor steps, which run in the preprocess and
+// postprocess stages.
+std::shared_ptr<Model> with_pre_post(const std::shared_ptr<Model>& model, const BenchOptions& o) {
+  const auto means = parse_values("-mean_values", o.mean_values);
+  const auto scales = parse_values("-scale_values", o.scale_values);
+  const size_t input_count = model->inputs().size();
+  for (const auto* values : {&means, &scales})
+    for (const auto& entry : *values) {
+      const bool known = entry.first.empty() ? input_count == 1
+                                             : static_cast<bool>(model->find_value(entry.first));
+      if (!known)
+        throw InvalidArgument(std::string(values == &means ? "-mean_values" : "-scale_values") +
+                              ": the model has no input '" + entry.first + "'" +
+                              (entry.first.empty() ? " (name the input: several inputs)" : ""));
+    }
+  PrePostProcessor ppp(model);
+  for (size_t k = 0; k < input_count; ++k) {
+    const ValueInfo& info = model->value(model->inputs()[k]);
+    const auto* mean = values_for(means, info.name, input_count);
+    const auto* scale = values_for(scales, info.name, input_count);
+    if (o.input_precision.empty() && !mean && !scale) continue;
+    auto& input = ppp.input(k);
+    if (!o.input_precision.empty()) {
+      const ElementType type = element_type_from_string(o.input_precision);
+      input.tensor().set_element_type(type);
+      if (type != info.type) input.preprocess().convert_element_type(info.type);
+    }
+    if (mean) input.preprocess().mean(*mean);
+    if (scale) input.preprocess().scale(*scale);
+  }
+  if (!o.output_precision.empty())
+    for (size_t k = 0; k < model->outputs().size(); ++k)
+      ppp.output(k).tensor().set_element_type(element_type_from_string(o.output_precision));
+  return ppp.build();
+}
+
+// The shape each request's tensor for `info` gets: -shape, then -b on the first dimension, then
+// any dimension still dynamic set to 1. A static dimension cannot be changed.
+Shape input_shape(const ValueInfo& info, const std::map<std::string, std::vector<int64_t>>& shapes,
+                  size_t input_count, int64_t batch, bool& had_dynamic) {
+  const std::vector<int64_t>& model_dims = info.shape.dims();
+  std::vector<int64_t> dims = model_dims;
+  auto it = shapes.find(info.name);
+  if (it == shapes.end() && input_count == 1) it = shapes.find("");
+  if (it != shapes.end()) {
+    if (it->second.size() != model_dims.size())
+      throw InvalidArgument(fmt::format("-shape: input '{}' has rank {} {}, got {} dimensions",
+                                        info.name, model_dims.size(), info.shape.to_string(),
+                                        it->second.size()));
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (model_dims[i] >= 0 && model_dims[i] != it->second[i])
+        throw InvalidArgument(fmt::format(
+            "-shape: input '{}' is static in dimension {} ({} in {}), cannot run it as {}",
+            info.name, i, model_dims[i], info.shape.to_string(), it->second[i]));
+      dims[i] = it->second[i];
+    }
+  }
+  if (batch > 0) {
+    if (dims.empty())
+      throw InvalidArgument("-b " + std::to_string(batch) + ": input '" + info.name +
+                            "' is a scalar and has no batch dimension");
+    if (model_dims[0] >= 0 && model_dims[0] != batch)
+      throw InvalidArgument(fmt::format(
+          "-b {}: input '{}' has a static batch of {} ({}); a different batch needs a model whose "
+          "first dimension is dynamic",
+          batch, info.name, model_dims[0], info.shape.to_string()));
+    if (it != shapes.end() && it->second[0] != batch)
+      throw InvalidArgument(fmt::format("-b {} contradicts -shape {} for input '{}'", batch,
+                                        Shape(it->second).to_string(), info.name));
+    dims[0] = batch;
+  }
   for (auto& d : dims) {
     if (d < 0) {
       d = 1;
       had_dynamic = true;
     }
   }
-  const Shape shape(dims);
+  return Shape(dims);
+}
+
+// Inputs for a model read from a file: deterministic values in [0, 1) (or small integers).
+Tensor make_input(const ValueInfo& info, const Shape& shape, uint32_t seed) {
   const bool integral = info.type != ElementType::f32 && info.type != ElementType::f16 &&
                         info.type != ElementType::bf16 && info.type != ElementType::f64;
   std::vector<float> values(static_cast<size_t>(shape.element_count()));
@@ -171,6 +312,66 @@ std::string error_text(const std::exception_ptr& e) {
   }
 }
 
+// The runtime model as benchmark_app's -exec_graph_path file: one entry per executed node.
+json exec_graph_json(const Model& model) {
+  auto values_json = [&](const std::vector<ValueId>& ids) {
+    json arr = json::array();
+    for (ValueId id : ids) {
+      const ValueInfo& v = model.value(id);
+      arr.push_back(
+          {{"name", v.name}, {"type", std::string(to_string(v.type))}, {"shape", v.shape.dims()}});
+    }
+    return arr;
+  };
+  json nodes = json::array();
+  for (const auto& node : model.nodes()) {
+    const Attributes& a = node.attributes;
+    json original = json::array();
+    if (a.has("original_names"))
+      for (const auto& n : std::get<std::vector<std::string>>(a.all().at("original_names")))
+        original.push_back(n);
+    nodes.push_back({{"name", node.name},
+                     {"layer_type", a.get_string_or("layer_type", node.op_type)},
+                     {"execution_order", a.get_int_or("execution_order", -1)},
+                     {"implementation", a.get_string_or("implementation", "")},
+                     {"original_names", original},
+                     {"inputs", values_json(node.inputs)},
+                     {"outputs", values_json(node.outputs)}});
+  }
+  return {{"model", model.name()}, {"nodes", nodes}};
+}
+
+// A one-line progress bar redrawn in place on stderr; only used when stderr is a terminal.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
+  // fraction in [0, 1]; redraws at most every 100 ms.
+  void update(double fraction) {
+    if (!enabled_) return;
+    fraction = std::min(1.0, std::max(0.0, fraction));
+    const int percent = static_cast<int>(fraction * 100);
+    const int64_t t = now_ns();
+    if (percent == last_percent_ || (t - last_ns_ < 100'000'000 && percent < 100)) return;
+    last_ns_ = t;
+    last_percent_ = percent;
+    const int width = 40;
+    const int filled = static_cast<int>(fraction * width);
+    std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
+              << std::string(static_cast<size_t>(width - filled), ' ') << "] " << percent << "%"
+              << std::flush;
+  }
+  void finish() {
+    if (!enabled_) return;
+    update(1.0);
+    std::cerr << "\n" << std::flush;
+  }
+
+ private:
+  bool enabled_;
+  int64_t last_ns_ = 0;
+  int last_percent_ = -1;
+};
+
 void print_row(const std::string& key, const std::string& value) {
   fmt::print("{:<26}{}\n", key, value);
 }
@@ -185,12 +386,22 @@ int bench(const BenchOptions& o) {
   if (o.nstreams > 0) config[props::num_streams] = o.nstreams;
   if (o.nthreads > 0) config[props::inference_num_threads] = o.nthreads;
   if (o.perf_counts) config[props::enable_profiling] = true;
+  if (!o.infer_precision.empty()) config[props::inference_precision] = o.infer_precision;
+  if (!o.cache_dir.empty()) config[props::cache_dir] = o.cache_dir;
 
+  const bool pre_post = !o.input_precision.empty() || !o.output_precision.empty() ||
+                        !o.mean_values.empty() || !o.scale_values.empty();
   const auto compile_start = Clock::now();
-  // A model file is read and compiled, or imported when it is a compiled blob (troupe compile).
-  CompiledModel compiled = o.model_path.empty()
-                               ? core.compile_model(make_default_model(), o.device, config)
-                               : load_compiled_model(core, o.model_path, o.device, config);
+  // A model file is read and compiled, or imported when it is a compiled blob (troupe compile);
+  // pre/post-processing needs the model itself.
+  std::shared_ptr<Model> model;
+  if (o.model_path.empty())
+    model = make_default_model();
+  else if (pre_post)
+    model = core.read_model(o.model_path);
+  if (pre_post) model = with_pre_post(model, o);
+  CompiledModel compiled = model ? core.compile_model(model, o.device, config)
+                                 : load_compiled_model(core, o.model_path, o.device, config);
   const double compile_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - compile_start).count();
 
@@ -212,15 +423,29 @@ int bench(const BenchOptions& o) {
 
   // Requests and their inputs.
   bool had_dynamic = false;
+  const auto shape_spec = parse_shapes(o.shape);
+  for (const auto& entry : shape_spec) {
+    bool known = entry.first.empty() && compiled.inputs().size() == 1;
+    for (const auto& in : compiled.inputs()) known = known || in.name == entry.first;
+    if (!known)
+      throw InvalidArgument("-shape: the model has no input '" + entry.first + "'" +
+                            (entry.first.empty() ? " (name the input: several inputs)" : ""));
+  }
+  std::vector<Shape> shapes;
+  for (const auto& in : compiled.inputs())
+    shapes.push_back(input_shape(in, shape_spec, compiled.inputs().size(), o.batch, had_dynamic));
+  // benchmark_app counts every batch element: the first dimension of the first input.
+  const int64_t batch = !shapes.empty() && shapes[0].rank() > 0 ? shapes[0].dims()[0] : int64_t{1};
   std::vector<InferRequest> requests;
   for (int i = 0; i < nireq; ++i) {
     InferRequest r = compiled.create_infer_request();
-    for (const auto& in : compiled.inputs()) {
-      if (o.model_path.empty())
+    for (size_t k = 0; k < compiled.inputs().size(); ++k) {
+      const auto& in = compiled.inputs()[k];
+      if (o.model_path.empty() && in.type == ElementType::f32)
         r.set_tensor(in.name,
                      make_default_input(1, default_model_seed + 1 + static_cast<uint32_t>(i)));
       else
-        r.set_tensor(in.name, make_input(in, static_cast<uint32_t>(i), had_dynamic));
+        r.set_tensor(in.name, make_input(in, shapes[k], static_cast<uint32_t>(i)));
     }
     requests.push_back(std::move(r));
   }
@@ -230,7 +455,12 @@ int bench(const BenchOptions& o) {
                                           : model_name + " (" + o.model_path + ")");
   for (const auto& in : compiled.inputs()) print_row("  input", describe(in));
   for (const auto& out : compiled.outputs()) print_row("  output", describe(out));
-  if (had_dynamic) print_row("  note", "dynamic input dimensions were set to 1");
+  for (size_t k = 0; k < shapes.size(); ++k)
+    if (shapes[k] != compiled.inputs()[k].shape)
+      print_row("  run as", compiled.inputs()[k].name + " " + shapes[k].to_string());
+  if (had_dynamic)
+    print_row("  note", "dynamic input dimensions not given by -b/-shape were set to 1");
+  print_row("batch", std::to_string(batch));
   print_row("device", device_name.empty() ? o.device : o.device + " (" + device_name + ")");
   print_row("performance hint", hint);
   print_row("streams", std::to_string(streams));
@@ -242,7 +472,15 @@ int bench(const BenchOptions& o) {
   if (time_limited) limit = fmt::format("{:g} s", time_limit_s);
   if (o.niter > 0) limit += (limit.empty() ? "" : " or ") + fmt::format("{} iterations", o.niter);
   print_row("limit", limit + (time_limited && o.niter > 0 ? ", whichever comes first" : ""));
-  print_row("per-op counters", o.perf_counts ? "on (PERF_COUNT)" : "off");
+  print_row("per-op counters", o.perf_counts ? "on (PERF_COUNT), order: " + o.pc_sort : "off");
+  const std::string precision = compiled.get_property(props::inference_precision).as_string();
+  print_row("inference precision", precision);
+  std::string cache_dir;
+  try {
+    cache_dir = compiled.get_property(props::cache_dir).as_string();
+  } catch (const Error&) {
+  }
+  if (!cache_dir.empty()) print_row("cache dir", cache_dir);
   print_row("compile time", fmt::format("{:.2f} ms", compile_ms));
 
   // First inference, reported on its own: it pays one-time costs (buffers, kernel set-up).
@@ -288,10 +526,20 @@ int bench(const BenchOptions& o) {
     ++in_flight;
   };
 
+  ProgressBar progress(::isatty(STDERR_FILENO) != 0);
+  auto progress_fraction = [&] {
+    double f = 0;
+    if (o.niter > 0) f = static_cast<double>(started) / static_cast<double>(o.niter);
+    if (time_limited)
+      f = std::max(f, static_cast<double>(now_ns() - begin_ns) / (time_limit_s * 1e9));
+    return f;
+  };
+
   for (size_t i = 0; i < requests.size() && may_start(); ++i) start(i);
   while (in_flight > 0) {
     Completion c = queue.pop();
     --in_flight;
+    progress.update(progress_fraction());
     if (c.error) {
       ++failed;
       if (!first_error) first_error = c.error;
@@ -315,9 +563,11 @@ int bench(const BenchOptions& o) {
 
   // Until every request has come back, so a time-limited run never reports less than its limit.
   const int64_t end_ns = now_ns();
+  progress.finish();
   const double duration_s = static_cast<double>(end_ns - begin_ns) / 1e9;
   const size_t count = latencies_ms.size();
-  const double fps = duration_s > 0 ? static_cast<double>(count) / duration_s : 0;
+  const double fps =
+      duration_s > 0 ? static_cast<double>(count) * static_cast<double>(batch) / duration_s : 0;
   const LatencySummary lat = summarize(latencies_ms);
   const detail::PipelineSummary summary = stats.summary();
 
@@ -341,10 +591,21 @@ int bench(const BenchOptions& o) {
   std::vector<OpCounter> ops;
   if (o.perf_counts) {
     ops = op_counters(*compiled.impl(), stats.traces());
+    auto mean_real = [](const OpCounter& op) {
+      return op.runs ? op.real_us / static_cast<double>(op.runs) : 0.0;
+    };
+    if (o.pc_sort == "sort" || o.pc_sort == "simple_sort")
+      std::stable_sort(ops.begin(), ops.end(), [&](const OpCounter& a, const OpCounter& b) {
+        return mean_real(a) > mean_real(b);
+      });
+    if (o.pc_sort == "simple_sort")
+      ops.erase(std::remove_if(ops.begin(), ops.end(),
+                               [&](const OpCounter& op) { return !(mean_real(op) > 0); }),
+                ops.end());
     double total_real = 0;
     for (const auto& op : ops)
       if (op.runs) total_real += op.real_us / static_cast<double>(op.runs);
-    fmt::print("\n[ per-op counters ] (averaged over runs)\n");
+    fmt::print("\n[ per-op counters ] (averaged over runs; {})\n", o.pc_sort);
     fmt::print("{:<24} {:<20} {:<28} {:>8} {:>11} {:>11} {:>7}\n", "node", "type", "implementation",
                "runs", "real us", "cpu us", "%");
     for (const auto& op : ops) {
@@ -356,11 +617,23 @@ int bench(const BenchOptions& o) {
     }
   }
 
+  if (!o.exec_graph_path.empty()) {
+    std::ofstream out(o.exec_graph_path);
+    out << exec_graph_json(*compiled.runtime_model()).dump(2) << "\n";
+    if (!out) {
+      std::cerr << "troupe bench: error: cannot write execution graph file '" << o.exec_graph_path
+                << "'\n";
+      return 1;
+    }
+    fmt::print("\nexecution graph written to {}\n", o.exec_graph_path);
+  }
+
   if (!o.trace_path.empty()) {
     std::vector<std::string> op_names;
     for (const auto& node : compiled.impl()->graph()->model->nodes()) op_names.push_back(node.name);
     std::ofstream out(o.trace_path);
-    out << detail::chrome_trace_json(stats.traces(), compiled.impl()->config().num_streams, op_names);
+    out << detail::chrome_trace_json(stats.traces(), compiled.impl()->config().num_streams,
+                                     op_names);
     if (!out) {
       std::cerr << "troupe bench: error: cannot write trace file '" << o.trace_path << "'\n";
       return 1;
@@ -412,6 +685,10 @@ int bench(const BenchOptions& o) {
                      {"time_limit_s", time_limited ? json(time_limit_s) : json(nullptr)},
                      {"iteration_limit", o.niter > 0 ? json(o.niter) : json(nullptr)},
                      {"perf_count", o.perf_counts},
+                     {"pc_sort", o.pc_sort},
+                     {"batch", batch},
+                     {"inference_precision", precision},
+                     {"cache_dir", cache_dir.empty() ? json(nullptr) : json(cache_dir)},
                      {"compile_time_ms", compile_ms}}},
                    {"first_inference_ms", first_ms},
                    {"results",
@@ -517,16 +794,64 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
       ->check(CLI::Range(int64_t{1}, INT64_MAX));
   cmd->add_flag("--pc,--perf-counts", o.perf_counts,
                 "Enable PERF_COUNT and print per-op counters averaged over all runs");
-  cmd->add_option("--trace", o.trace_path,
-                  "Write a Chrome Trace Event / Perfetto JSON of the run to FILE: a track per stage "
-                  "and execute stream, each request's stages, flow arrows, per-op spans with --pc");
+  cmd->add_option("--pcsort", o.pc_sort,
+                  "Order of the per-op counters (turns on --pc): 'sort' by real time, descending; "
+                  "'no_sort' in execution order (the default); 'simple_sort' sorted, ops with zero "
+                  "time hidden")
+      ->option_text("sort|no_sort|simple_sort")
+      ->check(CLI::IsMember({"sort", "no_sort", "simple_sort"}));
+  cmd->add_option("--exec_graph_path", o.exec_graph_path,
+                  "Write the runtime (execution) graph to FILE as JSON: each node's name, layer "
+                  "type, execution order, implementation, original names and its input/output "
+                  "values with shapes")
+      ->option_text("FILE");
+  cmd->add_option("--infer_precision", o.infer_precision,
+                  "Inference precision (INFERENCE_PRECISION_HINT): f32, or bf16 where the CPU "
+                  "supports it (falls back to f32 otherwise). Default: the device's")
+      ->option_text("f32|bf16")
+      ->check(CLI::IsMember({"f32", "bf16"}));
+  cmd->add_option("--cache_dir", o.cache_dir,
+                  "Directory for the compiled-model cache, passed to the device as its CACHE_DIR "
+                  "property")
+      ->option_text("DIR");
+  cmd->add_option("-b,--batch", o.batch,
+                  "Batch: the first dimension of every input, for models whose first dimension "
+                  "is dynamic. Throughput counts each batch element")
+      ->option_text("N")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--shape", o.shape,
+                  "Shapes to run dynamic inputs with, e.g. \"image[1,3,224,224]\" or "
+                  "\"a[1,8],b[1,4]\" ([...] alone names the only input)")
+      ->option_text("SHAPES");
+  cmd->add_option("--ip", o.input_precision,
+                  "Element type of the input tensors the caller sets (e.g. u8); converted to the "
+                  "model's type in the preprocess stage")
+      ->option_text("TYPE");
+  cmd->add_option("--op", o.output_precision,
+                  "Element type the outputs are returned in (e.g. f16); converted in the "
+                  "postprocess stage")
+      ->option_text("TYPE");
+  cmd->add_option("--mean_values", o.mean_values,
+                  "Per-channel mean subtracted in the preprocess stage, e.g. "
+                  "\"image[123.7,116.3,103.5]\" ([...] alone names the only input)")
+      ->option_text("VALUES");
+  cmd->add_option("--scale_values", o.scale_values,
+                  "Per-channel scale the input is divided by after the mean, e.g. "
+                  "\"image[58.4,57.1,57.4]\"")
+      ->option_text("VALUES");
+  cmd->add_option(
+      "--trace", o.trace_path,
+      "Write a Chrome Trace Event / Perfetto JSON of the run to FILE: a track per stage "
+      "and execute stream, each request's stages, flow arrows, per-op spans with --pc");
   cmd->add_option("--timeline", o.timeline_path,
                   "Write an SVG picture of stage occupancy over time to FILE");
   cmd->add_option("--report", o.report,
                   "Write every printed figure to FILE as JSON (the only report type is 'json')")
       ->option_text("json FILE")
       ->expected(2);
-  cmd->parse_complete_callback([&o] {
+  cmd->parse_complete_callback([&o, cmd] {
+    // As in benchmark_app, asking for an order of the counters asks for the counters.
+    if (cmd->count("--pcsort") > 0) o.perf_counts = true;
     if (!o.report.empty() && o.report[0] != "json")
       throw CLI::ValidationError("--report", "report type '" + o.report[0] +
                                                  "' is not supported (use: --report json FILE)");

@@ -64,6 +64,7 @@ Fingerprint64::Fingerprint64(uint64_t seed) : seed_(seed) {
 }
 
 Fingerprint64& Fingerprint64::update(const void* data, size_t size) {
+  if (size == 0) return *this;
   const auto* p = static_cast<const unsigned char*>(data);
   length_ += size;
   if (pending_size_ > 0) {

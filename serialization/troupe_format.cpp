@@ -59,7 +59,7 @@ std::shared_ptr<Model> read_troupe_model(const std::string& path) {
   };
   const unsigned char* p = file.data;
   const size_t magic_seen = std::min<uint64_t>(file.size, 8);
-  if (std::memcmp(p, troupe_format_magic, magic_seen) != 0 || file.size == 0)
+  if (file.size == 0 || std::memcmp(p, troupe_format_magic, magic_seen) != 0)
     throw FormatError(
         source + " is not a troupe model: its magic is " +
         (file.size == 0 ? std::string("missing (empty file)") : describe_magic(p, magic_seen)) +

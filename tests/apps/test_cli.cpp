@@ -1,10 +1,12 @@
 // The `troupe` command line, run as a user runs it: exit codes, messages and the JSON report.
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -202,6 +204,219 @@ TEST(Cli, TimeLimitStopsTheRun) {
   EXPECT_GE(j.at("results").at("duration_s").get<double>(), 0.3);
 }
 
+std::vector<double> mean_real_times(const json& per_op) {
+  std::vector<double> t;
+  for (const auto& op : per_op) t.push_back(op.at("mean_real_us").get<double>());
+  return t;
+}
+
+TEST(Cli, PcSortOrdersThePerOpCounters) {
+  // 'sort': every op, slowest first; -pcsort alone turns the counters on.
+  const std::string sorted_report = temp_path("pcsort.json");
+  RunResult r = run_troupe("bench -hint latency -nireq 1 -niter 10 -pcsort sort -report json '" +
+                           sorted_report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("per-op counters ] (averaged over runs; sort)"));
+  const json sorted = read_json(sorted_report);
+  EXPECT_TRUE(sorted.at("config").at("perf_count").get<bool>());
+  EXPECT_EQ(sorted.at("config").at("pc_sort").get<std::string>(), "sort");
+  const std::vector<double> times = mean_real_times(sorted.at("per_op"));
+  ASSERT_FALSE(times.empty());
+  EXPECT_TRUE(std::is_sorted(times.rbegin(), times.rend()));
+
+  // 'no_sort': execution order, the order of the execution graph.
+  const std::string plain_report = temp_path("nosort.json");
+  const std::string graph = temp_path("nosort_graph.json");
+  r = run_troupe("bench -hint latency -nireq 1 -niter 10 -pc -pcsort no_sort -exec_graph_path '" +
+                 graph + "' -report json '" + plain_report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json plain = read_json(plain_report);
+  const json exec_graph = read_json(graph);
+  ASSERT_EQ(plain.at("per_op").size(), exec_graph.at("nodes").size());
+  EXPECT_EQ(plain.at("per_op").size(), times.size());
+  for (size_t i = 0; i < plain.at("per_op").size(); ++i)
+    EXPECT_EQ(plain.at("per_op")[i].at("name"), exec_graph.at("nodes")[i].at("name")) << i;
+
+  // 'simple_sort': sorted, and ops that took no time are left out.
+  const std::string simple_report = temp_path("simplesort.json");
+  r = run_troupe("bench -hint latency -nireq 1 -niter 10 -pc -pcsort simple_sort -report json '" +
+                 simple_report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<double> simple = mean_real_times(read_json(simple_report).at("per_op"));
+  ASSERT_FALSE(simple.empty());
+  EXPECT_TRUE(std::is_sorted(simple.rbegin(), simple.rend()));
+  for (double t : simple) EXPECT_GT(t, 0.0);
+  EXPECT_LE(simple.size(), times.size());
+}
+
+TEST(Cli, ExecGraphPathWritesTheRuntimeModel) {
+  const std::string graph = temp_path("exec_graph.json");
+  RunResult r = run_troupe("bench -niter 5 -exec_graph_path '" + graph + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("execution graph written to"));
+  const json j = read_json(graph);
+  EXPECT_EQ(j.at("model").get<std::string>(), "troupe_default_cnn");
+  const json& nodes = j.at("nodes");
+  ASSERT_FALSE(nodes.empty());
+  bool saw_conv = false, saw_image = false, saw_probabilities = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const json& n = nodes[i];
+    EXPECT_EQ(n.at("execution_order").get<int64_t>(), static_cast<int64_t>(i));
+    EXPECT_FALSE(n.at("name").get<std::string>().empty());
+    EXPECT_FALSE(n.at("implementation").get<std::string>().empty()) << n.dump();
+    EXPECT_TRUE(n.at("original_names").is_array());
+    EXPECT_FALSE(n.at("outputs").empty());
+    if (n.at("layer_type") == "Conv") saw_conv = true;
+    for (const auto& v : n.at("inputs"))
+      if (v.at("name") == "image") {
+        saw_image = true;
+        EXPECT_EQ(v.at("shape"), json({1, 3, 32, 32}));
+        EXPECT_EQ(v.at("type"), "f32");
+      }
+    for (const auto& v : n.at("outputs"))
+      if (v.at("name") == "probabilities") {
+        saw_probabilities = true;
+        EXPECT_EQ(v.at("shape"), json({1, 10}));
+      }
+  }
+  EXPECT_TRUE(saw_conv);
+  EXPECT_TRUE(saw_image);
+  EXPECT_TRUE(saw_probabilities);
+}
+
+TEST(Cli, InferPrecisionReachesTheCompiledModel) {
+  const std::string report = temp_path("precision.json");
+  RunResult r = run_troupe("bench -niter 5 -infer_precision f32 -report json '" + report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_json(report).at("config").at("inference_precision").get<std::string>(), "f32");
+  // bf16 is honoured where the CPU has it and falls back to f32 elsewhere; the run works either
+  // way.
+  r = run_troupe("bench -niter 5 -infer_precision bf16 -report json '" + report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(read_json(report).at("config").at("inference_precision").get<std::string>(),
+              ::testing::AnyOf("bf16", "f32"));
+}
+
+TEST(Cli, CacheDirReachesTheCompiledModel) {
+  const std::string dir = temp_path("cache_dir");
+  ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string report = temp_path("cache.json");
+  RunResult r = run_troupe("bench -niter 5 -cache_dir '" + dir + "' -report json '" + report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_json(report).at("config").at("cache_dir").get<std::string>(), dir);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(Cli, NoProgressBarWhenStderrIsNotATerminal) {
+  // run_troupe redirects stderr to a file: no carriage-return redraws may appear.
+  RunResult r = run_troupe("bench -niter 20");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find('\r'), std::string::npos);
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("] 100%")));
+}
+
+// An ONNX model with a dynamic batch, x f32[N,3,4,4] -> Relu -> y; empty if it cannot be made.
+std::string write_dynamic_batch_model() {
+  const std::string path = temp_path("dynamic_batch.onnx");
+  const std::string script =
+      "import onnx\n"
+      "from onnx import helper, TensorProto\n"
+      "x = helper.make_tensor_value_info('x', TensorProto.FLOAT, ['N', 3, 4, 4])\n"
+      "y = helper.make_tensor_value_info('y', TensorProto.FLOAT, ['N', 3, 4, 4])\n"
+      "g = helper.make_graph([helper.make_node('Relu', ['x'], ['y'], name='relu')], 'dyn', [x], "
+      "[y])\n"
+      "onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)]), '" +
+      path + "')\n";
+  const std::string script_path = temp_path("make_dynamic.py");
+  std::ofstream(script_path) << script;
+  const int status =
+      std::system(("/usr/bin/python3 '" + script_path + "' > /dev/null 2>&1").c_str());
+  std::remove(script_path.c_str());
+  return status == 0 ? path : std::string();
+}
+
+TEST(Cli, BatchAndShapeForADynamicModel) {
+  const std::string model = write_dynamic_batch_model();
+  if (model.empty()) GTEST_SKIP() << "cannot write an ONNX model with /usr/bin/python3";
+  const std::string report = temp_path("batch.json");
+  RunResult r = run_troupe("bench -m '" + model + "' -b 4 -niter 20 -report json '" + report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("x [4,3,4,4]"));
+  json j = read_json(report);
+  EXPECT_EQ(j.at("config").at("batch").get<int>(), 4);
+  EXPECT_EQ(j.at("results").at("count").get<int>(), 20);
+  EXPECT_EQ(j.at("results").at("failed").get<int>(), 0);
+  // Throughput counts each batch element: 20 requests of 4 images.
+  EXPECT_NEAR(j.at("results").at("throughput_fps").get<double>(),
+              80.0 / j.at("results").at("duration_s").get<double>(), 1e-6);
+
+  // -shape sets the dynamic dimension the same way; "[...]" alone names the only input.
+  for (const std::string shape : {"x[2,3,4,4]", "[2,3,4,4]"}) {
+    r = run_troupe("bench -m '" + model + "' -shape '" + shape + "' -niter 10 -report json '" +
+                   report + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    j = read_json(report);
+    EXPECT_EQ(j.at("config").at("batch").get<int>(), 2) << shape;
+    EXPECT_NEAR(j.at("results").at("throughput_fps").get<double>(),
+                20.0 / j.at("results").at("duration_s").get<double>(), 1e-6);
+  }
+
+  // A static dimension cannot be changed, and -b must agree with -shape.
+  r = run_troupe("bench -m '" + model + "' -shape 'x[2,4,4,4]' -niter 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("static in dimension 1"));
+  r = run_troupe("bench -m '" + model + "' -b 3 -shape 'x[2,3,4,4]' -niter 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("contradicts"));
+  std::remove(model.c_str());
+}
+
+TEST(Cli, InputOutputPrecisionAndMeanScaleValues) {
+  const std::string report = temp_path("ppp.json");
+  RunResult r = run_troupe(
+      "bench -ip u8 -op f16 -mean_values 'image[123.7,116.3,103.5]' "
+      "-scale_values '[58.4,57.1,57.4]' -niter 10 -report json '" +
+      report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("image u8 [1,3,32,32]"));
+  EXPECT_THAT(r.output, HasSubstr("probabilities f16 [1,10]"));
+  const json j = read_json(report);
+  // The caller's side of the model: u8 in, f16 out, same shapes.
+  EXPECT_EQ(j.at("config").at("inputs")[0].at("type").get<std::string>(), "u8");
+  EXPECT_EQ(j.at("config").at("inputs")[0].at("shape"), json({1, 3, 32, 32}));
+  EXPECT_EQ(j.at("config").at("outputs")[0].at("type").get<std::string>(), "f16");
+  EXPECT_EQ(j.at("config").at("outputs")[0].at("shape"), json({1, 10}));
+  EXPECT_EQ(j.at("results").at("count").get<int>(), 10);
+  EXPECT_EQ(j.at("results").at("failed").get<int>(), 0);
+
+  // -ip alone on a model file keeps its shapes and converts in the preprocess stage.
+  const std::string model = write_dynamic_batch_model();
+  if (model.empty()) GTEST_SKIP() << "cannot write an ONNX model with /usr/bin/python3";
+  r = run_troupe("bench -m '" + model + "' -b 2 -ip f16 -mean_values '[1,2,3]' -niter 5");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("x f16 [?,3,4,4]"));
+  std::remove(model.c_str());
+}
+
+TEST(Cli, ProgressBarOnATerminal) {
+  // util-linux `script` gives the command a pseudo-terminal; its transcript holds what was drawn.
+  if (std::system("command -v script > /dev/null 2>&1") != 0) GTEST_SKIP() << "no `script`";
+  const std::string transcript = temp_path("tty.txt");
+  const std::string cmd = "script -qec \"" + std::string(TROUPE_BINARY_DIR) +
+                          "/bin/troupe bench -niter 200\" '" + transcript + "' > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(transcript);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::remove(transcript.c_str());
+  const std::string text = ss.str();
+  const std::string full = "[" + std::string(40, '#') + "] 100%";
+  const size_t first = text.find(full);
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find(full, first + 1), std::string::npos) << "100% drawn more than once";
+  EXPECT_NE(text.find('\r'), std::string::npos);
+}
+
 TEST(Cli, HelpIsClear) {
   RunResult top = run_troupe("--help");
   EXPECT_EQ(top.exit_code, 0);
@@ -209,8 +424,13 @@ TEST(Cli, HelpIsClear) {
   EXPECT_THAT(top.output, HasSubstr("info"));
   RunResult bench = run_troupe("bench --help");
   EXPECT_EQ(bench.exit_code, 0);
-  for (const char* opt : {"--model", "--hint", "--nireq", "--nstreams", "--nthreads", "--time",
-                          "--niter", "--pc", "--report", "--device"})
+  for (const char* opt : {"--model",           "--hint",        "--nireq",
+                          "--nstreams",        "--nthreads",    "--time",
+                          "--niter",           "--pc",          "--report",
+                          "--device",          "--pcsort",      "--exec_graph_path",
+                          "--infer_precision", "--cache_dir",   "--batch",
+                          "--shape",           "--ip",          "--op",
+                          "--mean_values",     "--scale_values"})
     EXPECT_THAT(bench.output, HasSubstr(opt)) << opt;
   RunResult version = run_troupe("--version");
   EXPECT_EQ(version.exit_code, 0);
@@ -254,6 +474,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"bench -t -1", "time"},
         BadInvocation{"bench -report xml out.xml", "report type 'xml'"},
         BadInvocation{"bench -report json", "report"},
+        BadInvocation{"bench -pcsort fastest", "pcsort"},
+        BadInvocation{"bench -ip bogus -niter 1", "unknown element type 'bogus'"},
+        BadInvocation{"bench -op u8 -niter 1", "f32 cannot become u8"},
+        BadInvocation{"bench -mean_values image[1,2] -niter 1", "mean has 2 values for 3 channels"},
+        BadInvocation{"bench -scale_values foo[1] -niter 1", "no input 'foo'"},
+        BadInvocation{"bench -mean_values image[1,a,2] -niter 1", "'a' is not a number"},
+        BadInvocation{"bench -b 4 -niter 1", "static batch of 1"},
+        BadInvocation{"bench -b 0", "batch"},
+        BadInvocation{"bench -shape image[2,3,32,32] -niter 1", "static in dimension 0"},
+        BadInvocation{"bench -shape nosuch[1,2] -niter 1", "no input 'nosuch'"},
+        BadInvocation{"bench -shape image[1,x] -niter 1", "not a positive integer"},
+        BadInvocation{"bench -infer_precision i8", "infer_precision"},
         BadInvocation{"bench -m /nonexistent/model.onnx", "/nonexistent/model.onnx"},
         BadInvocation{"bench -d GPU -niter 1", "GPU"}, BadInvocation{"info -d GPU", "GPU"}));
 

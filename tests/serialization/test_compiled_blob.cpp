@@ -91,6 +91,8 @@ TEST_F(CompiledBlob, ExportImportGivesTheSameModelAndOutputs) {
   ASSERT_EQ(a->nodes().size(), b->nodes().size());
   for (size_t i = 0; i < a->nodes().size(); ++i) {
     EXPECT_EQ(a->nodes()[i].name, b->nodes()[i].name);
+    EXPECT_EQ(a->nodes()[i].op_type, b->nodes()[i].op_type);
+    EXPECT_EQ(a->nodes()[i].attributes.all().size(), b->nodes()[i].attributes.all().size());
     EXPECT_EQ(a->nodes()[i].attributes.get_string("implementation"),
               b->nodes()[i].attributes.get_string("implementation"));
     using Names = std::vector<std::string>;
@@ -102,6 +104,20 @@ TEST_F(CompiledBlob, ExportImportGivesTheSameModelAndOutputs) {
         props::inference_precision, props::max_requests_in_flight, props::enable_profiling})
     EXPECT_EQ(imported.get_property(key).as_string(), compiled_.get_property(key).as_string())
         << key;
+}
+
+TEST_F(CompiledBlob, TheTransformedGraphIsStoredNotTheSource) {
+  // compile_graph fuses Conv + Relu (the post-op fusion pass): the blob holds the fused node and
+  // the source nodes it stands for, and import does not transform again.
+  auto runtime = import_blob(core_, blob_).runtime_model();
+  std::vector<std::string> conv_sources;
+  for (const Node& node : runtime->nodes())
+    if (node.op_type == "Conv")
+      conv_sources = std::get<std::vector<std::string>>(node.attributes.all().at("original_names"));
+  if (model_->nodes().size() == runtime->nodes().size())
+    GTEST_SKIP() << "no transformation changed this graph";
+  EXPECT_LT(runtime->nodes().size(), model_->nodes().size());
+  EXPECT_THAT(conv_sources, ElementsAre("conv", "relu"));
 }
 
 TEST_F(CompiledBlob, ExportIsDeterministic) {
@@ -399,6 +415,19 @@ TEST_F(CompiledBlob, TruncationAtEveryByteNamesTheByte) {
 
 // ---- robustness ---------------------------------------------------------------------------------
 
+// Rounds of a fuzz test: `fallback` in the unit tests, more with TROUPE_FUZZ_ROUNDS=N (a longer
+// fuzzing run, e.g. in a -DTROUPE_SANITIZE=address build).
+size_t fuzz_rounds(size_t fallback) {
+  const char* env = std::getenv("TROUPE_FUZZ_ROUNDS");
+  return env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : fallback;
+}
+
+// Seed of a fuzz test: `fallback`, or TROUPE_FUZZ_SEED=N to explore other mutations.
+uint64_t fuzz_seed(uint64_t fallback) {
+  const char* env = std::getenv("TROUPE_FUZZ_SEED");
+  return env ? std::strtoull(env, nullptr, 10) : fallback;
+}
+
 // Imports `blob` and, when that succeeds, makes a request: either works or throws troupe::Error.
 // Returns whether the import succeeded. Anything else (another exception, a crash) fails the test.
 bool import_survives(Core& core, const std::string& blob, size_t round) {
@@ -415,9 +444,9 @@ bool import_survives(Core& core, const std::string& blob, size_t round) {
 }
 
 TEST_F(CompiledBlob, FuzzRandomCorruptionNeverCrashes) {
-  std::mt19937_64 rng(20240611);
+  std::mt19937_64 rng(fuzz_seed(20240611));
   size_t accepted = 0;
-  const size_t rounds = 3000;
+  const size_t rounds = fuzz_rounds(3000);
   for (size_t round = 0; round < rounds; ++round) {
     std::string bad = blob_;
     switch (rng() % 4) {
@@ -459,9 +488,9 @@ TEST_F(CompiledBlob, FuzzPayloadBehindAValidChecksumNeverCrashes) {
   const std::string payload = serialization::blob_payload(blob_);
   const uint64_t graph_end =
       8 + serialization::get_le(reinterpret_cast<const unsigned char*>(payload.data()), 8);
-  std::mt19937_64 rng(7);
+  std::mt19937_64 rng(fuzz_seed(7));
   size_t accepted = 0;
-  const size_t rounds = 1500;
+  const size_t rounds = fuzz_rounds(1500);
   for (size_t round = 0; round < rounds; ++round) {
     std::string bad = payload;
     const int kind = static_cast<int>(rng() % 3);
