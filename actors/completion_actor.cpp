@@ -10,7 +10,9 @@ namespace {
 thread_local bool callback_thread = false;
 }
 
-bool on_callback_thread() { return callback_thread; }
+bool on_callback_thread() {
+  return callback_thread;
+}
 
 caf::behavior completion_actor(caf::event_based_actor* self, Context ctx, Handles next) {
   return {

@@ -45,11 +45,11 @@ caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles 
               ensure_buffer(caller, ctx->outputs[i].type, wanted);
             } else if (caller.shape() != wanted) {
               throw TensorMismatch("output '" + ctx->outputs[i].name + "': tensor of shape " +
-                                   caller.shape().to_string() + " cannot hold the result of shape " +
-                                   wanted.to_string());
+                                   caller.shape().to_string() +
+                                   " cannot hold the result of shape " + wanted.to_string());
             }
-            const bool direct = !plan && caller.element_type() == produced.element_type() &&
-                                caller.is_contiguous();
+            const bool direct =
+                !plan && caller.element_type() == produced.element_type() && caller.is_contiguous();
             if (direct) {
               produced.copy_to(caller);
               st.model_outputs[i] = Tensor();  // nothing left for postprocess

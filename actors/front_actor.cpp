@@ -1,6 +1,6 @@
-// The typed front door for CAF applications: (infer_atom, NamedTensors) in, outputs or an error out.
-// Each message becomes a pipeline request of its own; the reply is delivered from this actor when
-// the completion actor reports the request done.
+// The typed front door for CAF applications: (infer_atom, NamedTensors) in, outputs or an error
+// out. Each message becomes a pipeline request of its own; the reply is delivered from this actor
+// when the completion actor reports the request done.
 
 #include "actors/front_actor.hpp"
 

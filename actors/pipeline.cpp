@@ -53,8 +53,9 @@ Pipeline::~Pipeline() {
     // Destroyed from a user callback: blocking here would stall the completion actor that the
     // requests still in flight need, so the drain finishes on a thread of its own, which also
     // keeps the actor system alive (its destructor must not run on one of its own actors).
-    std::thread([context, handles, owner = system_owner_] { shut_down(context, handles); })
-        .detach();
+    std::thread([context, handles, owner = system_owner_] {
+      shut_down(context, handles);
+    }).detach();
   } else {
     shut_down(context, handles);
   }
@@ -69,8 +70,12 @@ void Pipeline::submit(std::shared_ptr<detail::RequestState> state) {
   caf::anon_send(actors_->handles->admission, submit_atom::value, std::move(msg));
 }
 
-caf::actor Pipeline::front() const { return actors_->handles->front; }
+caf::actor Pipeline::front() const {
+  return actors_->handles->front;
+}
 
-const std::shared_ptr<PipelineContext>& Pipeline::context() const { return context_; }
+const std::shared_ptr<PipelineContext>& Pipeline::context() const {
+  return context_;
+}
 
 }  // namespace troupe::actors

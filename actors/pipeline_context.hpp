@@ -62,11 +62,11 @@ using StageHook = std::function<void(detail::Stage stage, uint64_t request_id)>;
 struct PipelineContext {
   std::shared_ptr<const detail::CompiledGraph> graph;
   detail::CompileConfig config;
-  std::vector<ValueInfo> inputs;   // what the caller binds (after pre/postprocessing declarations)
+  std::vector<ValueInfo> inputs;  // what the caller binds (after pre/postprocessing declarations)
   std::vector<ValueInfo> outputs;
-  std::vector<ValueInfo> graph_inputs;   // what the graph takes / produces
+  std::vector<ValueInfo> graph_inputs;  // what the graph takes / produces
   std::vector<ValueInfo> graph_outputs;
-  std::shared_ptr<const PrePostProcessing> pre_post;  // null when none was declared
+  std::shared_ptr<const PrePostProcessing> pre_post;               // null when none was declared
   std::vector<std::unique_ptr<detail::StreamExecutor>> executors;  // one per stream
   std::vector<ExecuteSlot> slots;
   detail::PipelineStats stats;

@@ -33,7 +33,8 @@ int take_slot(UploadState& st, const PipelineContext& ctx) {
 
 namespace {
 caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, Handles next) {
-  for (size_t i = 0; i < ctx->slots.size(); ++i) self->state.free_slots.push_back(static_cast<int>(i));
+  for (size_t i = 0; i < ctx->slots.size(); ++i)
+    self->state.free_slots.push_back(static_cast<int>(i));
   self->state.busy_per_stream.assign(static_cast<size_t>(ctx->config.num_streams), 0);
 
   auto process = [self, ctx, next](request_msg msg) {

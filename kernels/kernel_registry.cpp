@@ -66,9 +66,8 @@ std::unique_ptr<Kernel> KernelRegistry::create(
   auto it = by_op_.find(request.node.op_type);
   if (it == by_op_.end()) return nullptr;
   for (const Entry& e : it->second) {
-    if (!allowed_backends.empty() &&
-        std::find(allowed_backends.begin(), allowed_backends.end(), e.backend) ==
-            allowed_backends.end())
+    if (!allowed_backends.empty() && std::find(allowed_backends.begin(), allowed_backends.end(),
+                                               e.backend) == allowed_backends.end())
       continue;
     if (auto kernel = e.factory(request)) return kernel;
   }

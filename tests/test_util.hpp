@@ -15,14 +15,17 @@ namespace troupe::test {
 inline std::shared_ptr<Model> make_add_relu_model(int64_t batch = 1, int64_t width = 16) {
   ModelBuilder b("add_relu");
   auto x = b.input("x", ElementType::f32, {batch, width});
-  auto bias = b.constant("bias", Tensor::from_vector<float>(
-                                     {1, width}, std::vector<float>(static_cast<size_t>(width), 0.5f)));
+  auto bias = b.constant(
+      "bias",
+      Tensor::from_vector<float>({1, width}, std::vector<float>(static_cast<size_t>(width), 0.5f)));
   auto y = b.op("Relu", {b.op("Add", {x, bias}, {}, "add")}, {}, "relu");
   b.output(y, "y");
   return b.build();
 }
 
-inline float expected_add_relu(float x) { return x + 0.5f > 0.f ? x + 0.5f : 0.f; }
+inline float expected_add_relu(float x) {
+  return x + 0.5f > 0.f ? x + 0.5f : 0.f;
+}
 
 /// The message of the E that f() throws, or "no error".
 template <class E, class F>

@@ -14,7 +14,7 @@ namespace troupe {
 /// the data of inputs that are constants (Reshape's target shape, Slice's starts, ...).
 struct ShapeInferContext {
   const Node& node;
-  std::vector<ValueInfo> inputs;           // ValueInfo{} for an omitted optional input
+  std::vector<ValueInfo> inputs;               // ValueInfo{} for an omitted optional input
   std::vector<const Tensor*> constant_inputs;  // nullptr where the input is not a constant
 
   size_t num_inputs() const { return inputs.size(); }

@@ -37,7 +37,8 @@ std::shared_ptr<CompiledGraph> compile_graph(const Model& source, const CompileC
     bool static_node = true;
     for (ValueId v : node.inputs)
       if (v != no_value && !model->value(v).shape.is_static()) static_node = false;
-    if (registry.has_op(node.op_type) && static_node) kernel = registry.create(make_kernel_request(*model, node));
+    if (registry.has_op(node.op_type) && static_node)
+      kernel = registry.create(make_kernel_request(*model, node));
     if (!registry.has_op(node.op_type) || (static_node && !kernel)) {
       unsupported += (unsupported.empty() ? "" : ", ") + node.op_type + " node '" + node.name + "'";
       continue;

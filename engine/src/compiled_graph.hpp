@@ -14,7 +14,7 @@ namespace troupe::detail {
 /// the kernel implementation chosen for it.
 struct CompiledGraph {
   std::shared_ptr<const Model> model;
-  std::vector<std::string> implementations;  // per node, in execution order
+  std::vector<std::string> implementations;              // per node, in execution order
   std::vector<std::vector<std::string>> original_names;  // per node: source nodes it stands for
   bool dynamic_shapes = false;
 };

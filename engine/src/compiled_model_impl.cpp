@@ -34,7 +34,9 @@ CompiledModelImpl::CompiledModelImpl(std::shared_ptr<Runtime> runtime,
   pipeline_ = std::make_unique<actors::Pipeline>(runtime_->system(), runtime_, context_);
 }
 
-CompiledModelImpl::~CompiledModelImpl() { pipeline_.reset(); }
+CompiledModelImpl::~CompiledModelImpl() {
+  pipeline_.reset();
+}
 
 Any CompiledModelImpl::get_property(const std::string& name) const {
   const Model& model = *context_->graph->model;
@@ -65,8 +67,8 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
     a.set("layer_type", nodes[i].op_type);
     a.set("execution_order", static_cast<int64_t>(i));
     a.set("implementation", i < graph.implementations.size() ? graph.implementations[i] : "ref");
-    a.set("original_names", i < graph.original_names.size() ? graph.original_names[i]
-                                                            : std::vector<std::string>{});
+    a.set("original_names",
+          i < graph.original_names.size() ? graph.original_names[i] : std::vector<std::string>{});
   }
   return model;
 }

@@ -18,16 +18,26 @@ struct type_tag {
 template <class F>
 decltype(auto) dispatch_element_type(ElementType type, F&& f) {
   switch (type) {
-    case ElementType::f32: return f(type_tag<float>{});
-    case ElementType::f16: return f(type_tag<float16>{});
-    case ElementType::bf16: return f(type_tag<bfloat16>{});
-    case ElementType::f64: return f(type_tag<double>{});
-    case ElementType::i8: return f(type_tag<int8_t>{});
-    case ElementType::u8: return f(type_tag<uint8_t>{});
-    case ElementType::i32: return f(type_tag<int32_t>{});
-    case ElementType::i64: return f(type_tag<int64_t>{});
-    case ElementType::boolean: return f(type_tag<bool>{});
-    case ElementType::undefined: break;
+    case ElementType::f32:
+      return f(type_tag<float>{});
+    case ElementType::f16:
+      return f(type_tag<float16>{});
+    case ElementType::bf16:
+      return f(type_tag<bfloat16>{});
+    case ElementType::f64:
+      return f(type_tag<double>{});
+    case ElementType::i8:
+      return f(type_tag<int8_t>{});
+    case ElementType::u8:
+      return f(type_tag<uint8_t>{});
+    case ElementType::i32:
+      return f(type_tag<int32_t>{});
+    case ElementType::i64:
+      return f(type_tag<int64_t>{});
+    case ElementType::boolean:
+      return f(type_tag<bool>{});
+    case ElementType::undefined:
+      break;
   }
   throw InvalidArgument("operation on a tensor of undefined element type");
 }

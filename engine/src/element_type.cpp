@@ -29,16 +29,26 @@ size_t element_size(ElementType type) {
 
 std::string_view to_string(ElementType type) {
   switch (type) {
-    case ElementType::f32: return "f32";
-    case ElementType::f16: return "f16";
-    case ElementType::bf16: return "bf16";
-    case ElementType::f64: return "f64";
-    case ElementType::i8: return "i8";
-    case ElementType::u8: return "u8";
-    case ElementType::i32: return "i32";
-    case ElementType::i64: return "i64";
-    case ElementType::boolean: return "boolean";
-    case ElementType::undefined: return "undefined";
+    case ElementType::f32:
+      return "f32";
+    case ElementType::f16:
+      return "f16";
+    case ElementType::bf16:
+      return "bf16";
+    case ElementType::f64:
+      return "f64";
+    case ElementType::i8:
+      return "i8";
+    case ElementType::u8:
+      return "u8";
+    case ElementType::i32:
+      return "i32";
+    case ElementType::i64:
+      return "i64";
+    case ElementType::boolean:
+      return "boolean";
+    case ElementType::undefined:
+      return "undefined";
   }
   return "undefined";
 }
@@ -49,13 +59,17 @@ ElementType element_type_from_string(std::string_view name) {
     ElementType type;
   };
   static constexpr Alias aliases[] = {
-      {"f32", ElementType::f32},   {"fp32", ElementType::f32},     {"float32", ElementType::f32},
-      {"f16", ElementType::f16},   {"fp16", ElementType::f16},     {"float16", ElementType::f16},
-      {"bf16", ElementType::bf16}, {"bfloat16", ElementType::bf16}, {"f64", ElementType::f64},
-      {"fp64", ElementType::f64},  {"float64", ElementType::f64},  {"i8", ElementType::i8},
-      {"int8", ElementType::i8},   {"u8", ElementType::u8},        {"uint8", ElementType::u8},
-      {"i32", ElementType::i32},   {"int32", ElementType::i32},    {"i64", ElementType::i64},
-      {"int64", ElementType::i64}, {"boolean", ElementType::boolean}, {"bool", ElementType::boolean},
+      {"f32", ElementType::f32},      {"fp32", ElementType::f32},
+      {"float32", ElementType::f32},  {"f16", ElementType::f16},
+      {"fp16", ElementType::f16},     {"float16", ElementType::f16},
+      {"bf16", ElementType::bf16},    {"bfloat16", ElementType::bf16},
+      {"f64", ElementType::f64},      {"fp64", ElementType::f64},
+      {"float64", ElementType::f64},  {"i8", ElementType::i8},
+      {"int8", ElementType::i8},      {"u8", ElementType::u8},
+      {"uint8", ElementType::u8},     {"i32", ElementType::i32},
+      {"int32", ElementType::i32},    {"i64", ElementType::i64},
+      {"int64", ElementType::i64},    {"boolean", ElementType::boolean},
+      {"bool", ElementType::boolean},
   };
   for (const auto& a : aliases)
     if (a.name == name) return a.type;
@@ -150,6 +164,8 @@ bfloat16::bfloat16(float value) {
   bits = static_cast<uint16_t>((x + rounding) >> 16);
 }
 
-bfloat16::operator float() const { return bits_float(static_cast<uint32_t>(bits) << 16); }
+bfloat16::operator float() const {
+  return bits_float(static_cast<uint32_t>(bits) << 16);
+}
 
 }  // namespace troupe

@@ -18,8 +18,7 @@ detail::RequestState& checked(const std::shared_ptr<detail::RequestState>& state
 // request whose callback is running is idle: the callback may read its outputs and restart it.
 std::unique_lock<std::mutex> lock_idle(detail::RequestState& st, const char* what) {
   std::unique_lock<std::mutex> lock(st.mutex);
-  if (st.busy)
-    throw Busy(std::string("infer request is busy: cannot ") + what + " while it runs");
+  if (st.busy) throw Busy(std::string("infer request is busy: cannot ") + what + " while it runs");
   return lock;
 }
 
@@ -43,8 +42,8 @@ void InferRequest::set_tensor(const std::string& name, const Tensor& tensor) {
   const auto& outs = model_->outputs();
   for (size_t i = 0; i < outs.size(); ++i)
     if (outs[i].name == name) return set_output_tensor(i, tensor);
-  throw InvalidArgument("the model has no input or output named '" + name + "' (inputs: " +
-                        known_names(ins) + "; outputs: " + known_names(outs) + ")");
+  throw InvalidArgument("the model has no input or output named '" + name +
+                        "' (inputs: " + known_names(ins) + "; outputs: " + known_names(outs) + ")");
 }
 
 void InferRequest::set_input_tensor(size_t index, const Tensor& tensor) {
@@ -62,8 +61,9 @@ void InferRequest::set_output_tensor(size_t index, const Tensor& tensor) {
   auto& st = checked(state_);
   const auto& outs = model_->outputs();
   if (index >= outs.size())
-    throw InvalidArgument("output index " + std::to_string(index) + " out of range: the model has " +
-                          std::to_string(outs.size()) + " outputs");
+    throw InvalidArgument("output index " + std::to_string(index) +
+                          " out of range: the model has " + std::to_string(outs.size()) +
+                          " outputs");
   actors::check_tensor_fits("output", outs[index], tensor);
   auto lock = lock_idle(st, "set a tensor");
   st.outputs[index] = tensor;
@@ -78,8 +78,8 @@ Tensor InferRequest::get_tensor(const std::string& name) const {
   const auto& outs = model_->outputs();
   for (size_t i = 0; i < outs.size(); ++i)
     if (outs[i].name == name) return get_output_tensor(i);
-  throw InvalidArgument("the model has no input or output named '" + name + "' (inputs: " +
-                        known_names(ins) + "; outputs: " + known_names(outs) + ")");
+  throw InvalidArgument("the model has no input or output named '" + name +
+                        "' (inputs: " + known_names(ins) + "; outputs: " + known_names(outs) + ")");
 }
 
 Tensor InferRequest::get_input_tensor(size_t index) const {

@@ -21,9 +21,8 @@ ValueId ModelBuilder::op(const std::string& op_type, const std::vector<ValueId>&
 }
 
 std::vector<ValueId> ModelBuilder::op_multi(const std::string& op_type,
-                                            const std::vector<ValueId>& inputs,
-                                            size_t num_outputs, Attributes attributes,
-                                            const std::string& name) {
+                                            const std::vector<ValueId>& inputs, size_t num_outputs,
+                                            Attributes attributes, const std::string& name) {
   Node node;
   node.op_type = op_type;
   node.name = name.empty() ? op_type + "_" + std::to_string(counter_++) : name;

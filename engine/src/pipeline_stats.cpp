@@ -27,7 +27,8 @@ double percentile(std::vector<double>& sorted, double p) {
 void PipelineStats::record(const RequestTrace& trace, bool failed) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (failed) ++failed_;
-  if (traces_.size() >= max_traces) traces_.erase(traces_.begin(), traces_.begin() + max_traces / 2);
+  if (traces_.size() >= max_traces)
+    traces_.erase(traces_.begin(), traces_.begin() + max_traces / 2);
   traces_.push_back(trace);
 }
 

@@ -25,11 +25,11 @@ struct StageSummary {
 struct PipelineSummary {
   size_t requests = 0;
   size_t failed = 0;
-  double wall_us = 0;             // first submission to last completion
-  double mean_in_flight = 0;      // time-average of requests between submission and completion
-  double stage_overlap = 0;       // sum of stage busy time / wall time
+  double wall_us = 0;         // first submission to last completion
+  double mean_in_flight = 0;  // time-average of requests between submission and completion
+  double stage_overlap = 0;   // sum of stage busy time / wall time
   std::array<StageSummary, stage_count> stages;
-  std::string bottleneck;         // one sentence naming the limiting stage
+  std::string bottleneck;  // one sentence naming the limiting stage
 };
 
 /// Collects the traces of completed requests of one compiled model (thread-safe).

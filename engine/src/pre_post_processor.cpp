@@ -6,7 +6,9 @@
 
 namespace troupe {
 
-std::string to_string(Layout layout) { return layout == Layout::nchw ? "NCHW" : "NHWC"; }
+std::string to_string(Layout layout) {
+  return layout == Layout::nchw ? "NCHW" : "NHWC";
+}
 
 using PPP = PrePostProcessor;
 
@@ -22,7 +24,8 @@ PPP::InputTensorInfo& PPP::InputTensorInfo::set_color_format(ColorFormat color) 
   color_ = color;
   return *this;
 }
-PPP::InputTensorInfo& PPP::InputTensorInfo::set_spatial_static_shape(int64_t height, int64_t width) {
+PPP::InputTensorInfo& PPP::InputTensorInfo::set_spatial_static_shape(int64_t height,
+                                                                     int64_t width) {
   if (height <= 0 || width <= 0)
     throw InvalidArgument("set_spatial_static_shape: " + std::to_string(height) + "x" +
                           std::to_string(width) + " is not a size");
@@ -158,10 +161,11 @@ InputPreprocessing plan_input(const ValueInfo& model_input, const InputDeclarati
   const std::string where = "preprocessing of input '" + model_input.name + "': ";
   auto fail = [&](const std::string& what) { throw InvalidArgument(where + what); };
   const bool image = model_input.shape.rank() == 4;
-  const bool needs_image = t.layout_.has_value() || t.height_ > 0 ||
-                           std::any_of(declared.begin(), declared.end(), [](const PreprocessStep& s) {
-                             return s.kind != PreprocessStep::Kind::convert_element_type;
-                           });
+  const bool needs_image =
+      t.layout_.has_value() || t.height_ > 0 ||
+      std::any_of(declared.begin(), declared.end(), [](const PreprocessStep& s) {
+        return s.kind != PreprocessStep::Kind::convert_element_type;
+      });
   if (needs_image && !image)
     fail("layout, resize, mean, scale and color steps need a 4-D image input; the model's is " +
          model_input.shape.to_string());
@@ -192,8 +196,13 @@ InputPreprocessing plan_input(const ValueInfo& model_input, const InputDeclarati
   model_state.h = m.layout_ == Layout::nchw ? ms[2] : ms[1];
   model_state.w = m.layout_ == Layout::nchw ? ms[3] : ms[2];
 
-  ImageState s{plan.caller.type, plan.caller_layout, t.color_, model_state.n, model_state.c,
-               t.height_ > 0 ? t.height_ : model_state.h, t.width_ > 0 ? t.width_ : model_state.w};
+  ImageState s{plan.caller.type,
+               plan.caller_layout,
+               t.color_,
+               model_state.n,
+               model_state.c,
+               t.height_ > 0 ? t.height_ : model_state.h,
+               t.width_ > 0 ? t.width_ : model_state.w};
   plan.caller.shape = image_shape(s);
   for (PreprocessStep step : declared) {
     switch (step.kind) {
@@ -237,8 +246,9 @@ InputPreprocessing plan_input(const ValueInfo& model_input, const InputDeclarati
   }
   // Implicit steps: whatever still differs from the model's type and layout.
   if (s.h != model_state.h || s.w != model_state.w)
-    fail("the tensor is " + std::to_string(s.h) + "x" + std::to_string(s.w) + " but the model takes " +
-         std::to_string(model_state.h) + "x" + std::to_string(model_state.w) + ": add resize()");
+    fail("the tensor is " + std::to_string(s.h) + "x" + std::to_string(s.w) +
+         " but the model takes " + std::to_string(model_state.h) + "x" +
+         std::to_string(model_state.w) + ": add resize()");
   if (s.type != model_input.type) {
     if (!is_convertible(s.type, model_input.type))
       fail(std::string(to_string(s.type)) + " cannot become the model's " +
@@ -280,8 +290,8 @@ std::shared_ptr<Model> PrePostProcessor::build() {
     plan.caller.name = model_output.name;
     plan.caller.type = t.type_.value_or(model_output.type);
     if (!is_convertible(model_output.type, plan.caller.type))
-      throw InvalidArgument("postprocessing of output '" + model_output.name + "': " +
-                            std::string(to_string(model_output.type)) + " cannot become " +
+      throw InvalidArgument("postprocessing of output '" + model_output.name +
+                            "': " + std::string(to_string(model_output.type)) + " cannot become " +
                             std::string(to_string(plan.caller.type)));
     plan.model_layout = outputs_[i]->model_.layout_;
     plan.caller_layout = t.layout_.value_or(plan.model_layout);

@@ -16,11 +16,10 @@ Runtime::Runtime() : config_(std::make_unique<caf::actor_system_config>()) {
   config_->set("scheduler.policy", caf::atom("sharing"));
   const auto workers = std::max(2u, std::thread::hardware_concurrency());
   config_->set("scheduler.max-threads", static_cast<size_t>(workers));
-  config_->add_error_category(troupe_error_category,
-                              [](uint8_t code, caf::atom_value, const caf::message& context) {
-                                return "troupe error " + std::to_string(code) + " " +
-                                       caf::to_string(context);
-                              });
+  config_->add_error_category(
+      troupe_error_category, [](uint8_t code, caf::atom_value, const caf::message& context) {
+        return "troupe error " + std::to_string(code) + " " + caf::to_string(context);
+      });
   owned_ = std::make_unique<caf::actor_system>(*config_);
   system_ = owned_.get();
 }

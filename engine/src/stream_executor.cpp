@@ -41,8 +41,9 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes) {
     for (ValueId out : node.outputs) {
       const ValueInfo& info = model->value(out);
       if (!info.shape.is_static())
-        throw UnsupportedOperation(node.op_type + " node '" + node.name + "': output '" + info.name +
-                         "' has a shape that cannot be inferred (" + info.shape.to_string() + ")");
+        throw UnsupportedOperation(node.op_type + " node '" + node.name + "': output '" +
+                                   info.name + "' has a shape that cannot be inferred (" +
+                                   info.shape.to_string() + ")");
       if (!is_model_output_[out]) values[out] = Tensor(info.type, info.shape);
     }
   node_inputs_.clear();
@@ -74,9 +75,9 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
   for (size_t o = 0; o < model.outputs().size(); ++o) {
     ValueId id = model.outputs()[o];
     const ValueInfo& info = model.value(id);
-    const bool produced = !model.is_constant(id) &&
-                          std::find(model.inputs().begin(), model.inputs().end(), id) ==
-                              model.inputs().end();
+    const bool produced =
+        !model.is_constant(id) &&
+        std::find(model.inputs().begin(), model.inputs().end(), id) == model.inputs().end();
     if (!produced) continue;
     if (outputs[o].empty() || outputs[o].shape() != info.shape ||
         outputs[o].element_type() != info.type)

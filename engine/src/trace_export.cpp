@@ -15,12 +15,14 @@ constexpr int pid = 1;
 
 // Track (thread id) of a stage span: stages 1..5, execute stream s at 10 + s.
 int track_of(size_t stage, const StageSpan& span) {
-  return stage == static_cast<size_t>(Stage::execute) ? 10 + span.worker : static_cast<int>(stage) + 1;
+  return stage == static_cast<size_t>(Stage::execute) ? 10 + span.worker
+                                                      : static_cast<int>(stage) + 1;
 }
 
 std::string track_name(size_t stage, int stream) {
   std::string name = stage_names[stage];
-  if (stage == static_cast<size_t>(Stage::execute)) name += " [stream " + std::to_string(stream) + "]";
+  if (stage == static_cast<size_t>(Stage::execute))
+    name += " [stream " + std::to_string(stream) + "]";
   return name;
 }
 
@@ -38,7 +40,9 @@ std::string chrome_trace_json(const std::vector<RequestTrace>& traces, int execu
   const int64_t t0 = first_timestamp(traces);
   auto us = [t0](int64_t ns) { return static_cast<double>(ns - t0) / 1000.0; };
   json events = json::array();
-  events.push_back({{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
+  events.push_back({{"ph", "M"},
+                    {"pid", pid},
+                    {"name", "process_name"},
                     {"args", {{"name", "troupe pipeline"}}}});
   for (size_t s = 0; s < stage_count; ++s) {
     const int workers = s == static_cast<size_t>(Stage::execute) ? execute_streams : 1;
@@ -46,17 +50,27 @@ std::string chrome_trace_json(const std::vector<RequestTrace>& traces, int execu
       StageSpan span;
       span.worker = w;
       const int tid = track_of(s, span);
-      events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_name"},
+      events.push_back({{"ph", "M"},
+                        {"pid", pid},
+                        {"tid", tid},
+                        {"name", "thread_name"},
                         {"args", {{"name", track_name(s, w)}}}});
-      events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_sort_index"},
+      events.push_back({{"ph", "M"},
+                        {"pid", pid},
+                        {"tid", tid},
+                        {"name", "thread_sort_index"},
                         {"args", {{"sort_index", tid}}}});
     }
   }
   for (const RequestTrace& t : traces) {
     const std::string request = "request " + std::to_string(t.run_id);
     // The request as an async slice from submission to completion, its stages nested in it.
-    events.push_back({{"ph", "b"}, {"pid", pid}, {"cat", "request"}, {"id", t.run_id},
-                      {"name", request}, {"ts", us(t.submitted_ns)}});
+    events.push_back({{"ph", "b"},
+                      {"pid", pid},
+                      {"cat", "request"},
+                      {"id", t.run_id},
+                      {"name", request},
+                      {"ts", us(t.submitted_ns)}});
     bool first_flow = true;
     size_t last_stage = 0;
     for (size_t s = 0; s < stage_count; ++s)
@@ -66,16 +80,34 @@ std::string chrome_trace_json(const std::vector<RequestTrace>& traces, int execu
       if (span.end_ns == 0) continue;
       const int tid = track_of(s, span);
       const double dur = static_cast<double>(span.end_ns - span.start_ns) / 1000.0;
-      events.push_back({{"ph", "X"}, {"pid", pid}, {"tid", tid}, {"cat", "stage"},
-                        {"name", request}, {"ts", us(span.start_ns)}, {"dur", dur},
+      events.push_back({{"ph", "X"},
+                        {"pid", pid},
+                        {"tid", tid},
+                        {"cat", "stage"},
+                        {"name", request},
+                        {"ts", us(span.start_ns)},
+                        {"dur", dur},
                         {"args", {{"request", t.run_id}, {"cpu_us", span.cpu_ns / 1000.0}}}});
-      events.push_back({{"ph", "b"}, {"pid", pid}, {"cat", "request"}, {"id", t.run_id},
-                        {"name", stage_names[s]}, {"ts", us(span.start_ns)}});
-      events.push_back({{"ph", "e"}, {"pid", pid}, {"cat", "request"}, {"id", t.run_id},
-                        {"name", stage_names[s]}, {"ts", us(span.end_ns)}});
+      events.push_back({{"ph", "b"},
+                        {"pid", pid},
+                        {"cat", "request"},
+                        {"id", t.run_id},
+                        {"name", stage_names[s]},
+                        {"ts", us(span.start_ns)}});
+      events.push_back({{"ph", "e"},
+                        {"pid", pid},
+                        {"cat", "request"},
+                        {"id", t.run_id},
+                        {"name", stage_names[s]},
+                        {"ts", us(span.end_ns)}});
       // Flow arrows from stage to stage, bound to the enclosing stage slices.
-      json flow = {{"pid", pid}, {"tid", tid}, {"cat", "flow"}, {"id", t.run_id},
-                   {"name", "request flow"}, {"ts", us(span.start_ns)}, {"bp", "e"}};
+      json flow = {{"pid", pid},
+                   {"tid", tid},
+                   {"cat", "flow"},
+                   {"id", t.run_id},
+                   {"name", "request flow"},
+                   {"ts", us(span.start_ns)},
+                   {"bp", "e"}};
       flow["ph"] = first_flow ? "s" : (s == last_stage ? "f" : "t");
       events.push_back(flow);
       first_flow = false;
@@ -83,14 +115,22 @@ std::string chrome_trace_json(const std::vector<RequestTrace>& traces, int execu
         for (size_t n = 0; n < t.ops.size(); ++n) {
           const OpTiming& op = t.ops[n];
           if (op.start_ns == 0) continue;
-          events.push_back({{"ph", "X"}, {"pid", pid}, {"tid", tid}, {"cat", "op"},
+          events.push_back({{"ph", "X"},
+                            {"pid", pid},
+                            {"tid", tid},
+                            {"cat", "op"},
                             {"name", n < op_names.size() ? op_names[n] : "op " + std::to_string(n)},
-                            {"ts", us(op.start_ns)}, {"dur", op.real_ns / 1000.0},
+                            {"ts", us(op.start_ns)},
+                            {"dur", op.real_ns / 1000.0},
                             {"args", {{"request", t.run_id}, {"cpu_us", op.cpu_ns / 1000.0}}}});
         }
     }
-    events.push_back({{"ph", "e"}, {"pid", pid}, {"cat", "request"}, {"id", t.run_id},
-                      {"name", request}, {"ts", us(t.completed_ns)}});
+    events.push_back({{"ph", "e"},
+                      {"pid", pid},
+                      {"cat", "request"},
+                      {"id", t.run_id},
+                      {"name", request},
+                      {"ts", us(t.completed_ns)}});
   }
   json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   return doc.dump();
@@ -115,7 +155,8 @@ std::string timeline_svg(const std::vector<RequestTrace>& traces, int execute_st
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"monospace\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
-      "fill=\"white\"/>\n<text x=\"10\" y=\"20\">troupe stage occupancy: {} requests over {:.2f} ms "
+      "fill=\"white\"/>\n<text x=\"10\" y=\"20\">troupe stage occupancy: {} requests over {:.2f} "
+      "ms "
       "(colour = request)</text>\n",
       label_w + plot_w + 20, height, traces.size(), static_cast<double>(t1 - t0) / 1e6);
   for (size_t l = 0; l < lanes.size(); ++l) {

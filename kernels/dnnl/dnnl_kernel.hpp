@@ -96,7 +96,8 @@ class SrcDstKernel : public DnnlKernel {
 
  protected:
   template <class Primitive, class PrimitiveDesc>
-  bool adopt(const PrimitiveDesc& pd, const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+  bool adopt(const PrimitiveDesc& pd, const dnnl::memory::desc& src,
+             const dnnl::memory::desc& dst) {
     primitive_ = Primitive(pd);
     src_ = unbound_memory(src);
     dst_ = unbound_memory(dst);

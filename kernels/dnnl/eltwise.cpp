@@ -90,8 +90,8 @@ class EltwiseKernel final : public SrcDstKernel {
 void register_eltwise(KernelRegistry& registry) {
   // Not Log: oneDNN's log is accurate to about 1e-6 absolute, which misses ONNX's atol of 1e-7
   // near log(1) = 0; the reference kernel keeps it exact.
-  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Abs", "Neg",
-                         "Elu", "Softplus", "HardSwish", "Gelu", "Clip", "Round", "Reciprocal"})
+  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Abs", "Neg", "Elu",
+                         "Softplus", "HardSwish", "Gelu", "Clip", "Round", "Reciprocal"})
     registry.add(backend_name, backend_priority, op, make_kernel<EltwiseKernel>);
 }
 

@@ -12,8 +12,8 @@ void register_linear_algebra(KernelRegistry& registry);  // MatMul Gemm
 void register_shape(KernelRegistry& registry);           // data movement: Reshape Slice Pad ...
 void register_reduction(KernelRegistry& registry);       // Reduce* ArgMax ArgMin TopK CumSum
 void register_convolution(KernelRegistry& registry);     // Conv
-void register_pooling(KernelRegistry& registry);  // MaxPool AveragePool GlobalAveragePool
-void register_normalization(KernelRegistry& registry);  // BatchNormalization
-void register_resize(KernelRegistry& registry);         // Resize
+void register_pooling(KernelRegistry& registry);         // MaxPool AveragePool GlobalAveragePool
+void register_normalization(KernelRegistry& registry);   // BatchNormalization
+void register_resize(KernelRegistry& registry);          // Resize
 
 }  // namespace troupe::kernels::reference

@@ -33,5 +33,4 @@ inline void expect_add_relu_output(const Tensor& in, const Tensor& out) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(y[i], expected_add_relu(x[i])) << i;
 }
 
-
 }  // namespace troupe::test

@@ -34,7 +34,8 @@ struct Client {
   std::atomic<int>* bad;
 };
 
-void send_next(caf::event_based_actor* self, std::shared_ptr<Client> c, std::shared_ptr<size_t> next) {
+void send_next(caf::event_based_actor* self, std::shared_ptr<Client> c,
+               std::shared_ptr<size_t> next) {
   if (*next >= c->inputs.size()) return;
   const size_t i = (*next)++;
   self->request(c->model, caf::infinite, infer_atom::value, NamedTensors{{"x", c->inputs[i]}})
@@ -102,6 +103,5 @@ TEST(ActorInterface, BadInputsGetTypedErrors) {
   expect_error({{"x", Tensor(ElementType::f32, {2, 2})}}, ActorErrc::invalid_input, "[2,2]");
   // And it still works afterwards.
   self->request(model, caf::infinite, infer_atom::value, NamedTensors{{"x", make_input(0.f)}})
-      .receive([](NamedTensors& out) { EXPECT_EQ(out.size(), 1u); },
-               [](caf::error&) { FAIL(); });
+      .receive([](NamedTensors& out) { EXPECT_EQ(out.size(), 1u); }, [](caf::error&) { FAIL(); });
 }

@@ -76,10 +76,11 @@ TEST(Shutdown, DestroyingTheModelFinishesOrCancelsEveryRequest) {
   std::atomic<int> succeeded{0}, cancelled{0}, other{0};
   {
     Core core;
-    auto compiled = core.compile_model(make_add_relu_model(), "CPU",
-                                       {{props::max_requests_in_flight, 4}});
+    auto compiled =
+        core.compile_model(make_add_relu_model(), "CPU", {{props::max_requests_in_flight, 4}});
     set_stage_hook(compiled, [](detail::Stage stage, uint64_t) {
-      if (stage == detail::Stage::execute) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (stage == detail::Stage::execute)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
     });
     std::vector<InferRequest> requests;
     for (int i = 0; i < n; ++i) {

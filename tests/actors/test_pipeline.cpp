@@ -33,7 +33,8 @@ TEST(Pipeline, SyncInferAndStageCounters) {
 
 TEST(Pipeline, PerNodeCountersWhenProfiling) {
   Core core;
-  auto compiled = core.compile_model(make_add_relu_model(), "CPU", {{props::enable_profiling, true}});
+  auto compiled =
+      core.compile_model(make_add_relu_model(), "CPU", {{props::enable_profiling, true}});
   auto request = compiled.create_infer_request();
   request.set_input_tensor(0, make_input(1.f));
   request.infer();
@@ -113,10 +114,11 @@ TEST(Pipeline, StagesOverlapAcrossRequests) {
   constexpr int n = 12;
   const auto delay = std::chrono::milliseconds(50);
   Core core;
-  auto serial = core.compile_model(make_add_relu_model(), "CPU", {{props::max_requests_in_flight, 1}});
+  auto serial =
+      core.compile_model(make_add_relu_model(), "CPU", {{props::max_requests_in_flight, 1}});
   const double serial_ms = run_delayed(serial, n, delay);
-  auto pipelined = core.compile_model(make_add_relu_model(), "CPU",
-                                      {{props::max_requests_in_flight, 32}});
+  auto pipelined =
+      core.compile_model(make_add_relu_model(), "CPU", {{props::max_requests_in_flight, 32}});
   const double pipelined_ms = run_delayed(pipelined, n, delay);
   EXPECT_GE(serial_ms, n * 100.0 * 0.95);
   EXPECT_GE(pipelined_ms, n * 50.0 * 0.95);
@@ -165,8 +167,8 @@ TEST(Pipeline, BusyWhileInFlightAndWaitForTimesOut) {
 TEST(Pipeline, CancelParkedAndRunningRequests) {
   Core core;
   // One credit: one request in the stages, the rest parked at admission.
-  auto compiled = core.compile_model(make_add_relu_model(), "CPU",
-                                     {{props::max_requests_in_flight, 1}});
+  auto compiled =
+      core.compile_model(make_add_relu_model(), "CPU", {{props::max_requests_in_flight, 1}});
   std::atomic<bool> release{false};
   set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
     if (stage == detail::Stage::preprocess)
@@ -313,14 +315,22 @@ TEST(Pipeline, WrongTensorsAreRejectedWithNames) {
   Core core;
   auto compiled = core.compile_model(make_add_relu_model(1, 4));
   auto request = compiled.create_infer_request();
-  std::string msg = error_of<TensorMismatch>([&] { request.set_tensor("x", Tensor(ElementType::f32, {1, 5})); });
+  std::string msg = error_of<TensorMismatch>([&] {
+    request.set_tensor("x", Tensor(ElementType::f32, {1, 5}));
+  });
   EXPECT_THAT(msg, HasSubstr("'x'"));
   EXPECT_THAT(msg, HasSubstr("[1,5]"));
-  msg = error_of<TensorMismatch>([&] { request.set_tensor("x", Tensor(ElementType::boolean, {1, 4})); });
+  msg = error_of<TensorMismatch>([&] {
+    request.set_tensor("x", Tensor(ElementType::boolean, {1, 4}));
+  });
   EXPECT_THAT(msg, HasSubstr("boolean"));
-  msg = error_of<TensorMismatch>([&] { request.set_tensor("y", Tensor(ElementType::i32, {1, 4})); });
+  msg = error_of<TensorMismatch>([&] {
+    request.set_tensor("y", Tensor(ElementType::i32, {1, 4}));
+  });
   EXPECT_THAT(msg, HasSubstr("'y'"));
-  msg = error_of<InvalidArgument>([&] { request.set_tensor("z", Tensor(ElementType::f32, {1, 4})); });
+  msg = error_of<InvalidArgument>([&] {
+    request.set_tensor("z", Tensor(ElementType::f32, {1, 4}));
+  });
   EXPECT_THAT(msg, HasSubstr("'z'"));
   EXPECT_THROW(request.set_input_tensor(3, Tensor(ElementType::f32, {1, 4})), InvalidArgument);
   EXPECT_THROW(request.get_output_tensor(1), InvalidArgument);

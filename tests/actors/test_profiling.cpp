@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "engine/src/trace_export.hpp"
 #include "pipeline_fixture.hpp"
@@ -45,7 +45,8 @@ TEST(Profiling, BottleneckReportNamesTheSlowStage) {
 
 TEST(Profiling, QueueWaitIsMeasuredBeforeTheSlowStage) {
   Core core;
-  auto compiled = core.compile_model(make_add_relu_model(), "CPU", {{props::max_requests_in_flight, 16}});
+  auto compiled =
+      core.compile_model(make_add_relu_model(), "CPU", {{props::max_requests_in_flight, 16}});
   set_stage_hook(compiled, [](detail::Stage stage, uint64_t) {
     if (stage == detail::Stage::upload) std::this_thread::sleep_for(std::chrono::milliseconds(3));
   });
@@ -75,7 +76,8 @@ TEST(Profiling, PerfettoTraceHasOrderedSpansFlowsAndOps) {
     const std::string ph = e["ph"];
     if (ph == "M" && e["name"] == "thread_name") track_names.insert(e["args"]["name"]);
     if (ph == "X" && e["cat"] == "stage")
-      stage_spans[e["args"]["request"]].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+      stage_spans[e["args"]["request"]].push_back(
+          {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
     if (ph == "X" && e["cat"] == "op") ++op_spans;
     if (ph == "b") ++begins[e["id"]];
     if (ph == "e") ++ends[e["id"]];

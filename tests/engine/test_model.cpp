@@ -1,15 +1,14 @@
 #include <gtest/gtest.h>
 
-#include "../test_util.hpp"
 #include <gmock/gmock.h>
+#include "../test_util.hpp"
 
 #include "troupe/error.hpp"
 #include "troupe/model_builder.hpp"
 
 using namespace troupe;
-using troupe::test::error_of;
 using ::testing::HasSubstr;
-
+using troupe::test::error_of;
 
 TEST(Model, BuilderInfersShapesAndKeepsNames) {
   ModelBuilder b("m");
@@ -96,7 +95,9 @@ TEST(Model, DuplicateNamesAndMissingOutputs) {
 }
 
 TEST(Attributes, TypedAccessorsAndErrors) {
-  Attributes a{{"axis", int64_t{1}}, {"alpha", 0.5}, {"mode", std::string("linear")},
+  Attributes a{{"axis", int64_t{1}},
+               {"alpha", 0.5},
+               {"mode", std::string("linear")},
                {"pads", std::vector<int64_t>{1, 1, 0, 0}}};
   EXPECT_EQ(a.get_int("axis"), 1);
   EXPECT_EQ(a.get_float("alpha"), 0.5);

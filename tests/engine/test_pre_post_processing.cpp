@@ -57,10 +57,10 @@ TEST(ImageOps, ResizeLinearAndNearest) {
   Tensor up = pp::resize(small, Layout::nchw, 4, 4, ResizeAlgorithm::linear);
   auto u = up.to_vector<float>();
   EXPECT_FLOAT_EQ(u[0], 0.f);
-  EXPECT_FLOAT_EQ(u[1], 1.f);   // x = 0.25 between 0 and 4
-  EXPECT_FLOAT_EQ(u[2], 3.f);   // x = 0.75
+  EXPECT_FLOAT_EQ(u[1], 1.f);  // x = 0.25 between 0 and 4
+  EXPECT_FLOAT_EQ(u[2], 3.f);  // x = 0.75
   EXPECT_FLOAT_EQ(u[3], 4.f);
-  EXPECT_FLOAT_EQ(u[5], 3.f);   // y = 0.25, x = 0.25: 0.75*(1) + 0.25*(9)
+  EXPECT_FLOAT_EQ(u[5], 3.f);  // y = 0.25, x = 0.25: 0.75*(1) + 0.25*(9)
   // u8 stays u8 (rounded).
   Tensor u8 = Tensor::from_vector<uint8_t>({1, 1, 1, 2}, {0, 255});
   Tensor u8r = pp::resize(u8, Layout::nchw, 1, 4, ResizeAlgorithm::linear);
@@ -88,7 +88,10 @@ TEST(PrePostProcessor, BuildDerivesCallerTensorAndValidates) {
   auto model = identity_image_model(3, 2, 2);
   {
     PrePostProcessor ppp(model);
-    ppp.input("image").tensor().set_element_type(ElementType::u8).set_layout(Layout::nhwc)
+    ppp.input("image")
+        .tensor()
+        .set_element_type(ElementType::u8)
+        .set_layout(Layout::nhwc)
         .set_spatial_static_shape(4, 6);
     ppp.input("image").preprocess().convert_element_type().resize(ResizeAlgorithm::linear);
     auto built = ppp.build();
@@ -126,10 +129,18 @@ TEST(PrePostProcessor, BuildDerivesCallerTensorAndValidates) {
 TEST(PrePostProcessor, StepsRunInTheStageActors) {
   auto model = identity_image_model(3, 2, 2);
   PrePostProcessor ppp(model);
-  ppp.input("image").tensor().set_element_type(ElementType::u8).set_layout(Layout::nhwc)
-      .set_color_format(ColorFormat::bgr).set_spatial_static_shape(4, 4);
-  ppp.input("image").preprocess().convert_element_type(ElementType::f32)
-      .convert_color(ColorFormat::rgb).resize(ResizeAlgorithm::linear).mean({1, 2, 3})
+  ppp.input("image")
+      .tensor()
+      .set_element_type(ElementType::u8)
+      .set_layout(Layout::nhwc)
+      .set_color_format(ColorFormat::bgr)
+      .set_spatial_static_shape(4, 4);
+  ppp.input("image")
+      .preprocess()
+      .convert_element_type(ElementType::f32)
+      .convert_color(ColorFormat::rgb)
+      .resize(ResizeAlgorithm::linear)
+      .mean({1, 2, 3})
       .scale({2, 2, 2});
   ppp.output("out").tensor().set_layout(Layout::nhwc).set_element_type(ElementType::f64);
   Core core;

@@ -7,10 +7,9 @@
 #include "troupe/properties.hpp"
 
 using namespace troupe;
-using troupe::test::error_of;
 using ::testing::Contains;
 using ::testing::HasSubstr;
-
+using troupe::test::error_of;
 
 TEST(Properties, AnyConversions) {
   EXPECT_EQ(Any("4").as_int(), 4);
@@ -26,12 +25,12 @@ TEST(Properties, DeviceReadOnlyProperties) {
   Core core;
   EXPECT_EQ(core.available_devices(), std::vector<std::string>{"CPU"});
   auto supported = core.get_property("CPU", props::supported_properties).as_strings();
-  for (const char* key : {props::available_devices, props::device_full_name,
-                          props::device_capabilities, props::range_for_async_infer_requests,
-                          props::device_id, props::enable_profiling, props::num_streams,
-                          props::inference_num_threads, props::performance_mode,
-                          props::num_requests, props::disable_transformations,
-                          props::exclusive_async_requests, props::inference_precision})
+  for (const char* key :
+       {props::available_devices, props::device_full_name, props::device_capabilities,
+        props::range_for_async_infer_requests, props::device_id, props::enable_profiling,
+        props::num_streams, props::inference_num_threads, props::performance_mode,
+        props::num_requests, props::disable_transformations, props::exclusive_async_requests,
+        props::inference_precision})
     EXPECT_THAT(supported, Contains(std::string(key)));
   EXPECT_FALSE(core.get_property("CPU", props::device_full_name).as_string().empty());
   EXPECT_THAT(core.get_property("CPU", props::device_capabilities).as_strings(),
@@ -42,17 +41,25 @@ TEST(Properties, DeviceReadOnlyProperties) {
 
 TEST(Properties, UnknownKeysAndBadValuesNameTheKey) {
   Core core;
-  std::string msg = error_of<UnknownProperty>([&] { core.set_property("CPU", {{"NUM_STREAMZ", 2}}); });
+  std::string msg = error_of<UnknownProperty>([&] {
+    core.set_property("CPU", {{"NUM_STREAMZ", 2}});
+  });
   EXPECT_THAT(msg, HasSubstr("NUM_STREAMZ"));
   EXPECT_THAT(msg, HasSubstr("NUM_STREAMS"));  // lists what is allowed
-  msg = error_of<InvalidArgument>([&] { core.set_property("CPU", {{props::performance_mode, "FAST"}}); });
+  msg = error_of<InvalidArgument>([&] {
+    core.set_property("CPU", {{props::performance_mode, "FAST"}});
+  });
   EXPECT_THAT(msg, HasSubstr(props::performance_mode));
   EXPECT_THAT(msg, HasSubstr("LATENCY"));
   msg = error_of<InvalidArgument>([&] { core.set_property("CPU", {{props::num_streams, 0}}); });
   EXPECT_THAT(msg, HasSubstr(props::num_streams));
-  msg = error_of<InvalidArgument>([&] { core.set_property("CPU", {{props::inference_precision, "i8"}}); });
+  msg = error_of<InvalidArgument>([&] {
+    core.set_property("CPU", {{props::inference_precision, "i8"}});
+  });
   EXPECT_THAT(msg, HasSubstr(props::inference_precision));
-  msg = error_of<InvalidArgument>([&] { core.set_property("CPU", {{props::enable_profiling, "sometimes"}}); });
+  msg = error_of<InvalidArgument>([&] {
+    core.set_property("CPU", {{props::enable_profiling, "sometimes"}});
+  });
   EXPECT_THAT(msg, HasSubstr(props::enable_profiling));
   EXPECT_THROW(core.set_property("CPU", {{props::device_full_name, "x"}}), InvalidArgument);
   EXPECT_THROW(core.set_property("GPU", {{props::num_streams, 1}}), InvalidArgument);
@@ -71,8 +78,8 @@ TEST(Properties, CompilePropertiesOverrideDevice) {
   EXPECT_EQ(inherited.get_property(props::num_streams).as_int(), 2);
   EXPECT_EQ(inherited.get_property(props::performance_mode).as_string(), "THROUGHPUT");
   EXPECT_GE(inherited.get_property(props::optimal_number_of_infer_requests).as_int(), 2);
-  auto overridden = core.compile_model(model, "CPU", {{props::num_streams, 1},
-                                                      {props::performance_mode, "LATENCY"}});
+  auto overridden = core.compile_model(
+      model, "CPU", {{props::num_streams, 1}, {props::performance_mode, "LATENCY"}});
   EXPECT_EQ(overridden.get_property(props::num_streams).as_int(), 1);
   EXPECT_EQ(overridden.get_property(props::optimal_number_of_infer_requests).as_int(), 1);
   EXPECT_THROW(core.compile_model(model, "CPU", {{"NOT_A_KEY", 1}}), UnknownProperty);
@@ -83,11 +90,12 @@ TEST(Properties, HintsChooseStreamsAndRequests) {
   auto model = test::make_add_relu_model();
   auto latency = core.compile_model(model, "CPU", {{props::performance_mode, "LATENCY"}});
   EXPECT_EQ(latency.get_property(props::num_streams).as_int(), 1);
-  auto throughput = core.compile_model(model, "CPU", {{props::performance_mode, "THROUGHPUT"},
-                                                      {props::num_requests, 1}});
+  auto throughput = core.compile_model(
+      model, "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_requests, 1}});
   EXPECT_EQ(throughput.get_property(props::optimal_number_of_infer_requests).as_int(), 1);
-  auto exclusive = core.compile_model(model, "CPU", {{props::performance_mode, "THROUGHPUT"},
-                                                     {props::exclusive_async_requests, true}});
+  auto exclusive = core.compile_model(
+      model, "CPU",
+      {{props::performance_mode, "THROUGHPUT"}, {props::exclusive_async_requests, true}});
   EXPECT_EQ(exclusive.get_property(props::num_streams).as_int(), 1);
   auto threads = core.compile_model(model, "CPU", {{props::inference_num_threads, 1}});
   EXPECT_EQ(threads.get_property(props::inference_num_threads).as_int(), 1);

@@ -13,8 +13,8 @@ namespace troupe {
 /// throw InvalidArgument when a value cannot be read as the requested type.
 class Any {
  public:
-  using Storage = std::variant<std::monostate, bool, int64_t, double, std::string,
-                               std::vector<std::string>>;
+  using Storage =
+      std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<std::string>>;
 
   Any() = default;
   Any(bool v) : v_(v) {}

@@ -26,9 +26,10 @@ bool is_floating(ElementType type);
 /// True for i8, u8, i32, i64.
 bool is_integral(ElementType type);
 
-/// Whether the preprocess/postprocess stages may convert `from` into `to` without losing the meaning
-/// of the data: any type to itself, floating to floating, integral to integral and integral to
-/// floating. Floating to integral and anything involving boolean (except boolean to itself) are not.
+/// Whether the preprocess/postprocess stages may convert `from` into `to` without losing the
+/// meaning of the data: any type to itself, floating to floating, integral to integral and integral
+/// to floating. Floating to integral and anything involving boolean (except boolean to itself) are
+/// not.
 bool is_convertible(ElementType from, ElementType to);
 
 /// Maps a C++ type to its ElementType.

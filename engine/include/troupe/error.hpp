@@ -12,7 +12,8 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A caller-supplied value is wrong: a bad property value, an unknown tensor name, a malformed file.
+/// A caller-supplied value is wrong: a bad property value, an unknown tensor name, a malformed
+/// file.
 class InvalidArgument : public Error {
  public:
   using Error::Error;

@@ -73,8 +73,8 @@ class Model {
   ValueId add_constant(const std::string& name, Tensor data);
   /// Replaces the data of an existing constant (or turns a value into a constant).
   void set_constant(ValueId id, Tensor data);
-  /// Appends a node whose inputs and outputs are existing values (outputs made with add_value, their
-  /// type and shape filled in by validate()). Returns the index of the node.
+  /// Appends a node whose inputs and outputs are existing values (outputs made with add_value,
+  /// their type and shape filled in by validate()). Returns the index of the node.
   size_t add_node(Node node);
   /// Marks a value as a model output.
   void add_output(ValueId id);
@@ -94,7 +94,9 @@ class Model {
 
   /// Pre/postprocessing the stages run around the graph (see PrePostProcessor); null if none.
   const std::shared_ptr<const PrePostProcessing>& pre_post_processing() const { return ppp_; }
-  void set_pre_post_processing(std::shared_ptr<const PrePostProcessing> ppp) { ppp_ = std::move(ppp); }
+  void set_pre_post_processing(std::shared_ptr<const PrePostProcessing> ppp) {
+    ppp_ = std::move(ppp);
+  }
 
  private:
   std::string name_;

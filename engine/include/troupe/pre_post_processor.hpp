@@ -31,12 +31,12 @@ struct PreprocessStep {
     convert_color,  // resolved by build() into reverse_channels (or nothing)
   };
   Kind kind = Kind::convert_element_type;
-  ElementType element_type = ElementType::f32;      // convert_element_type
-  Layout layout = Layout::nchw;                     // convert_layout: the layout to convert to
+  ElementType element_type = ElementType::f32;          // convert_element_type
+  Layout layout = Layout::nchw;                         // convert_layout: the layout to convert to
   ResizeAlgorithm algorithm = ResizeAlgorithm::linear;  // resize
-  int64_t height = 0, width = 0;  // resize: the model's spatial size (filled in by build())
-  std::vector<float> values;                        // mean / scale: one per channel, or one
-  ColorFormat color = ColorFormat::rgb;             // convert_color: the target format
+  int64_t height = 0, width = 0;         // resize: the model's spatial size (filled in by build())
+  std::vector<float> values;             // mean / scale: one per channel, or one
+  ColorFormat color = ColorFormat::rgb;  // convert_color: the target format
 };
 
 /// How the caller's tensor for one model input looks and what turns it into the model's input.

@@ -13,7 +13,8 @@ enum class PerformanceMode { latency, throughput };
 std::string to_string(PerformanceMode mode);
 
 /// Property names. Read-only ones are marked RO; the rest can be set on the device
-/// (Core::set_property) or per compilation (compile_model's properties, which override the device's).
+/// (Core::set_property) or per compilation (compile_model's properties, which override the
+/// device's).
 namespace props {
 // Device (RO)
 inline constexpr const char* supported_properties = "SUPPORTED_PROPERTIES";
@@ -42,7 +43,8 @@ inline constexpr const char* execution_devices = "EXECUTION_DEVICES";
 inline constexpr const char* loaded_from_cache = "LOADED_FROM_CACHE";
 }  // namespace props
 
-/// A property map is written as `{{props::num_streams, 2}, {props::performance_mode, "THROUGHPUT"}}`.
+/// A property map is written as `{{props::num_streams, 2}, {props::performance_mode,
+/// "THROUGHPUT"}}`.
 using Property = std::pair<std::string, Any>;
 
 }  // namespace troupe

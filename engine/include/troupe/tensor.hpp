@@ -22,8 +22,9 @@ class Tensor {
   /// Allocates a dense, zero-initialized tensor.
   Tensor(ElementType type, const Shape& shape);
 
-  /// Wraps caller-owned memory. `byte_strides` empty means dense row-major; otherwise one stride per
-  /// dimension, in bytes, each a multiple of the element size. The memory must outlive every copy.
+  /// Wraps caller-owned memory. `byte_strides` empty means dense row-major; otherwise one stride
+  /// per dimension, in bytes, each a multiple of the element size. The memory must outlive every
+  /// copy.
   Tensor(ElementType type, const Shape& shape, void* data, std::vector<int64_t> byte_strides = {});
 
   /// Wraps dense row-major memory kept alive by `owner` (e.g. a memory-mapped weights file):
