@@ -62,8 +62,22 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
   const CompiledGraph& graph = *context_->graph;
   auto model = graph.model->clone();
   auto& nodes = model->nodes();
+  // Per-node counters averaged over the runs recorded so far (present when PERF_COUNT is on).
+  std::vector<double> real_us(nodes.size(), 0), cpu_us(nodes.size(), 0);
+  std::vector<int64_t> runs(nodes.size(), 0);
+  for (const RequestTrace& t : context_->stats.traces())
+    for (size_t n = 0; n < t.ops.size() && n < nodes.size(); ++n) {
+      real_us[n] += static_cast<double>(t.ops[n].real_ns) / 1e3;
+      cpu_us[n] += static_cast<double>(t.ops[n].cpu_ns) / 1e3;
+      ++runs[n];
+    }
   for (size_t i = 0; i < nodes.size(); ++i) {
     Attributes& a = nodes[i].attributes;
+    a.set("runs", runs[i]);
+    if (runs[i] > 0) {
+      a.set("mean_real_time_us", real_us[i] / static_cast<double>(runs[i]));
+      a.set("mean_cpu_time_us", cpu_us[i] / static_cast<double>(runs[i]));
+    }
     a.set("layer_type", nodes[i].op_type);
     a.set("execution_order", static_cast<int64_t>(i));
     a.set("implementation", i < graph.implementations.size() ? graph.implementations[i] : "ref");

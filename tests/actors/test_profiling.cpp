@@ -97,6 +97,12 @@ TEST(Profiling, PerfettoTraceHasOrderedSpansFlowsAndOps) {
   }
   EXPECT_EQ(op_spans, n * 2);  // Add and Relu per request
 
+  auto runtime = compiled.runtime_model();
+  for (const auto& node : runtime->nodes()) {
+    EXPECT_EQ(node.attributes.get_int("runs"), n) << node.name;
+    EXPECT_GE(node.attributes.get_float("mean_real_time_us"), 0.0);
+  }
+
   const std::string svg = detail::timeline_svg(ctx.stats.traces(), 2);
   EXPECT_THAT(svg, HasSubstr("<svg"));
   EXPECT_THAT(svg, HasSubstr(stage_names[0]));

@@ -29,7 +29,8 @@ class CompiledModel {
   Any get_property(const std::string& name) const;
 
   /// The executed graph: one node per kernel with attributes "layer_type", "execution_order",
-  /// "implementation" and "original_names".
+  /// "implementation", "original_names" (the source nodes a fused node stands for), "runs" and,
+  /// when PERF_COUNT recorded runs, "mean_real_time_us" and "mean_cpu_time_us".
   std::shared_ptr<const Model> runtime_model() const;
 
   /// Writes the compiled model as a blob Core::import_model loads: the compiled graph, the kernel
