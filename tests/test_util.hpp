@@ -2,6 +2,8 @@
 
 // Helpers shared by the engine and actor tests.
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,15 +29,20 @@ inline float expected_add_relu(float x) {
   return x + 0.5f > 0.f ? x + 0.5f : 0.f;
 }
 
-/// The message of the E that f() throws, or "no error".
+/// The message of the E that f() throws; a test failure (and "") when it throws something else
+/// or nothing.
 template <class E, class F>
 std::string error_of(F&& f) {
   try {
     f();
   } catch (const E& e) {
     return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw another exception type: " << e.what();
+    return {};
   }
-  return "no error";
+  ADD_FAILURE() << "did not throw";
+  return {};
 }
 
 }  // namespace troupe::test

@@ -3,8 +3,11 @@
 // Helpers shared by the reference kernels: error reporting, axis normalization and reading small
 // integer tensors (axes, shapes, pads) given as inputs.
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/reference/element_types.hpp"
@@ -24,6 +27,22 @@ inline void require_output_size(const Node& node, const Tensor& out, int64_t exp
   if (out.size() != expected)
     fail(node, "output shape " + out.shape().to_string() + " holds " + std::to_string(out.size()) +
                    " elements, the op produces " + std::to_string(expected));
+}
+
+/// numpy's maximum: a NaN operand gives NaN.
+template <class C>
+C max_of(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>)
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
+  return a > b ? a : b;
+}
+
+/// numpy's minimum: a NaN operand gives NaN.
+template <class C>
+C min_of(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>)
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
+  return a < b ? a : b;
 }
 
 /// Maps an axis in [-rank, rank) to [0, rank).

@@ -122,21 +122,6 @@ void variadic(const Node& node, const Tensors& in, Tensors& out, bool floating_o
     dispatch_numeric(node, in[0].element_type(), run);
 }
 
-// numpy's maximum/minimum: a NaN operand gives NaN.
-template <class C>
-C max_of(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>)
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  return a > b ? a : b;
-}
-
-template <class C>
-C min_of(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>)
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  return a < b ? a : b;
-}
-
 // --- binary arithmetic -------------------------------------------------------------------------
 
 void add(const Node& node, const Tensors& in, Tensors& out) {

@@ -34,20 +34,6 @@ std::vector<bool> reduced_dims(const Node& node, const Tensors& in, size_t rank)
   return reduced;
 }
 
-template <class C>
-C max_of(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>)
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  return a > b ? a : b;
-}
-
-template <class C>
-C min_of(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>)
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<C>::quiet_NaN();
-  return a < b ? a : b;
-}
-
 void reduce(const Node& node, const Tensors& in, Tensors& out, Reduction kind) {
   dispatch_numeric(node, in[0].element_type(), [&](auto tag) {
     using T = typename decltype(tag)::type;

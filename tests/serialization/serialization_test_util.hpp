@@ -20,6 +20,8 @@
 #include "troupe/error.hpp"
 #include "troupe/model_builder.hpp"
 
+#include "../test_util.hpp"
+
 namespace troupe::test {
 
 /// A fresh directory under the system's temp directory, removed with everything in it.
@@ -103,21 +105,6 @@ inline std::string read_bytes(const std::string& path) {
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-/// The message of the exception `f` throws, which must be an E; "" (and a test failure) otherwise.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw another exception type: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
 }
 
 }  // namespace troupe::test

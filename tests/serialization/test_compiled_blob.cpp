@@ -19,7 +19,7 @@
 namespace troupe {
 namespace {
 
-using test::message_of;
+using test::error_of;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -67,7 +67,7 @@ class CompiledBlob : public ::testing::Test {
     blob_ = export_blob(compiled_);
   }
   std::string import_refusal(const std::string& blob) {
-    return message_of<FormatError>([&] { import_blob(core_, blob); });
+    return error_of<FormatError>([&] { import_blob(core_, blob); });
   }
   Core core_;
   std::shared_ptr<Model> model_;
@@ -163,7 +163,7 @@ TEST_F(CompiledBlob, ImportPropertiesMayChangeOnlyThePipeline) {
   import_blob(core_, blob_, {{props::inference_precision, "f32"}});
   const auto host = detail::CpuPlugin::capabilities();
   if (std::find(host.begin(), host.end(), "BF16") != host.end()) {
-    EXPECT_THAT(message_of<InvalidArgument>([&] {
+    EXPECT_THAT(error_of<InvalidArgument>([&] {
                   import_blob(core_, blob_, {{props::inference_precision, "bf16"}});
                 }),
                 HasSubstr("INFERENCE_PRECISION_HINT = bf16 cannot be applied on import"));
@@ -171,13 +171,13 @@ TEST_F(CompiledBlob, ImportPropertiesMayChangeOnlyThePipeline) {
     // Without bf16 hardware a bf16 hint resolves to f32 (as in compile_model): no conflict.
     import_blob(core_, blob_, {{props::inference_precision, "bf16"}});
   }
-  EXPECT_THAT(message_of<InvalidArgument>([&] {
+  EXPECT_THAT(error_of<InvalidArgument>([&] {
                 import_blob(core_, blob_, {{props::disable_transformations, true}});
               }),
               HasSubstr("DISABLE_TRANSFORMATIONS"));
   EXPECT_THROW(import_blob(core_, blob_, {{"NUM_STREAMZ", 2}}), UnknownProperty);
   std::istringstream in(blob_);
-  EXPECT_THAT(message_of<InvalidArgument>([&] { core_.import_model(in, "GPU"); }),
+  EXPECT_THAT(error_of<InvalidArgument>([&] { core_.import_model(in, "GPU"); }),
               HasSubstr("unknown device 'GPU'"));
 }
 
@@ -210,7 +210,7 @@ TEST_F(CompiledBlob, ImportFromAStreamThatCannotSeek) {
   EXPECT_EQ(test::run_once(imported, input), test::run_once(compiled_, input));
   ForwardOnlyBuf cut(blob_.substr(0, blob_.size() - 3));
   std::istream cut_in(&cut);
-  EXPECT_THAT(message_of<FormatError>([&] { core_.import_model(cut_in); }),
+  EXPECT_THAT(error_of<FormatError>([&] { core_.import_model(cut_in); }),
               HasSubstr("truncated at byte " + std::to_string(blob_.size() - 3)));
 }
 
@@ -227,7 +227,7 @@ TEST_F(CompiledBlob, ABlobFileIsMappedAndItsWeightsUsedInPlace) {
   EXPECT_EQ(loaded.graph->implementations.size(), model.nodes().size());
   test::write_bytes(path, blob_.substr(0, blob_.size() - 1));
   EXPECT_THAT(
-      message_of<FormatError>([&] { serialization::read_compiled_blob_file(path, "CPU", caps); }),
+      error_of<FormatError>([&] { serialization::read_compiled_blob_file(path, "CPU", caps); }),
       HasSubstr("truncated at byte " + std::to_string(blob_.size() - 1)));
 }
 
@@ -295,7 +295,7 @@ TEST(CompiledBlobIsa, Bf16AmxBlobIsRefusedOnACpuWithoutAmx) {
 
   // An AVX-512 CPU without AMX and BF16.
   std::istringstream in(blob);
-  const std::string msg = message_of<FormatError>([&] {
+  const std::string msg = error_of<FormatError>([&] {
     serialization::read_compiled_blob(in, "CPU", {"FP32", "INT8", "EXPORT_IMPORT", "AVX512"});
   });
   EXPECT_THAT(msg, HasSubstr("needs CPU capabilities this CPU lacks: AMX, BF16"));
@@ -304,7 +304,7 @@ TEST(CompiledBlobIsa, Bf16AmxBlobIsRefusedOnACpuWithoutAmx) {
   EXPECT_THAT(msg, HasSubstr("compiled for bf16 inference"));
   // A CPU with only BF16 (e.g. Cooper Lake) still lacks AMX.
   std::istringstream again(blob);
-  EXPECT_THAT(message_of<FormatError>([&] {
+  EXPECT_THAT(error_of<FormatError>([&] {
                 serialization::read_compiled_blob(again, "CPU", {"FP32", "AVX512", "BF16"});
               }),
               HasSubstr("lacks: AMX ("));
@@ -312,7 +312,7 @@ TEST(CompiledBlobIsa, Bf16AmxBlobIsRefusedOnACpuWithoutAmx) {
   const auto host = detail::CpuPlugin::capabilities();
   if (std::find(host.begin(), host.end(), "AMX") == host.end()) {
     std::istringstream here(blob);
-    EXPECT_THAT(message_of<FormatError>([&] { core.import_model(here); }), HasSubstr("lacks: AMX"));
+    EXPECT_THAT(error_of<FormatError>([&] { core.import_model(here); }), HasSubstr("lacks: AMX"));
   }
 }
 
@@ -336,7 +336,7 @@ TEST(CompiledBlobIsa, RealBf16BlobImportsOnThisCpu) {
 
   // The same blob on an AVX-512 CPU without BF16/AMX.
   std::istringstream in(blob);
-  const std::string msg = message_of<FormatError>([&] {
+  const std::string msg = error_of<FormatError>([&] {
     serialization::read_compiled_blob(in, "CPU", {"FP32", "INT8", "EXPORT_IMPORT", "AVX512"});
   });
   EXPECT_THAT(msg, HasSubstr(has_amx ? "lacks: AMX, BF16" : "lacks: BF16"));

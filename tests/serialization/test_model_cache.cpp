@@ -21,7 +21,7 @@ namespace troupe {
 namespace {
 
 namespace fs = std::filesystem;
-using test::message_of;
+using test::error_of;
 using ::testing::HasSubstr;
 
 // Files in `dir` (names), sorted.
@@ -59,7 +59,7 @@ TEST_F(ModelCache, CompileFromAPathWithoutACache) {
   auto compiled = core_.compile_model(model_path_);
   EXPECT_FALSE(compiled.get_property(props::loaded_from_cache).as_bool());
   EXPECT_EQ(test::run_once(compiled, test::small_cnn_input()).size(), 10u);
-  EXPECT_THAT(message_of<InvalidArgument>([&] {
+  EXPECT_THAT(error_of<InvalidArgument>([&] {
                 core_.compile_model(models_.file("missing.troupe"), "CPU", with_cache());
               }),
               HasSubstr("does not exist"));
@@ -84,7 +84,7 @@ TEST_F(ModelCache, CacheDirOnTheDeviceAndItsValidation) {
   EXPECT_EQ(core_.get_property("CPU", props::cache_dir).as_string(), "");
   EXPECT_THAT(core_.get_property("CPU", props::supported_properties).as_strings(),
               ::testing::Contains(std::string(props::cache_dir)));
-  EXPECT_THAT(message_of<InvalidArgument>([&] {
+  EXPECT_THAT(error_of<InvalidArgument>([&] {
                 core_.set_property("CPU", {{props::cache_dir, 5}});
               }),
               HasSubstr("CACHE_DIR"));

@@ -7,11 +7,13 @@
 
 #include "serialization/onnx_reader.hpp"
 #include "tests/serialization/onnx_test_models.hpp"
+#include "tests/test_util.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe {
 namespace {
 
+using troupe::test::error_of;
 namespace fs = std::filesystem;
 using namespace troupe::serialization;
 using namespace troupe::testing;
@@ -21,21 +23,6 @@ using ::testing::HasSubstr;
 std::shared_ptr<Model> read(const onnx::ModelProto& m, const std::string& base_dir = "") {
   std::string bytes = serialize(m);
   return read_onnx_model_from_buffer(bytes.data(), bytes.size(), base_dir);
-}
-
-// Runs `fn`, expects an exception of type E and returns its message.
-template <class E, class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw another exception type: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
 }
 
 const Node& node_named(const Model& model, const std::string& name) {

@@ -19,7 +19,7 @@
 namespace troupe {
 namespace {
 
-using test::message_of;
+using test::error_of;
 using ::testing::HasSubstr;
 
 // ---- fingerprint64 ------------------------------------------------------------------------------
@@ -324,7 +324,7 @@ class TroupeFormatRefusal : public ::testing::Test {
   std::string refusal(const std::string& bytes) {
     const std::string bad = dir_.file("bad.troupe");
     test::write_bytes(bad, bytes);
-    return message_of<FormatError>([&] { serialization::read_troupe_model(bad); });
+    return error_of<FormatError>([&] { serialization::read_troupe_model(bad); });
   }
   uint64_t field(size_t offset) const {
     return serialization::get_le(reinterpret_cast<const unsigned char*>(good_.data()) + offset, 8);
@@ -380,18 +380,18 @@ TEST_F(TroupeFormatRefusal, SegmentOutsideTheWeightsSection) {
 
 TEST_F(TroupeFormatRefusal, MissingFileAndUnknownExtension) {
   Core core;
-  EXPECT_THAT(message_of<InvalidArgument>([&] { core.read_model(dir_.file("none.troupe")); }),
+  EXPECT_THAT(error_of<InvalidArgument>([&] { core.read_model(dir_.file("none.troupe")); }),
               HasSubstr("does not exist"));
   std::filesystem::create_directories(dir_.file("dir.troupe"));
-  EXPECT_THAT(message_of<InvalidArgument>(
-                  [&] { serialization::read_troupe_model(dir_.file("dir.troupe")); }),
-              HasSubstr("is a directory"));
+  EXPECT_THAT(
+      error_of<InvalidArgument>([&] { serialization::read_troupe_model(dir_.file("dir.troupe")); }),
+      HasSubstr("is a directory"));
 }
 
 TEST(TroupeFormatSave, UnwritablePathNamesIt) {
   auto model = test::make_small_cnn();
   EXPECT_THAT(
-      message_of<InvalidArgument>([&] { save_model(model, "/nonexistent_dir_troupe/m.troupe"); }),
+      error_of<InvalidArgument>([&] { save_model(model, "/nonexistent_dir_troupe/m.troupe"); }),
       HasSubstr("/nonexistent_dir_troupe/m.troupe"));
   EXPECT_THROW(save_model(nullptr, "x.troupe"), InvalidArgument);
 }
