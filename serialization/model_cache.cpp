@@ -68,12 +68,15 @@ std::string model_cache_entry(const std::string& cache_dir, const std::string& k
 std::shared_ptr<detail::CompiledModelImpl> compile_model_file(
     const std::string& model_path, const detail::CompileConfig& config,
     const std::shared_ptr<detail::Runtime>& runtime) {
+  // Compiles the file; the kernels made while checking it go to the first execute stream.
   auto compile = [&] {
     auto model = read_model_file(model_path);
-    return detail::compile_graph(*model, config);
+    std::vector<std::unique_ptr<kernels::Kernel>> kernels;
+    auto graph = detail::compile_graph(*model, config, &kernels);
+    return std::make_shared<detail::CompiledModelImpl>(runtime, std::move(graph), config, false,
+                                                       std::move(kernels));
   };
-  if (config.cache_dir.empty())
-    return std::make_shared<detail::CompiledModelImpl>(runtime, compile(), config, false);
+  if (config.cache_dir.empty()) return compile();
 
   const auto capabilities = detail::CpuPlugin::capabilities();
   std::string entry;
@@ -101,15 +104,15 @@ std::shared_ptr<detail::CompiledModelImpl> compile_model_file(
     }
   }
 
-  auto graph = compile();
-  auto impl = std::make_shared<detail::CompiledModelImpl>(runtime, graph, config, false);
+  auto impl = compile();
   try {
     fs::create_directories(config.cache_dir, ec);
     if (ec)
       throw InvalidArgument("cannot create directory '" + config.cache_dir + "': " + ec.message());
     remove_stale_temporaries(entry);
     write_file_atomically(entry, [&](std::ostream& out) {
-      write_compiled_blob(out, *graph, config, detail::CpuPlugin::device_name, capabilities);
+      write_compiled_blob(out, *impl->graph(), config, detail::CpuPlugin::device_name,
+                          capabilities);
     });
   } catch (const std::exception& e) {
     warn("cannot store '" + model_path + "' in the model cache: " + e.what());

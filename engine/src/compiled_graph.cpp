@@ -17,7 +17,9 @@ kernels::KernelRequest make_kernel_request(const Model& model, const Node& node)
   return request;
 }
 
-std::shared_ptr<CompiledGraph> compile_graph(const Model& source, const CompileConfig& config) {
+std::shared_ptr<CompiledGraph> compile_graph(
+    const Model& source, const CompileConfig& config,
+    std::vector<std::unique_ptr<kernels::Kernel>>* kernels) {
   auto model = source.clone();
   // Graph transformations (constant folding, fusion); with config.disable_transformations the
   // graph runs exactly as given. Some folding must precede validation (shape computations that
@@ -31,6 +33,7 @@ std::shared_ptr<CompiledGraph> compile_graph(const Model& source, const CompileC
     if (!model->value(in).shape.is_static()) graph->dynamic_shapes = true;
 
   const auto& registry = kernels::KernelRegistry::instance();
+  std::vector<std::unique_ptr<kernels::Kernel>> created;
   std::string unsupported;
   for (const Node& node : model->nodes()) {
     std::unique_ptr<kernels::Kernel> kernel;
@@ -45,9 +48,11 @@ std::shared_ptr<CompiledGraph> compile_graph(const Model& source, const CompileC
     }
     graph->implementations.push_back(kernel ? kernel->implementation() : "ref");
     graph->original_names.push_back(transformations::original_names_of(original_names, node.name));
+    created.push_back(std::move(kernel));
   }
   if (!unsupported.empty())
     throw UnsupportedOperation("model '" + model->name() + "': no CPU kernel for " + unsupported);
+  if (kernels && !graph->dynamic_shapes) *kernels = std::move(created);
   graph->model = std::move(model);
   return graph;
 }

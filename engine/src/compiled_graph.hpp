@@ -24,7 +24,12 @@ struct CompiledGraph {
 kernels::KernelRequest make_kernel_request(const Model& model, const Node& node);
 
 /// Copies, transforms (unless disabled) and validates `model`, and checks that every node has a
-/// kernel. Throws UnsupportedOperation naming each node no backend can run.
-std::shared_ptr<CompiledGraph> compile_graph(const Model& model, const CompileConfig& config);
+/// kernel. Throws UnsupportedOperation naming each node no backend can run. The check creates the
+/// kernels of every static node; when `kernels` is given they are moved there (in node order, only
+/// when every node is static) so the first execute stream can use them instead of creating them
+/// again.
+std::shared_ptr<CompiledGraph> compile_graph(
+    const Model& model, const CompileConfig& config,
+    std::vector<std::unique_ptr<kernels::Kernel>>* kernels = nullptr);
 
 }  // namespace troupe::detail

@@ -5,9 +5,10 @@
 
 namespace troupe::detail {
 
-CompiledModelImpl::CompiledModelImpl(std::shared_ptr<Runtime> runtime,
-                                     std::shared_ptr<const CompiledGraph> graph,
-                                     CompileConfig config, bool loaded_from_cache)
+CompiledModelImpl::CompiledModelImpl(
+    std::shared_ptr<Runtime> runtime, std::shared_ptr<const CompiledGraph> graph,
+    CompileConfig config, bool loaded_from_cache,
+    std::vector<std::unique_ptr<kernels::Kernel>> first_stream_kernels)
     : runtime_(std::move(runtime)),
       context_(std::make_shared<actors::PipelineContext>(std::move(graph), config)),
       loaded_from_cache_(loaded_from_cache) {
@@ -24,7 +25,9 @@ CompiledModelImpl::CompiledModelImpl(std::shared_ptr<Runtime> runtime,
       if (ppp->outputs[i]) context_->outputs[i] = ppp->outputs[i]->caller;
   }
   for (int s = 0; s < config.num_streams; ++s) {
-    context_->executors.push_back(std::make_unique<StreamExecutor>(context_->graph));
+    context_->executors.push_back(std::make_unique<StreamExecutor>(
+        context_->graph, s == 0 ? std::move(first_stream_kernels)
+                                : std::vector<std::unique_ptr<kernels::Kernel>>{}));
     for (int k = 0; k < config.slots_per_stream; ++k) {
       actors::ExecuteSlot slot;
       slot.stream = s;

@@ -16,8 +16,10 @@ namespace troupe::detail {
 /// What a CompiledModel handle points to: the compiled graph, its configuration and its pipeline.
 class CompiledModelImpl {
  public:
+  /// `first_stream_kernels`: the kernels compile_graph created, adopted by execute stream 0.
   CompiledModelImpl(std::shared_ptr<Runtime> runtime, std::shared_ptr<const CompiledGraph> graph,
-                    CompileConfig config, bool loaded_from_cache = false);
+                    CompileConfig config, bool loaded_from_cache = false,
+                    std::vector<std::unique_ptr<kernels::Kernel>> first_stream_kernels = {});
   ~CompiledModelImpl();
 
   const std::vector<ValueInfo>& inputs() const { return context_->inputs; }

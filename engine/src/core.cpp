@@ -51,8 +51,10 @@ CompiledModel Core::compile_model(const std::shared_ptr<const Model>& model,
   if (!model) throw InvalidArgument("compile_model: model is null");
   check_device(device);
   detail::CompileConfig config = make_plugin(device_config_).resolve(properties);
-  auto graph = detail::compile_graph(*model, config);
-  return CompiledModel(std::make_shared<detail::CompiledModelImpl>(runtime_, std::move(graph), config));
+  std::vector<std::unique_ptr<kernels::Kernel>> kernels;
+  auto graph = detail::compile_graph(*model, config, &kernels);
+  return CompiledModel(std::make_shared<detail::CompiledModelImpl>(
+      runtime_, std::move(graph), config, false, std::move(kernels)));
 }
 
 CompiledModel Core::compile_model(const std::string& model_path, const std::string& device,
@@ -97,7 +99,9 @@ Any Core::get_property(const std::string& device, const std::string& name) const
   return make_plugin(device_config_).get_property(name);
 }
 
-std::vector<std::string> Core::available_devices() const { return {"CPU"}; }
+std::vector<std::string> Core::available_devices() const {
+  return {"CPU"};
+}
 
 caf::actor_system& actor_system_of(const Core& core) {
   return const_cast<Core&>(core).runtime_->system();

@@ -6,16 +6,18 @@
 
 namespace troupe::detail {
 
-StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph)
+StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph,
+                               std::vector<std::unique_ptr<kernels::Kernel>> prepared)
     : graph_(std::move(graph)), active_(graph_->model) {
   if (!graph_->dynamic_shapes) {
     std::vector<Shape> shapes;
     for (ValueId in : active_->inputs()) shapes.push_back(active_->value(in).shape);
-    specialize(shapes);
+    specialize(shapes, std::move(prepared));
   }
 }
 
-void StreamExecutor::specialize(const std::vector<Shape>& input_shapes) {
+void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
+                                std::vector<std::unique_ptr<kernels::Kernel>> prepared) {
   std::shared_ptr<const Model> model = graph_->model;
   if (graph_->dynamic_shapes) {
     auto concrete = graph_->model->clone();
@@ -25,9 +27,12 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes) {
     model = std::move(concrete);
   }
   const auto& registry = kernels::KernelRegistry::instance();
+  const bool use_prepared = !graph_->dynamic_shapes && prepared.size() == model->nodes().size();
   std::vector<std::unique_ptr<kernels::Kernel>> kernels;
-  for (const Node& node : model->nodes()) {
-    auto kernel = registry.create(make_kernel_request(*model, node));
+  for (size_t n = 0; n < model->nodes().size(); ++n) {
+    const Node& node = model->nodes()[n];
+    auto kernel =
+        use_prepared ? std::move(prepared[n]) : registry.create(make_kernel_request(*model, node));
     if (!kernel)
       throw UnsupportedOperation(node.op_type + " node '" + node.name +
                                  "': no CPU kernel for these shapes/types");

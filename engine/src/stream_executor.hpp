@@ -21,7 +21,10 @@ struct OpTiming {
 /// run (dynamic dimensions), it re-infers shapes and re-creates kernels and buffers.
 class StreamExecutor {
  public:
-  explicit StreamExecutor(std::shared_ptr<const CompiledGraph> graph);
+  /// `prepared`: kernels already created for the graph's nodes (from compile_graph), used instead
+  /// of creating them again; empty to create them here.
+  explicit StreamExecutor(std::shared_ptr<const CompiledGraph> graph,
+                          std::vector<std::unique_ptr<kernels::Kernel>> prepared = {});
 
   /// `inputs`: one per model input, the model's element type, dense. `outputs`: one per model
   /// output; an entry that is empty or of another shape is (re)allocated here, otherwise written in
@@ -35,7 +38,8 @@ class StreamExecutor {
   const Model& active_model() const { return *active_; }
 
  private:
-  void specialize(const std::vector<Shape>& input_shapes);
+  void specialize(const std::vector<Shape>& input_shapes,
+                  std::vector<std::unique_ptr<kernels::Kernel>> prepared = {});
 
   std::shared_ptr<const CompiledGraph> graph_;
   std::shared_ptr<const Model> active_;
