@@ -66,6 +66,16 @@ caf::behavior admission_actor(caf::stateful_actor<AdmissionState>* self, Context
 }
 }  // namespace
 
+void submit_request(PipelineContext& ctx, const caf::actor& admission,
+                    std::shared_ptr<detail::RequestState> state) {
+  ctx.in_flight.acquire();
+  request_msg msg;
+  msg.id = ctx.next_request_id++;
+  msg.state = std::move(state);
+  msg.trace.submitted_ns = detail::now_ns();
+  caf::anon_send(admission, submit_atom::value, std::move(msg));
+}
+
 caf::actor spawn_admission(caf::actor_system& system, Context ctx, Handles next) {
   return system.spawn(admission_actor, std::move(ctx), std::move(next));
 }

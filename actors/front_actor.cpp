@@ -79,12 +79,7 @@ front_actor_type::behavior_type front_actor(front_actor_type::stateful_pointer<F
         request->busy = true;
         auto promise = self->make_response_promise<NamedTensors>();
         st.pending.emplace(token, FrontState::Pending{promise, request});
-        ctx->in_flight.acquire();
-        request_msg msg;
-        msg.id = ctx->next_request_id++;
-        msg.state = request;
-        msg.trace.submitted_ns = detail::now_ns();
-        caf::anon_send(next->admission, submit_atom::value, std::move(msg));
+        submit_request(*ctx, next->admission, std::move(request));
         return promise;
       },
       [self, ctx](done_atom, uint64_t token) {

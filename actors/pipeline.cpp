@@ -62,12 +62,7 @@ Pipeline::~Pipeline() {
 }
 
 void Pipeline::submit(std::shared_ptr<detail::RequestState> state) {
-  context_->in_flight.acquire();
-  request_msg msg;
-  msg.id = context_->next_request_id++;
-  msg.state = std::move(state);
-  msg.trace.submitted_ns = detail::now_ns();
-  caf::anon_send(actors_->handles->admission, submit_atom::value, std::move(msg));
+  submit_request(*context_, actors_->handles->admission, std::move(state));
 }
 
 caf::actor Pipeline::front() const {

@@ -54,6 +54,11 @@ caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles 
 caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handles next);
 caf::behavior completion_actor(caf::event_based_actor* self, Context ctx, Handles next);
 
+/// Sends a request (already marked busy by its owner) to admission: counts it in flight, gives it
+/// an id and stamps its submission time. Used by InferRequest (via Pipeline) and the front actor.
+void submit_request(PipelineContext& ctx, const caf::actor& admission,
+                    std::shared_ptr<detail::RequestState> state);
+
 /// True on the thread of the completion actor (where user callbacks run).
 bool on_callback_thread();
 
