@@ -28,6 +28,18 @@ std::string known_names(const std::vector<ValueInfo>& values) {
   return out.empty() ? "none" : out;
 }
 
+// Where a tensor name is bound: (true, i) for input i, (false, i) for output i.
+std::pair<bool, size_t> locate(const detail::CompiledModelImpl& model, const std::string& name) {
+  const auto& ins = model.inputs();
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (ins[i].name == name) return {true, i};
+  const auto& outs = model.outputs();
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (outs[i].name == name) return {false, i};
+  throw InvalidArgument("the model has no input or output named '" + name +
+                        "' (inputs: " + known_names(ins) + "; outputs: " + known_names(outs) + ")");
+}
+
 }  // namespace
 
 InferRequest::InferRequest(std::shared_ptr<detail::CompiledModelImpl> model,
@@ -36,14 +48,8 @@ InferRequest::InferRequest(std::shared_ptr<detail::CompiledModelImpl> model,
 
 void InferRequest::set_tensor(const std::string& name, const Tensor& tensor) {
   checked(state_);
-  const auto& ins = model_->inputs();
-  for (size_t i = 0; i < ins.size(); ++i)
-    if (ins[i].name == name) return set_input_tensor(i, tensor);
-  const auto& outs = model_->outputs();
-  for (size_t i = 0; i < outs.size(); ++i)
-    if (outs[i].name == name) return set_output_tensor(i, tensor);
-  throw InvalidArgument("the model has no input or output named '" + name +
-                        "' (inputs: " + known_names(ins) + "; outputs: " + known_names(outs) + ")");
+  const auto [is_input, index] = locate(*model_, name);
+  is_input ? set_input_tensor(index, tensor) : set_output_tensor(index, tensor);
 }
 
 void InferRequest::set_input_tensor(size_t index, const Tensor& tensor) {
@@ -72,14 +78,8 @@ void InferRequest::set_output_tensor(size_t index, const Tensor& tensor) {
 
 Tensor InferRequest::get_tensor(const std::string& name) const {
   checked(state_);
-  const auto& ins = model_->inputs();
-  for (size_t i = 0; i < ins.size(); ++i)
-    if (ins[i].name == name) return get_input_tensor(i);
-  const auto& outs = model_->outputs();
-  for (size_t i = 0; i < outs.size(); ++i)
-    if (outs[i].name == name) return get_output_tensor(i);
-  throw InvalidArgument("the model has no input or output named '" + name +
-                        "' (inputs: " + known_names(ins) + "; outputs: " + known_names(outs) + ")");
+  const auto [is_input, index] = locate(*model_, name);
+  return is_input ? get_input_tensor(index) : get_output_tensor(index);
 }
 
 Tensor InferRequest::get_input_tensor(size_t index) const {
