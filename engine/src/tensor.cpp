@@ -100,7 +100,15 @@ Tensor::Tensor(ElementType type, const Shape& shape, std::shared_ptr<void> owner
 }
 
 bool Tensor::is_contiguous() const {
-  return strides_ == dense_byte_strides(shape_, type_) || size_ <= 1;
+  // Called per tensor on every request's path: compare with the dense strides without building
+  // them.
+  if (size_ <= 1) return true;
+  int64_t expected = static_cast<int64_t>(element_size(type_));
+  for (size_t i = shape_.rank(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
 }
 
 void Tensor::check_type(ElementType requested) const {
