@@ -17,10 +17,8 @@ const OutputPostprocessing* plan_for(const PipelineContext& ctx, size_t i) {
 
 // The shape the caller sees for a produced output (a layout conversion permutes it).
 Shape caller_shape(const OutputPostprocessing* plan, const Shape& produced) {
-  if (!plan || plan->model_layout == plan->caller_layout) return produced;
-  const Shape& s = produced;
-  return plan->model_layout == Layout::nchw ? Shape{s[0], s[2], s[3], s[1]}
-                                            : Shape{s[0], s[3], s[1], s[2]};
+  return plan ? layout_converted_shape(produced, plan->model_layout, plan->caller_layout)
+              : produced;
 }
 
 }  // namespace

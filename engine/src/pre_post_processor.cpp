@@ -10,6 +10,13 @@ std::string to_string(Layout layout) {
   return layout == Layout::nchw ? "NCHW" : "NHWC";
 }
 
+Shape layout_converted_shape(const Shape& s, Layout from, Layout to) {
+  if (from == to) return s;
+  if (s.rank() != 4)
+    throw InvalidArgument("a layout conversion needs a 4-D shape, got " + s.to_string());
+  return from == Layout::nchw ? Shape{s[0], s[2], s[3], s[1]} : Shape{s[0], s[3], s[1], s[2]};
+}
+
 using PPP = PrePostProcessor;
 
 PPP::InputTensorInfo& PPP::InputTensorInfo::set_element_type(ElementType type) {
@@ -302,8 +309,7 @@ std::shared_ptr<Model> PrePostProcessor::build() {
         throw InvalidArgument("postprocessing of output '" + model_output.name +
                               "': a layout conversion needs a 4-D output, the model's is " +
                               s.to_string());
-      plan.caller.shape = plan.model_layout == Layout::nchw ? Shape{s[0], s[2], s[3], s[1]}
-                                                            : Shape{s[0], s[3], s[1], s[2]};
+      plan.caller.shape = layout_converted_shape(s, plan.model_layout, plan.caller_layout);
     }
     ppp->outputs[i] = plan;
   }

@@ -19,6 +19,9 @@ enum class ResizeAlgorithm { nearest, linear };
 
 std::string to_string(Layout layout);
 
+/// The shape of a 4-D image tensor after a layout conversion (the same shape when from == to).
+Shape layout_converted_shape(const Shape& shape, Layout from, Layout to);
+
 /// One preprocessing step, run in declaration order by the preprocess stage actor.
 struct PreprocessStep {
   enum class Kind {
