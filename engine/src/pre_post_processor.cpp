@@ -41,52 +41,37 @@ PPP::InputTensorInfo& PPP::InputTensorInfo::set_spatial_static_shape(int64_t hei
   return *this;
 }
 
+PreprocessStep& PPP::PreprocessSteps::add(PreprocessStep::Kind kind) {
+  PreprocessStep step;
+  step.kind = kind;
+  return steps_.emplace_back(step);
+}
 PPP::PreprocessSteps& PPP::PreprocessSteps::convert_element_type(ElementType type) {
-  PreprocessStep s;
-  s.kind = PreprocessStep::Kind::convert_element_type;
-  s.element_type = type;
-  steps_.push_back(s);
+  add(PreprocessStep::Kind::convert_element_type).element_type = type;
   return *this;
 }
 PPP::PreprocessSteps& PPP::PreprocessSteps::convert_layout(Layout layout) {
-  PreprocessStep s;
-  s.kind = PreprocessStep::Kind::convert_layout;
-  s.layout = layout;
-  steps_.push_back(s);
+  add(PreprocessStep::Kind::convert_layout).layout = layout;
   return *this;
 }
 PPP::PreprocessSteps& PPP::PreprocessSteps::resize(ResizeAlgorithm algorithm) {
-  PreprocessStep s;
-  s.kind = PreprocessStep::Kind::resize;
-  s.algorithm = algorithm;
-  steps_.push_back(s);
+  add(PreprocessStep::Kind::resize).algorithm = algorithm;
   return *this;
 }
 PPP::PreprocessSteps& PPP::PreprocessSteps::mean(std::vector<float> values) {
-  PreprocessStep s;
-  s.kind = PreprocessStep::Kind::mean;
-  s.values = std::move(values);
-  steps_.push_back(s);
+  add(PreprocessStep::Kind::mean).values = std::move(values);
   return *this;
 }
 PPP::PreprocessSteps& PPP::PreprocessSteps::scale(std::vector<float> values) {
-  PreprocessStep s;
-  s.kind = PreprocessStep::Kind::scale;
-  s.values = std::move(values);
-  steps_.push_back(s);
+  add(PreprocessStep::Kind::scale).values = std::move(values);
   return *this;
 }
 PPP::PreprocessSteps& PPP::PreprocessSteps::reverse_channels() {
-  PreprocessStep s;
-  s.kind = PreprocessStep::Kind::reverse_channels;
-  steps_.push_back(s);
+  add(PreprocessStep::Kind::reverse_channels);
   return *this;
 }
 PPP::PreprocessSteps& PPP::PreprocessSteps::convert_color(ColorFormat color) {
-  PreprocessStep s;
-  s.kind = PreprocessStep::Kind::convert_color;
-  s.color = color;
-  steps_.push_back(s);
+  add(PreprocessStep::Kind::convert_color).color = color;
   return *this;
 }
 

@@ -107,8 +107,8 @@ class PrePostProcessor {
 
    private:
     friend class PrePostProcessor;
+    PreprocessStep& add(PreprocessStep::Kind kind);
     std::vector<PreprocessStep> steps_;
-    std::optional<ColorFormat> target_color_;
   };
   class ModelInfo {
    public:
