@@ -6,6 +6,7 @@
 #include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/post_ops.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -13,14 +14,12 @@ namespace {
 
 class ConvKernel final : public DnnlKernel {
  public:
-  explicit ConvKernel(const KernelRequest& request) : DnnlKernel(request), node_(request.node) {
+  explicit ConvKernel(const KernelRequest& request) : DnnlKernel(request) {
     group_ = request.node.attributes.get_int_or("group", 1);
     if (group_ < 1 || request.inputs.size() < 2 || !has_input(1) || present_outputs(request) != 1)
       throw Unsupported{};
     fused_sum_ = fused::has_sum(request.node);
-    const std::string activation = fused::activation(request.node);
-    fused_relu_ = activation == "Relu";
-    if (!activation.empty() && !fused_relu_) throw Unsupported{};
+    if (!supports_fused_activation(request.node)) throw Unsupported{};
     if (fused_sum_ && (request.inputs.size() != 4 || !has_input(3))) throw Unsupported{};
     const size_t rank = request.inputs[0].shape.rank();
     if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
@@ -87,7 +86,7 @@ class ConvKernel final : public DnnlKernel {
     // Fused post-ops: the residual is summed into dst (prefilled with it at run), then Relu.
     dnnl::post_ops ops;
     if (fused_sum_) ops.append_sum(1.f);
-    if (fused_relu_) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    append_fused_activation(node_, ops);
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
@@ -121,12 +120,10 @@ class ConvKernel final : public DnnlKernel {
     return dst_.to_internal(output, stream_);
   }
 
-  Node node_;  // for forward_geometry's messages
   int64_t group_ = 1;
   spatial::Window window_;
   bool with_bias_ = false;
   bool fused_sum_ = false;
-  bool fused_relu_ = false;
   dnnl::primitive primitive_;
   LayoutBridge src_;
   LayoutBridge dst_;

@@ -79,7 +79,8 @@ void SrcDstKernel::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& o
 }
 
 DnnlKernel::DnnlKernel(const KernelRequest& request)
-    : node_name_(request.node.name),
+    : node_(request.node),
+      node_name_(request.node.name),
       op_type_(request.node.op_type),
       stream_(cpu_engine()),
       present_(request.inputs.size()),

@@ -69,6 +69,7 @@ class DnnlKernel : public Kernel {
   /// The data of input i when it is a model constant, else nullptr.
   const Tensor* constant(size_t i) const;
 
+  Node node_;  // attributes, and the name for messages
   std::string node_name_;
   std::string op_type_;
   dnnl::stream stream_;

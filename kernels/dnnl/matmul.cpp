@@ -6,6 +6,7 @@
 #include "engine/ops/fused_post_ops.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/post_ops.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -78,9 +79,7 @@ class MatMulKernel final : public DnnlKernel {
  public:
   explicit MatMulKernel(const KernelRequest& request) : DnnlKernel(request) {
     fused_sum_ = fused::has_sum(request.node);
-    const std::string activation = fused::activation(request.node);
-    fused_relu_ = activation == "Relu";
-    if (!activation.empty() && !fused_relu_) throw Unsupported{};
+    if (!supports_fused_activation(request.node)) throw Unsupported{};
     if (request.inputs.size() != (fused_sum_ ? 3u : 2u) || present_outputs(request) != 1)
       throw Unsupported{};
   }
@@ -110,7 +109,7 @@ class MatMulKernel final : public DnnlKernel {
     // Fused post-ops: the residual is summed into dst (prefilled with it at run), then Relu.
     dnnl::post_ops ops;
     if (fused_sum_) ops.append_sum(1.f);
-    if (fused_relu_) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    append_fused_activation(node_, ops);
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
     dnnl::matmul::primitive_desc pd = core_.build(plain_f32(a), plain_f32(b), constant(1),
@@ -126,7 +125,6 @@ class MatMulKernel final : public DnnlKernel {
 
  private:
   bool fused_sum_ = false;
-  bool fused_relu_ = false;
   MatmulCore core_;
 };
 
@@ -140,9 +138,8 @@ class GemmKernel final : public DnnlKernel {
     trans_b_ = a.get_int_or("transB", 0) != 0;
     if (request.inputs.size() < 2 || present_outputs(request) != 1) throw Unsupported{};
     // Only a fused Relu; a fused sum would clash with C's post-ops, the reference runs those.
-    const std::string activation = fused::activation(request.node);
-    fused_relu_ = activation == "Relu";
-    if ((!activation.empty() && !fused_relu_) || fused::has_sum(request.node)) throw Unsupported{};
+    if (!supports_fused_activation(request.node) || fused::has_sum(request.node))
+      throw Unsupported{};
   }
 
  protected:
@@ -183,7 +180,7 @@ class GemmKernel final : public DnnlKernel {
       if (beta_ != 1.f) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, beta_, 0.f);
       post_md = &c_md;
     }
-    if (fused_relu_) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    append_fused_activation(node_, ops);
     attr.set_post_ops(ops);
     dnnl::matmul::primitive_desc pd =
         core_.build(a_md, b_md, constant(1), y_md, bias_md, attr, post_md, stream_);
@@ -201,7 +198,6 @@ class GemmKernel final : public DnnlKernel {
   bool trans_a_ = false;
   bool trans_b_ = false;
   bool use_c_ = false;
-  bool fused_relu_ = false;
   MatmulCore core_;
 };
 

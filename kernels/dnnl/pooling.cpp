@@ -19,7 +19,6 @@ class PoolingKernel final : public SrcDstKernel {
     const size_t rank = request.inputs[0].shape.rank();
     if (rank < 3 || rank > 5) throw Unsupported{};
     if (!global_) {
-      node_ = request.node;
       window_ = spatial::read_window(request.node, rank - 2);
       count_include_pad_ = request.node.attributes.get_int_or("count_include_pad", 0) != 0;
     }
@@ -65,7 +64,6 @@ class PoolingKernel final : public SrcDstKernel {
  private:
   bool global_ = false;
   bool max_ = false;
-  Node node_;  // for forward_geometry's messages
   spatial::Window window_;
   bool count_include_pad_ = false;
 };
