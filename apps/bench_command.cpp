@@ -334,6 +334,7 @@ json exec_graph_json(const Model& model) {
                      {"layer_type", a.get_string_or("layer_type", node.op_type)},
                      {"execution_order", a.get_int_or("execution_order", -1)},
                      {"implementation", a.get_string_or("implementation", "")},
+                     {"output_layouts", a.get_string_or("output_layouts", "")},
                      {"original_names", original},
                      {"inputs", values_json(node.inputs)},
                      {"outputs", values_json(node.outputs)}});

@@ -9,6 +9,18 @@
 
 namespace troupe::kernels {
 
+/// Physical layout of a tensor passed between two kernels. Tensors users and most kernels see are
+/// plain (dense row-major). A channel block B > 0 is the blocked layout direct convolutions prefer
+/// (oneDNN's nChw8c on AVX2, nChw16c on AVX-512): dimension 1 cut into blocks of B channels, the
+/// block innermost. Only the graph compiler assigns it, to values passed between kernels that read
+/// and write it, and only where B divides the channel count (so the byte size is the plain one).
+struct TensorLayout {
+  int channel_block = 0;
+  bool is_plain() const { return channel_block == 0; }
+  bool operator==(const TensorLayout& other) const { return channel_block == other.channel_block; }
+  bool operator!=(const TensorLayout& other) const { return !(*this == other); }
+};
+
 /// One executable op instance, created for a node once at compile time and run for every request.
 /// Output tensors are allocated by the executor with the inferred shapes before execute() runs;
 /// inputs and outputs are dense row-major. An omitted optional input is an empty Tensor.
@@ -20,6 +32,10 @@ class Kernel {
   virtual void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
   /// Implementation name shown in profiling ("ref", "dnnl:brg_avx512_core", ...).
   virtual std::string implementation() const = 0;
+  /// The channel block of the blocked layout this kernel can read at input `i` / write at output
+  /// `o` when it is created again with that layout in its request; 0 when it takes plain only.
+  virtual int blocked_input(size_t /*i*/) const { return 0; }
+  virtual int blocked_output(size_t /*o*/) const { return 0; }
 };
 
 /// Signature of a reference kernel: a plain function of the node (for attributes) and tensors.

@@ -18,6 +18,17 @@ struct KernelRequest {
   /// Data of the inputs that are model constants (nullptr elsewhere; may be left empty). Lets a
   /// kernel prepare constant weights once (e.g. reorder them into a blocked layout).
   std::vector<const Tensor*> constant_inputs = {};
+  /// Layouts the graph compiler assigned to the inputs and outputs (empty: all plain). Only a
+  /// kernel that reported it can read/write a blocked layout there is given one.
+  std::vector<TensorLayout> input_layouts = {};
+  std::vector<TensorLayout> output_layouts = {};
+
+  TensorLayout input_layout(size_t i) const {
+    return i < input_layouts.size() ? input_layouts[i] : TensorLayout{};
+  }
+  TensorLayout output_layout(size_t o) const {
+    return o < output_layouts.size() ? output_layouts[o] : TensorLayout{};
+  }
 };
 
 /// Creates a kernel for a node, or returns nullptr when this backend cannot handle this particular

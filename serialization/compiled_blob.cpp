@@ -351,10 +351,12 @@ std::shared_ptr<detail::CompiledGraph> graph_from_payload(const unsigned char* p
                         "' is not stored in execution order");
     const proto::CompiledNode& n = cg.nodes(i);
     graph->implementations.push_back(n.implementation());
+    graph->output_layouts.push_back(n.output_layouts());
     graph->original_names.emplace_back(n.original_names().begin(), n.original_names().end());
   }
   for (ValueId in : model->inputs())
     if (!model->value(in).shape.is_static()) graph->dynamic_shapes = true;
+  graph->blocked_layouts = !cg.plain_layouts();
   graph->model = std::move(model);
   return graph;
 }
@@ -401,8 +403,10 @@ void make_payload(const detail::CompiledGraph& graph, Payload& payload) {
     node.set_implementation(i < graph.implementations.size() ? graph.implementations[i] : "ref");
     if (i < graph.original_names.size())
       for (const auto& name : graph.original_names[i]) node.add_original_names(name);
+    if (i < graph.output_layouts.size()) node.set_output_layouts(graph.output_layouts[i]);
   }
   cg.set_dynamic_shapes(graph.dynamic_shapes);
+  cg.set_plain_layouts(!graph.blocked_layouts);
   std::string message;
   if (!cg.SerializeToString(&message))
     throw InvalidArgument("export_model: the graph message of model '" + graph.model->name() +

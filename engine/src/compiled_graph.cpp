@@ -1,20 +1,43 @@
 #include "engine/src/compiled_graph.hpp"
 
+#include "engine/src/layout_assignment.hpp"
 #include "engine/transformations/transformations.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::detail {
 
-kernels::KernelRequest make_kernel_request(const Model& model, const Node& node) {
+kernels::KernelRequest make_kernel_request(const Model& model, const Node& node,
+                                           const std::vector<kernels::TensorLayout>* layouts) {
   kernels::KernelRequest request{node, {}, {}};
   for (ValueId in : node.inputs) {
     request.inputs.push_back(in == no_value ? ValueInfo{} : model.value(in));
     auto c = in == no_value ? model.constants().end() : model.constants().find(in);
     request.constant_inputs.push_back(c == model.constants().end() ? nullptr : &c->second);
+    if (layouts)
+      request.input_layouts.push_back(in == no_value ? kernels::TensorLayout{} : (*layouts)[in]);
   }
-  for (ValueId out : node.outputs) request.outputs.push_back(model.value(out));
+  for (ValueId out : node.outputs) {
+    request.outputs.push_back(model.value(out));
+    if (layouts) request.output_layouts.push_back((*layouts)[out]);
+  }
   return request;
+}
+
+void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kernels::Kernel>>& k,
+                      const std::vector<kernels::TensorLayout>& layouts, CompiledGraph& graph) {
+  graph.implementations.clear();
+  graph.output_layouts.clear();
+  for (size_t n = 0; n < model.nodes().size(); ++n) {
+    const Node& node = model.nodes()[n];
+    graph.implementations.push_back(k[n] ? k[n]->implementation() : "ref");
+    std::string names;
+    for (ValueId out : node.outputs)
+      names += (names.empty() ? "" : ",") +
+               layout_name(out < layouts.size() ? layouts[out] : kernels::TensorLayout{},
+                           model.value(out).shape.rank());
+    graph.output_layouts.push_back(names);
+  }
 }
 
 std::shared_ptr<CompiledGraph> compile_graph(
@@ -46,12 +69,16 @@ std::shared_ptr<CompiledGraph> compile_graph(
       unsupported += (unsupported.empty() ? "" : ", ") + node.op_type + " node '" + node.name + "'";
       continue;
     }
-    graph->implementations.push_back(kernel ? kernel->implementation() : "ref");
     graph->original_names.push_back(transformations::original_names_of(original_names, node.name));
     created.push_back(std::move(kernel));
   }
   if (!unsupported.empty())
     throw UnsupportedOperation("model '" + model->name() + "': no CPU kernel for " + unsupported);
+  graph->blocked_layouts = !config.disable_transformations;
+  std::vector<kernels::TensorLayout> layouts;
+  if (graph->blocked_layouts && !graph->dynamic_shapes)
+    layouts = assign_blocked_layouts(*model, created);
+  describe_kernels(*model, created, layouts, *graph);
   if (kernels && !graph->dynamic_shapes) *kernels = std::move(created);
   graph->model = std::move(model);
   return graph;

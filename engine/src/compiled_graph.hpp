@@ -16,12 +16,25 @@ struct CompiledGraph {
   std::shared_ptr<const Model> model;
   std::vector<std::string> implementations;              // per node, in execution order
   std::vector<std::vector<std::string>> original_names;  // per node: source nodes it stands for
+  std::vector<std::string>
+      output_layouts;  // per node: layout names of its outputs, comma-separated
   bool dynamic_shapes = false;
+  /// Whether execute streams keep activations blocked between kernels that support it (off with
+  /// disable_transformations: the graph then runs as given).
+  bool blocked_layouts = true;
 };
 
-/// What the kernel registry is told about one node of `model` (types, shapes, constant inputs).
-/// The request refers to `node` and to the model's constants: both must outlive it.
-kernels::KernelRequest make_kernel_request(const Model& model, const Node& node);
+/// What the kernel registry is told about one node of `model` (types, shapes, constant inputs and,
+/// when given, the layouts of its values indexed by ValueId). The request refers to `node` and to
+/// the model's constants: both must outlive it.
+kernels::KernelRequest make_kernel_request(
+    const Model& model, const Node& node,
+    const std::vector<kernels::TensorLayout>* value_layouts = nullptr);
+
+/// Fills graph.implementations and graph.output_layouts from the kernels of each node of `model`
+/// (null where not created yet) and the layouts of its values (empty: all plain).
+void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kernels::Kernel>>& k,
+                      const std::vector<kernels::TensorLayout>& layouts, CompiledGraph& graph);
 
 /// Copies, transforms (unless disabled) and validates `model`, and checks that every node has a
 /// kernel. Throws UnsupportedOperation naming each node no backend can run. The check creates the

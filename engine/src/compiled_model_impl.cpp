@@ -84,6 +84,7 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
     a.set("layer_type", nodes[i].op_type);
     a.set("execution_order", static_cast<int64_t>(i));
     a.set("implementation", i < graph.implementations.size() ? graph.implementations[i] : "ref");
+    if (i < graph.output_layouts.size()) a.set("output_layouts", graph.output_layouts[i]);
     a.set("original_names",
           i < graph.original_names.size() ? graph.original_names[i] : std::vector<std::string>{});
   }

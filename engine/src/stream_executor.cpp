@@ -1,6 +1,7 @@
 #include "engine/src/stream_executor.hpp"
 
 #include "engine/src/clock.hpp"
+#include "engine/src/layout_assignment.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
@@ -38,6 +39,8 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
                                  "': no CPU kernel for these shapes/types");
     kernels.push_back(std::move(kernel));
   }
+  // Kernels handed over by compile_graph already have their layouts.
+  if (graph_->blocked_layouts && !use_prepared) assign_blocked_layouts(*model, kernels);
   std::vector<Tensor> values(model->values().size());
   is_model_output_.assign(model->values().size(), false);
   for (ValueId out : model->outputs()) is_model_output_[out] = true;

@@ -1,7 +1,8 @@
 // Conv (1-D to 3-D, groups, dilations, asymmetric pads, auto_pad, optional bias) on oneDNN's
-// convolution primitive. The primitive picks its own layouts (format_tag::any): constant weights
-// are reordered into that layout once, activations are reordered in and out around each run until
-// the graph compiler keeps them blocked between convolutions.
+// convolution primitive. The primitive picks its own layouts (format_tag::any) except where the
+// graph compiler keeps activations blocked between kernels: then it reads and writes that layout
+// directly. Constant weights are reordered into the primitive's layout once; plain activations are
+// reordered in and out around each run.
 #include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
@@ -23,6 +24,7 @@ class ConvKernel final : public DnnlKernel {
     if (fused_sum_ && (request.inputs.size() != 4 || !has_input(3))) throw Unsupported{};
     const size_t rank = request.inputs[0].shape.rank();
     if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
+    rank_ = rank;
     std::vector<int64_t> weights_kernel(request.inputs[1].shape.begin() + 2,
                                         request.inputs[1].shape.end());
     window_ = spatial::read_window(request.node, rank - 2, weights_kernel);
@@ -60,9 +62,9 @@ class ConvKernel final : public DnnlKernel {
       plain_weights[0] = out_channels / group_;
       plain_weights.insert(plain_weights.begin(), group_);
     }
-    const dnnl::memory::desc src_md = plain_f32(src);
+    const dnnl::memory::desc src_md = tensor_desc(src, input_layout(0));
     const dnnl::memory::desc weights_md = plain_f32(plain_weights);
-    const dnnl::memory::desc dst_md = plain_f32(dst);
+    const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0));
     with_bias_ = has_input(2);
     if (with_bias_ && inputs[2].element_count() != out_channels) return false;
     const dnnl::memory::desc bias_md = plain_f32({out_channels});
@@ -77,12 +79,15 @@ class ConvKernel final : public DnnlKernel {
     const dnnl::memory::desc weights_choice = any(plain_weights);
     const auto kind = dnnl::prop_kind::forward_inference;
     const auto algorithm = dnnl::algorithm::convolution_direct;
+    // A blocked tensor is read/written as it is; a plain one lets the primitive choose.
+    const dnnl::memory::desc src_choice = input_layout(0).is_plain() ? any(src) : src_md;
+    const dnnl::memory::desc dst_choice = output_layout(0).is_plain() ? any(dst) : dst_md;
     dnnl::convolution_forward::desc desc =
         with_bias_
-            ? dnnl::convolution_forward::desc(kind, algorithm, any(src), weights_choice, bias_md,
-                                              any(dst), strides, dilation, pad_l, pad_r)
-            : dnnl::convolution_forward::desc(kind, algorithm, any(src), weights_choice, any(dst),
-                                              strides, dilation, pad_l, pad_r);
+            ? dnnl::convolution_forward::desc(kind, algorithm, src_choice, weights_choice, bias_md,
+                                              dst_choice, strides, dilation, pad_l, pad_r)
+            : dnnl::convolution_forward::desc(kind, algorithm, src_choice, weights_choice,
+                                              dst_choice, strides, dilation, pad_l, pad_r);
     // Fused post-ops: the residual is summed into dst (prefilled with it at run), then Relu.
     dnnl::post_ops ops;
     if (fused_sum_) ops.append_sum(1.f);
@@ -93,6 +98,7 @@ class ConvKernel final : public DnnlKernel {
     primitive_ = dnnl::convolution_forward(pd);
     src_ = LayoutBridge(src_md, pd.src_desc());
     dst_ = LayoutBridge(dst_md, pd.dst_desc());
+    if (fused_sum_) residual_ = LayoutBridge(tensor_desc(dst, input_layout(3)), pd.dst_desc());
     weights_ = PackedWeights(weights_md, pd.weights_desc(), constant(1), stream_);
     bias_ = unbound_memory(bias_md);
     set_impl(pd);
@@ -116,17 +122,29 @@ class ConvKernel final : public DnnlKernel {
  private:
   // The sum post-op accumulates into dst: start it from the residual, in dst's layout.
   const dnnl::memory& prefilled_dst(const Tensor& residual, Tensor& output) {
-    residual.copy_to(output);
-    return dst_.to_internal(output, stream_);
+    const dnnl::memory& dst = dst_.output_memory(output);
+    residual_.to_memory(residual, dst, stream_);
+    return dst;
   }
 
+ public:
+  int blocked_input(size_t i) const override {
+    return (i == 0 || (i == 3 && fused_sum_)) && rank_ == 4 ? native_channel_block() : 0;
+  }
+  int blocked_output(size_t o) const override {
+    return o == 0 && rank_ == 4 ? native_channel_block() : 0;
+  }
+
+ private:
   int64_t group_ = 1;
+  size_t rank_ = 0;
   spatial::Window window_;
   bool with_bias_ = false;
   bool fused_sum_ = false;
   dnnl::primitive primitive_;
   LayoutBridge src_;
   LayoutBridge dst_;
+  LayoutBridge residual_;  // from the residual's layout into dst's (fused sum)
   PackedWeights weights_;
   dnnl::memory bias_;
 };

@@ -1,5 +1,7 @@
 #include "kernels/dnnl/dnnl_kernel.hpp"
 
+#include <cstring>
+
 #include "troupe/error.hpp"
 
 namespace troupe::kernels::onednn {
@@ -41,6 +43,29 @@ dnnl::memory::desc plain_f32(const Dims& dims) {
   return plain_desc(dims, dnnl::memory::data_type::f32);
 }
 
+int native_channel_block() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & avx512) == avx512 ? 16 : 8;
+}
+
+dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout) {
+  if (layout.is_plain()) return plain_f32(dims);
+  using tag = dnnl::memory::format_tag;
+  const bool b16 = layout.channel_block == 16;
+  if (layout.channel_block != 8 && !b16) throw Unsupported{};
+  switch (dims.size()) {
+    case 3:
+      return {dims, dnnl::memory::data_type::f32, b16 ? tag::nCw16c : tag::nCw8c};
+    case 4:
+      return {dims, dnnl::memory::data_type::f32, b16 ? tag::nChw16c : tag::nChw8c};
+    case 5:
+      return {dims, dnnl::memory::data_type::f32, b16 ? tag::nCdhw16c : tag::nCdhw8c};
+    default:
+      throw Unsupported{};
+  }
+}
+
 Dims to_dims(const Shape& shape) {
   if (shape.rank() == 0) return Dims{1};
   return Dims(shape.dims().begin(), shape.dims().end());
@@ -73,9 +98,9 @@ dnnl::memory unbound_memory(const dnnl::memory::desc& desc) {
 }
 
 void SrcDstKernel::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
-  bind(src_, inputs[0]);
-  bind(dst_, outputs[0]);
-  primitive_.execute(stream_, args_);
+  primitive_.execute(stream_, {{DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},
+                               {DNNL_ARG_DST, dst_.output_memory(outputs[0])}});
+  dst_.from_internal(outputs[0], stream_);
 }
 
 DnnlKernel::DnnlKernel(const KernelRequest& request)
@@ -84,6 +109,8 @@ DnnlKernel::DnnlKernel(const KernelRequest& request)
       op_type_(request.node.op_type),
       stream_(cpu_engine()),
       present_(request.inputs.size()),
+      input_layouts_(request.input_layouts),
+      output_layouts_(request.output_layouts),
       constants_(request.inputs.size()) {
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     present_[i] = request.inputs[i].type != ElementType::undefined;
@@ -222,6 +249,18 @@ void LayoutBridge::from_internal(Tensor& tensor, const dnnl::stream& stream) {
   if (!needs_reorder_) return;
   bind(plain_, tensor);
   from_internal_.execute(stream, internal_, plain_);
+}
+
+void LayoutBridge::to_memory(const Tensor& tensor, const dnnl::memory& target,
+                             const dnnl::stream& stream) {
+  if (!needs_reorder_) {
+    if (target.get_data_handle() != tensor.raw_data())
+      std::memcpy(target.get_data_handle(), tensor.raw_data(), plain_.get_desc().get_size());
+    return;
+  }
+  bind(plain_, tensor);
+  dnnl::memory dst = target;  // a handle copy: execute() takes non-const memory
+  to_internal_.execute(stream, plain_, dst);
 }
 
 PackedWeights::PackedWeights(const dnnl::memory::desc& plain, const dnnl::memory::desc& packed,

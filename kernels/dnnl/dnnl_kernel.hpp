@@ -27,6 +27,13 @@ std::optional<dnnl::memory::data_type> to_dnnl(ElementType type);
 dnnl::memory::desc plain_desc(const Dims& dims, dnnl::memory::data_type type);
 dnnl::memory::desc plain_f32(const Dims& dims);
 
+/// The channel block of the blocked activation layout oneDNN's direct convolutions use on this CPU
+/// (8 with AVX2, 16 with AVX-512).
+int native_channel_block();
+
+/// f32 descriptor of a tensor of `dims` in `layout`: plain, or channel-blocked (ranks 3 to 5).
+dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout);
+
 /// Dims of a static shape; rank-0 becomes {1}.
 Dims to_dims(const Shape& shape);
 
@@ -68,6 +75,13 @@ class DnnlKernel : public Kernel {
   bool has_input(size_t i) const { return i < present_.size() && present_[i]; }
   /// The data of input i when it is a model constant, else nullptr.
   const Tensor* constant(size_t i) const;
+  /// The layouts the graph compiler assigned to input i / output o.
+  TensorLayout input_layout(size_t i) const {
+    return i < input_layouts_.size() ? input_layouts_[i] : TensorLayout{};
+  }
+  TensorLayout output_layout(size_t o) const {
+    return o < output_layouts_.size() ? output_layouts_[o] : TensorLayout{};
+  }
 
   Node node_;  // attributes, and the name for messages
   std::string node_name_;
@@ -78,6 +92,8 @@ class DnnlKernel : public Kernel {
   bool try_prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs);
 
   std::vector<bool> present_;
+  std::vector<TensorLayout> input_layouts_;
+  std::vector<TensorLayout> output_layouts_;
   std::vector<Tensor> constants_;  // empty Tensor where the input is not a constant
   std::vector<Shape> prepared_for_;
   bool prepared_ = false;
@@ -88,32 +104,6 @@ class DnnlKernel : public Kernel {
 
 /// Memory with no data yet (set_data_handle before each execution).
 dnnl::memory unbound_memory(const dnnl::memory::desc& desc);
-
-/// A kernel that is one primitive from input 0 (SRC) to output 0 (DST): eltwise, pooling,
-/// softmax. Subclasses create the primitive in prepare() and hand it over with adopt().
-class SrcDstKernel : public DnnlKernel {
- public:
-  using DnnlKernel::DnnlKernel;
-
- protected:
-  template <class Primitive, class PrimitiveDesc>
-  bool adopt(const PrimitiveDesc& pd, const dnnl::memory::desc& src,
-             const dnnl::memory::desc& dst) {
-    primitive_ = Primitive(pd);
-    src_ = unbound_memory(src);
-    dst_ = unbound_memory(dst);
-    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}};
-    set_impl(pd);
-    return true;
-  }
-  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override;
-
- private:
-  dnnl::primitive primitive_;
-  dnnl::memory src_;
-  dnnl::memory dst_;
-  std::unordered_map<int, dnnl::memory> args_;
-};
 
 /// Points `memory` at a tensor's data (oneDNN never writes its sources, hence the const_cast).
 inline void bind(dnnl::memory& memory, const Tensor& tensor) {
@@ -141,6 +131,9 @@ class LayoutBridge {
   const dnnl::memory& output_memory(Tensor& tensor);
   /// Reorders the internal buffer into the tensor when the layouts differ.
   void from_internal(Tensor& tensor, const dnnl::stream& stream);
+  /// Converts the tensor into `target`, memory of the internal layout (a copy when the layouts
+  /// agree).
+  void to_memory(const Tensor& tensor, const dnnl::memory& target, const dnnl::stream& stream);
   /// The internal buffer (valid when needs_reorder()).
   const dnnl::memory& internal() const { return internal_; }
 
@@ -150,6 +143,31 @@ class LayoutBridge {
   dnnl::memory internal_;
   dnnl::reorder to_internal_;
   dnnl::reorder from_internal_;
+};
+
+/// A kernel that is one primitive from input 0 (SRC) to output 0 (DST): eltwise, pooling,
+/// softmax. Subclasses create the primitive in prepare() and hand it over with adopt(), with the
+/// descriptors of the troupe tensors; where they differ from the primitive's, a reorder bridges.
+class SrcDstKernel : public DnnlKernel {
+ public:
+  using DnnlKernel::DnnlKernel;
+
+ protected:
+  template <class Primitive, class PrimitiveDesc>
+  bool adopt(const PrimitiveDesc& pd, const dnnl::memory::desc& src,
+             const dnnl::memory::desc& dst) {
+    primitive_ = Primitive(pd);
+    src_ = LayoutBridge(src, pd.src_desc());
+    dst_ = LayoutBridge(dst, pd.dst_desc());
+    set_impl(pd);
+    return true;
+  }
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override;
+
+ private:
+  dnnl::primitive primitive_;
+  LayoutBridge src_;
+  LayoutBridge dst_;
 };
 
 /// Weights in the layout a primitive chose. A constant is reordered once, at prepare time; other

@@ -53,13 +53,22 @@ class PoolingKernel final : public SrcDstKernel {
     dnnl::algorithm algorithm = max_                 ? dnnl::algorithm::pooling_max
                                 : count_include_pad_ ? dnnl::algorithm::pooling_avg_include_padding
                                                      : dnnl::algorithm::pooling_avg_exclude_padding;
-    dnnl::memory::desc src_md = plain_f32(src);
-    dnnl::memory::desc dst_md = plain_f32(dst);
-    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, src_md,
-                                        dst_md, strides, kernel, dilation, pad_l, pad_r);
+    // Pooling runs in the layout of its source; plain tensors are pooled in the blocked layout
+    // too (the reorders cost less than oneDNN's plain-layout pooling, which is not vectorized).
+    // A destination in another layout than the primitive's is reordered after it.
+    const dnnl::memory::desc src_md = tensor_desc(src, input_layout(0));
+    const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0));
+    const TensorLayout internal{native_channel_block()};
+    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
+                                        tensor_desc(src, internal), tensor_desc(dst, internal),
+                                        strides, kernel, dilation, pad_l, pad_r);
     dnnl::pooling_v2_forward::primitive_desc pd(desc, cpu_engine());
     return adopt<dnnl::pooling_v2_forward>(pd, src_md, dst_md);
   }
+
+ public:
+  int blocked_input(size_t i) const override { return i == 0 ? native_channel_block() : 0; }
+  int blocked_output(size_t o) const override { return o == 0 ? native_channel_block() : 0; }
 
  private:
   bool global_ = false;

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kernels/kernel.hpp"
+#include "troupe/model.hpp"
+
+namespace troupe::detail {
+
+/// The layout of each value of a model (indexed by ValueId) as passed between kernels.
+using ValueLayouts = std::vector<kernels::TensorLayout>;
+
+/// Keeps activations in the blocked layout where the kernel writing a value and every kernel
+/// reading it handle the same channel block, so chains of convolutions and pooling run without
+/// reorders between them. The kernels touching a blocked value are created again with their
+/// layouts (`kernels` holds one kernel per node of `model`). Model inputs, outputs and constants
+/// stay plain: users, the upload and the download stage see plain tensors.
+ValueLayouts assign_blocked_layouts(const Model& model,
+                                    std::vector<std::unique_ptr<kernels::Kernel>>& kernels);
+
+/// A short name of a layout for reports ("plain", "nChw8c", ...) of a value of `rank`.
+std::string layout_name(kernels::TensorLayout layout, size_t rank);
+
+}  // namespace troupe::detail

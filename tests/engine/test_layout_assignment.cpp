@@ -1,0 +1,183 @@
+// Blocked layouts between kernels (engine/src/layout_assignment): values passed between
+// convolutions and pooling stay in oneDNN's channel-blocked layout, everything else stays plain,
+// and the outputs equal those of the same model run with plain tensors everywhere
+// (DISABLE_TRANSFORMATIONS), also with several requests in flight on two streams.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "troupe/core.hpp"
+#include "troupe/model_builder.hpp"
+#include "troupe/properties.hpp"
+
+namespace troupe {
+namespace {
+
+Tensor random_tensor(const Shape& shape, unsigned seed, float low = -1.f, float high = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(low, high);
+  std::vector<float> values(static_cast<size_t>(shape.element_count()));
+  for (float& v : values) v = dist(rng);
+  return Tensor::from_vector<float>(shape, values);
+}
+
+ValueId conv(ModelBuilder& b, ValueId x, int64_t in, int64_t out, int64_t k, unsigned seed,
+             const std::string& name) {
+  const int64_t pad = k / 2;
+  return b.op("Conv",
+              {x, b.constant(name + "_w", random_tensor({out, in, k, k}, seed, -0.3f, 0.3f)),
+               b.constant(name + "_b", random_tensor({out}, seed + 100))},
+              {{"pads", std::vector<int64_t>{pad, pad, pad, pad}}}, name);
+}
+
+std::map<std::string, std::string> layouts_by_node(const Model& runtime) {
+  std::map<std::string, std::string> layouts;
+  for (const Node& n : runtime.nodes())
+    layouts[n.name] = n.attributes.get_string_or("output_layouts", "?");
+  return layouts;
+}
+
+struct Outcome {
+  std::shared_ptr<const Model> runtime;
+  std::vector<std::vector<float>> outputs;  // per request, the first model output
+};
+
+// Compiles `model` and runs `requests` inputs through it, all in flight at once.
+Outcome run_all(const std::shared_ptr<Model>& model, const AnyMap& config,
+                const std::vector<Tensor>& inputs) {
+  Core core;
+  CompiledModel compiled = core.compile_model(model, "CPU", config);
+  std::vector<InferRequest> requests;
+  for (const Tensor& input : inputs) {
+    requests.push_back(compiled.create_infer_request());
+    requests.back().set_tensor(model->value(model->inputs()[0]).name, input);
+    requests.back().start_async();
+  }
+  Outcome result{nullptr, {}};
+  for (InferRequest& r : requests) {
+    r.wait();
+    result.outputs.push_back(
+        r.get_tensor(model->value(model->outputs()[0]).name).to_vector<float>());
+  }
+  result.runtime = compiled.runtime_model();
+  return result;
+}
+
+std::vector<Tensor> inputs_for(const Model& model, size_t count) {
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < count; ++i)
+    inputs.push_back(random_tensor(model.value(model.inputs()[0]).shape, 11 + i));
+  return inputs;
+}
+
+void expect_same_outputs(const Outcome& blocked, const Outcome& plain) {
+  ASSERT_EQ(blocked.outputs.size(), plain.outputs.size());
+  for (size_t r = 0; r < plain.outputs.size(); ++r) {
+    ASSERT_EQ(blocked.outputs[r].size(), plain.outputs[r].size());
+    for (size_t i = 0; i < plain.outputs[r].size(); ++i)
+      ASSERT_NEAR(blocked.outputs[r][i], plain.outputs[r][i],
+                  1e-4 * std::abs(plain.outputs[r][i]) + 1e-5)
+          << "request " << r << " element " << i;
+  }
+}
+
+// A small ResNet-like trunk: stem conv (3 channels in), max pool, a residual block whose sum is
+// fused into its second conv, a 1x1 conv, global average pool, flatten.
+std::shared_ptr<Model> residual_cnn() {
+  ModelBuilder b("residual_cnn");
+  auto x = b.input("x", ElementType::f32, {1, 3, 16, 16});
+  auto stem = b.op("Relu", {conv(b, x, 3, 16, 3, 1, "stem")}, {}, "stem_relu");
+  auto pool =
+      b.op("MaxPool", {stem},
+           {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+           "pool");
+  auto a = b.op("Relu", {conv(b, pool, 16, 16, 3, 2, "block_a")}, {}, "block_a_relu");
+  auto sum = b.op("Add", {conv(b, a, 16, 16, 3, 3, "block_b"), pool}, {}, "block_sum");
+  auto out = b.op("Relu", {sum}, {}, "block_relu");
+  auto head = conv(b, out, 16, 24, 1, 4, "head");
+  auto gap = b.op("GlobalAveragePool", {head}, {}, "gap");
+  b.output(b.op("Flatten", {gap}, {{"axis", int64_t{1}}}, "flatten"), "y");
+  return b.build();
+}
+
+TEST(LayoutAssignment, ConvolutionChainsStayBlockedAndAgreeWithPlain) {
+  auto model = residual_cnn();
+  const auto inputs = inputs_for(*model, 1);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome blocked = run_all(model, {}, inputs);
+  expect_same_outputs(blocked, plain);
+
+  const auto layouts = layouts_by_node(*blocked.runtime);
+  // The oneDNN block is 8 channels with AVX2 and 16 with AVX-512; all channel counts here divide
+  // by 8 and those that are blocked divide by 16 too.
+  EXPECT_THAT(layouts.at("stem"), ::testing::MatchesRegex("nChw(8|16)c"));
+  EXPECT_EQ(layouts.at("pool"), layouts.at("stem"));
+  EXPECT_EQ(layouts.at("block_a"), layouts.at("stem"));
+  EXPECT_EQ(layouts.at("block_b"), layouts.at("stem"));  // the fused residual block
+  EXPECT_EQ(layouts.at("gap"), "plain");                 // read by Flatten
+  EXPECT_EQ(layouts.at("flatten"), "plain");
+  for (const auto& [name, layout] : layouts_by_node(*plain.runtime))
+    EXPECT_EQ(layout, "plain") << name;
+}
+
+TEST(LayoutAssignment, ManyRequestsOnTwoStreamsAgreeWithPlain) {
+  auto model = residual_cnn();
+  const auto inputs = inputs_for(*model, 12);
+  const AnyMap throughput = {{props::num_streams, int64_t{2}},
+                             {props::inference_num_threads, int64_t{2}}};
+  AnyMap plain_config = throughput;
+  plain_config[props::disable_transformations] = true;
+  expect_same_outputs(run_all(model, throughput, inputs), run_all(model, plain_config, inputs));
+}
+
+TEST(LayoutAssignment, ValuesReadByOtherKernelsOrSeenByUsersStayPlain) {
+  ModelBuilder b("mixed_readers");
+  auto x = b.input("x", ElementType::f32, {1, 8, 8, 8});
+  auto c1 = conv(b, x, 8, 16, 3, 1, "c1");
+  auto sig = b.op("Sigmoid", {c1}, {}, "sig");  // eltwise: plain only
+  auto c2 = conv(b, c1, 16, 16, 3, 2, "c2");
+  auto c3 = conv(b, c2, 16, 16, 1, 3, "c3");    // c2 is also a model output
+  auto odd = conv(b, c3, 16, 12, 1, 4, "odd");  // 12 channels: not a whole number of blocks
+  auto c4 = conv(b, odd, 12, 16, 1, 5, "c4");
+  b.output(b.op("Add", {b.op("Add", {c4, sig}, {}, "add1"), c3}, {}, "add2"), "y");
+  b.output(c2, "c2_out");
+  auto model = b.build();
+
+  const auto inputs = inputs_for(*model, 1);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome blocked = run_all(model, {}, inputs);
+  expect_same_outputs(blocked, plain);
+  const auto layouts = layouts_by_node(*blocked.runtime);
+  EXPECT_EQ(layouts.at("c1"), "plain");
+  EXPECT_EQ(layouts.at("c2"), "plain");
+  EXPECT_EQ(layouts.at("odd"), "plain");
+}
+
+TEST(LayoutAssignment, ExportedModelKeepsItsLayouts) {
+  auto model = residual_cnn();
+  Core core;
+  CompiledModel compiled = core.compile_model(model, "CPU");
+  std::stringstream blob;
+  compiled.export_model(blob);
+  CompiledModel imported = core.import_model(blob, "CPU");
+  EXPECT_EQ(layouts_by_node(*imported.runtime_model()), layouts_by_node(*compiled.runtime_model()));
+
+  const auto inputs = inputs_for(*model, 3);
+  auto once = [&](CompiledModel& m, const Tensor& input) {
+    InferRequest r = m.create_infer_request();
+    r.set_tensor("x", input);
+    r.infer();
+    return r.get_tensor("y").to_vector<float>();
+  };
+  for (const Tensor& input : inputs) EXPECT_EQ(once(imported, input), once(compiled, input));
+}
+
+}  // namespace
+}  // namespace troupe
