@@ -1,7 +1,11 @@
 #include "engine/src/stream_executor.hpp"
 
+#include <cstdlib>
+#include <new>
+
 #include "engine/src/clock.hpp"
 #include "engine/src/layout_assignment.hpp"
+#include "engine/src/memory_plan.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
@@ -52,8 +56,23 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
         throw UnsupportedOperation(node.op_type + " node '" + node.name + "': output '" +
                                    info.name + "' has a shape that cannot be inferred (" +
                                    info.shape.to_string() + ")");
-      if (!is_model_output_[out]) values[out] = Tensor(info.type, info.shape);
     }
+  // Intermediate values share buffers where their lifetimes do not overlap.
+  const MemoryPlan plan = plan_memory(*model);
+  std::vector<std::shared_ptr<void>> buffers;
+  for (size_t bytes : plan.buffer_bytes) {
+    constexpr size_t alignment = 64;  // what Tensor's own allocations and oneDNN prefer
+    void* memory = std::aligned_alloc(alignment, (bytes + alignment) / alignment * alignment);
+    if (!memory) throw std::bad_alloc();
+    buffers.emplace_back(memory, std::free);
+  }
+  for (ValueId v = 0; v < static_cast<ValueId>(values.size()); ++v) {
+    const int buffer = plan.buffer_of[v];
+    if (buffer == MemoryPlan::unplanned) continue;
+    const std::shared_ptr<void>& storage = buffers[static_cast<size_t>(buffer)];
+    values[v] = Tensor(model->value(v).type, model->value(v).shape, storage, storage.get());
+  }
+  planned_bytes_ = plan.total_bytes();
   node_inputs_.clear();
   for (const Node& node : model->nodes()) node_inputs_.push_back(node.inputs);
   kernels_ = std::move(kernels);

@@ -36,6 +36,8 @@ class StreamExecutor {
   std::vector<std::string> implementations() const;
   /// The graph as currently specialized (shapes of the last run).
   const Model& active_model() const { return *active_; }
+  /// Bytes of the buffers holding intermediate values (shared per the memory plan).
+  size_t planned_bytes() const { return planned_bytes_; }
 
  private:
   void specialize(const std::vector<Shape>& input_shapes,
@@ -48,6 +50,7 @@ class StreamExecutor {
   std::vector<Shape> input_shapes_;
   std::vector<std::vector<ValueId>> node_inputs_;  // per node
   std::vector<bool> is_model_output_;
+  size_t planned_bytes_ = 0;
 };
 
 }  // namespace troupe::detail

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "troupe/model.hpp"
+
+namespace troupe::detail {
+
+/// Where the intermediate values of a graph live during a run. Values whose lifetimes (from the
+/// node writing them to the last node reading them, in execution order) do not overlap share a
+/// buffer, so a deep network needs a few activation buffers instead of one per node.
+struct MemoryPlan {
+  static constexpr int unplanned = -1;
+  /// Per ValueId: the buffer the value lives in, or `unplanned` for values the executor does not
+  /// own (model inputs and outputs, constants) and those whose size is unknown.
+  std::vector<int> buffer_of;
+  /// Size of each buffer in bytes.
+  std::vector<size_t> buffer_bytes;
+  /// Bytes of the planned values if each had a buffer of its own.
+  size_t unshared_bytes = 0;
+
+  size_t total_bytes() const;
+};
+
+/// Plans the intermediate values of a validated model with static shapes. A node's outputs never
+/// share a buffer with its own inputs (kernels do not work in place).
+MemoryPlan plan_memory(const Model& model);
+
+}  // namespace troupe::detail
