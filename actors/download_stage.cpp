@@ -1,9 +1,11 @@
-// Download: copies the outputs out of the execute slot and returns the slot to upload. Where the
+// Download: copies the outputs out of the execute slot (converting blocked ones back to plain) and
+// returns the slot to upload. Where the
 // caller's output tensor already has the graph's type and layout and is dense, it is written
 // directly; otherwise into a scratch buffer that postprocess converts.
 
 #include "actors/stage.hpp"
 #include "actors/tensor_checks.hpp"
+#include "kernels/layout_conversion.hpp"
 
 namespace troupe::actors {
 
@@ -48,14 +50,14 @@ caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles 
             }
             const bool direct =
                 !plan && caller.element_type() == produced.element_type() && caller.is_contiguous();
-            if (direct) {
-              produced.copy_to(caller);
-              st.model_outputs[i] = Tensor();  // nothing left for postprocess
-            } else {
-              ensure_buffer(st.output_scratch[i], produced.element_type(), produced.shape());
-              produced.copy_to(st.output_scratch[i]);
-              st.model_outputs[i] = st.output_scratch[i];
-            }
+            const kernels::TensorLayout layout = ctx->graph_output_layouts[i];
+            Tensor& target = direct ? caller : st.output_scratch[i];
+            if (!direct) ensure_buffer(target, produced.element_type(), produced.shape());
+            if (layout.is_plain())
+              produced.copy_to(target);
+            else  // back from the stream's blocked layout
+              kernels::convert_layout(produced, layout, target, {});
+            st.model_outputs[i] = direct ? Tensor() : target;  // direct: nothing for postprocess
           }
         });
         if (msg.slot >= 0) self->send(next->upload, release_atom::value, msg.slot);

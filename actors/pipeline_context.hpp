@@ -66,6 +66,10 @@ struct PipelineContext {
   std::vector<ValueInfo> outputs;
   std::vector<ValueInfo> graph_inputs;  // what the graph takes / produces
   std::vector<ValueInfo> graph_outputs;
+  // Layouts the execute streams take each graph input in and write each graph output in: upload
+  // converts the caller's plain inputs into them, download converts the outputs back.
+  std::vector<kernels::TensorLayout> graph_input_layouts;
+  std::vector<kernels::TensorLayout> graph_output_layouts;
   std::shared_ptr<const PrePostProcessing> pre_post;               // null when none was declared
   std::vector<std::unique_ptr<detail::StreamExecutor>> executors;  // one per stream
   std::vector<ExecuteSlot> slots;

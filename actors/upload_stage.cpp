@@ -1,10 +1,12 @@
 // Upload: assigns the request an execute slot (the buffers of one stream) and copies its inputs
-// into them. Requests wait here, in order, while every slot is taken; download returns slots.
+// into them, converting those the stream keeps blocked into that layout. Requests wait here, in
+// order, while every slot is taken; download returns slots.
 
 #include <deque>
 
 #include "actors/stage.hpp"
 #include "actors/tensor_checks.hpp"
+#include "kernels/layout_conversion.hpp"
 
 namespace troupe::actors {
 
@@ -51,7 +53,12 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
       slot.inputs.resize(src.size());
       for (size_t i = 0; i < src.size(); ++i) {
         ensure_buffer(slot.inputs[i], src[i].element_type(), src[i].shape());
-        src[i].copy_to(slot.inputs[i]);
+        const kernels::TensorLayout layout = ctx->graph_input_layouts[i];
+        if (layout.is_plain())
+          src[i].copy_to(slot.inputs[i]);
+        else  // into the blocked layout the stream's first kernels read
+          kernels::convert_layout(src[i].is_contiguous() ? src[i] : src[i].contiguous(), {},
+                                  slot.inputs[i], layout);
       }
     });
     if (msg.error) {

@@ -30,7 +30,7 @@ void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kern
   graph.output_layouts.clear();
   for (size_t n = 0; n < model.nodes().size(); ++n) {
     const Node& node = model.nodes()[n];
-    graph.implementations.push_back(k[n] ? k[n]->implementation() : "ref");
+    graph.implementations.push_back(k[n] ? k[n]->implementation() : "dynamic");
     std::string names;
     for (ValueId out : node.outputs)
       names += (names.empty() ? "" : ",") +
@@ -77,7 +77,8 @@ std::shared_ptr<CompiledGraph> compile_graph(
   graph->blocked_layouts = !config.disable_transformations;
   std::vector<kernels::TensorLayout> layouts;
   if (graph->blocked_layouts && !graph->dynamic_shapes)
-    layouts = assign_blocked_layouts(*model, created);
+    layouts = assign_blocked_layouts(*model, created, /*boundaries=*/true);
+  graph->value_layouts = layouts;
   describe_kernels(*model, created, layouts, *graph);
   if (kernels && !graph->dynamic_shapes) *kernels = std::move(created);
   graph->model = std::move(model);

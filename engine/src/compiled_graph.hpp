@@ -22,6 +22,9 @@ struct CompiledGraph {
   /// Whether execute streams keep activations blocked between kernels that support it (off with
   /// disable_transformations: the graph then runs as given).
   bool blocked_layouts = true;
+  /// The layout of each value (by ValueId) chosen at compile time for the kernels handed to the
+  /// first stream; empty when compile_graph created none (dynamic shapes, imported blobs).
+  std::vector<kernels::TensorLayout> value_layouts;
 };
 
 /// What the kernel registry is told about one node of `model` (types, shapes, constant inputs and,
@@ -32,7 +35,8 @@ kernels::KernelRequest make_kernel_request(
     const std::vector<kernels::TensorLayout>* value_layouts = nullptr);
 
 /// Fills graph.implementations and graph.output_layouts from the kernels of each node of `model`
-/// (null where not created yet) and the layouts of its values (empty: all plain).
+/// and the layouts of its values (empty: all plain). A node without a kernel yet (dynamic shapes:
+/// streams choose kernels per input shape) is described as "dynamic".
 void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kernels::Kernel>>& k,
                       const std::vector<kernels::TensorLayout>& layouts, CompiledGraph& graph);
 

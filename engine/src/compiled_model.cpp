@@ -37,8 +37,12 @@ InferRequest CompiledModel::create_infer_request() {
   return InferRequest(impl_, std::move(state));
 }
 
-const std::vector<ValueInfo>& CompiledModel::inputs() const { return checked(impl_).inputs(); }
-const std::vector<ValueInfo>& CompiledModel::outputs() const { return checked(impl_).outputs(); }
+const std::vector<ValueInfo>& CompiledModel::inputs() const {
+  return checked(impl_).inputs();
+}
+const std::vector<ValueInfo>& CompiledModel::outputs() const {
+  return checked(impl_).outputs();
+}
 
 Any CompiledModel::get_property(const std::string& name) const {
   return checked(impl_).get_property(name);

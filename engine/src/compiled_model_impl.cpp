@@ -34,6 +34,19 @@ CompiledModelImpl::CompiledModelImpl(
       context_->slots.push_back(std::move(slot));
     }
   }
+  // Every stream chose its layouts from the same kernels; the stages use one set for all.
+  for (const auto& executor : context_->executors) {
+    std::vector<kernels::TensorLayout> in, out;
+    for (size_t i = 0; i < model.inputs().size(); ++i) in.push_back(executor->input_layout(i));
+    for (size_t o = 0; o < model.outputs().size(); ++o) out.push_back(executor->output_layout(o));
+    if (executor == context_->executors.front()) {
+      context_->graph_input_layouts = in;
+      context_->graph_output_layouts = out;
+    } else if (in != context_->graph_input_layouts || out != context_->graph_output_layouts) {
+      throw ExecutionError("model '" + model.name() +
+                           "': execute streams chose different input/output layouts");
+    }
+  }
   pipeline_ = std::make_unique<actors::Pipeline>(runtime_->system(), runtime_, context_);
 }
 

@@ -42,21 +42,24 @@ PerformanceMode parse_mode(const Any& v) {
   const std::string s = upper(v.as_string());
   if (s == "LATENCY") return PerformanceMode::latency;
   if (s == "THROUGHPUT" || s == "CUMULATIVE_THROUGHPUT") return PerformanceMode::throughput;
-  throw InvalidArgument(std::string("property ") + props::performance_mode + ": '" +
-                        v.as_string() + "' is not allowed (allowed: LATENCY, THROUGHPUT)");
+  throw InvalidArgument(std::string("property ") + props::performance_mode + ": '" + v.as_string() +
+                        "' is not allowed (allowed: LATENCY, THROUGHPUT)");
 }
 
 }  // namespace
 
-
 const std::vector<std::string>& CpuPlugin::config_keys() {
-  static const std::vector<std::string> keys = {
-      props::device_id,        props::enable_profiling,
-      props::num_streams,      props::inference_num_threads,
-      props::performance_mode, props::num_requests,
-      props::disable_transformations, props::exclusive_async_requests,
-      props::inference_precision,     props::max_requests_in_flight,
-      props::cache_dir};
+  static const std::vector<std::string> keys = {props::device_id,
+                                                props::enable_profiling,
+                                                props::num_streams,
+                                                props::inference_num_threads,
+                                                props::performance_mode,
+                                                props::num_requests,
+                                                props::disable_transformations,
+                                                props::exclusive_async_requests,
+                                                props::inference_precision,
+                                                props::max_requests_in_flight,
+                                                props::cache_dir};
   return keys;
 }
 
@@ -103,8 +106,8 @@ void CpuPlugin::check(const std::string& key, const Any& value) {
     const auto& all = supported_properties();
     if (std::find(all.begin(), all.end(), key) != all.end())
       throw InvalidArgument("property " + key + " is read-only");
-    throw UnknownProperty("unknown property '" + key + "' for device CPU (configurable: " +
-                          join(keys) + ")");
+    throw UnknownProperty("unknown property '" + key +
+                          "' for device CPU (configurable: " + join(keys) + ")");
   }
   try {
     if (key == props::device_id) {
@@ -118,12 +121,14 @@ void CpuPlugin::check(const std::string& key, const Any& value) {
       if (s != "AUTO" && s != "NUMA") {
         int64_t n = value.as_int();
         if (n < 1 || n > 64)
-          throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: AUTO or 1..64)");
+          throw InvalidArgument("'" + value.as_string() +
+                                "' is not allowed (allowed: AUTO or 1..64)");
       }
     } else if (key == props::inference_num_threads) {
       int64_t n = value.as_int();
       if (n < 0 || n > 1024)
-        throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: 0 = auto, or 1..1024)");
+        throw InvalidArgument("'" + value.as_string() +
+                              "' is not allowed (allowed: 0 = auto, or 1..1024)");
     } else if (key == props::performance_mode) {
       parse_mode(value);
     } else if (key == props::num_requests) {
@@ -169,8 +174,8 @@ Any CpuPlugin::get_property(const std::string& name) const {
   const auto& keys = config_keys();
   if (std::find(keys.begin(), keys.end(), name) != keys.end())
     return resolve({}).to_properties().at(name);
-  throw UnknownProperty("unknown property '" + name + "' for device CPU (supported: " +
-                        join(supported_properties()) + ")");
+  throw UnknownProperty("unknown property '" + name +
+                        "' for device CPU (supported: " + join(supported_properties()) + ")");
 }
 
 CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
@@ -191,7 +196,8 @@ CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
   if (auto v = get(props::exclusive_async_requests)) c.exclusive_async_requests = v->as_bool();
   if (auto v = get(props::inference_precision)) {
     c.inference_precision = element_type_from_string(v->as_string());
-    // bf16 only where the CPU computes it natively; otherwise the model runs (and says it runs) f32.
+    // bf16 only where the CPU computes it natively; otherwise the model runs (and says it runs)
+    // f32.
     if (c.inference_precision == ElementType::bf16 && !cpu_has_avx512_bf16() && !cpu_has_amx_bf16())
       c.inference_precision = ElementType::f32;
   }

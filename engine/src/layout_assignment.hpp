@@ -14,10 +14,12 @@ using ValueLayouts = std::vector<kernels::TensorLayout>;
 /// Keeps activations in the blocked layout where the kernel writing a value and every kernel
 /// reading it handle the same channel block, so chains of convolutions and pooling run without
 /// reorders between them. The kernels touching a blocked value are created again with their
-/// layouts (`kernels` holds one kernel per node of `model`). Model inputs, outputs and constants
-/// stay plain: users, the upload and the download stage see plain tensors.
+/// layouts (`kernels` holds one kernel per node of `model`). Constants stay plain. With
+/// `boundaries`, model inputs and outputs may be blocked too: the upload stage then reorders the
+/// caller's plain tensors into that layout and the download stage reorders back.
 ValueLayouts assign_blocked_layouts(const Model& model,
-                                    std::vector<std::unique_ptr<kernels::Kernel>>& kernels);
+                                    std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
+                                    bool boundaries);
 
 /// A short name of a layout for reports ("plain", "nChw8c", ...) of a value of `rank`.
 std::string layout_name(kernels::TensorLayout layout, size_t rank);

@@ -43,8 +43,14 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
                                  "': no CPU kernel for these shapes/types");
     kernels.push_back(std::move(kernel));
   }
-  // Kernels handed over by compile_graph already have their layouts.
-  if (graph_->blocked_layouts && !use_prepared) assign_blocked_layouts(*model, kernels);
+  // Kernels handed over by compile_graph already have their layouts. Model inputs and outputs are
+  // only blocked with static shapes: the stages must know their layouts before the first run.
+  if (use_prepared)
+    value_layouts_ = graph_->value_layouts;
+  else if (graph_->blocked_layouts)
+    value_layouts_ = assign_blocked_layouts(*model, kernels, !graph_->dynamic_shapes);
+  else
+    value_layouts_.clear();
   std::vector<Tensor> values(model->values().size());
   is_model_output_.assign(model->values().size(), false);
   for (ValueId out : model->outputs()) is_model_output_[out] = true;
@@ -137,6 +143,16 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     if (values_[id].raw_data() == outputs[o].raw_data() && !outputs[o].empty()) continue;
     outputs[o] = values_[id].clone();
   }
+}
+
+kernels::TensorLayout StreamExecutor::input_layout(size_t i) const {
+  const ValueId v = active_->inputs().at(i);
+  return v < value_layouts_.size() ? value_layouts_[v] : kernels::TensorLayout{};
+}
+
+kernels::TensorLayout StreamExecutor::output_layout(size_t o) const {
+  const ValueId v = active_->outputs().at(o);
+  return v < value_layouts_.size() ? value_layouts_[v] : kernels::TensorLayout{};
 }
 
 std::vector<std::string> StreamExecutor::implementations() const {

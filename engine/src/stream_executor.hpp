@@ -36,6 +36,10 @@ class StreamExecutor {
   std::vector<std::string> implementations() const;
   /// The graph as currently specialized (shapes of the last run).
   const Model& active_model() const { return *active_; }
+  /// Layouts in which run() takes model input i and writes model output o (blocked ones are
+  /// converted by the upload and download stages).
+  kernels::TensorLayout input_layout(size_t i) const;
+  kernels::TensorLayout output_layout(size_t o) const;
   /// Bytes of the buffers holding intermediate values (shared per the memory plan).
   size_t planned_bytes() const { return planned_bytes_; }
 
@@ -51,6 +55,7 @@ class StreamExecutor {
   std::vector<std::vector<ValueId>> node_inputs_;  // per node
   std::vector<bool> is_model_output_;
   size_t planned_bytes_ = 0;
+  std::vector<kernels::TensorLayout> value_layouts_;  // by ValueId; empty: all plain
 };
 
 }  // namespace troupe::detail

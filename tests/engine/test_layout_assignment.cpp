@@ -137,17 +137,16 @@ TEST(LayoutAssignment, ManyRequestsOnTwoStreamsAgreeWithPlain) {
   expect_same_outputs(run_all(model, throughput, inputs), run_all(model, plain_config, inputs));
 }
 
-TEST(LayoutAssignment, ValuesReadByOtherKernelsOrSeenByUsersStayPlain) {
+TEST(LayoutAssignment, ValuesReadByPlainOnlyKernelsStayPlain) {
   ModelBuilder b("mixed_readers");
   auto x = b.input("x", ElementType::f32, {1, 8, 8, 8});
   auto c1 = conv(b, x, 8, 16, 3, 1, "c1");
   auto sig = b.op("Sigmoid", {c1}, {}, "sig");  // eltwise: plain only
   auto c2 = conv(b, c1, 16, 16, 3, 2, "c2");
-  auto c3 = conv(b, c2, 16, 16, 1, 3, "c3");    // c2 is also a model output
+  auto c3 = conv(b, c2, 16, 16, 1, 3, "c3");
   auto odd = conv(b, c3, 16, 12, 1, 4, "odd");  // 12 channels: not a whole number of blocks
   auto c4 = conv(b, odd, 12, 16, 1, 5, "c4");
   b.output(b.op("Add", {b.op("Add", {c4, sig}, {}, "add1"), c3}, {}, "add2"), "y");
-  b.output(c2, "c2_out");
   auto model = b.build();
 
   const auto inputs = inputs_for(*model, 1);
@@ -156,8 +155,51 @@ TEST(LayoutAssignment, ValuesReadByOtherKernelsOrSeenByUsersStayPlain) {
   expect_same_outputs(blocked, plain);
   const auto layouts = layouts_by_node(*blocked.runtime);
   EXPECT_EQ(layouts.at("c1"), "plain");
-  EXPECT_EQ(layouts.at("c2"), "plain");
+  EXPECT_EQ(layouts.at("c3"), "plain");  // also read by the Add
   EXPECT_EQ(layouts.at("odd"), "plain");
+  EXPECT_THAT(layouts.at("c2"), ::testing::MatchesRegex("nChw(8|16)c"));
+}
+
+// Inputs and outputs with a whole number of channel blocks stay blocked inside the stream: the
+// upload stage converts the caller's plain input, the download stage converts the outputs back,
+// also for an output that another convolution reads and with requests in flight on two streams.
+TEST(LayoutAssignment, UploadAndDownloadConvertBlockedModelInputsAndOutputs) {
+  ModelBuilder b("blocked_boundaries");
+  auto x = b.input("x", ElementType::f32, {1, 16, 10, 10});
+  auto c1 = conv(b, x, 16, 16, 3, 1, "c1");
+  auto c2 = conv(b, c1, 16, 32, 3, 2, "c2");
+  b.output(c2, "y");
+  b.output(c1, "c1_out");
+  auto model = b.build();
+
+  const auto inputs = inputs_for(*model, 8);
+  const AnyMap streams = {{props::num_streams, int64_t{2}},
+                          {props::inference_num_threads, int64_t{2}}};
+  AnyMap plain_config = streams;
+  plain_config[props::disable_transformations] = true;
+  const Outcome plain = run_all(model, plain_config, inputs);
+  const Outcome blocked = run_all(model, streams, inputs);
+  expect_same_outputs(blocked, plain);
+  const auto layouts = layouts_by_node(*blocked.runtime);
+  EXPECT_THAT(layouts.at("c1"), ::testing::MatchesRegex("nChw(8|16)c"));
+  EXPECT_THAT(layouts.at("c2"), ::testing::MatchesRegex("nChw(8|16)c"));
+
+  // The second output too, through the caller's own tensor (written directly by download).
+  Core core;
+  CompiledModel compiled = core.compile_model(model, "CPU");
+  InferRequest request = compiled.create_infer_request();
+  request.set_tensor("x", inputs[0]);
+  Tensor c1_out(ElementType::f32, {1, 16, 10, 10});
+  request.set_tensor("c1_out", c1_out);
+  request.infer();
+  InferRequest reference = core.compile_model(model, "CPU", plain_config).create_infer_request();
+  reference.set_tensor("x", inputs[0]);
+  reference.infer();
+  const auto expected = reference.get_tensor("c1_out").to_vector<float>();
+  const auto actual = c1_out.to_vector<float>();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_NEAR(actual[i], expected[i], 1e-4 * std::abs(expected[i]) + 1e-5) << i;
 }
 
 TEST(LayoutAssignment, ExportedModelKeepsItsLayouts) {

@@ -1,0 +1,37 @@
+// Layout conversions between plain and channel-blocked tensors on oneDNN's reorder primitive
+// (its primitive cache makes creating one per call cheap).
+#include "kernels/layout_conversion.hpp"
+
+#include <cstring>
+
+#include "kernels/dnnl/dnnl_kernel.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe::kernels {
+
+void convert_layout(const Tensor& src, TensorLayout from, Tensor& dst, TensorLayout to) {
+  if (src.shape() != dst.shape() || src.element_type() != ElementType::f32 ||
+      dst.element_type() != ElementType::f32 || !src.is_contiguous() || !dst.is_contiguous())
+    throw ExecutionError("layout conversion needs dense f32 tensors of one shape, got " +
+                         src.shape().to_string() + " and " + dst.shape().to_string());
+  if (from == to) {
+    std::memcpy(dst.raw_data(), src.raw_data(), src.byte_size());
+    return;
+  }
+  using namespace onednn;
+  const Dims dims = to_dims(src.shape());
+  try {
+    dnnl::memory in(tensor_desc(dims, from), cpu_engine(), const_cast<void*>(src.raw_data()));
+    dnnl::memory out(tensor_desc(dims, to), cpu_engine(), dst.raw_data());
+    dnnl::stream stream(cpu_engine());
+    dnnl::reorder(in, out).execute(stream, in, out);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    throw ExecutionError("layout conversion of a tensor of shape " + src.shape().to_string() +
+                         " failed: " + e.what());
+  } catch (const Unsupported&) {
+    throw ExecutionError("no blocked layout for a tensor of shape " + src.shape().to_string());
+  }
+}
+
+}  // namespace troupe::kernels
