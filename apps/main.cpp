@@ -10,6 +10,7 @@
 #include "apps/bench_command.hpp"
 #include "apps/compile_command.hpp"
 #include "apps/info_command.hpp"
+#include "apps/run_command.hpp"
 #include "troupe/version.hpp"
 
 namespace {
@@ -74,11 +75,13 @@ int main(int argc, char** argv) {
   CLI::App* compile_cmd = troupe::apps::add_compile_command(app, compile);
   troupe::apps::InfoOptions info;
   CLI::App* info_cmd = troupe::apps::add_info_command(app, info);
+  troupe::apps::RunOptions run;
+  CLI::App* run_cmd = troupe::apps::add_run_command(app, run);
 
   // CLI11 would only say "A subcommand is required" for a misspelt command.
   if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
     std::cerr << "troupe: unknown command '" << argv[1]
-              << "' (commands: bench, compile, info; see troupe --help)\n";
+              << "' (commands: bench, compile, info, run; see troupe --help)\n";
     return 2;
   }
 
@@ -94,5 +97,6 @@ int main(int argc, char** argv) {
   if (bench_cmd->parsed()) return troupe::apps::run_bench(bench);
   if (compile_cmd->parsed()) return troupe::apps::run_compile(compile);
   if (info_cmd->parsed()) return troupe::apps::run_info(info);
+  if (run_cmd->parsed()) return troupe::apps::run_run(run);
   return 0;
 }

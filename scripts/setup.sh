@@ -12,6 +12,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev    # CLI, JSON reports, formatting
   libgtest-dev libgmock-dev libbenchmark-dev    # tests and benchmarks
   python3-onnx python3-numpy                    # ONNX conformance data generation
+  python3-torch python3-torchvision             # real-model export (ResNet-50, BERT) and references
 )
 
 missing=()

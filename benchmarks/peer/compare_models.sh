@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# troupe next to ONNX Runtime (CPU, onnxruntime-node) on the same ONNX models, same inputs and 2
+# compute threads each, interleaved in one run: per model, ROUNDS rounds of
+#   troupe latency    (-hint latency -nireq 1 -nthreads 2)     | ORT intra2 (1 session, 2 threads,
+#                                                              |   each run awaited)
+#   troupe throughput (-hint throughput -nthreads 2, its own   | ORT sessions2x1 (2 sessions x 1
+#                      streams/requests)                       |   thread, 2 requests in flight)
+#   troupe bf16       (-infer_precision bf16, $TROUPE_BF16_HINT hint; the table shows the precision
+#                      that actually ran: troupe falls back to f32 on CPUs without bf16)
+# each SECONDS_PER_CASE long, with the load average before and after every round (the machine is
+# shared). ORT's throughput figure is its best configuration by median FPS: intra2 (the latency
+# run: the Node binding runs one request at a time per session anyway) or sessions2x1.
+# The table (medians over rounds; ratios > 1 mean troupe is better) goes to stdout, everything to
+# $TROUPE_BUILD_DIR/compare_models.json, raw per-run files to $TROUPE_BUILD_DIR/compare_models/.
+#
+# Usage: benchmarks/peer/compare_models.sh [SECONDS_PER_CASE] [ROUNDS] [MODEL ...]
+#   defaults: 10 s, 3 rounds, models resnet50 mobilenet_v2 bert_encoder mlp.
+# Models: $MODELS_DIR/NAME.onnx (+ NAME/inputs/*.npy, NAME/expected/*.npy), default
+#   $TROUPE_BUILD_DIR/models; missing ones are made by benchmarks/models/export_models.py
+#   (EXPORT_ARGS, e.g. --reduced, is passed on to it).
+# Inputs: `troupe bench` cannot read .npy inputs, so both engines run troupe bench's deterministic
+#   generated values (ort_bench.js reproduces them bit for bit) with the shapes of the .npy inputs;
+#   the values do not change the speed of these models. ORT is checked once per model against the
+#   exported expected outputs (max abs diff shown).
+# Spinning: on a shared 2-core machine a thread that spins waiting for work steals the core its
+#   partner needs. By default troupe runs with OMP_WAIT_POLICY=passive (libgomp, used by oneDNN
+#   and troupe's kernels) and ORT with session.intra_op.allow_spinning=0, so neither spins. Set
+#   TROUPE_OMP_WAIT_POLICY= / ORT_SPINNING= (empty) to get each engine's own default.
+# Other knobs: TROUPE_BIN, ORT_THROUGHPUT_CONFIGS (default "sessions2x1"; "intra2_x2" adds two
+#   in-flight runs on one session), TROUPE_BF16_HINT (throughput|latency, default throughput).
+# Needs node, npm (onnxruntime-node is installed with --ignore-scripts into $TROUPE_BUILD_DIR/peer,
+# as run_peer.sh does) and Debian's /usr/bin/python3 (numpy; torch/onnx only to export models).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build_dir="${TROUPE_BUILD_DIR:-$root/build}"
+seconds="${1:-10}"
+rounds="${2:-3}"
+shift $(($# < 2 ? $# : 2))
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(resnet50 mobilenet_v2 bert_encoder mlp)
+troupe="${TROUPE_BIN:-$build_dir/bin/troupe}"
+models_dir="${MODELS_DIR:-$build_dir/models}"
+omp_policy="${TROUPE_OMP_WAIT_POLICY-passive}"
+ort_spinning="${ORT_SPINNING-0}"
+ort_tp_configs="${ORT_THROUGHPUT_CONFIGS:-sessions2x1}"
+bf16_hint="${TROUPE_BF16_HINT:-throughput}"
+python=/usr/bin/python3
+peer="$build_dir/peer"
+out="$build_dir/compare_models"
+
+[ -x "$troupe" ] || { echo "compare_models.sh: no troupe binary at $troupe" >&2; exit 1; }
+mkdir -p "$peer" "$models_dir"
+rm -rf "$out"
+mkdir -p "$out"
+if [ ! -d "$peer/node_modules/onnxruntime-node" ]; then
+  (cd "$peer" && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node)
+fi
+export NODE_PATH="$peer/node_modules"
+
+missing=()
+for m in "${models[@]}"; do [ -f "$models_dir/$m.onnx" ] || missing+=("$m"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "exporting ${missing[*]} into $models_dir"
+  # shellcheck disable=SC2086  # EXPORT_ARGS is a list of options
+  "$python" "$root/benchmarks/models/export_models.py" "$models_dir" --only "${missing[@]}" \
+    ${EXPORT_ARGS:-}
+fi
+
+troupe_env=()
+[ -n "$omp_policy" ] && troupe_env=(env "OMP_WAIT_POLICY=$omp_policy")
+ort_opts=()
+[ -n "$ort_spinning" ] && ort_opts=(--spinning "$ort_spinning")
+
+# Runs one case; its JSON goes to $1.json, its console output to $1.txt. A failure is recorded
+# (and shown in the table), not fatal.
+run_case() {
+  local base="$1"
+  shift
+  if ! "$@" >"$base.txt" 2>&1; then
+    echo "    FAILED: $* (see $base.txt)"
+    tail -n 3 "$base.txt" | sed 's/^/      /'
+    return 0
+  fi
+}
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# Shapes of the exported inputs in DIR: troupe's -shape text on the first line, JSON for ORT on
+# the second (nothing when there are no .npy inputs: both engines then set dynamic dims to 1).
+input_shapes() {
+  "$python" - "$1" <<'EOF'
+import glob, json, os, sys
+import numpy as np
+files = sorted(glob.glob(os.path.join(sys.argv[1], "*.npy")))
+shapes = {os.path.basename(f)[:-4]: list(np.load(f, mmap_mode="r").shape) for f in files}
+print(",".join(f"{k}[{','.join(map(str, v))}]" for k, v in shapes.items()))
+print(json.dumps(shapes))
+EOF
+}
+
+{
+  echo "{\"seconds_per_case\": $seconds, \"rounds\": $rounds, \"omp_wait_policy\": \"$omp_policy\","
+  echo " \"ort_spinning\": \"$ort_spinning\", \"ort_throughput_configs\": \"$ort_tp_configs\","
+  echo " \"bf16_hint\": \"$bf16_hint\", \"troupe\": \"$troupe\", \"models_dir\": \"$models_dir\","
+  echo " \"models\": \"${models[*]}\", \"started\": \"$(date -Iseconds)\"}"
+} >"$out/meta.json"
+
+for m in "${models[@]}"; do
+  model="$models_dir/$m.onnx"
+  dir="$out/$m"
+  mkdir -p "$dir"
+  if [ ! -f "$model" ]; then
+    echo "== $m: no $model, skipped"
+    continue
+  fi
+  mapfile -t shape_lines < <(input_shapes "$models_dir/$m/inputs")
+  shape_args=()
+  [ -n "${shape_lines[0]:-}" ] && shape_args=(-shape "${shape_lines[0]}")
+  ort_shapes='{}'
+  [ -n "${shape_lines[1]:-}" ] && ort_shapes="${shape_lines[1]}"
+  echo "== $m ($model) inputs ${shape_lines[0]:-(as in the model)}"
+  if [ -d "$models_dir/$m/expected" ]; then
+    run_case "$dir/ort_check" node "$root/benchmarks/peer/ort_bench.js" --model "$model" \
+      --check "$models_dir/$m" "${ort_opts[@]}"
+  fi
+
+  tb=("${troupe_env[@]}" "$troupe" bench -m "$model" -nthreads 2 -t "$seconds" "${shape_args[@]}")
+  ob=(node "$root/benchmarks/peer/ort_bench.js" --model "$model" --seconds "$seconds"
+      --shapes "$ort_shapes" "${ort_opts[@]}")
+  for r in $(seq 1 "$rounds"); do
+    loadavg >"$dir/r${r}_load_before.txt"
+    echo "  round $r/$rounds  load before $(cat "$dir/r${r}_load_before.txt")"
+    echo "    troupe latency"
+    run_case "$dir/r${r}_troupe_latency" "${tb[@]}" -hint latency -nireq 1 \
+      -report json "$dir/r${r}_troupe_latency.json"
+    echo "    ORT intra2"
+    run_case "$dir/r${r}_ort_intra2" "${ob[@]}" --config intra2
+    echo "    troupe throughput"
+    run_case "$dir/r${r}_troupe_throughput" "${tb[@]}" -hint throughput \
+      -report json "$dir/r${r}_troupe_throughput.json"
+    for c in $ort_tp_configs; do
+      echo "    ORT $c"
+      run_case "$dir/r${r}_ort_$c" "${ob[@]}" --config "$c"
+    done
+    echo "    troupe bf16 ($bf16_hint)"
+    bf16_opts=(-hint "$bf16_hint")
+    [ "$bf16_hint" = latency ] && bf16_opts+=(-nireq 1)
+    run_case "$dir/r${r}_troupe_bf16" "${tb[@]}" "${bf16_opts[@]}" -infer_precision bf16 \
+      -report json "$dir/r${r}_troupe_bf16.json"
+    loadavg >"$dir/r${r}_load_after.txt"
+    echo "  round $r/$rounds  load after  $(cat "$dir/r${r}_load_after.txt")"
+  done
+done
+# The ORT results are the last line of each .txt; the summarizer reads them from there.
+echo
+"$python" "$root/benchmarks/peer/compare_summary.py" "$out" "$build_dir/compare_models.json"
