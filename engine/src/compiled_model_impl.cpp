@@ -1,16 +1,24 @@
 #include "engine/src/compiled_model_impl.hpp"
 
+#include "engine/src/thread_policy.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
 
 namespace troupe::detail {
+
+namespace {
+CompileConfig fitted(CompileConfig config, const Model& model) {
+  fit_threads_to_model(config, model);
+  return config;
+}
+}  // namespace
 
 CompiledModelImpl::CompiledModelImpl(
     std::shared_ptr<Runtime> runtime, std::shared_ptr<const CompiledGraph> graph,
     CompileConfig config, bool loaded_from_cache,
     std::vector<std::unique_ptr<kernels::Kernel>> first_stream_kernels)
     : runtime_(std::move(runtime)),
-      context_(std::make_shared<actors::PipelineContext>(std::move(graph), config)),
+      context_(std::make_shared<actors::PipelineContext>(graph, fitted(config, *graph->model))),
       loaded_from_cache_(loaded_from_cache) {
   const Model& model = *context_->graph->model;
   for (ValueId in : model.inputs()) context_->graph_inputs.push_back(model.value(in));

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <cstdint>
+
+#include "engine/src/compile_config.hpp"
+#include "troupe/model.hpp"
+
+namespace troupe::detail {
+
+/// Multiply-accumulates of one inference in the compute-heavy nodes (Conv, ConvTranspose, MatMul,
+/// Gemm) of a model; dynamic dimensions count as 1, nodes with dynamic weights as zero.
+int64_t estimate_macs(const Model& model);
+
+/// Gives each stream one thread when the model's compute nodes are too small to split: every
+/// OpenMP parallel region wakes the team, and an op of a few microseconds gets slower, not faster,
+/// on two threads. Only when the user set no thread count and one stream would run several.
+void fit_threads_to_model(CompileConfig& config, const Model& model);
+
+}  // namespace troupe::detail

@@ -1,0 +1,55 @@
+// Thread policy (engine/src/thread_policy): a model of tiny compute nodes runs its one LATENCY
+// stream on one thread, a model of large ones on all cores, and a thread count the user set is
+// kept; the MAC estimate counts Conv and MatMul/Gemm work.
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/src/thread_policy.hpp"
+#include "troupe/core.hpp"
+#include "troupe/model_builder.hpp"
+#include "troupe/properties.hpp"
+
+namespace troupe {
+namespace {
+
+std::shared_ptr<Model> gemm_model(int64_t batch, int64_t in, int64_t out) {
+  ModelBuilder b("gemm");
+  auto x = b.input("x", ElementType::f32, {batch, in});
+  auto w = b.constant("w", Tensor(ElementType::f32, {out, in}));
+  b.output(b.op("Gemm", {x, w}, {{"transB", int64_t{1}}}, "gemm"), "y");
+  return b.build();
+}
+
+std::shared_ptr<Model> conv_model(int64_t channels, int64_t size) {
+  ModelBuilder b("conv");
+  auto x = b.input("x", ElementType::f32, {1, channels, size, size});
+  auto w = b.constant("w", Tensor(ElementType::f32, {channels, channels, 3, 3}));
+  b.output(b.op("Conv", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv"), "y");
+  return b.build();
+}
+
+TEST(ThreadPolicy, EstimatesMultiplyAccumulates) {
+  EXPECT_EQ(detail::estimate_macs(*gemm_model(4, 256, 512)), 4 * 256 * 512);
+  EXPECT_EQ(detail::estimate_macs(*conv_model(8, 10)), 8 * 10 * 10 * (8 * 3 * 3));
+}
+
+int64_t threads_of(const std::shared_ptr<Model>& model, const AnyMap& extra = {}) {
+  Core core;
+  AnyMap config = {{props::performance_mode, std::string("LATENCY")}};
+  for (const auto& [k, v] : extra) config[k] = v;
+  return core.compile_model(model, "CPU", config)
+      .get_property(props::inference_num_threads)
+      .as_int();
+}
+
+TEST(ThreadPolicy, TinyNodesRunOnOneThreadLargeOnesOnAllCores) {
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(threads_of(gemm_model(1, 256, 512)), 1);
+  EXPECT_EQ(threads_of(conv_model(64, 56)), cores);  // 116 M MACs
+  EXPECT_EQ(threads_of(gemm_model(1, 256, 512), {{props::inference_num_threads, int64_t{2}}}), 2);
+}
+
+}  // namespace
+}  // namespace troupe
