@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ inline std::shared_ptr<Model> make_add_relu_model(int64_t batch = 1, int64_t wid
 
 inline float expected_add_relu(float x) {
   return x + 0.5f > 0.f ? x + 0.5f : 0.f;
+}
+
+/// f32 values drawn uniformly from [low, high) with a fixed seed.
+inline Tensor random_tensor(const Shape& shape, unsigned seed, float low = -1.f, float high = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(low, high);
+  std::vector<float> values(static_cast<size_t>(shape.element_count()));
+  for (float& v : values) v = dist(rng);
+  return Tensor::from_vector<float>(shape, values);
 }
 
 /// The message of the E that f() throws; a test failure (and "") when it throws something else

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# troupe next to ONNX Runtime (CPU, onnxruntime-node) on the same ONNX models, same inputs and 2
-# compute threads each, interleaved in one run: per model, ROUNDS rounds of
-#   troupe latency    (-hint latency -nireq 1 -nthreads 2)     | ORT intra2 (1 session, 2 threads,
+# troupe next to ONNX Runtime (CPU, onnxruntime-node) on the same ONNX models, same inputs and the
+# same 2 cores, interleaved in one run: per model, ROUNDS rounds of
+#   troupe latency    (-hint latency -nireq 1)                 | ORT intra2 (1 session, 2 threads,
 #                                                              |   each run awaited)
-#   troupe throughput (-hint throughput -nthreads 2, its own   | ORT sessions2x1 (2 sessions x 1
+#   troupe throughput (-hint throughput, its own               | ORT sessions2x1 (2 sessions x 1
 #                      streams/requests)                       |   thread, 2 requests in flight)
+# troupe's default thread budget is every core (2 here); like ORT's intraOpNumThreads it never
+# uses more, and its thread policy may use fewer per stream (one for models of tiny nodes).
 #   troupe bf16       (-infer_precision bf16, $TROUPE_BF16_HINT hint; the table shows the precision
 #                      that actually ran: troupe falls back to f32 on CPUs without bf16)
 # each SECONDS_PER_CASE long, with the load average before and after every round (the machine is
@@ -124,7 +126,7 @@ for m in "${models[@]}"; do
       --check "$models_dir/$m" "${ort_opts[@]}"
   fi
 
-  tb=("${troupe_env[@]}" "$troupe" bench -m "$model" -nthreads 2 -t "$seconds" "${shape_args[@]}")
+  tb=("${troupe_env[@]}" "$troupe" bench -m "$model" -t "$seconds" "${shape_args[@]}")
   ob=(node "$root/benchmarks/peer/ort_bench.js" --model "$model" --seconds "$seconds"
       --shapes "$ort_shapes" "${ort_opts[@]}")
   for r in $(seq 1 "$rounds"); do

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../test_util.hpp"
 #include "troupe/core.hpp"
 #include "troupe/model_builder.hpp"
 #include "troupe/properties.hpp"
@@ -20,13 +21,7 @@
 namespace troupe {
 namespace {
 
-Tensor random_tensor(const Shape& shape, unsigned seed, float low = -1.f, float high = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(low, high);
-  std::vector<float> values(static_cast<size_t>(shape.element_count()));
-  for (float& v : values) v = dist(rng);
-  return Tensor::from_vector<float>(shape, values);
-}
+using test::random_tensor;
 
 ValueId conv(ModelBuilder& b, ValueId x, int64_t in, int64_t out, int64_t k, unsigned seed,
              const std::string& name) {

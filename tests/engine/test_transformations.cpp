@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../test_util.hpp"
 #include "engine/transformations/transformations.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
@@ -24,13 +25,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
-Tensor random_tensor(const Shape& shape, unsigned seed, float low = -1.f, float high = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(low, high);
-  std::vector<float> values(static_cast<size_t>(shape.element_count()));
-  for (float& v : values) v = dist(rng);
-  return Tensor::from_vector<float>(shape, values);
-}
+using test::random_tensor;
 
 struct RunResult {
   std::shared_ptr<const Model> runtime;
