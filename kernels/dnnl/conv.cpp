@@ -65,6 +65,8 @@ class ConvKernel final : public DnnlKernel {
     const dnnl::memory::desc src_md = tensor_desc(src, input_layout(0));
     const dnnl::memory::desc weights_md = plain_f32(plain_weights);
     const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0));
+    // The residual is read as a tensor of dst's shape (the graph compiler fuses only such sums).
+    if (fused_sum_ && to_dims(inputs[3]) != dst) return false;
     with_bias_ = has_input(2);
     if (with_bias_ && inputs[2].element_count() != out_channels) return false;
     const dnnl::memory::desc bias_md = plain_f32({out_channels});
