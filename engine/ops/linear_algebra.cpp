@@ -87,8 +87,9 @@ std::vector<ValueInfo> infer_gemm(const ShapeInferContext& ctx) {
 }  // namespace
 
 void register_linear_algebra_ops(OpSchemaRegistry& registry) {
-  // One more input each for the residual of a fused sum (engine/ops/fused_post_ops.hpp).
-  registry.add(OpSchema{"MatMul", 2, 3, 1, 1, infer_matmul});
+  // One more input each for the residual of a fused sum, and MatMul's fused bias before it
+  // (engine/ops/fused_post_ops.hpp).
+  registry.add(OpSchema{"MatMul", 2, 4, 1, 1, infer_matmul});
   registry.add(OpSchema{"Gemm", 2, 4, 1, 1, infer_gemm});
 }
 

@@ -15,6 +15,12 @@ OriginalNames run_all(Model& model) {
   fold_constants(model);
   eliminate_dead_code(model);
   fold_batch_norm_into_conv(model, names);
+  // Bias before scale: the fused contract scales the biased product, s * (AB + b). Gelu before
+  // the post-op fusion, which folds the Gelu node into the MatMul before it.
+  fuse_matmul_bias(model, names);
+  fuse_matmul_scale(model, names);
+  fuse_layer_norm(model, names);
+  fuse_gelu(model, names);
   fuse_post_ops(model, names);
   eliminate_dead_code(model);
   return names;

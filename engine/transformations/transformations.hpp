@@ -36,8 +36,25 @@ size_t eliminate_dead_code(Model& model);
 // Conv output read by nothing else).
 size_t fold_batch_norm_into_conv(Model& model, OriginalNames& names);
 
-// Fuses Conv/MatMul/Gemm with a following residual Add and/or Relu into one node carrying the
-// attributes "fused_sum" and "fused_activation" (see engine/ops/fused_post_ops.hpp).
+// Fuses a MatMul and the Add of a constant bias along its last axis into the MatMul
+// ("fused_bias", see engine/ops/fused_post_ops.hpp).
+size_t fuse_matmul_bias(Model& model, OriginalNames& names);
+
+// Fuses a MatMul and a following multiplication or division by a constant scalar into the MatMul
+// ("fused_scale").
+size_t fuse_matmul_scale(Model& model, OriginalNames& names);
+
+// Replaces the decomposed layer normalization (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div,
+// optional Mul and Add) by one LayerNormalization node.
+size_t fuse_layer_norm(Model& model, OriginalNames& names);
+
+// Replaces the decomposed exact GELU (x * 0.5 * (1 + Erf(x / sqrt 2)), in its exported orders) by
+// one Gelu node.
+size_t fuse_gelu(Model& model, OriginalNames& names);
+
+// Fuses Conv/MatMul/Gemm with a following residual Add and/or activation (Relu, LeakyRelu, Clip,
+// Sigmoid, Tanh, HardSwish, Gelu) into one node carrying the attributes "fused_sum" and
+// "fused_activation" (see engine/ops/fused_post_ops.hpp).
 size_t fuse_post_ops(Model& model, OriginalNames& names);
 
 // Runs all passes in order; returns the original names of the rewritten nodes.

@@ -1,17 +1,54 @@
 #include "kernels/dnnl/post_ops.hpp"
 
+#include <optional>
+
 #include "engine/ops/fused_post_ops.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"
 
 namespace troupe::kernels::onednn {
 
-bool supports_fused_activation(const Node& node) {
+namespace {
+
+struct Eltwise {
+  dnnl::algorithm algorithm;
+  float alpha = 0.f;
+  float beta = 0.f;
+};
+
+// The oneDNN eltwise algorithm of a fused activation (engine/ops/fused_post_ops.hpp); nullopt for
+// one oneDNN would compute differently.
+std::optional<Eltwise> eltwise_of(const Node& node) {
+  using alg = dnnl::algorithm;
   const std::string activation = fused::activation(node);
-  return activation.empty() || activation == "Relu";
+  if (activation == "Relu") return Eltwise{alg::eltwise_relu};
+  if (activation == "LeakyRelu")
+    return Eltwise{alg::eltwise_relu, static_cast<float>(fused::leaky_relu_alpha(node))};
+  if (activation == "Sigmoid") return Eltwise{alg::eltwise_logistic};
+  if (activation == "Tanh") return Eltwise{alg::eltwise_tanh};
+  if (activation == "HardSwish") return Eltwise{alg::eltwise_hardswish};
+  if (activation == "Gelu") return Eltwise{alg::eltwise_gelu_erf};
+  if (activation == "GeluTanh") return Eltwise{alg::eltwise_gelu_tanh};
+  if (activation == "Clip") {
+    const double lo = fused::clip_min(node);
+    const double hi = fused::clip_max(node);
+    // ONNX yields max everywhere when min > max; clip_v2 would yield min below it.
+    if (lo > hi) return std::nullopt;
+    return Eltwise{alg::eltwise_clip_v2, static_cast<float>(lo), static_cast<float>(hi)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool supports_fused_activation(const Node& node) {
+  return fused::activation(node).empty() || eltwise_of(node).has_value();
 }
 
 void append_fused_activation(const Node& node, dnnl::post_ops& ops) {
-  if (fused::activation(node) == "Relu")
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  if (fused::activation(node).empty()) return;
+  const std::optional<Eltwise> e = eltwise_of(node);
+  if (!e) throw Unsupported{};  // callers check supports_fused_activation first
+  ops.append_eltwise(1.f, e->algorithm, e->alpha, e->beta);
 }
 
 }  // namespace troupe::kernels::onednn

@@ -10,8 +10,9 @@ namespace troupe::kernels::onednn {
 /// oneDNN eltwise post-op; a node without one is supported.
 bool supports_fused_activation(const Node& node);
 
-/// Appends the node's fused activation (if any) to `ops`. Call after the sum post-op: the
-/// graph compiler's order is sum first, then activation.
+/// Appends the node's fused activation (if any) to `ops` as an eltwise post-op. Call after the sum
+/// post-op: the graph compiler's order is sum first, then activation. Throws Unsupported for an
+/// activation supports_fused_activation() refuses.
 void append_fused_activation(const Node& node, dnnl::post_ops& ops);
 
 }  // namespace troupe::kernels::onednn

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "../test_util.hpp"
 #include "engine/transformations/transformations.hpp"
+#include "transformation_test_util.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
 #include "troupe/model_builder.hpp"
@@ -27,71 +27,17 @@ using ::testing::UnorderedElementsAre;
 
 using test::random_tensor;
 
-struct RunResult {
-  std::shared_ptr<const Model> runtime;
-  std::map<std::string, std::vector<float>> outputs;
-};
+using test::compile_and_run;
+using test::expect_close;
+using test::node_named;
+using test::op_types;
+using test::original_names;
+using test::RunResult;
 
-RunResult compile_and_run(const std::shared_ptr<Model>& model, bool disable,
-                          const std::map<std::string, Tensor>& inputs) {
-  Core core;
-  CompiledModel compiled =
-      core.compile_model(model, "CPU", {{props::disable_transformations, disable}});
-  InferRequest request = compiled.create_infer_request();
-  for (const auto& [name, tensor] : inputs) request.set_tensor(name, tensor);
-  request.infer();
-  RunResult run{compiled.runtime_model(), {}};
-  for (ValueId out : model->outputs()) {
-    const std::string& name = model->value(out).name;
-    run.outputs[name] = request.get_tensor(name).to_vector<float>();
-  }
-  return run;
-}
-
-// Random inputs for every model input, seeded by position.
-std::map<std::string, Tensor> random_inputs(const Model& model) {
-  std::map<std::string, Tensor> inputs;
-  unsigned seed = 7;
-  for (ValueId in : model.inputs())
-    inputs[model.value(in).name] = random_tensor(model.value(in).shape, seed++);
-  return inputs;
-}
-
-void expect_close(const std::vector<float>& actual, const std::vector<float>& expected,
-                  const std::string& what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  for (size_t i = 0; i < actual.size(); ++i)
-    ASSERT_NEAR(actual[i], expected[i], 1e-4 * std::abs(expected[i]) + 1e-5)
-        << what << " element " << i;
-}
-
-// Compiles both ways, checks equal outputs, returns {plain run, transformed run}.
+// Compiles both ways on seeded inputs in [-1, 1), checks equal outputs, returns {plain run,
+// transformed run}.
 std::pair<RunResult, RunResult> compare(const std::shared_ptr<Model>& model) {
-  const auto inputs = random_inputs(*model);
-  RunResult plain = compile_and_run(model, true, inputs);
-  RunResult transformed = compile_and_run(model, false, inputs);
-  EXPECT_EQ(plain.runtime->nodes().size(), model->nodes().size());
-  for (const auto& [name, values] : plain.outputs) {
-    EXPECT_EQ(transformed.outputs.count(name), 1u) << name;
-    expect_close(transformed.outputs[name], values, name);
-  }
-  return {plain, transformed};
-}
-
-const Node& node_named(const Model& model, const std::string& name) {
-  auto index = model.find_node(name);
-  if (!index) throw std::runtime_error("no node '" + name + "' in the runtime model");
-  return model.nodes()[*index];
-}
-
-std::vector<std::string> original_names(const Node& node) {
-  return std::get<std::vector<std::string>>(node.attributes.all().at("original_names"));
-}
-
-std::vector<std::string> op_types(const Model& model) {
-  std::vector<std::string> types;
-  for (const Node& n : model.nodes()) types.push_back(n.op_type);
-  return types;
+  return test::compare_with_untransformed(model, test::random_inputs(*model, 7, 1.f));
 }
 
 Tensor conv_weights(int64_t out, int64_t in, int64_t k, unsigned seed) {
@@ -130,7 +76,7 @@ TEST(Transformations, FoldsShapeGatherConcatReshapeChain) {
   Core core;
   EXPECT_THROW(core.compile_model(model, "CPU", {{props::disable_transformations, true}}),
                UnsupportedOperation);
-  const auto inputs = random_inputs(*model);
+  const auto inputs = test::random_inputs(*model, 7, 1.f);
   RunResult run = compile_and_run(model, false, inputs);
   EXPECT_THAT(op_types(*run.runtime), ElementsAre("Reshape", "Mul"));
   EXPECT_EQ(run.runtime->value(*run.runtime->find_value("y_out")).shape, (Shape{2, 60}));
@@ -256,6 +202,28 @@ TEST(Transformations, FusesMatMulAddReluAndGemmRelu) {
               ElementsAre("gemm", "relu_gemm"));
 }
 
+// Exported CNNs have a dynamic batch: the residual and the Conv output are then both
+// [?, C, H, W], the same batch, and still fused.
+TEST(Transformations, FusesResidualWithADynamicBatch) {
+  ModelBuilder b("dynamic_residual");
+  auto x = b.input("x", ElementType::f32, {Shape::dynamic, 8, 6, 6});
+  auto conv = b.op(
+      "Conv",
+      {x, b.constant("w", conv_weights(8, 8, 3, 41)), b.constant("bias", random_tensor({8}, 42))},
+      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+  b.output(b.op("Relu", {b.op("Add", {conv, x}, {}, "add")}, {}, "relu"), "y");
+  auto model = b.build();
+  for (int64_t batch : {1, 3}) {
+    const std::map<std::string, Tensor> inputs = {{"x", random_tensor({batch, 8, 6, 6}, 43)}};
+    RunResult plain = compile_and_run(model, true, inputs);
+    RunResult transformed = compile_and_run(model, false, inputs);
+    expect_close(transformed.outputs["y"], plain.outputs["y"], "y");
+    EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv"));
+    EXPECT_THAT(original_names(node_named(*transformed.runtime, "conv")),
+                ElementsAre("conv", "add", "relu"));
+  }
+}
+
 TEST(Transformations, BroadcastAddIsNotFusedAsResidual) {
   ModelBuilder b("broadcast_add");
   auto x = b.input("x", ElementType::f32, {3, 8});
@@ -315,7 +283,7 @@ TEST(Transformations, ConvWithWeightsAsModelInput) {
   EXPECT_THAT(original_names(node_named(*transformed.runtime, "conv")),
               ElementsAre("conv", "relu"));
   // Hand check of one output: y[0,0,0,0] = relu(bias[0] + sum over c,kh,kw of x*w).
-  const auto inputs = random_inputs(*model);
+  const auto inputs = test::random_inputs(*model, 7, 1.f);
   const auto xv = inputs.at("x").to_vector<float>();
   const auto wv = inputs.at("w").to_vector<float>();
   double sum = inputs.at("bias").to_vector<float>()[0];

@@ -387,6 +387,27 @@ std::vector<Case> matmul_cases(Rng& rng) {
     c.tolerance = {1e-4, 4e-6 * static_cast<double>(kk)};
     cases.push_back(c);
   }
+  // Constant wide weights (N > K) with many rows, which the kernel stores transposed for oneDNN's
+  // GEMM-based implementation: 2-D, batched A, and Gemm with and without transB.
+  const std::vector<std::pair<ints, ints>> wide = {
+      {{64, 24}, {24, 96}}, {{2, 40, 16}, {16, 48}}, {{3, 33, 8}, {3, 8, 40}}};
+  for (const auto& [a, b] : wide) {
+    Case c;
+    c.node = make_node("MatMul");
+    c.inputs = {rng.tensor(a), rng.tensor(b)};
+    c.constant = {false, true};
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(a.back())};
+    cases.push_back(c);
+  }
+  for (bool tb : {false, true}) {
+    Case c;
+    c.node = make_node("Gemm", Attributes{{"transB", int64_t{tb}}});
+    c.inputs = {rng.tensor({40, 20}), rng.tensor(tb ? ints{50, 20} : ints{20, 50}),
+                rng.tensor({50})};
+    c.constant = {false, true, true};
+    c.tolerance = {1e-4, 4e-6 * 20};
+    cases.push_back(c);
+  }
   return cases;
 }
 
@@ -598,6 +619,96 @@ TEST(BackendConsistency, FusedPostOps) {
   run_family("fused", fused_cases(rng));
 }
 
+// Every fused activation of the contract on Conv/MatMul/Gemm, and MatMul's fused bias and scale,
+// alone and together with a residual sum.
+std::vector<Case> fused_activation_cases(Rng& rng) {
+  std::vector<Case> base = conv_cases(rng);
+  base.resize(24);
+  std::vector<Case> products = matmul_cases(rng);
+  base.insert(base.end(), products.begin(), products.begin() + 40);       // MatMul
+  base.insert(base.end(), products.begin() + 40, products.begin() + 56);  // Gemm
+  const std::vector<std::string> activations = {
+      "", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSwish", "Gelu", "GeluTanh"};
+  std::vector<Case> cases;
+  for (size_t k = 0; k < base.size(); ++k) {
+    Case c = base[k];
+    const std::string act = activations[k % activations.size()];
+    Attributes& a = c.node.attributes;
+    if (!act.empty()) a.set("fused_activation", act);
+    if (act == "LeakyRelu" && rng.chance(0.7)) a.set("fused_activation_alpha", rng.real(0.01, 0.5));
+    if (act == "Clip") {
+      // Either bound may be absent (unbounded on that side).
+      const int which = static_cast<int>(rng.integer(0, 2));
+      if (which != 2) a.set("fused_activation_alpha", rng.real(-1, 0));
+      if (which != 1) a.set("fused_activation_beta", rng.real(0, 1));
+    }
+    const bool is_matmul = c.node.op_type == "MatMul";
+    const ValueInfo out = infer_outputs(base[k], value_infos(base[k].inputs, "x"),
+                                        std::vector<const Tensor*>(base[k].inputs.size()))[0];
+    const int64_t n = out.shape.rank() == 0 ? 1 : out.shape[out.shape.rank() - 1];
+    const bool bias = is_matmul && rng.chance(0.6);
+    const bool scale = is_matmul && rng.chance(0.5);
+    const bool sum = c.node.op_type != "Gemm" && rng.chance(0.4);
+    if (bias) {
+      a.set("fused_bias", int64_t{1});
+      c.inputs.push_back(rng.tensor({n}));
+      c.constant.resize(c.inputs.size(), false);
+      c.constant.back() = rng.chance(0.8);
+    }
+    if (scale) a.set("fused_scale", rng.pick<double>({0.125, 0.35355339, -2.0, 3.0}));
+    if (sum) {
+      if (c.node.op_type == "Conv") c.inputs.resize(3);  // residual is input 3, after the bias
+      c.inputs.push_back(rng.tensor(out.shape.dims()));
+      c.node.attributes.set("fused_sum", int64_t{1});
+    }
+    c.constant.resize(c.inputs.size(), false);
+    // A fused bias needs B of rank >= 2: a 1-D B drops the axis it runs along.
+    c.must_accept = !(bias && c.inputs[1].shape().rank() == 1);
+    if (scale) c.tolerance.atol *= 4;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, FusedActivationsBiasAndScale) {
+  Rng rng(base_seed() + 21);
+  run_family("fused activations", fused_activation_cases(rng));
+}
+
+std::vector<Case> transpose_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 40; ++k) {
+    const size_t rank = static_cast<size_t>(rng.integer(0, 6));
+    const ints dims = rng.dims(rank, 1, rank > 4 ? 5 : 9);
+    ints perm(rank);
+    for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+    std::shuffle(perm.begin(), perm.end(), std::mt19937(static_cast<unsigned>(k)));
+    Attributes attrs;
+    if (k % 5 != 0) attrs.set("perm", perm);  // else the default: reversed axes
+    Case c;
+    c.node = make_node("Transpose", attrs);
+    c.inputs = {rng.tensor(dims)};
+    c.constant = {false};
+    c.tolerance = {0, 0};  // a copy
+    cases.push_back(c);
+  }
+  // The attention layouts of a transformer: [1,t,h,d] <-> [1,h,t,d] and [1,h,d,t].
+  for (const ints& perm : {ints{0, 2, 1, 3}, ints{0, 2, 3, 1}}) {
+    Case c;
+    c.node = make_node("Transpose", Attributes{{"perm", perm}});
+    c.inputs = {rng.tensor({1, 16, 12, 8})};
+    c.constant = {false};
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, Transpose) {
+  Rng rng(base_seed() + 22);
+  run_family("transpose", transpose_cases(rng));
+}
+
 TEST(BackendConsistency, Pooling) {
   Rng rng(base_seed() + 6);
   run_family("pooling", pooling_cases(rng));
@@ -642,7 +753,8 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
                                             "GlobalAveragePool",
                                             "GlobalMaxPool",
                                             "BatchNormalization",
-                                            "LayerNormalization"};
+                                            "LayerNormalization",
+                                            "Transpose"};
   const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
   EXPECT_FALSE(ops.empty());
   for (const std::string& op : ops)
