@@ -1,6 +1,7 @@
 #include "engine/src/compiled_graph.hpp"
 
 #include "engine/src/layout_assignment.hpp"
+#include "engine/src/thread_policy.hpp"
 #include "engine/transformations/transformations.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
@@ -56,6 +57,10 @@ std::shared_ptr<CompiledGraph> compile_graph(
     if (!model->value(in).shape.is_static()) graph->dynamic_shapes = true;
 
   const auto& registry = kernels::KernelRegistry::instance();
+  // The kernels go to the first execute stream: create them with its thread count.
+  CompileConfig stream_config = config;
+  fit_threads_to_model(stream_config, *model);
+  const ScopedOmpThreads stream_threads(stream_config.threads_per_stream);
   std::vector<std::unique_ptr<kernels::Kernel>> created;
   std::string unsupported;
   for (const Node& node : model->nodes()) {

@@ -33,9 +33,10 @@ CompiledModelImpl::CompiledModelImpl(
       if (ppp->outputs[i]) context_->outputs[i] = ppp->outputs[i]->caller;
   }
   for (int s = 0; s < config.num_streams; ++s) {
-    context_->executors.push_back(std::make_unique<StreamExecutor>(
-        context_->graph, s == 0 ? std::move(first_stream_kernels)
-                                : std::vector<std::unique_ptr<kernels::Kernel>>{}));
+    context_->executors.push_back(
+        std::make_unique<StreamExecutor>(context_->graph, context_->config.threads_per_stream,
+                                         s == 0 ? std::move(first_stream_kernels)
+                                                : std::vector<std::unique_ptr<kernels::Kernel>>{}));
     for (int k = 0; k < config.slots_per_stream; ++k) {
       actors::ExecuteSlot slot;
       slot.stream = s;

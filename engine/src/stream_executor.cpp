@@ -6,14 +6,15 @@
 #include "engine/src/clock.hpp"
 #include "engine/src/layout_assignment.hpp"
 #include "engine/src/memory_plan.hpp"
+#include "engine/src/thread_policy.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::detail {
 
-StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph,
+StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph, int threads,
                                std::vector<std::unique_ptr<kernels::Kernel>> prepared)
-    : graph_(std::move(graph)), active_(graph_->model) {
+    : graph_(std::move(graph)), threads_(threads), active_(graph_->model) {
   if (!graph_->dynamic_shapes) {
     std::vector<Shape> shapes;
     for (ValueId in : active_->inputs()) shapes.push_back(active_->value(in).shape);
@@ -32,6 +33,7 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
     model = std::move(concrete);
   }
   const auto& registry = kernels::KernelRegistry::instance();
+  const ScopedOmpThreads stream_threads(threads_);
   const bool use_prepared = !graph_->dynamic_shapes && prepared.size() == model->nodes().size();
   std::vector<std::unique_ptr<kernels::Kernel>> kernels;
   for (size_t n = 0; n < model->nodes().size(); ++n) {

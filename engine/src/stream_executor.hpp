@@ -23,8 +23,9 @@ class StreamExecutor {
  public:
   /// `prepared`: kernels already created for the graph's nodes (from compile_graph), used instead
   /// of creating them again; empty to create them here.
-  explicit StreamExecutor(std::shared_ptr<const CompiledGraph> graph,
-                          std::vector<std::unique_ptr<kernels::Kernel>> prepared = {});
+  /// `threads`: the stream's OpenMP thread count, under which its kernels are created.
+  StreamExecutor(std::shared_ptr<const CompiledGraph> graph, int threads,
+                 std::vector<std::unique_ptr<kernels::Kernel>> prepared = {});
 
   /// `inputs`: one per model input, the model's element type, dense. `outputs`: one per model
   /// output; an entry that is empty or of another shape is (re)allocated here, otherwise written in
@@ -48,6 +49,7 @@ class StreamExecutor {
                   std::vector<std::unique_ptr<kernels::Kernel>> prepared = {});
 
   std::shared_ptr<const CompiledGraph> graph_;
+  int threads_ = 1;
   std::shared_ptr<const Model> active_;
   std::vector<std::unique_ptr<kernels::Kernel>> kernels_;
   std::vector<Tensor> values_;

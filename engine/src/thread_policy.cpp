@@ -1,5 +1,7 @@
 #include "engine/src/thread_policy.hpp"
 
+#include <omp.h>
+
 namespace troupe::detail {
 
 namespace {
@@ -40,6 +42,14 @@ int64_t estimate_macs(const Model& model) {
     total += elements_at_least_one(out) * per_output;
   }
   return total;
+}
+
+ScopedOmpThreads::ScopedOmpThreads(int threads) : previous_(omp_get_max_threads()) {
+  omp_set_num_threads(threads);
+}
+
+ScopedOmpThreads::~ScopedOmpThreads() {
+  omp_set_num_threads(previous_);
 }
 
 void fit_threads_to_model(CompileConfig& config, const Model& model) {
