@@ -139,7 +139,8 @@ int run_model(const RunOptions& o) {
     fmt::print("output {}: {} {} -> {}\n", out.name, to_string(t.element_type()),
                t.shape().to_string(), files.at(out.name));
   }
-  fmt::print("inference {:.2f} ms\n", ms);
+  fmt::print("inference {:.2f} ms in {}\n", ms,
+             compiled.get_property(props::inference_precision).as_string());
   return 0;
 }
 

@@ -22,6 +22,10 @@ struct KernelRequest {
   /// kernel that reported it can read/write a blocked layout there is given one.
   std::vector<TensorLayout> input_layouts = {};
   std::vector<TensorLayout> output_layouts = {};
+  /// The precision the compiled model computes in (INFERENCE_PRECISION_HINT): f32, or bf16, where
+  /// the compute-heavy kernels (Conv, MatMul, Gemm on oneDNN) round their activations and weights
+  /// to bf16 and accumulate in f32. Tensors between kernels stay f32 either way.
+  ElementType compute_precision = ElementType::f32;
 
   TensorLayout input_layout(size_t i) const {
     return i < input_layouts.size() ? input_layouts[i] : TensorLayout{};

@@ -511,6 +511,7 @@ LoadedBlob read_blob(BlobSource& in, const std::string& device,
                       " over bytes " + range(payload_offset, info.payload_length) +
                       "): the blob is corrupt");
   blob.graph = graph_from_payload(payload.data, payload.owner, info.payload_length);
+  blob.graph->inference_precision = info.config.inference_precision;
   return blob;
 }
 

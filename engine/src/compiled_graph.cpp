@@ -9,8 +9,10 @@
 namespace troupe::detail {
 
 kernels::KernelRequest make_kernel_request(const Model& model, const Node& node,
+                                           ElementType precision,
                                            const std::vector<kernels::TensorLayout>* layouts) {
   kernels::KernelRequest request{node, {}, {}};
+  request.compute_precision = precision;
   for (ValueId in : node.inputs) {
     request.inputs.push_back(in == no_value ? ValueInfo{} : model.value(in));
     auto c = in == no_value ? model.constants().end() : model.constants().find(in);
@@ -53,6 +55,7 @@ std::shared_ptr<CompiledGraph> compile_graph(
   transformations::OriginalNames original_names;
   if (!config.disable_transformations) original_names = transformations::run_all(*model);
   auto graph = std::make_shared<CompiledGraph>();
+  graph->inference_precision = config.inference_precision;
   for (ValueId in : model->inputs())
     if (!model->value(in).shape.is_static()) graph->dynamic_shapes = true;
 
@@ -69,7 +72,7 @@ std::shared_ptr<CompiledGraph> compile_graph(
     for (ValueId v : node.inputs)
       if (v != no_value && !model->value(v).shape.is_static()) static_node = false;
     if (registry.has_op(node.op_type) && static_node)
-      kernel = registry.create(make_kernel_request(*model, node));
+      kernel = registry.create(make_kernel_request(*model, node, graph->inference_precision));
     if (!registry.has_op(node.op_type) || (static_node && !kernel)) {
       unsupported += (unsupported.empty() ? "" : ", ") + node.op_type + " node '" + node.name + "'";
       continue;
@@ -82,7 +85,8 @@ std::shared_ptr<CompiledGraph> compile_graph(
   graph->blocked_layouts = !config.disable_transformations;
   std::vector<kernels::TensorLayout> layouts;
   if (graph->blocked_layouts && !graph->dynamic_shapes)
-    layouts = assign_blocked_layouts(*model, created, /*boundaries=*/true);
+    layouts =
+        assign_blocked_layouts(*model, created, /*boundaries=*/true, graph->inference_precision);
   graph->value_layouts = layouts;
   describe_kernels(*model, created, layouts, *graph);
   if (kernels && !graph->dynamic_shapes) *kernels = std::move(created);

@@ -25,13 +25,15 @@ struct CompiledGraph {
   /// The layout of each value (by ValueId) chosen at compile time for the kernels handed to the
   /// first stream; empty when compile_graph created none (dynamic shapes, imported blobs).
   std::vector<kernels::TensorLayout> value_layouts;
+  /// What the kernels compute in (the resolved INFERENCE_PRECISION_HINT): f32 or bf16.
+  ElementType inference_precision = ElementType::f32;
 };
 
-/// What the kernel registry is told about one node of `model` (types, shapes, constant inputs and,
-/// when given, the layouts of its values indexed by ValueId). The request refers to `node` and to
-/// the model's constants: both must outlive it.
+/// What the kernel registry is told about one node of `model` (types, shapes, constant inputs,
+/// the precision to compute in and, when given, the layouts of its values indexed by ValueId). The
+/// request refers to `node` and to the model's constants: both must outlive it.
 kernels::KernelRequest make_kernel_request(
-    const Model& model, const Node& node,
+    const Model& model, const Node& node, ElementType precision = ElementType::f32,
     const std::vector<kernels::TensorLayout>* value_layouts = nullptr);
 
 /// Fills graph.implementations and graph.output_layouts from the kernels of each node of `model`

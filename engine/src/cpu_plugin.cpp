@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 #include <unistd.h>
+#include <cstdlib>
 
 #include <algorithm>
 #include <fstream>
@@ -36,6 +37,15 @@ bool cpu_has_amx_bf16() {
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   return ((d >> 22) & 1u) && ((d >> 24) & 1u);
+}
+
+// bf16 inference: on CPUs with bf16 instructions (AVX512_BF16 or AMX), or, for testing the bf16
+// path on other AVX-512 CPUs, where TROUPE_BF16_EMULATION=1 lets oneDNN emulate it (slower than
+// f32: never a speed-up).
+bool bf16_available() {
+  if (cpu_has_avx512_bf16() || cpu_has_amx_bf16()) return true;
+  const char* emulation = std::getenv("TROUPE_BF16_EMULATION");
+  return emulation && std::string(emulation) == "1" && __builtin_cpu_supports("avx512bw");
 }
 
 PerformanceMode parse_mode(const Any& v) {
@@ -198,7 +208,7 @@ CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
     c.inference_precision = element_type_from_string(v->as_string());
     // bf16 only where the CPU computes it natively; otherwise the model runs (and says it runs)
     // f32.
-    if (c.inference_precision == ElementType::bf16 && !cpu_has_avx512_bf16() && !cpu_has_amx_bf16())
+    if (c.inference_precision == ElementType::bf16 && !bf16_available())
       c.inference_precision = ElementType::f32;
   }
 

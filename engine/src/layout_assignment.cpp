@@ -71,7 +71,7 @@ int blockable(const Model& model, const Dataflow& flow, ValueId v,
 
 ValueLayouts assign_blocked_layouts(const Model& model,
                                     std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
-                                    bool boundaries) {
+                                    bool boundaries, ElementType precision) {
   const Dataflow flow(model);
   const auto& registry = kernels::KernelRegistry::instance();
   // A kernel that said it handles a layout should accept it when created again; if one does not,
@@ -90,7 +90,8 @@ ValueLayouts assign_blocked_layouts(const Model& model,
     std::map<size_t, std::unique_ptr<kernels::Kernel>> recreated;
     bool failed = false;
     for (size_t n : touched) {
-      auto kernel = registry.create(make_kernel_request(model, model.nodes()[n], &layouts));
+      auto kernel =
+          registry.create(make_kernel_request(model, model.nodes()[n], precision, &layouts));
       if (!kernel) {
         excluded.insert(n);
         failed = true;

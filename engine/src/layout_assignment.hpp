@@ -16,10 +16,11 @@ using ValueLayouts = std::vector<kernels::TensorLayout>;
 /// reorders between them. The kernels touching a blocked value are created again with their
 /// layouts (`kernels` holds one kernel per node of `model`). Constants stay plain. With
 /// `boundaries`, model inputs and outputs may be blocked too: the upload stage then reorders the
-/// caller's plain tensors into that layout and the download stage reorders back.
+/// caller's plain tensors into that layout and the download stage reorders back. Kernels are
+/// created again with `precision` (the one they were first created with).
 ValueLayouts assign_blocked_layouts(const Model& model,
                                     std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
-                                    bool boundaries);
+                                    bool boundaries, ElementType precision = ElementType::f32);
 
 /// A short name of a layout for reports ("plain", "nChw8c", ...) of a value of `rank`.
 std::string layout_name(kernels::TensorLayout layout, size_t rank);

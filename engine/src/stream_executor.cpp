@@ -39,7 +39,9 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
   for (size_t n = 0; n < model->nodes().size(); ++n) {
     const Node& node = model->nodes()[n];
     auto kernel =
-        use_prepared ? std::move(prepared[n]) : registry.create(make_kernel_request(*model, node));
+        use_prepared
+            ? std::move(prepared[n])
+            : registry.create(make_kernel_request(*model, node, graph_->inference_precision));
     if (!kernel)
       throw UnsupportedOperation(node.op_type + " node '" + node.name +
                                  "': no CPU kernel for these shapes/types");
@@ -50,7 +52,8 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
   if (use_prepared)
     value_layouts_ = graph_->value_layouts;
   else if (graph_->blocked_layouts)
-    value_layouts_ = assign_blocked_layouts(*model, kernels, !graph_->dynamic_shapes);
+    value_layouts_ = assign_blocked_layouts(*model, kernels, !graph_->dynamic_shapes,
+                                            graph_->inference_precision);
   else
     value_layouts_.clear();
   std::vector<Tensor> values(model->values().size());

@@ -25,6 +25,7 @@ class ConvKernel final : public DnnlKernel {
     const size_t rank = request.inputs[0].shape.rank();
     if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
     rank_ = rank;
+    bf16_ = compute_type() == dnnl::memory::data_type::bf16;
     std::vector<int64_t> weights_kernel(request.inputs[1].shape.begin() + 2,
                                         request.inputs[1].shape.end());
     window_ = spatial::read_window(request.node, rank - 2, weights_kernel);
@@ -71,19 +72,49 @@ class ConvKernel final : public DnnlKernel {
     if (with_bias_ && inputs[2].element_count() != out_channels) return false;
     const dnnl::memory::desc bias_md = plain_f32({out_channels});
 
-    auto any = [](const Dims& dims) {
-      return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
-    };
     // The primitive always chooses its weights layout: constant weights are packed once, weights
     // that are a model input are reordered on every run. Forcing plain weights instead made
     // oneDNN 2.6 pick jit kernels that read them as blocked (a segfault with W as a model input,
     // e.g. IC=3, OC=5 on jit:avx2).
-    const dnnl::memory::desc weights_choice = any(plain_weights);
+    // In bf16, src and weights are bf16 in layouts the primitive chooses (reordered from the f32
+    // tensors) and dst stays f32; where oneDNN has no bf16 implementation for this instance, the
+    // kernel computes in f32.
+    dnnl::convolution_forward::primitive_desc pd;
+    try {
+      pd = make_primitive_desc(compute_type(), src, plain_weights, dst, src_md, dst_md, bias_md,
+                               strides, dilation, pad_l, pad_r);
+    } catch (const dnnl::error&) {
+      if (compute_type() == dnnl::memory::data_type::f32) throw;
+      pd = make_primitive_desc(dnnl::memory::data_type::f32, src, plain_weights, dst, src_md,
+                               dst_md, bias_md, strides, dilation, pad_l, pad_r);
+    }
+    primitive_ = dnnl::convolution_forward(pd);
+    src_ = LayoutBridge(src_md, pd.src_desc());
+    dst_ = LayoutBridge(dst_md, pd.dst_desc());
+    if (fused_sum_) residual_ = LayoutBridge(tensor_desc(dst, input_layout(3)), pd.dst_desc());
+    weights_ = PackedWeights(weights_md, pd.weights_desc(), constant(1), stream_);
+    bias_ = unbound_memory(bias_md);
+    set_impl(pd);
+    return true;
+  }
+
+  dnnl::convolution_forward::primitive_desc make_primitive_desc(
+      dnnl::memory::data_type type, const Dims& src, const Dims& weights, const Dims& dst,
+      const dnnl::memory::desc& src_md, const dnnl::memory::desc& dst_md,
+      const dnnl::memory::desc& bias_md, const Dims& strides, const Dims& dilation,
+      const Dims& pad_l, const Dims& pad_r) {
+    auto any = [](const Dims& dims, dnnl::memory::data_type t) {
+      return dnnl::memory::desc(dims, t, dnnl::memory::format_tag::any);
+    };
+    const auto f32 = dnnl::memory::data_type::f32;
     const auto kind = dnnl::prop_kind::forward_inference;
     const auto algorithm = dnnl::algorithm::convolution_direct;
-    // A blocked tensor is read/written as it is; a plain one lets the primitive choose.
-    const dnnl::memory::desc src_choice = input_layout(0).is_plain() ? any(src) : src_md;
-    const dnnl::memory::desc dst_choice = output_layout(0).is_plain() ? any(dst) : dst_md;
+    // A blocked f32 tensor is read/written as it is; a plain one (or a bf16 src) lets the
+    // primitive choose.
+    const dnnl::memory::desc src_choice =
+        input_layout(0).is_plain() || type != f32 ? any(src, type) : src_md;
+    const dnnl::memory::desc weights_choice = any(weights, type);
+    const dnnl::memory::desc dst_choice = output_layout(0).is_plain() ? any(dst, f32) : dst_md;
     dnnl::convolution_forward::desc desc =
         with_bias_
             ? dnnl::convolution_forward::desc(kind, algorithm, src_choice, weights_choice, bias_md,
@@ -96,15 +127,7 @@ class ConvKernel final : public DnnlKernel {
     append_fused_activation(node_, ops);
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
-    dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
-    primitive_ = dnnl::convolution_forward(pd);
-    src_ = LayoutBridge(src_md, pd.src_desc());
-    dst_ = LayoutBridge(dst_md, pd.dst_desc());
-    if (fused_sum_) residual_ = LayoutBridge(tensor_desc(dst, input_layout(3)), pd.dst_desc());
-    weights_ = PackedWeights(weights_md, pd.weights_desc(), constant(1), stream_);
-    bias_ = unbound_memory(bias_md);
-    set_impl(pd);
-    return true;
+    return dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
@@ -130,16 +153,19 @@ class ConvKernel final : public DnnlKernel {
   }
 
  public:
+  // In bf16 the primitive's layouts are its own (AMX kernels want channels-last): the f32
+  // tensors around it stay plain.
   int blocked_input(size_t i) const override {
-    return (i == 0 || (i == 3 && fused_sum_)) && rank_ == 4 ? native_channel_block() : 0;
+    return (i == 0 || (i == 3 && fused_sum_)) && rank_ == 4 && !bf16_ ? native_channel_block() : 0;
   }
   int blocked_output(size_t o) const override {
-    return o == 0 && rank_ == 4 ? native_channel_block() : 0;
+    return o == 0 && rank_ == 4 && !bf16_ ? native_channel_block() : 0;
   }
 
  private:
   int64_t group_ = 1;
   size_t rank_ = 0;
+  bool bf16_ = false;
   spatial::Window window_;
   bool with_bias_ = false;
   bool fused_sum_ = false;

@@ -66,6 +66,13 @@ dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout) {
   }
 }
 
+dnnl::memory::desc with_type(const dnnl::memory::desc& desc, dnnl::memory::data_type type) {
+  const int rank = desc.data.ndims;
+  const Dims strides(desc.data.format_desc.blocking.strides,
+                     desc.data.format_desc.blocking.strides + rank);
+  return dnnl::memory::desc(desc.dims(), type, strides);
+}
+
 Dims to_dims(const Shape& shape) {
   if (shape.rank() == 0) return Dims{1};
   return Dims(shape.dims().begin(), shape.dims().end());
@@ -112,6 +119,7 @@ DnnlKernel::DnnlKernel(const KernelRequest& request)
       input_layouts_(request.input_layouts),
       output_layouts_(request.output_layouts),
       constants_(request.inputs.size()) {
+  if (request.compute_precision == ElementType::bf16) compute_type_ = dnnl::memory::data_type::bf16;
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     present_[i] = request.inputs[i].type != ElementType::undefined;
     if (i < request.constant_inputs.size() && request.constant_inputs[i])
@@ -163,6 +171,10 @@ bool DnnlKernel::try_prepare(const std::vector<Shape>& inputs, const std::vector
 
 void DnnlKernel::set_impl(const dnnl::primitive_desc_base& pd) {
   impl_ = pd.impl_info_str();
+  // Say when a primitive computes in bf16 and its name does not (oneDNN's gemm:jit, brg).
+  if (pd.src_desc().data_type() == dnnl::memory::data_type::bf16 &&
+      impl_.find("bf16") == std::string::npos)
+    impl_ += "/bf16";
 }
 
 std::string DnnlKernel::implementation() const {

@@ -34,6 +34,9 @@ int native_channel_block();
 /// f32 descriptor of a tensor of `dims` in `layout`: plain, or channel-blocked (ranks 3 to 5).
 dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout);
 
+/// `desc` (plain or strided) with its elements of `type`: the same dims and element strides.
+dnnl::memory::desc with_type(const dnnl::memory::desc& desc, dnnl::memory::data_type type);
+
 /// Dims of a static shape; rank-0 becomes {1}.
 Dims to_dims(const Shape& shape);
 
@@ -75,6 +78,9 @@ class DnnlKernel : public Kernel {
   bool has_input(size_t i) const { return i < present_.size() && present_[i]; }
   /// The data of input i when it is a model constant, else nullptr.
   const Tensor* constant(size_t i) const;
+  /// The data type the kernel computes its main operands in: f32, or bf16 where the request asks
+  /// for bf16 inference (the kernel's tensors stay f32; see KernelRequest::compute_precision).
+  dnnl::memory::data_type compute_type() const { return compute_type_; }
   /// The layouts the graph compiler assigned to input i / output o.
   TensorLayout input_layout(size_t i) const {
     return i < input_layouts_.size() ? input_layouts_[i] : TensorLayout{};
@@ -96,6 +102,7 @@ class DnnlKernel : public Kernel {
   std::vector<TensorLayout> output_layouts_;
   std::vector<Tensor> constants_;  // empty Tensor where the input is not a constant
   std::vector<Shape> prepared_for_;
+  dnnl::memory::data_type compute_type_ = dnnl::memory::data_type::f32;
   bool prepared_ = false;
   bool use_fallback_ = false;
   std::unique_ptr<Kernel> fallback_;

@@ -47,7 +47,7 @@ bool plain_weights(const dnnl::matmul::primitive_desc& pd) {
 // The primitive and its operands, shared by MatMul and Gemm.
 struct MatmulCore {
   dnnl::primitive primitive;
-  dnnl::memory src;
+  LayoutBridge src;  // f32 A, converted when the primitive reads bf16
   PackedWeights weights;
   dnnl::memory dst;
   dnnl::memory bias;
@@ -56,25 +56,78 @@ struct MatmulCore {
   bool with_post_src = false;
   std::unordered_map<int, dnnl::memory> args;
 
-  // Returns the primitive descriptor (for its implementation name).
-  dnnl::matmul::primitive_desc build(
-      const dnnl::memory::desc& src_md, const dnnl::memory::desc& weights_md,
-      const Tensor* constant_weights, const dnnl::memory::desc& dst_md,
-      const dnnl::memory::desc* bias_md, const dnnl::primitive_attr& attr,
-      const dnnl::memory::desc* post_src_md, const dnnl::stream& stream) {
+  // Creates the primitive computing in `type` (f32, or bf16 A and B with an f32 result), or in f32
+  // where oneDNN has no bf16 implementation for it. Returns the primitive descriptor (for its
+  // implementation name).
+  dnnl::matmul::primitive_desc build(dnnl::memory::data_type type, const dnnl::memory::desc& src_md,
+                                     const dnnl::memory::desc& weights_md,
+                                     const Tensor* constant_weights,
+                                     const dnnl::memory::desc& dst_md,
+                                     const dnnl::memory::desc* bias_md,
+                                     const dnnl::primitive_attr& attr,
+                                     const dnnl::memory::desc* post_src_md,
+                                     const dnnl::stream& stream) {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::memory::desc internal_src = src_md;
+    if (type != dnnl::memory::data_type::f32) {
+      try {
+        internal_src = with_type(src_md, type);
+        pd = choose(internal_src, weights_md, type, constant_weights, dst_md, bias_md, attr);
+      } catch (const dnnl::error&) {
+        type = dnnl::memory::data_type::f32;
+      }
+    }
+    if (type == dnnl::memory::data_type::f32) {
+      internal_src = src_md;
+      pd = choose(src_md, weights_md, type, constant_weights, dst_md, bias_md, attr);
+    }
+    primitive = dnnl::matmul(pd);
+    src = LayoutBridge(src_md, internal_src);
+    weights = PackedWeights(weights_md, pd.weights_desc(), constant_weights, stream);
+    dst = unbound_memory(dst_md);
+    with_bias = bias_md != nullptr;
+    if (with_bias) bias = unbound_memory(*bias_md);
+    with_post_src = post_src_md != nullptr;
+    if (with_post_src) post_src = unbound_memory(*post_src_md);
+    args = {{DNNL_ARG_DST, dst}};
+    if (with_bias) args[DNNL_ARG_BIAS] = bias;
+    if (with_post_src) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = post_src;
+    return pd;
+  }
+
+  void run(const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y,
+           const dnnl::stream& stream) {
+    args[DNNL_ARG_SRC] = src.to_internal(a, stream);
+    args[DNNL_ARG_WEIGHTS] = weights.get(b, stream);
+    bind(dst, y);
+    if (with_bias) bind(bias, *c);
+    if (with_post_src) bind(post_src, *c);
+    primitive.execute(stream, args);
+  }
+
+ private:
+  // The primitive descriptor for A as `src_md`, with B's layout chosen by the primitive when B is
+  // a constant (packed once), else B as given (converted to `type` on every run).
+  static dnnl::matmul::primitive_desc choose(const dnnl::memory::desc& src_md,
+                                             const dnnl::memory::desc& weights_md,
+                                             dnnl::memory::data_type type,
+                                             const Tensor* constant_weights,
+                                             const dnnl::memory::desc& dst_md,
+                                             const dnnl::memory::desc* bias_md,
+                                             const dnnl::primitive_attr& attr) {
     auto make_pd = [&](const dnnl::memory::desc& w) {
       dnnl::matmul::desc desc = bias_md ? dnnl::matmul::desc(src_md, w, *bias_md, dst_md)
                                         : dnnl::matmul::desc(src_md, w, dst_md);
       return dnnl::matmul::primitive_desc(desc, attr, cpu_engine());
     };
-    dnnl::matmul::primitive_desc pd;
-    bool packed = false;
+    const auto f32 = dnnl::memory::data_type::f32;
     if (constant_weights) {
+      dnnl::matmul::primitive_desc pd;
       try {
-        pd = make_pd(any_f32(weights_md.dims()));
-        packed = true;
+        pd = make_pd(dnnl::memory::desc(weights_md.dims(), type, dnnl::memory::format_tag::any));
       } catch (const dnnl::error&) {
         // some broadcast patterns have no implementation with a chosen weights layout
+        return make_pd(with_type(weights_md, type));
       }
       // Where "any" means plain row-major (oneDNN's gemm:jit, the f32 matmul without AVX-512),
       // the same primitive runs faster on a wide B (N > K) stored transposed once there are
@@ -86,37 +139,16 @@ struct MatmulCore {
       const int64_t k = w[w.size() - 2];
       const int64_t n = w[w.size() - 1];
       const int64_t rows = a.back() > 0 ? product(a) / a.back() : 0;
-      if (packed && plain_weights(pd) && n > k && rows >= 32) {
+      if (type == f32 && plain_weights(pd) && n > k && rows >= 32) {
         try {
-          pd = make_pd(transposed_f32(weights_md.dims()));
+          return make_pd(transposed_f32(weights_md.dims()));
         } catch (const dnnl::error&) {
           // keep the plain layout
         }
       }
+      return pd;
     }
-    if (!packed) pd = make_pd(weights_md);
-    primitive = dnnl::matmul(pd);
-    src = unbound_memory(src_md);
-    weights = PackedWeights(weights_md, pd.weights_desc(), constant_weights, stream);
-    dst = unbound_memory(dst_md);
-    with_bias = bias_md != nullptr;
-    if (with_bias) bias = unbound_memory(*bias_md);
-    with_post_src = post_src_md != nullptr;
-    if (with_post_src) post_src = unbound_memory(*post_src_md);
-    args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
-    if (with_bias) args[DNNL_ARG_BIAS] = bias;
-    if (with_post_src) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = post_src;
-    return pd;
-  }
-
-  void run(const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y,
-           const dnnl::stream& stream) {
-    bind(src, a);
-    args[DNNL_ARG_WEIGHTS] = weights.get(b, stream);
-    bind(dst, y);
-    if (with_bias) bind(bias, *c);
-    if (with_post_src) bind(post_src, *c);
-    primitive.execute(stream, args);
+    return make_pd(with_type(weights_md, type));
   }
 };
 
@@ -175,7 +207,7 @@ class MatMulKernel final : public DnnlKernel {
     append_fused_activation(node_, ops);
     attr.set_post_ops(ops);
     dnnl::matmul::primitive_desc pd =
-        core_.build(plain_f32(a), plain_f32(b), constant(1), plain_f32(y),
+        core_.build(compute_type(), plain_f32(a), plain_f32(b), constant(1), plain_f32(y),
                     fused_bias_ ? &bias_md : nullptr, attr, nullptr, stream_);
     set_impl(pd);
     return true;
@@ -249,7 +281,7 @@ class GemmKernel final : public DnnlKernel {
     append_fused_activation(node_, ops);
     attr.set_post_ops(ops);
     dnnl::matmul::primitive_desc pd =
-        core_.build(a_md, b_md, constant(1), y_md, bias_md, attr, post_md, stream_);
+        core_.build(compute_type(), a_md, b_md, constant(1), y_md, bias_md, attr, post_md, stream_);
     set_impl(pd);
     return true;
   }

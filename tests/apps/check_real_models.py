@@ -21,8 +21,12 @@ element near zero (cancellation) is far more than a few ulps of the element itse
 those terms is what max |torch| stands for. atol only matters for an output that is all (nearly)
 zero.
 
+With --infer-precision, troupe must report that it ran in that precision (a bf16 run that fell
+back to f32 fails instead of passing on f32 numbers). With --top1, an output of shape [N, C] (a
+classifier's scores) must also pick the same class as torch in every row.
+
 Usage: check_real_models.py TROUPE_BINARY MODELS_DIR [--only NAME ...] [--output-root DIR]
-       [--rtol R] [--atol A] [--infer-precision f32|bf16]
+       [--rtol R] [--atol A] [--infer-precision f32|bf16] [--top1]
 Prints one line per output with the max absolute and relative error, then "N passed, N failed";
 exits 1 when any model fails to run or mismatches.
 """
@@ -98,6 +102,11 @@ def check_model(troupe, model_path, models_dir, name, out_dir, args):
     seconds = time.monotonic() - start
     if run.returncode != 0:
         return [(name, False, f"troupe run exited with {run.returncode}:\n{run.stdout}{run.stderr}")]
+    if args.infer_precision:
+        # `troupe run` ends with "inference T ms in PRECISION".
+        ran = run.stdout.strip().splitlines()[-1].split()[-1] if run.stdout.strip() else "?"
+        if ran != args.infer_precision:
+            return [(name, False, f"asked for {args.infer_precision}, troupe ran {ran}")]
 
     results = []
     for f in sorted(os.listdir(expected_dir)):
@@ -121,10 +130,31 @@ def check_model(troupe, model_path, models_dir, name, out_dir, args):
         bound = args.rtol * scale + args.atol
         ok = max_abs <= bound
         rel = max_abs / scale if scale > 0 else float("nan")
+        top1 = ""
+        if args.top1 and e.ndim == 2 and e.shape[1] > 1:
+            agree = int(np.count_nonzero(a.argmax(axis=1) == e.argmax(axis=1)))
+            ok = ok and agree == e.shape[0]
+            top1 = f", top-1 agrees in {agree} of {e.shape[0]}"
         results.append((output, ok, f"{list(e.shape)} max abs err {max_abs:.3e}, max|torch| "
-                                    f"{scale:.3e}, rel {rel:.3e} (bound {bound:.3e}); "
+                                    f"{scale:.3e}, rel {rel:.3e} (bound {bound:.3e}){top1}; "
                                     f"troupe run {seconds:.1f} s"))
     return results
+
+
+def cpu_can_run_bf16():
+    """Whether troupe can run bf16 here: natively (AVX512_BF16, AMX) or, with
+    TROUPE_BF16_EMULATION=1, through oneDNN's emulation on AVX-512 (avx512bw)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")),
+                         [])
+    except OSError:
+        return True  # not Linux: let troupe say what it ran
+    native = "avx512_bf16" in flags or "amx_bf16" in flags
+    return native or (os.environ.get("TROUPE_BF16_EMULATION") == "1" and "avx512bw" in flags)
+
+
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this script
 
 
 def main():
@@ -137,8 +167,13 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--atol", type=float, default=1e-6)
     parser.add_argument("--infer-precision", choices=["f32", "bf16"])
+    parser.add_argument("--top1", action="store_true",
+                        help="classifier outputs ([N, C]) must pick torch's class in every row")
     args = parser.parse_args()
 
+    if args.infer_precision == "bf16" and not cpu_can_run_bf16():
+        print("skipped: this CPU runs bf16 neither natively nor in oneDNN's emulation (AVX-512)")
+        return SKIPPED
     names = find_models(args.models_dir, args.only)
     root = args.output_root or tempfile.mkdtemp(prefix="troupe_real_models_")
     passed = failed = 0

@@ -50,6 +50,9 @@ struct Case {
   size_t num_outputs = 1;
   Tolerance tolerance;
   bool must_accept = true;
+  /// KernelRequest::compute_precision: bf16 cases compare with the reference run on inputs
+  /// rounded to bf16 (what the kernel computes on), see bf16_cases().
+  ElementType precision = ElementType::f32;
 };
 
 std::string describe(const Case& c) {
@@ -185,6 +188,7 @@ void check_case(const Case& c, Tally& tally) {
   const std::vector<ValueInfo> inputs = value_infos(c.inputs, "x");
   const std::vector<ValueInfo> outputs = infer_outputs(c, inputs, constants);
   KernelRequest request{c.node, inputs, outputs, constants};
+  request.compute_precision = c.precision;
 
   std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
   if (!fast) {
@@ -195,6 +199,10 @@ void check_case(const Case& c, Tally& tally) {
   std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", request);
   ASSERT_TRUE(reference) << "no reference kernel";
   EXPECT_EQ(fast->implementation().rfind("dnnl", 0), 0u) << fast->implementation();
+  if (c.precision == ElementType::bf16) {
+    EXPECT_NE(fast->implementation().find("bf16"), std::string::npos)
+        << fast->implementation() << " does not compute in bf16";
+  }
 
   auto allocate = [&](float fill) {
     std::vector<Tensor> out;
@@ -210,7 +218,17 @@ void check_case(const Case& c, Tally& tally) {
     return out;
   };
   std::vector<Tensor> want = allocate(0.f);
-  reference->execute(c.inputs, want);
+  if (c.precision == ElementType::bf16) {
+    // The specification of a bf16 kernel: the reference on src and weights rounded to bf16
+    // (to nearest even, as oneDNN's reorders round), accumulated in f32. Bias, residual and
+    // Gemm's C stay f32.
+    std::vector<Tensor> rounded = c.inputs;
+    for (size_t i = 0; i < 2 && i < rounded.size(); ++i)
+      rounded[i] = rounded[i].convert(ElementType::bf16).convert(ElementType::f32);
+    reference->execute(rounded, want);
+  } else {
+    reference->execute(c.inputs, want);
+  }
   // Poisoned outputs reveal elements the fast kernel never writes.
   std::vector<Tensor> got = allocate(std::nanf(""));
   fast->execute(c.inputs, got);
@@ -673,6 +691,34 @@ std::vector<Case> fused_activation_cases(Rng& rng) {
 TEST(BackendConsistency, FusedActivationsBiasAndScale) {
   Rng rng(base_seed() + 21);
   run_family("fused activations", fused_activation_cases(rng));
+}
+
+// Conv, MatMul and Gemm computing in bf16 (INFERENCE_PRECISION_HINT bf16), with and without fused
+// post-ops. Against the reference on bf16-rounded inputs the only differences left are the order
+// of the f32 sums, so the tolerance is f32's, a little wider for the longer dot products.
+std::vector<Case> bf16_cases(Rng& rng) {
+  std::vector<Case> cases = conv_cases(rng);
+  cases.resize(24);
+  std::vector<Case> products = matmul_cases(rng);
+  cases.insert(cases.end(), products.begin(), products.end());
+  std::vector<Case> fused = fused_activation_cases(rng);
+  cases.insert(cases.end(), fused.begin(), fused.end());
+  for (Case& c : cases) {
+    c.precision = ElementType::bf16;
+    c.tolerance = {2e-4, 5e-5};
+  }
+  return cases;
+}
+
+// Whether oneDNN runs bf16 here: natively, or emulated on AVX-512 (avx512_core).
+bool cpu_runs_bf16() {
+  return __builtin_cpu_supports("avx512bw");
+}
+
+TEST(BackendConsistency, Bf16ConvMatMulGemm) {
+  if (!cpu_runs_bf16()) GTEST_SKIP() << "oneDNN runs bf16 only on AVX-512 CPUs";
+  Rng rng(base_seed() + 23);
+  run_family("bf16", bf16_cases(rng));
 }
 
 std::vector<Case> transpose_cases(Rng& rng) {
