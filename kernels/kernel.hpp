@@ -10,14 +10,22 @@
 namespace troupe::kernels {
 
 /// Physical layout of a tensor passed between two kernels. Tensors users and most kernels see are
-/// plain (dense row-major). A channel block B > 0 is the blocked layout direct convolutions prefer
-/// (oneDNN's nChw8c on AVX2, nChw16c on AVX-512): dimension 1 cut into blocks of B channels, the
-/// block innermost. Only the graph compiler assigns it, to values passed between kernels that read
-/// and write it, and only where B divides the channel count (so the byte size is the plain one).
+/// plain (dense row-major). Only the graph compiler assigns another layout, to values passed
+/// between kernels that read and write it:
+/// - channel-blocked by B > 0, the layout direct convolutions prefer (oneDNN's nChw8c on AVX2,
+///   nChw16c on AVX-512): dimension 1 cut into blocks of B channels, the block innermost; only
+///   where B divides the channel count (so the byte size is the plain one);
+/// - channels-last (nwc, nhwc, ndhwc), what oneDNN's brgemm convolutions read.
 struct TensorLayout {
   int channel_block = 0;
-  bool is_plain() const { return channel_block == 0; }
-  bool operator==(const TensorLayout& other) const { return channel_block == other.channel_block; }
+  bool channels_last = false;
+
+  static TensorLayout blocked(int block) { return {block, false}; }
+  static TensorLayout channels_last_order() { return {0, true}; }
+  bool is_plain() const { return channel_block == 0 && !channels_last; }
+  bool operator==(const TensorLayout& other) const {
+    return channel_block == other.channel_block && channels_last == other.channels_last;
+  }
   bool operator!=(const TensorLayout& other) const { return !(*this == other); }
 };
 
@@ -32,10 +40,10 @@ class Kernel {
   virtual void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
   /// Implementation name shown in profiling ("ref", "dnnl:brg_avx512_core", ...).
   virtual std::string implementation() const = 0;
-  /// The channel block of the blocked layout this kernel can read at input `i` / write at output
-  /// `o` when it is created again with that layout in its request; 0 when it takes plain only.
-  virtual int blocked_input(size_t /*i*/) const { return 0; }
-  virtual int blocked_output(size_t /*o*/) const { return 0; }
+  /// The layout this kernel can read at input `i` / write at output `o` when it is created again
+  /// with that layout in its request; plain when it takes plain only.
+  virtual TensorLayout preferred_input_layout(size_t /*i*/) const { return {}; }
+  virtual TensorLayout preferred_output_layout(size_t /*o*/) const { return {}; }
 };
 
 /// Signature of a reference kernel: a plain function of the node (for attributes) and tensors.

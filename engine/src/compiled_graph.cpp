@@ -38,7 +38,7 @@ void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kern
     for (ValueId out : node.outputs)
       names += (names.empty() ? "" : ",") +
                layout_name(out < layouts.size() ? layouts[out] : kernels::TensorLayout{},
-                           model.value(out).shape.rank());
+                           model.value(out).shape);
     graph.output_layouts.push_back(names);
   }
 }

@@ -39,32 +39,35 @@ struct Dataflow {
   }
 };
 
-// The channel block value `v` can be kept in, 0 for plain. Nodes in `excluded` take plain only.
+// The layout value `v` can be kept in (plain when none). Nodes in `excluded` take plain only.
 // A model input has no writer (the upload stage writes it) and a model output may have no reader
-// (the download stage reads it); with `boundaries` both may be blocked.
-int blockable(const Model& model, const Dataflow& flow, ValueId v,
-              const std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
-              const std::set<size_t>& excluded, bool boundaries) {
+// (the download stage reads it); with `boundaries` both may be laid out too.
+kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueId v,
+                                const std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
+                                const std::set<size_t>& excluded, bool boundaries) {
+  const kernels::TensorLayout plain;
   const ValueInfo& info = model.value(v);
   const bool boundary = flow.is_input[v] || flow.is_output[v];
   if ((boundary && !boundaries) || (flow.is_input[v] && flow.is_output[v]) ||
       model.is_constant(v) || info.type != ElementType::f32 || info.shape.rank() != 4 ||
       !info.shape.is_static())
-    return 0;
-  if (flow.is_input[v] ? !flow.writers[v].empty() : flow.writers[v].size() != 1) return 0;
-  if (flow.readers[v].empty() && !flow.is_output[v]) return 0;
-  int block = 0;
+    return plain;
+  if (flow.is_input[v] ? !flow.writers[v].empty() : flow.writers[v].size() != 1) return plain;
+  if (flow.readers[v].empty() && !flow.is_output[v]) return plain;
+  kernels::TensorLayout layout;
   if (!flow.is_input[v]) {
     const Port writer = flow.writers[v][0];
-    if (excluded.count(writer.node)) return 0;
-    block = kernels[writer.node]->blocked_output(writer.index);
+    if (excluded.count(writer.node)) return plain;
+    layout = kernels[writer.node]->preferred_output_layout(writer.index);
   } else if (!flow.readers[v].empty()) {
-    block = kernels[flow.readers[v][0].node]->blocked_input(flow.readers[v][0].index);
+    layout = kernels[flow.readers[v][0].node]->preferred_input_layout(flow.readers[v][0].index);
   }
-  if (block <= 0 || info.shape[1] % block != 0) return 0;
+  if (layout.is_plain() || (layout.channel_block > 0 && info.shape[1] % layout.channel_block != 0))
+    return plain;
   for (const Port& r : flow.readers[v])
-    if (excluded.count(r.node) || kernels[r.node]->blocked_input(r.index) != block) return 0;
-  return block;
+    if (excluded.count(r.node) || kernels[r.node]->preferred_input_layout(r.index) != layout)
+      return plain;
+  return layout;
 }
 
 }  // namespace
@@ -81,9 +84,8 @@ ValueLayouts assign_blocked_layouts(const Model& model,
     ValueLayouts layouts(model.values().size());
     std::set<size_t> touched;
     for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v) {
-      const int block = blockable(model, flow, v, kernels, excluded, boundaries);
-      if (block == 0) continue;
-      layouts[v].channel_block = block;
+      layouts[v] = layout_of(model, flow, v, kernels, excluded, boundaries);
+      if (layouts[v].is_plain()) continue;
       for (const Port& w : flow.writers[v]) touched.insert(w.node);
       for (const Port& r : flow.readers[v]) touched.insert(r.node);
     }
@@ -105,8 +107,10 @@ ValueLayouts assign_blocked_layouts(const Model& model,
   }
 }
 
-std::string layout_name(kernels::TensorLayout layout, size_t rank) {
+std::string layout_name(kernels::TensorLayout layout, const Shape& shape) {
   if (layout.is_plain()) return "plain";
+  const size_t rank = shape.rank();
+  if (layout.channels_last) return rank == 3 ? "nwc" : rank == 4 ? "nhwc" : "ndhwc";
   const std::string block = std::to_string(layout.channel_block);
   switch (rank) {
     case 3:

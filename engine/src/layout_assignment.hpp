@@ -11,8 +11,8 @@ namespace troupe::detail {
 /// The layout of each value of a model (indexed by ValueId) as passed between kernels.
 using ValueLayouts = std::vector<kernels::TensorLayout>;
 
-/// Keeps activations in the blocked layout where the kernel writing a value and every kernel
-/// reading it handle the same channel block, so chains of convolutions and pooling run without
+/// Keeps activations in a blocked or channels-last layout where the kernel writing a value and
+/// every kernel reading it prefer the same one, so chains of convolutions and pooling run without
 /// reorders between them. The kernels touching a blocked value are created again with their
 /// layouts (`kernels` holds one kernel per node of `model`). Constants stay plain. With
 /// `boundaries`, model inputs and outputs may be blocked too: the upload stage then reorders the
@@ -22,7 +22,7 @@ ValueLayouts assign_blocked_layouts(const Model& model,
                                     std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
                                     bool boundaries, ElementType precision = ElementType::f32);
 
-/// A short name of a layout for reports ("plain", "nChw8c", ...) of a value of `rank`.
-std::string layout_name(kernels::TensorLayout layout, size_t rank);
+/// A short name of a layout for reports ("plain", "nChw8c", "nhwc", ...) of a value of `shape`.
+std::string layout_name(kernels::TensorLayout layout, const Shape& shape);
 
 }  // namespace troupe::detail

@@ -155,11 +155,12 @@ class ConvKernel final : public DnnlKernel {
  public:
   // In bf16 the primitive's layouts are its own (AMX kernels want channels-last): the f32
   // tensors around it stay plain.
-  int blocked_input(size_t i) const override {
-    return (i == 0 || (i == 3 && fused_sum_)) && rank_ == 4 && !bf16_ ? native_channel_block() : 0;
+  TensorLayout preferred_input_layout(size_t i) const override {
+    const bool activation = i == 0 || (i == 3 && fused_sum_);
+    return activation && rank_ == 4 && !bf16_ ? activation_layout() : TensorLayout{};
   }
-  int blocked_output(size_t o) const override {
-    return o == 0 && rank_ == 4 && !bf16_ ? native_channel_block() : 0;
+  TensorLayout preferred_output_layout(size_t o) const override {
+    return o == 0 && rank_ == 4 && !bf16_ ? activation_layout() : TensorLayout{};
   }
 
  private:

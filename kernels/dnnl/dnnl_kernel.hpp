@@ -31,7 +31,14 @@ dnnl::memory::desc plain_f32(const Dims& dims);
 /// (8 with AVX2, 16 with AVX-512).
 int native_channel_block();
 
-/// f32 descriptor of a tensor of `dims` in `layout`: plain, or channel-blocked (ranks 3 to 5).
+/// The layout activations are kept in between convolutions and pooling: channels-last (what
+/// oneDNN's brgemm convolutions read) on AVX-512, else blocked by native_channel_block().
+/// TROUPE_ACTIVATION_LAYOUT=blocked or channels_last overrides the choice (for measuring one
+/// against the other; read whenever a kernel is created).
+TensorLayout activation_layout();
+
+/// f32 descriptor of a tensor of `dims` in `layout`: plain, channel-blocked by 8 or 16, or
+/// channels-last, ranks 3 to 5.
 dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout);
 
 /// `desc` (plain or strided) with its elements of `type`: the same dims and element strides.

@@ -58,7 +58,7 @@ class PoolingKernel final : public SrcDstKernel {
     // A destination in another layout than the primitive's is reordered after it.
     const dnnl::memory::desc src_md = tensor_desc(src, input_layout(0));
     const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0));
-    const TensorLayout internal{native_channel_block()};
+    const TensorLayout internal = activation_layout();
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
                                         tensor_desc(src, internal), tensor_desc(dst, internal),
                                         strides, kernel, dilation, pad_l, pad_r);
@@ -67,8 +67,12 @@ class PoolingKernel final : public SrcDstKernel {
   }
 
  public:
-  int blocked_input(size_t i) const override { return i == 0 ? native_channel_block() : 0; }
-  int blocked_output(size_t o) const override { return o == 0 ? native_channel_block() : 0; }
+  TensorLayout preferred_input_layout(size_t i) const override {
+    return i == 0 ? activation_layout() : TensorLayout{};
+  }
+  TensorLayout preferred_output_layout(size_t o) const override {
+    return o == 0 ? activation_layout() : TensorLayout{};
+  }
 
  private:
   bool global_ = false;

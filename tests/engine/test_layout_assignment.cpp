@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <sstream>
@@ -102,6 +103,49 @@ std::shared_ptr<Model> residual_cnn() {
   return b.build();
 }
 
+// The activation layouts of convolution chains: channel-blocked by 8 (AVX2) or 16 (AVX-512), or
+// channels-last (AVX-512's default, see kernels/dnnl activation_layout).
+const char* const kActivationLayout = "nChw(8|16)c|nhwc";
+
+// Runs each test once per activation layout the CPU can use, forced with
+// TROUPE_ACTIVATION_LAYOUT (read whenever a kernel is created).
+class LayoutAssignmentPerLayout : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    // oneDNN 2.6 has channels-last (brgemm) convolutions only from AVX-512 on.
+    if (std::string(GetParam()) == "channels_last" && !__builtin_cpu_supports("avx512bw"))
+      GTEST_SKIP() << "channels-last convolutions need AVX-512";
+    setenv("TROUPE_ACTIVATION_LAYOUT", GetParam(), 1);
+  }
+  void TearDown() override { unsetenv("TROUPE_ACTIVATION_LAYOUT"); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Layouts, LayoutAssignmentPerLayout,
+                         ::testing::Values("blocked", "channels_last"));
+
+TEST_P(LayoutAssignmentPerLayout, ResidualChainsKeepOneLayoutAndAgreeWithPlain) {
+  auto model = residual_cnn();
+  const auto inputs = inputs_for(*model, 4);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome laid_out =
+      run_all(model, {{props::num_streams, int64_t{2}}, {props::inference_num_threads, int64_t{2}}},
+              inputs);
+  expect_same_outputs(laid_out, plain);
+  const auto layouts = layouts_by_node(*laid_out.runtime);
+  for (const char* node : {"pool", "block_a", "block_b"})
+    EXPECT_EQ(layouts.at(node), layouts.at("stem"));
+  // The 24 channels of "head" are channels-last, or blocks of 8 (AVX2), or no whole number of
+  // 16-channel blocks (plain).
+  if (std::string(GetParam()) == "blocked") {
+    EXPECT_THAT(layouts.at("stem"), ::testing::MatchesRegex("nChw(8|16)c"));
+    EXPECT_THAT(layouts.at("head"), ::testing::MatchesRegex("nChw8c|plain"));
+  } else {
+    EXPECT_EQ(layouts.at("stem"), "nhwc");
+    EXPECT_EQ(layouts.at("head"), "nhwc");
+  }
+  EXPECT_EQ(layouts.at("gap"), "plain");
+}
+
 TEST(LayoutAssignment, ConvolutionChainsStayBlockedAndAgreeWithPlain) {
   auto model = residual_cnn();
   const auto inputs = inputs_for(*model, 1);
@@ -110,9 +154,9 @@ TEST(LayoutAssignment, ConvolutionChainsStayBlockedAndAgreeWithPlain) {
   expect_same_outputs(blocked, plain);
 
   const auto layouts = layouts_by_node(*blocked.runtime);
-  // The oneDNN block is 8 channels with AVX2 and 16 with AVX-512; all channel counts here divide
-  // by 8 and those that are blocked divide by 16 too.
-  EXPECT_THAT(layouts.at("stem"), ::testing::MatchesRegex("nChw(8|16)c"));
+  // The oneDNN block is 8 channels with AVX2 and 16 with AVX-512 (or channels-last); all channel
+  // counts here divide by 8 and those that are blocked divide by 16 too.
+  EXPECT_THAT(layouts.at("stem"), ::testing::MatchesRegex(kActivationLayout));
   EXPECT_EQ(layouts.at("pool"), layouts.at("stem"));
   EXPECT_EQ(layouts.at("block_a"), layouts.at("stem"));
   EXPECT_EQ(layouts.at("block_b"), layouts.at("stem"));  // the fused residual block
@@ -151,8 +195,9 @@ TEST(LayoutAssignment, ValuesReadByPlainOnlyKernelsStayPlain) {
   const auto layouts = layouts_by_node(*blocked.runtime);
   EXPECT_EQ(layouts.at("c1"), "plain");
   EXPECT_EQ(layouts.at("c3"), "plain");  // also read by the Add
-  EXPECT_EQ(layouts.at("odd"), "plain");
-  EXPECT_THAT(layouts.at("c2"), ::testing::MatchesRegex("nChw(8|16)c"));
+  EXPECT_THAT(layouts.at("c2"), ::testing::MatchesRegex(kActivationLayout));
+  // 12 channels are no whole number of 8- or 16-channel blocks; channels-last takes any count.
+  EXPECT_EQ(layouts.at("odd"), layouts.at("c2") == "nhwc" ? "nhwc" : "plain");
 }
 
 // Inputs and outputs with a whole number of channel blocks stay blocked inside the stream: the
@@ -176,8 +221,8 @@ TEST(LayoutAssignment, UploadAndDownloadConvertBlockedModelInputsAndOutputs) {
   const Outcome blocked = run_all(model, streams, inputs);
   expect_same_outputs(blocked, plain);
   const auto layouts = layouts_by_node(*blocked.runtime);
-  EXPECT_THAT(layouts.at("c1"), ::testing::MatchesRegex("nChw(8|16)c"));
-  EXPECT_THAT(layouts.at("c2"), ::testing::MatchesRegex("nChw(8|16)c"));
+  EXPECT_THAT(layouts.at("c1"), ::testing::MatchesRegex(kActivationLayout));
+  EXPECT_THAT(layouts.at("c2"), ::testing::MatchesRegex(kActivationLayout));
 
   // The second output too, through the caller's own tensor (written directly by download).
   Core core;
