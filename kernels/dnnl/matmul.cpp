@@ -170,6 +170,15 @@ class MatMulKernel final : public DnnlKernel {
     Dims b = to_dims(inputs[1]);
     if (a.size() == 1) a.insert(a.begin(), 1);  // [K] -> [1, K]
     if (b.size() == 1) b.push_back(1);          // [K] -> [K, 1]
+    // A batch of rows times one constant matrix (a Linear layer: [..., M, K] x [K, N]) is one
+    // 2-D product of all the rows: oneDNN then packs B once into its blocked layout, which it
+    // does not for a broadcast batch (measured with oneDNN 2.6 brg:avx512_core, one thread,
+    // 128x768x3072 and 128x3072x768: 88-91 GFLOP/s packed vs 81-86 plain).
+    if (a.size() > 2 && inputs[1].rank() == 2 && constant(1)) {
+      int64_t rows = 1;
+      for (size_t i = 0; i + 1 < a.size(); ++i) rows *= a[i];
+      a = {rows, a.back()};
+    }
     const size_t rank = std::max(a.size(), b.size());
     if (rank > DNNL_MAX_NDIMS) return false;
     a = pad_front(a, rank);
