@@ -25,7 +25,6 @@ class ConvKernel final : public DnnlKernel {
     const size_t rank = request.inputs[0].shape.rank();
     if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
     rank_ = rank;
-    bf16_ = compute_type() == dnnl::memory::data_type::bf16;
     std::vector<int64_t> weights_kernel(request.inputs[1].shape.begin() + 2,
                                         request.inputs[1].shape.end());
     window_ = spatial::read_window(request.node, rank - 2, weights_kernel);
@@ -76,9 +75,9 @@ class ConvKernel final : public DnnlKernel {
     // that are a model input are reordered on every run. Forcing plain weights instead made
     // oneDNN 2.6 pick jit kernels that read them as blocked (a segfault with W as a model input,
     // e.g. IC=3, OC=5 on jit:avx2).
-    // In bf16, src and weights are bf16 in layouts the primitive chooses (reordered from the f32
-    // tensors) and dst stays f32; where oneDNN has no bf16 implementation for this instance, the
-    // kernel computes in f32.
+    // In bf16, src and weights are bf16 (src converted from the f32 tensor on each run, in its
+    // layout when it has one) and dst stays f32; where oneDNN has no bf16 implementation for this
+    // instance, the kernel computes in f32.
     dnnl::convolution_forward::primitive_desc pd;
     try {
       pd = make_primitive_desc(compute_type(), src, plain_weights, dst, src_md, dst_md, bias_md,
@@ -109,10 +108,10 @@ class ConvKernel final : public DnnlKernel {
     const auto f32 = dnnl::memory::data_type::f32;
     const auto kind = dnnl::prop_kind::forward_inference;
     const auto algorithm = dnnl::algorithm::convolution_direct;
-    // A blocked f32 tensor is read/written as it is; a plain one (or a bf16 src) lets the
-    // primitive choose.
+    // A laid-out tensor is read/written in its layout (a bf16 src as bf16 in that layout, which
+    // the src reorder converts to); a plain one lets the primitive choose.
     const dnnl::memory::desc src_choice =
-        input_layout(0).is_plain() || type != f32 ? any(src, type) : src_md;
+        input_layout(0).is_plain() ? any(src, type) : tensor_desc(src, input_layout(0), type);
     const dnnl::memory::desc weights_choice = any(weights, type);
     const dnnl::memory::desc dst_choice = output_layout(0).is_plain() ? any(dst, f32) : dst_md;
     dnnl::convolution_forward::desc desc =
@@ -153,20 +152,17 @@ class ConvKernel final : public DnnlKernel {
   }
 
  public:
-  // In bf16 the primitive's layouts are its own (AMX kernels want channels-last): the f32
-  // tensors around it stay plain.
   TensorLayout preferred_input_layout(size_t i) const override {
     const bool activation = i == 0 || (i == 3 && fused_sum_);
-    return activation && rank_ == 4 && !bf16_ ? activation_layout() : TensorLayout{};
+    return activation && rank_ == 4 ? activation_layout() : TensorLayout{};
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return o == 0 && rank_ == 4 && !bf16_ ? activation_layout() : TensorLayout{};
+    return o == 0 && rank_ == 4 ? activation_layout() : TensorLayout{};
   }
 
  private:
   int64_t group_ = 1;
   size_t rank_ = 0;
-  bool bf16_ = false;
   spatial::Window window_;
   bool with_bias_ = false;
   bool fused_sum_ = false;

@@ -64,23 +64,24 @@ TensorLayout activation_layout() {
                                       : TensorLayout::blocked(native_channel_block());
 }
 
-dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout) {
-  if (layout.is_plain()) return plain_f32(dims);
+dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout,
+                               dnnl::memory::data_type type) {
+  if (layout.is_plain()) return plain_desc(dims, type);
   using tag = dnnl::memory::format_tag;
   if (layout.channels_last) {
     if (dims.size() < 3 || dims.size() > 5) throw Unsupported{};
     const tag channels_last[] = {tag::nwc, tag::nhwc, tag::ndhwc};
-    return {dims, dnnl::memory::data_type::f32, channels_last[dims.size() - 3]};
+    return {dims, type, channels_last[dims.size() - 3]};
   }
   const bool b16 = layout.channel_block == 16;
   if (layout.channel_block != 8 && !b16) throw Unsupported{};
   switch (dims.size()) {
     case 3:
-      return {dims, dnnl::memory::data_type::f32, b16 ? tag::nCw16c : tag::nCw8c};
+      return {dims, type, b16 ? tag::nCw16c : tag::nCw8c};
     case 4:
-      return {dims, dnnl::memory::data_type::f32, b16 ? tag::nChw16c : tag::nChw8c};
+      return {dims, type, b16 ? tag::nChw16c : tag::nChw8c};
     case 5:
-      return {dims, dnnl::memory::data_type::f32, b16 ? tag::nCdhw16c : tag::nCdhw8c};
+      return {dims, type, b16 ? tag::nCdhw16c : tag::nCdhw8c};
     default:
       throw Unsupported{};
   }

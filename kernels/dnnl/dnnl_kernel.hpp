@@ -37,9 +37,10 @@ int native_channel_block();
 /// against the other; read whenever a kernel is created).
 TensorLayout activation_layout();
 
-/// f32 descriptor of a tensor of `dims` in `layout`: plain, channel-blocked by 8 or 16, or
+/// Descriptor of a tensor of `dims` in `layout`: plain, channel-blocked by 8 or 16, or
 /// channels-last, ranks 3 to 5.
-dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout);
+dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout,
+                               dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 
 /// `desc` (plain or strided) with its elements of `type`: the same dims and element strides.
 dnnl::memory::desc with_type(const dnnl::memory::desc& desc, dnnl::memory::data_type type);
