@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -37,6 +38,25 @@ inline Tensor random_tensor(const Shape& shape, unsigned seed, float low = -1.f,
   std::vector<float> values(static_cast<size_t>(shape.element_count()));
   for (float& v : values) v = dist(rng);
   return Tensor::from_vector<float>(shape, values);
+}
+
+/// Sets an environment variable for the lifetime of the object (and unsets it after). Only for
+/// variables troupe reads when a model is compiled, set while no model is being compiled.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+/// Whether this CPU has AVX-512 (avx512_core in oneDNN's terms): where oneDNN 2.6 has
+/// channels-last (brgemm) convolutions and runs bf16, natively or in emulation.
+inline bool cpu_has_avx512() {
+  return __builtin_cpu_supports("avx512bw");
 }
 
 /// The message of the E that f() throws; a test failure (and "") when it throws something else

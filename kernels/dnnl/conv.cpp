@@ -78,15 +78,11 @@ class ConvKernel final : public DnnlKernel {
     // In bf16, src and weights are bf16 (src converted from the f32 tensor on each run, in its
     // layout when it has one) and dst stays f32; where oneDNN has no bf16 implementation for this
     // instance, the kernel computes in f32.
-    dnnl::convolution_forward::primitive_desc pd;
-    try {
-      pd = make_primitive_desc(compute_type(), src, plain_weights, dst, src_md, dst_md, bias_md,
-                               strides, dilation, pad_l, pad_r);
-    } catch (const dnnl::error&) {
-      if (compute_type() == dnnl::memory::data_type::f32) throw;
-      pd = make_primitive_desc(dnnl::memory::data_type::f32, src, plain_weights, dst, src_md,
-                               dst_md, bias_md, strides, dilation, pad_l, pad_r);
-    }
+    const dnnl::convolution_forward::primitive_desc pd =
+        create_in(compute_type(), [&](dnnl::memory::data_type type) {
+          return make_primitive_desc(type, src, plain_weights, dst, src_md, dst_md, bias_md,
+                                     strides, dilation, pad_l, pad_r);
+        });
     primitive_ = dnnl::convolution_forward(pd);
     src_ = LayoutBridge(src_md, pd.src_desc());
     dst_ = LayoutBridge(dst_md, pd.dst_desc());

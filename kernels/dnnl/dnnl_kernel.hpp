@@ -117,6 +117,18 @@ class DnnlKernel : public Kernel {
   std::string impl_;
 };
 
+/// make(type), or make(f32) where oneDNN has no implementation computing in `type` (bf16 on
+/// instances without one): a bf16 request never sends a node to the reference kernel.
+template <class Make>
+auto create_in(dnnl::memory::data_type type, Make&& make) {
+  if (type == dnnl::memory::data_type::f32) return make(type);
+  try {
+    return make(type);
+  } catch (const dnnl::error&) {
+    return make(dnnl::memory::data_type::f32);
+  }
+}
+
 /// Memory with no data yet (set_data_handle before each execution).
 dnnl::memory unbound_memory(const dnnl::memory::desc& desc);
 

@@ -3,10 +3,9 @@
 // (its primitive cache makes creating one per call cheap).
 #include "kernels/layout_conversion.hpp"
 
-#include <omp.h>
-
 #include <cstring>
 
+#include "engine/src/thread_policy.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "troupe/error.hpp"
 
@@ -29,11 +28,7 @@ void convert_layout(const Tensor& src, TensorLayout from, Tensor& dst, TensorLay
     // The upload and download stages call this beside the execute streams, which own the cores:
     // one thread, no OpenMP team to wake (a team made converting a 1x3x32x32 input take 35-150
     // us, as long as running the default model).
-    struct OneThread {
-      int previous = omp_get_max_threads();
-      OneThread() { omp_set_num_threads(1); }
-      ~OneThread() { omp_set_num_threads(previous); }
-    } one_thread;
+    const detail::ScopedOmpThreads one_thread(1);
     dnnl::stream stream(cpu_engine());
     dnnl::reorder(in, out).execute(stream, in, out);
     stream.wait();

@@ -67,22 +67,11 @@ struct MatmulCore {
                                      const dnnl::primitive_attr& attr,
                                      const dnnl::memory::desc* post_src_md,
                                      const dnnl::stream& stream) {
-    dnnl::matmul::primitive_desc pd;
-    dnnl::memory::desc internal_src = src_md;
-    if (type != dnnl::memory::data_type::f32) {
-      try {
-        internal_src = with_type(src_md, type);
-        pd = choose(internal_src, weights_md, type, constant_weights, dst_md, bias_md, attr);
-      } catch (const dnnl::error&) {
-        type = dnnl::memory::data_type::f32;
-      }
-    }
-    if (type == dnnl::memory::data_type::f32) {
-      internal_src = src_md;
-      pd = choose(src_md, weights_md, type, constant_weights, dst_md, bias_md, attr);
-    }
+    const dnnl::matmul::primitive_desc pd = create_in(type, [&](dnnl::memory::data_type t) {
+      return choose(with_type(src_md, t), weights_md, t, constant_weights, dst_md, bias_md, attr);
+    });
     primitive = dnnl::matmul(pd);
-    src = LayoutBridge(src_md, internal_src);
+    src = LayoutBridge(src_md, pd.src_desc());
     weights = PackedWeights(weights_md, pd.weights_desc(), constant_weights, stream);
     dst = unbound_memory(dst_md);
     with_bias = bias_md != nullptr;

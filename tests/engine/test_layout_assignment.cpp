@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -113,11 +113,13 @@ class LayoutAssignmentPerLayout : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     // oneDNN 2.6 has channels-last (brgemm) convolutions only from AVX-512 on.
-    if (std::string(GetParam()) == "channels_last" && !__builtin_cpu_supports("avx512bw"))
+    if (std::string(GetParam()) == "channels_last" && !test::cpu_has_avx512())
       GTEST_SKIP() << "channels-last convolutions need AVX-512";
-    setenv("TROUPE_ACTIVATION_LAYOUT", GetParam(), 1);
+    layout_ = std::make_unique<test::ScopedEnv>("TROUPE_ACTIVATION_LAYOUT", GetParam());
   }
-  void TearDown() override { unsetenv("TROUPE_ACTIVATION_LAYOUT"); }
+
+ private:
+  std::unique_ptr<test::ScopedEnv> layout_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Layouts, LayoutAssignmentPerLayout,

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "../test_util.hpp"
 #include "troupe/core.hpp"
@@ -152,16 +151,6 @@ std::shared_ptr<Model> make_conv_matmul_model() {
   return b.build();
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
-
 bool cpu_has_native_bf16(Core& core) {
   const auto caps = core.get_property("CPU", props::device_capabilities).as_strings();
   return std::find(caps.begin(), caps.end(), "BF16") != caps.end();
@@ -183,8 +172,8 @@ TEST(InferencePrecision, Bf16FallsBackToF32WithoutBf16Instructions) {
 // emulation (AVX-512), so it is checked here end to end: property, implementations, numbers, and
 // many requests in flight through the pipeline.
 TEST(InferencePrecision, Bf16ComputesInBf16ThroughThePipeline) {
-  if (!__builtin_cpu_supports("avx512bw")) GTEST_SKIP() << "oneDNN runs bf16 only on AVX-512";
-  ScopedEnv emulation("TROUPE_BF16_EMULATION", "1");
+  if (!test::cpu_has_avx512()) GTEST_SKIP() << "oneDNN runs bf16 only on AVX-512";
+  const test::ScopedEnv emulation("TROUPE_BF16_EMULATION", "1");
   Core core;
   auto model = make_conv_matmul_model();
   auto reference = core.compile_model(model, "CPU");

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../test_util.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "kernels/kernel_registry.hpp"
 
@@ -710,13 +711,9 @@ std::vector<Case> bf16_cases(Rng& rng) {
   return cases;
 }
 
-// Whether oneDNN runs bf16 here: natively, or emulated on AVX-512 (avx512_core).
-bool cpu_runs_bf16() {
-  return __builtin_cpu_supports("avx512bw");
-}
-
 TEST(BackendConsistency, Bf16ConvMatMulGemm) {
-  if (!cpu_runs_bf16()) GTEST_SKIP() << "oneDNN runs bf16 only on AVX-512 CPUs";
+  // oneDNN runs bf16 natively or, on other AVX-512 CPUs, in emulation.
+  if (!test::cpu_has_avx512()) GTEST_SKIP() << "oneDNN runs bf16 only on AVX-512 CPUs";
   Rng rng(base_seed() + 23);
   run_family("bf16", bf16_cases(rng));
 }
