@@ -44,8 +44,12 @@ bool cpu_has_amx_bf16() {
 // f32: never a speed-up).
 bool bf16_available() {
   if (cpu_has_avx512_bf16() || cpu_has_amx_bf16()) return true;
-  const char* emulation = std::getenv("TROUPE_BF16_EMULATION");
-  return emulation && std::string(emulation) == "1" && __builtin_cpu_supports("avx512bw");
+  const std::string emulation =
+      std::getenv("TROUPE_BF16_EMULATION") ? std::getenv("TROUPE_BF16_EMULATION") : "";
+  if (emulation != "" && emulation != "0" && emulation != "1")
+    throw InvalidArgument("environment variable TROUPE_BF16_EMULATION='" + emulation +
+                          "' is not allowed (allowed: 0, 1, or unset)");
+  return emulation == "1" && __builtin_cpu_supports("avx512bw");
 }
 
 PerformanceMode parse_mode(const Any& v) {

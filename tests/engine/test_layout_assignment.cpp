@@ -16,6 +16,7 @@
 
 #include "../test_util.hpp"
 #include "troupe/core.hpp"
+#include "troupe/error.hpp"
 #include "troupe/model_builder.hpp"
 #include "troupe/properties.hpp"
 
@@ -261,6 +262,21 @@ TEST(LayoutAssignment, ExportedModelKeepsItsLayouts) {
     return r.get_tensor("y").to_vector<float>();
   };
   for (const Tensor& input : inputs) EXPECT_EQ(once(imported, input), once(compiled, input));
+}
+
+TEST(LayoutAssignment, AnUnknownForcedLayoutIsNamed) {
+  Core core;
+  auto model = residual_cnn();
+  {
+    const test::ScopedEnv layout("TROUPE_ACTIVATION_LAYOUT", "diagonal");
+    const std::string msg =
+        test::error_of<InvalidArgument>([&] { core.compile_model(model, "CPU"); });
+    EXPECT_THAT(msg, ::testing::HasSubstr("TROUPE_ACTIVATION_LAYOUT"));
+    EXPECT_THAT(msg, ::testing::HasSubstr("'diagonal'"));
+  }
+  const auto inputs = inputs_for(*model, 2);
+  expect_same_outputs(run_all(model, {}, inputs),
+                      run_all(model, {{props::disable_transformations, true}}, inputs));
 }
 
 }  // namespace

@@ -221,3 +221,18 @@ TEST(InferencePrecision, Bf16ComputesInBf16ThroughThePipeline) {
     EXPECT_GT(worst, 0.f) << "request " << i << " is bit-identical to f32: bf16 did not run";
   }
 }
+
+TEST(InferencePrecision, AMalformedEmulationSwitchIsNamed) {
+  Core core;
+  {
+    const test::ScopedEnv emulation("TROUPE_BF16_EMULATION", "yes");
+    const std::string msg = error_of<InvalidArgument>([&] {
+      core.compile_model(make_conv_matmul_model(), "CPU", {{props::inference_precision, "bf16"}});
+    });
+    EXPECT_THAT(msg, HasSubstr("TROUPE_BF16_EMULATION"));
+    EXPECT_THAT(msg, HasSubstr("'yes'"));
+  }
+  // Nothing stuck: the same core compiles the model once the variable is gone.
+  EXPECT_NO_THROW(
+      core.compile_model(make_conv_matmul_model(), "CPU", {{props::inference_precision, "bf16"}}));
+}
