@@ -59,8 +59,9 @@ TensorLayout activation_layout() {
                           "' is not a layout (allowed: blocked, channels_last, or unset)");
   }
   // Measured with oneDNN 2.6 on a 2-core AVX-512 Xeon, one thread, the convolutions of
-  // ResNet-50 (medians of 7 alternating runs): brgconv on nhwc ran 3x3 convolutions 1.1-1.6x as
-  // fast as jit:avx512_core on nChw16c and 1x1 ones 0.7-1.2x.
+  // ResNet-50 (medians of 7 alternating runs on a noisy machine): brgconv on nhwc ran six of
+  // seven 3x3 shapes 1.1-1.6x as fast as jit:avx512_core on nChw16c (one 0.8x), 1x1 ones
+  // 0.7-1.2x; whole models in bench runs were within the noise, with channels-last ahead.
   return native_channel_block() == 16 ? TensorLayout::channels_last_order()
                                       : TensorLayout::blocked(native_channel_block());
 }

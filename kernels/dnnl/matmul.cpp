@@ -162,7 +162,7 @@ class MatMulKernel final : public DnnlKernel {
     // A batch of rows times one constant matrix (a Linear layer: [..., M, K] x [K, N]) is one
     // 2-D product of all the rows: oneDNN then packs B once into its blocked layout, which it
     // does not for a broadcast batch (measured with oneDNN 2.6 brg:avx512_core, one thread,
-    // 128x768x3072 and 128x3072x768: 88-91 GFLOP/s packed vs 81-86 plain).
+    // 128x768x3072 and 128x3072x768: 87-91 GFLOP/s packed vs 81-86 plain).
     if (a.size() > 2 && inputs[1].rank() == 2 && constant(1)) {
       int64_t rows = 1;
       for (size_t i = 0; i + 1 < a.size(); ++i) rows *= a[i];
