@@ -17,6 +17,7 @@ Runtime::Runtime() : config_(std::make_unique<caf::actor_system_config>()) {
   // gave the ONNX MLP 21-22k vs 17-21k requests/s and 0.08-0.09 vs 0.13 ms latency), but with one
   // worker a stage doing real work (an image resize in preprocess) holds up every other scheduled
   // stage, and requests no longer overlap between those stages. Two at least, half the cores.
+  config_->set("scheduler.policy", caf::atom("sharing"));
   const auto workers = std::max(2u, std::thread::hardware_concurrency() / 2);
   config_->set("scheduler.max-threads", static_cast<size_t>(workers));
   config_->add_error_category(

@@ -1,5 +1,6 @@
 #include "engine/src/stream_executor.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -14,16 +15,31 @@ namespace troupe::detail {
 
 StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph, int threads,
                                std::vector<std::unique_ptr<kernels::Kernel>> prepared)
-    : graph_(std::move(graph)), threads_(threads), active_(graph_->model) {
+    : graph_(std::move(graph)), threads_(threads) {
   if (!graph_->dynamic_shapes) {
     std::vector<Shape> shapes;
-    for (ValueId in : active_->inputs()) shapes.push_back(active_->value(in).shape);
-    specialize(shapes, std::move(prepared));
+    for (ValueId in : graph_->model->inputs()) shapes.push_back(graph_->model->value(in).shape);
+    specializations_.push_back(specialize(shapes, std::move(prepared)));
   }
 }
 
-void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
-                                std::vector<std::unique_ptr<kernels::Kernel>> prepared) {
+const StreamExecutor::Specialization* StreamExecutor::active() const {
+  return specializations_.empty() ? nullptr : &specializations_.front();
+}
+
+const Model& StreamExecutor::active_model() const {
+  const Specialization* s = active();
+  return s ? *s->model : *graph_->model;
+}
+
+size_t StreamExecutor::planned_bytes() const {
+  const Specialization* s = active();
+  return s ? s->planned_bytes : 0;
+}
+
+StreamExecutor::Specialization StreamExecutor::specialize(
+    const std::vector<Shape>& input_shapes,
+    std::vector<std::unique_ptr<kernels::Kernel>> prepared) const {
   std::shared_ptr<const Model> model = graph_->model;
   if (graph_->dynamic_shapes) {
     auto concrete = graph_->model->clone();
@@ -49,16 +65,13 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
   }
   // Kernels handed over by compile_graph already have their layouts. Model inputs and outputs are
   // only blocked with static shapes: the stages must know their layouts before the first run.
+  Specialization s;
   if (use_prepared)
-    value_layouts_ = graph_->value_layouts;
+    s.value_layouts = graph_->value_layouts;
   else if (graph_->blocked_layouts)
-    value_layouts_ = assign_blocked_layouts(*model, kernels, !graph_->dynamic_shapes,
-                                            graph_->inference_precision);
-  else
-    value_layouts_.clear();
+    s.value_layouts = assign_blocked_layouts(*model, kernels, !graph_->dynamic_shapes,
+                                             graph_->inference_precision);
   std::vector<Tensor> values(model->values().size());
-  is_model_output_.assign(model->values().size(), false);
-  for (ValueId out : model->outputs()) is_model_output_[out] = true;
   for (const auto& [id, tensor] : model->constants()) values[id] = tensor;
   for (const Node& node : model->nodes())
     for (ValueId out : node.outputs) {
@@ -83,13 +96,33 @@ void StreamExecutor::specialize(const std::vector<Shape>& input_shapes,
     const std::shared_ptr<void>& storage = buffers[static_cast<size_t>(buffer)];
     values[v] = Tensor(model->value(v).type, model->value(v).shape, storage, storage.get());
   }
-  planned_bytes_ = plan.total_bytes();
-  node_inputs_.clear();
-  for (const Node& node : model->nodes()) node_inputs_.push_back(node.inputs);
-  kernels_ = std::move(kernels);
-  values_ = std::move(values);
-  active_ = std::move(model);
-  input_shapes_ = input_shapes;
+  s.planned_bytes = plan.total_bytes();
+  s.kernels = std::move(kernels);
+  s.values = std::move(values);
+  s.model = std::move(model);
+  s.input_shapes = input_shapes;
+  return s;
+}
+
+StreamExecutor::Specialization& StreamExecutor::activate(const std::vector<Tensor>& inputs) {
+  auto same_shapes = [&](const Specialization& s) {
+    if (s.input_shapes.size() != inputs.size()) return false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].shape() != s.input_shapes[i]) return false;
+    return true;
+  };
+  auto it = std::find_if(specializations_.begin(), specializations_.end(), same_shapes);
+  if (it == specializations_.begin() && it != specializations_.end()) return *it;
+  if (it != specializations_.end()) {
+    std::rotate(specializations_.begin(), it, it + 1);
+    return specializations_.front();
+  }
+  std::vector<Shape> shapes;
+  for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  Specialization fresh = specialize(shapes);
+  if (specializations_.size() >= max_specializations) specializations_.pop_back();
+  specializations_.insert(specializations_.begin(), std::move(fresh));
+  return specializations_.front();
 }
 
 void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
@@ -98,16 +131,11 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
   if (inputs.size() != graph_model.inputs().size())
     throw ExecutionError("executor given " + std::to_string(inputs.size()) + " inputs, model has " +
                          std::to_string(graph_model.inputs().size()));
-  bool same_shapes = input_shapes_.size() == inputs.size();
-  for (size_t i = 0; same_shapes && i < inputs.size(); ++i)
-    same_shapes = inputs[i].shape() == input_shapes_[i];
-  if (!same_shapes) {
-    std::vector<Shape> shapes;
-    for (const Tensor& t : inputs) shapes.push_back(t.shape());
-    specialize(shapes);
-  }
-  const Model& model = *active_;
-  for (size_t i = 0; i < inputs.size(); ++i) values_[model.inputs()[i]] = inputs[i];
+  Specialization& active = activate(inputs);
+  const Model& model = *active.model;
+  std::vector<Tensor>& values = active.values;
+  const auto& kernels = active.kernels;
+  for (size_t i = 0; i < inputs.size(); ++i) values[model.inputs()[i]] = inputs[i];
   outputs.resize(model.outputs().size());
   // Outputs produced by nodes are written straight into the caller's buffers.
   for (size_t o = 0; o < model.outputs().size(); ++o) {
@@ -120,21 +148,21 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     if (outputs[o].empty() || outputs[o].shape() != info.shape ||
         outputs[o].element_type() != info.type)
       outputs[o] = Tensor(info.type, info.shape);
-    values_[id] = outputs[o];
+    values[id] = outputs[o];
   }
-  if (timings) timings->assign(kernels_.size(), {});
+  if (timings) timings->assign(kernels.size(), {});
   std::vector<Tensor> in;
   std::vector<Tensor> out;
-  for (size_t n = 0; n < kernels_.size(); ++n) {
+  for (size_t n = 0; n < kernels.size(); ++n) {
     const Node& node = model.nodes()[n];
     in.clear();
     out.clear();
-    for (ValueId v : node.inputs) in.push_back(v == no_value ? Tensor() : values_[v]);
-    for (ValueId v : node.outputs) out.push_back(values_[v]);
+    for (ValueId v : node.inputs) in.push_back(v == no_value ? Tensor() : values[v]);
+    for (ValueId v : node.outputs) out.push_back(values[v]);
     const int64_t t0 = timings ? now_ns() : 0;
     const int64_t c0 = timings ? thread_cpu_ns() : 0;
     try {
-      kernels_[n]->execute(in, out);
+      kernels[n]->execute(in, out);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
@@ -145,24 +173,31 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
   // Model outputs that are inputs or constants: copy (the caller owns its output buffers).
   for (size_t o = 0; o < model.outputs().size(); ++o) {
     ValueId id = model.outputs()[o];
-    if (values_[id].raw_data() == outputs[o].raw_data() && !outputs[o].empty()) continue;
-    outputs[o] = values_[id].clone();
+    if (values[id].raw_data() == outputs[o].raw_data() && !outputs[o].empty()) continue;
+    outputs[o] = values[id].clone();
   }
 }
 
 kernels::TensorLayout StreamExecutor::input_layout(size_t i) const {
-  const ValueId v = active_->inputs().at(i);
-  return v < value_layouts_.size() ? value_layouts_[v] : kernels::TensorLayout{};
+  const Specialization* s = active();
+  if (!s) return {};
+  const ValueId v = s->model->inputs().at(i);
+  return static_cast<size_t>(v) < s->value_layouts.size() ? s->value_layouts[v]
+                                                          : kernels::TensorLayout{};
 }
 
 kernels::TensorLayout StreamExecutor::output_layout(size_t o) const {
-  const ValueId v = active_->outputs().at(o);
-  return v < value_layouts_.size() ? value_layouts_[v] : kernels::TensorLayout{};
+  const Specialization* s = active();
+  if (!s) return {};
+  const ValueId v = s->model->outputs().at(o);
+  return static_cast<size_t>(v) < s->value_layouts.size() ? s->value_layouts[v]
+                                                          : kernels::TensorLayout{};
 }
 
 std::vector<std::string> StreamExecutor::implementations() const {
   std::vector<std::string> out;
-  for (const auto& k : kernels_) out.push_back(k->implementation());
+  if (const Specialization* s = active())
+    for (const auto& k : s->kernels) out.push_back(k->implementation());
   return out;
 }
 

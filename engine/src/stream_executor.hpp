@@ -18,7 +18,9 @@ struct OpTiming {
 
 /// Runs a CompiledGraph on one execute stream: owns the stream's kernel instances and
 /// intermediate buffers. Used from one thread at a time. When input shapes differ from the last
-/// run (dynamic dimensions), it re-infers shapes and re-creates kernels and buffers.
+/// run (dynamic dimensions), it re-infers shapes and creates kernels and buffers for them, and
+/// keeps the last few such specializations, so that requests alternating between shapes (or
+/// batches of varying size) do not re-create kernels on every run.
 class StreamExecutor {
  public:
   /// `prepared`: kernels already created for the graph's nodes (from compile_graph), used instead
@@ -36,28 +38,37 @@ class StreamExecutor {
   /// Implementation of each node's kernel (in execution order).
   std::vector<std::string> implementations() const;
   /// The graph as currently specialized (shapes of the last run).
-  const Model& active_model() const { return *active_; }
+  const Model& active_model() const;
   /// Layouts in which run() takes model input i and writes model output o (blocked ones are
   /// converted by the upload and download stages).
   kernels::TensorLayout input_layout(size_t i) const;
   kernels::TensorLayout output_layout(size_t o) const;
   /// Bytes of the buffers holding intermediate values (shared per the memory plan).
-  size_t planned_bytes() const { return planned_bytes_; }
+  size_t planned_bytes() const;
+  /// How many shape specializations are kept (most recently used first).
+  static constexpr size_t max_specializations = 8;
 
  private:
-  void specialize(const std::vector<Shape>& input_shapes,
-                  std::vector<std::unique_ptr<kernels::Kernel>> prepared = {});
+  /// The graph with concrete input shapes: its kernels and intermediate buffers.
+  struct Specialization {
+    std::shared_ptr<const Model> model;
+    std::vector<Shape> input_shapes;
+    std::vector<std::unique_ptr<kernels::Kernel>> kernels;
+    std::vector<Tensor> values;
+    size_t planned_bytes = 0;
+    std::vector<kernels::TensorLayout> value_layouts;  // by ValueId; empty: all plain
+  };
+
+  /// The specialization of the last run; null before the first run of a dynamic graph.
+  const Specialization* active() const;
+  Specialization specialize(const std::vector<Shape>& input_shapes,
+                            std::vector<std::unique_ptr<kernels::Kernel>> prepared = {}) const;
+  /// Moves the specialization for these input shapes to the front, creating it if needed.
+  Specialization& activate(const std::vector<Tensor>& inputs);
 
   std::shared_ptr<const CompiledGraph> graph_;
   int threads_ = 1;
-  std::shared_ptr<const Model> active_;
-  std::vector<std::unique_ptr<kernels::Kernel>> kernels_;
-  std::vector<Tensor> values_;
-  std::vector<Shape> input_shapes_;
-  std::vector<std::vector<ValueId>> node_inputs_;  // per node
-  std::vector<bool> is_model_output_;
-  size_t planned_bytes_ = 0;
-  std::vector<kernels::TensorLayout> value_layouts_;  // by ValueId; empty: all plain
+  std::vector<Specialization> specializations_;  // most recently used first
 };
 
 }  // namespace troupe::detail
