@@ -1,36 +1,207 @@
-// Execute: runs the graph for one request on this stream's executor. Spawned detached (its own
+// Execute: runs the graph for requests on this stream's executor. Spawned detached (its own
 // thread): a graph run is long blocking compute that must not starve CAF's scheduler, and oneDNN's
 // OpenMP team is per calling thread, so one thread per stream keeps the teams apart.
+//
+// With automatic batching (AUTO_BATCH_MAX_SIZE > 1) requests are queued here and run by a
+// `batch_atom` the actor sends itself: every request already in the mailbox is queued before it
+// runs, so the requests that arrived while the previous batch ran are merged, and none waits for
+// a batch to fill.
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include <cstring>
+#include <deque>
+
 #include "actors/stage.hpp"
+#include "actors/tensor_checks.hpp"
 
 namespace troupe::actors {
 
-caf::behavior execute_stage(caf::event_based_actor* self, Context ctx, Handles next, int stream) {
-  auto threads_set = std::make_shared<bool>(false);
-  return {
-      [self, ctx, next, stream, threads_set](stage_atom, request_msg msg) {
-        if (!*threads_set) {
+namespace {
+
+/// execute -> itself: run the queued requests.
+using batch_atom = caf::atom_constant<caf::atom("batch")>;
+
+struct ExecuteState {
+  bool threads_set = false;
+  std::deque<request_msg> queued;
+  bool batch_scheduled = false;
+  std::vector<Tensor> batch_inputs, batch_outputs;  // reused across batches
+};
+
+using ExecuteActor = caf::stateful_actor<ExecuteState>;
+
+void run_one(PipelineContext& ctx, int stream, request_msg& msg) {
+  ExecuteSlot& slot = ctx.slots[static_cast<size_t>(msg.slot)];
+  run_stage(
+      ctx, detail::Stage::execute, msg,
+      [&] {
+        auto* timings = ctx.config.enable_profiling ? &msg.trace.ops : nullptr;
+        ctx.executors[static_cast<size_t>(stream)]->run(slot.inputs, slot.outputs, timings);
+      },
+      stream);
+}
+
+// Runs one request's graph, stamping its span, once run_stage's checks have passed.
+void run_alone(PipelineContext& ctx, int stream, request_msg& msg) {
+  detail::StageSpan& span = msg.trace.stages[static_cast<size_t>(detail::Stage::execute)];
+  span.start_ns = detail::now_ns();
+  const int64_t cpu0 = detail::thread_cpu_ns();
+  try {
+    ExecuteSlot& slot = ctx.slots[static_cast<size_t>(msg.slot)];
+    auto* timings = ctx.config.enable_profiling ? &msg.trace.ops : nullptr;
+    ctx.executors[static_cast<size_t>(stream)]->run(slot.inputs, slot.outputs, timings);
+  } catch (...) {
+    msg.error = std::current_exception();
+  }
+  span.cpu_ns = detail::thread_cpu_ns() - cpu0;
+  span.end_ns = detail::now_ns();
+}
+
+bool same_input_shapes(const ExecuteSlot& a, const ExecuteSlot& b) {
+  if (a.inputs.size() != b.inputs.size()) return false;
+  for (size_t i = 0; i < a.inputs.size(); ++i)
+    if (a.inputs[i].shape() != b.inputs[i].shape() ||
+        a.inputs[i].element_type() != b.inputs[i].element_type())
+      return false;
+  return true;
+}
+
+// One run on the inputs of `group` (two or more requests whose inputs have the same shapes)
+// concatenated along the leading dimension; each request's outputs are its share of the result.
+// Throws when the run fails or its outputs cannot be split evenly.
+void run_merged(PipelineContext& ctx, int stream, ExecuteState& st,
+                std::vector<request_msg*>& group, std::vector<detail::OpTiming>* timings) {
+  const size_t k = group.size();
+  auto slot_of = [&](size_t j) -> ExecuteSlot& {
+    return ctx.slots[static_cast<size_t>(group[j]->slot)];
+  };
+  const ExecuteSlot& first = slot_of(0);
+  st.batch_inputs.resize(first.inputs.size());
+  for (size_t i = 0; i < first.inputs.size(); ++i) {
+    Shape merged = first.inputs[i].shape();
+    merged[0] *= static_cast<int64_t>(k);
+    ensure_buffer(st.batch_inputs[i], first.inputs[i].element_type(), merged);
+    const size_t bytes = first.inputs[i].byte_size();
+    auto* dst = static_cast<std::byte*>(st.batch_inputs[i].raw_data());
+    for (size_t j = 0; j < k; ++j)
+      std::memcpy(dst + j * bytes, slot_of(j).inputs[i].raw_data(), bytes);
+  }
+  ctx.executors[static_cast<size_t>(stream)]->run(st.batch_inputs, st.batch_outputs, timings);
+  for (size_t o = 0; o < st.batch_outputs.size(); ++o) {
+    const Tensor& produced = st.batch_outputs[o];
+    if (produced.shape().rank() == 0 || produced.shape()[0] % static_cast<int64_t>(k) != 0)
+      throw ExecutionError("automatic batching: output " + std::to_string(o) + " of shape " +
+                           produced.shape().to_string() + " cannot be split among " +
+                           std::to_string(k) + " requests");
+    Shape share = produced.shape();
+    share[0] /= static_cast<int64_t>(k);
+    const size_t bytes = produced.byte_size() / k;
+    const auto* src = static_cast<const std::byte*>(produced.raw_data());
+    for (size_t j = 0; j < k; ++j) {
+      ExecuteSlot& slot = slot_of(j);
+      slot.outputs.resize(st.batch_outputs.size());
+      ensure_buffer(slot.outputs[o], produced.element_type(), share);
+      std::memcpy(slot.outputs[o].raw_data(), src + j * bytes, bytes);
+    }
+  }
+}
+
+// Runs the oldest queued request together with the later ones whose inputs have its shapes (up to
+// the batch size), then sends each on to download.
+void run_batch(ExecuteActor* self, PipelineContext& ctx, const StageHandles& next, int stream) {
+  ExecuteState& st = self->state;
+  std::vector<request_msg> taken;
+  taken.push_back(std::move(st.queued.front()));
+  st.queued.pop_front();
+  const size_t limit = static_cast<size_t>(ctx.config.auto_batch_max_size);
+  if (!taken.front().error) {
+    const ExecuteSlot& lead = ctx.slots[static_cast<size_t>(taken.front().slot)];
+    for (auto it = st.queued.begin(); it != st.queued.end() && taken.size() < limit;) {
+      if (!it->error && same_input_shapes(lead, ctx.slots[static_cast<size_t>(it->slot)])) {
+        taken.push_back(std::move(*it));
+        it = st.queued.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Each request's own checks (cancellation, test hook) first; those that pass run together.
+  std::vector<request_msg*> group;
+  for (request_msg& msg : taken) {
+    run_stage(
+        ctx, detail::Stage::execute, msg, [] {}, stream);
+    if (!msg.error) group.push_back(&msg);
+  }
+  if (group.size() == 1) {
+    run_alone(ctx, stream, *group.front());
+  } else if (group.size() > 1) {
+    const int64_t start = detail::now_ns();
+    const int64_t cpu0 = detail::thread_cpu_ns();
+    std::vector<detail::OpTiming> timings;
+    bool merged = false;
+    try {
+      run_merged(ctx, stream, st, group, ctx.config.enable_profiling ? &timings : nullptr);
+      merged = true;
+    } catch (...) {
+      // One request's data can make a run fail: run each alone, so only that one fails.
+    }
+    if (merged) {
+      const int64_t end = detail::now_ns();
+      const int64_t cpu = detail::thread_cpu_ns() - cpu0;
+      for (request_msg* msg : group) {
+        detail::StageSpan& span = msg->trace.stages[static_cast<size_t>(detail::Stage::execute)];
+        span = {start, end, cpu / static_cast<int64_t>(group.size()), stream,
+                static_cast<int32_t>(group.size())};
+        msg->trace.ops = timings;
+      }
+    } else {
+      for (request_msg* msg : group) run_alone(ctx, stream, *msg);
+    }
+  }
+  for (request_msg& msg : taken) self->send(next.download, stage_atom::value, std::move(msg));
+}
+
+caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int stream) {
+  bool plain_io = true;
+  for (const auto& layout : ctx->graph_input_layouts) plain_io = plain_io && layout.is_plain();
+  for (const auto& layout : ctx->graph_output_layouts) plain_io = plain_io && layout.is_plain();
+  const bool batching = ctx->config.auto_batch_max_size > 1 && plain_io;
+  auto set_threads = [self, ctx] {
+    if (self->state.threads_set) return;
 #ifdef _OPENMP
-          omp_set_num_threads(ctx->config.threads_per_stream);
+    omp_set_num_threads(ctx->config.threads_per_stream);
 #endif
-          *threads_set = true;
+    self->state.threads_set = true;
+  };
+  return {
+      [self, ctx, next, stream, batching, set_threads](stage_atom, request_msg msg) {
+        set_threads();
+        if (!batching) {
+          run_one(*ctx, stream, msg);
+          self->send(next->download, stage_atom::value, std::move(msg));
+          return;
         }
-        ExecuteSlot& slot = ctx->slots[static_cast<size_t>(msg.slot)];
-        run_stage(
-            *ctx, detail::Stage::execute, msg,
-            [&] {
-              auto* timings = ctx->config.enable_profiling ? &msg.trace.ops : nullptr;
-              ctx->executors[static_cast<size_t>(stream)]->run(slot.inputs, slot.outputs, timings);
-            },
-            stream);
-        self->send(next->download, stage_atom::value, std::move(msg));
+        self->state.queued.push_back(std::move(msg));
+        if (!self->state.batch_scheduled) {
+          self->state.batch_scheduled = true;
+          self->send(self, batch_atom::value);
+        }
+      },
+      [self, ctx, next, stream](batch_atom) {
+        run_batch(self, *ctx, *next, stream);
+        self->state.batch_scheduled = !self->state.queued.empty();
+        if (self->state.batch_scheduled) self->send(self, batch_atom::value);
       },
   };
+}
+
+}  // namespace
+
+caf::actor spawn_execute_stage(caf::actor_system& system, Context ctx, Handles next, int stream) {
+  return system.spawn<caf::detached>(execute_stage, std::move(ctx), std::move(next), stream);
 }
 
 }  // namespace troupe::actors

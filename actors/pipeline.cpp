@@ -23,7 +23,7 @@ Pipeline::Pipeline(caf::actor_system& system, std::shared_ptr<void> system_owner
   h.preprocess = system.spawn(preprocess_stage, context_, next);
   h.upload = spawn_upload_stage(system, context_, next);
   for (int s = 0; s < context_->config.num_streams; ++s)
-    h.execute.push_back(system.spawn<caf::detached>(execute_stage, context_, next, s));
+    h.execute.push_back(spawn_execute_stage(system, context_, next, s));
   h.download = system.spawn(download_stage, context_, next);
   h.postprocess = system.spawn(postprocess_stage, context_, next);
   h.completion = system.spawn<caf::detached>(completion_actor, context_, next);

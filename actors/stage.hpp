@@ -49,7 +49,7 @@ void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work
 caf::actor spawn_admission(caf::actor_system& system, Context ctx, Handles next);
 caf::behavior preprocess_stage(caf::event_based_actor* self, Context ctx, Handles next);
 caf::actor spawn_upload_stage(caf::actor_system& system, Context ctx, Handles next);
-caf::behavior execute_stage(caf::event_based_actor* self, Context ctx, Handles next, int stream);
+caf::actor spawn_execute_stage(caf::actor_system& system, Context ctx, Handles next, int stream);
 caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles next);
 caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handles next);
 caf::behavior completion_actor(caf::event_based_actor* self, Context ctx, Handles next);

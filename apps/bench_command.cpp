@@ -388,6 +388,7 @@ int bench(const BenchOptions& o) {
   if (o.nthreads > 0) config[props::inference_num_threads] = o.nthreads;
   if (o.perf_counts) config[props::enable_profiling] = true;
   if (!o.infer_precision.empty()) config[props::inference_precision] = o.infer_precision;
+  if (o.auto_batch > 0) config[props::auto_batch_max_size] = o.auto_batch;
   if (!o.cache_dir.empty()) config[props::cache_dir] = o.cache_dir;
 
   const bool pre_post = !o.input_precision.empty() || !o.output_precision.empty() ||
@@ -469,6 +470,13 @@ int bench(const BenchOptions& o) {
   print_row("infer requests (nireq)",
             fmt::format("{}{}", nireq, o.nireq > 0 ? "" : " (OPTIMAL_NUMBER_OF_INFER_REQUESTS)"));
   print_row("max requests in flight", std::to_string(max_in_flight) + " (pipeline credits)");
+  const int64_t auto_batch = compiled.get_property(props::auto_batch_max_size).as_int();
+  print_row("automatic batching",
+            auto_batch > 1 ? fmt::format("up to {} waiting requests per run", auto_batch)
+            : o.auto_batch > 1
+                ? fmt::format("off (asked for {}; the model has no dynamic batch dimension)",
+                              o.auto_batch)
+                : std::string("off"));
   std::string limit;
   if (time_limited) limit = fmt::format("{:g} s", time_limit_s);
   if (o.niter > 0) limit += (limit.empty() ? "" : " or ") + fmt::format("{} iterations", o.niter);
@@ -811,6 +819,12 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
                   "supports it (falls back to f32 otherwise). Default: the device's")
       ->option_text("f32|bf16")
       ->check(CLI::IsMember({"f32", "bf16"}));
+  cmd->add_option("--auto_batch", o.auto_batch,
+                  "Automatic batching (AUTO_BATCH_MAX_SIZE): up to N requests waiting at the same "
+                  "stream run as one batch along the leading dimension. Only for models whose "
+                  "inputs and outputs all have a dynamic leading dimension")
+      ->option_text("N")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--cache_dir", o.cache_dir,
                   "Directory for the compiled-model cache, passed to the device as its CACHE_DIR "
                   "property")

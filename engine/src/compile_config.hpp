@@ -22,9 +22,16 @@ struct CompileConfig {
   bool exclusive_async_requests = false;
   ElementType inference_precision = ElementType::f32;
   int optimal_requests = 1;
-  int max_in_flight = 8;  // credits
+  int max_in_flight = 8;           // credits
+  int max_in_flight_override = 0;  // as set (0 = derived)
   int slots_per_stream = 2;
-  std::string cache_dir;  // empty = no model cache
+  int auto_batch_max_size = 1;  // 1 = no automatic batching
+  std::string cache_dir;        // empty = no model cache
+
+  /// Derives optimal_requests, slots_per_stream and max_in_flight (unless overridden) from the
+  /// mode, streams, request hint and batch size: enough requests to keep every stream busy, and
+  /// with batching enough for a full batch to wait while another runs.
+  void derive_request_counts();
 
   /// The configuration as properties (what CompiledModel::get_property reports).
   AnyMap to_properties() const;

@@ -36,9 +36,10 @@ void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kern
     graph.implementations.push_back(k[n] ? k[n]->implementation() : "dynamic");
     std::string names;
     for (ValueId out : node.outputs)
-      names += (names.empty() ? "" : ",") +
-               layout_name(out < layouts.size() ? layouts[out] : kernels::TensorLayout{},
-                           model.value(out).shape);
+      names += (names.empty() ? "" : ",") + layout_name(static_cast<size_t>(out) < layouts.size()
+                                                            ? layouts[out]
+                                                            : kernels::TensorLayout{},
+                                                        model.value(out).shape);
     graph.output_layouts.push_back(names);
   }
 }

@@ -1,5 +1,6 @@
 #include "engine/src/compiled_model_impl.hpp"
 
+#include "engine/src/auto_batching.hpp"
 #include "engine/src/thread_policy.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
@@ -7,8 +8,9 @@
 namespace troupe::detail {
 
 namespace {
-CompileConfig fitted(CompileConfig config, const Model& model) {
-  fit_threads_to_model(config, model);
+CompileConfig fitted(CompileConfig config, const CompiledGraph& graph) {
+  fit_threads_to_model(config, *graph.model);
+  fit_batching_to_graph(config, graph);
   return config;
 }
 }  // namespace
@@ -18,7 +20,7 @@ CompiledModelImpl::CompiledModelImpl(
     CompileConfig config, bool loaded_from_cache,
     std::vector<std::unique_ptr<kernels::Kernel>> first_stream_kernels)
     : runtime_(std::move(runtime)),
-      context_(std::make_shared<actors::PipelineContext>(graph, fitted(config, *graph->model))),
+      context_(std::make_shared<actors::PipelineContext>(graph, fitted(config, *graph))),
       loaded_from_cache_(loaded_from_cache) {
   const Model& model = *context_->graph->model;
   for (ValueId in : model.inputs()) context_->graph_inputs.push_back(model.value(in));
@@ -32,12 +34,12 @@ CompiledModelImpl::CompiledModelImpl(
     for (size_t i = 0; i < ppp->outputs.size() && i < context_->outputs.size(); ++i)
       if (ppp->outputs[i]) context_->outputs[i] = ppp->outputs[i]->caller;
   }
-  for (int s = 0; s < config.num_streams; ++s) {
+  for (int s = 0; s < context_->config.num_streams; ++s) {
     context_->executors.push_back(
         std::make_unique<StreamExecutor>(context_->graph, context_->config.threads_per_stream,
                                          s == 0 ? std::move(first_stream_kernels)
                                                 : std::vector<std::unique_ptr<kernels::Kernel>>{}));
-    for (int k = 0; k < config.slots_per_stream; ++k) {
+    for (int k = 0; k < context_->config.slots_per_stream; ++k) {
       actors::ExecuteSlot slot;
       slot.stream = s;
       context_->slots.push_back(std::move(slot));

@@ -73,6 +73,7 @@ const std::vector<std::string>& CpuPlugin::config_keys() {
                                                 props::exclusive_async_requests,
                                                 props::inference_precision,
                                                 props::max_requests_in_flight,
+                                                props::auto_batch_max_size,
                                                 props::cache_dir};
   return keys;
 }
@@ -161,6 +162,10 @@ void CpuPlugin::check(const std::string& key, const Any& value) {
       int64_t n = value.as_int();
       if (n < 1 || n > 4096)
         throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: 1..4096)");
+    } else if (key == props::auto_batch_max_size) {
+      int64_t n = value.as_int();
+      if (n < 1 || n > 256)
+        throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: 1..256)");
     }
   } catch (const UnknownProperty&) {
     throw;
@@ -230,13 +235,11 @@ CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
   c.num_streams = std::max(1, streams);
   c.threads_per_stream = std::max(1, total_threads / c.num_streams);
 
-  // Enough requests to keep every stream busy while other requests are in the other stages.
-  int optimal = c.mode == PerformanceMode::throughput ? 2 * c.num_streams : 1;
-  if (c.num_requests_hint > 0) optimal = std::min(optimal, c.num_requests_hint);
-  c.optimal_requests = std::max(1, optimal);
-  c.slots_per_stream = 2;
-  c.max_in_flight = std::max(4 * c.num_streams, 2 * c.optimal_requests);
-  if (auto v = get(props::max_requests_in_flight)) c.max_in_flight = static_cast<int>(v->as_int());
+  if (auto v = get(props::auto_batch_max_size))
+    c.auto_batch_max_size = static_cast<int>(v->as_int());
+  if (auto v = get(props::max_requests_in_flight))
+    c.max_in_flight_override = static_cast<int>(v->as_int());
+  c.derive_request_counts();
   if (auto v = get(props::cache_dir)) c.cache_dir = v->as_string();
   return c;
 }
@@ -251,6 +254,19 @@ std::map<std::string, std::string> CpuPlugin::query_model(const Model& model) co
   return supported;
 }
 
+void CompileConfig::derive_request_counts() {
+  // Enough requests to keep every stream busy while other requests are in the other stages; with
+  // batching, a full batch waiting at each stream while another runs.
+  const int batch = std::max(1, auto_batch_max_size);
+  int optimal = mode == PerformanceMode::throughput ? 2 * num_streams * batch : 1;
+  if (num_requests_hint > 0) optimal = std::min(optimal, num_requests_hint);
+  optimal_requests = std::max(1, optimal);
+  slots_per_stream = 2 * batch;
+  max_in_flight = max_in_flight_override > 0
+                      ? max_in_flight_override
+                      : std::max(4 * num_streams * batch, 2 * optimal_requests);
+}
+
 AnyMap CompileConfig::to_properties() const {
   AnyMap m;
   m[props::device_id] = device_id;
@@ -263,6 +279,7 @@ AnyMap CompileConfig::to_properties() const {
   m[props::exclusive_async_requests] = exclusive_async_requests;
   m[props::inference_precision] = std::string(troupe::to_string(inference_precision));
   m[props::max_requests_in_flight] = max_in_flight;
+  m[props::auto_batch_max_size] = auto_batch_max_size;
   m[props::cache_dir] = cache_dir;
   return m;
 }

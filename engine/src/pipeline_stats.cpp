@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -70,12 +71,16 @@ PipelineSummary PipelineStats::summary() const {
   double total_busy = 0;
   for (size_t i = 0; i < stage_count; ++i) {
     std::vector<double> d;
-    double wait = 0;
+    double wait = 0, busy = 0, runs = 0;
     size_t waits = 0;
     for (const auto& t : traces) {
       const StageSpan& span = t.stages[i];
       if (span.end_ns == 0) continue;
       d.push_back(static_cast<double>(span.end_ns - span.start_ns) / 1e3);
+      // The requests of one batch share its span: each counts its share towards busy time.
+      const double share = 1.0 / std::max(1, span.batch);
+      busy += d.back() * share;
+      runs += share;
       int64_t ready = i == 0 ? t.submitted_ns : t.stages[i - 1].end_ns;
       if (ready > 0) {
         wait += static_cast<double>(span.start_ns - ready) / 1e3;
@@ -86,8 +91,9 @@ PipelineSummary PipelineStats::summary() const {
     st.count = d.size();
     if (d.empty()) continue;
     std::sort(d.begin(), d.end());
-    for (double v : d) st.busy_us += v;
-    st.mean_us = st.busy_us / static_cast<double>(d.size());
+    st.busy_us = busy;
+    st.mean_batch = static_cast<double>(d.size()) / runs;
+    st.mean_us = std::accumulate(d.begin(), d.end(), 0.0) / static_cast<double>(d.size());
     st.p50_us = percentile(d, 50);
     st.p90_us = percentile(d, 90);
     st.p99_us = percentile(d, 99);
@@ -134,6 +140,10 @@ std::string format_summary(const PipelineSummary& s) {
       "requests: {} ({} failed), wall {:.1f} ms, mean requests in flight {:.2f}, stage overlap "
       "(sum of stage busy time / wall time) {:.2f}\n",
       s.requests, s.failed, s.wall_us / 1e3, s.mean_in_flight, s.stage_overlap);
+  const StageSummary& execute = s.stages[static_cast<size_t>(Stage::execute)];
+  if (execute.mean_batch > 1.005)
+    out += fmt::format("automatic batching: {:.2f} requests per execute run on average\n",
+                       execute.mean_batch);
   out += s.bottleneck + "\n";
   return out;
 }

@@ -23,6 +23,7 @@ struct StageSpan {
   int64_t end_ns = 0;
   int64_t cpu_ns = 0;
   int32_t worker = 0;  // execute stream index for the execute stage
+  int32_t batch = 1;   // requests that shared this span (automatic batching in execute)
 };
 
 /// Everything the pipeline records about one pass of a request.

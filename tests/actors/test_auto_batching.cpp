@@ -1,0 +1,286 @@
+// Automatic batching in the execute stage (AUTO_BATCH_MAX_SIZE): requests waiting at a stream are
+// merged into one run along the leading dimension and their outputs split back. Every request
+// must get exactly its own result, whatever it was merged with, and a failing request must fail
+// alone.
+
+#include <gmock/gmock.h>
+
+#include <mutex>
+
+#include "engine/src/pipeline_stats.hpp"
+#include "pipeline_fixture.hpp"
+#include "troupe/model_builder.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+using ::testing::HasSubstr;
+
+namespace {
+
+constexpr int64_t features = 16, classes = 8;
+
+// y = Relu(x · W + b) on x [?, 16]: each output row depends on its input row only.
+std::shared_ptr<Model> make_linear_model() {
+  ModelBuilder b("linear");
+  auto x = b.input("x", ElementType::f32, {Shape::dynamic, features});
+  auto w = b.constant("w", random_tensor({features, classes}, 7));
+  auto bias = b.constant("b", random_tensor({classes}, 8));
+  b.output(b.op("Relu", {b.op("Add", {b.op("MatMul", {x, w}), bias})}), "y");
+  return b.build();
+}
+
+// y = Gather(table, idx) on idx [?]: an index out of range fails the run that contains it.
+std::shared_ptr<Model> make_lookup_model() {
+  ModelBuilder b("lookup");
+  auto idx = b.input("idx", ElementType::i64, {Shape::dynamic});
+  auto table = b.constant("table", random_tensor({10, 3}, 9));
+  b.output(b.op("Gather", {table, idx}, {{"axis", int64_t{0}}}), "y");
+  return b.build();
+}
+
+AnyMap batching(int max_size, int streams = 1) {
+  return {{props::auto_batch_max_size, max_size},
+          {props::num_streams, streams},
+          {props::performance_mode, "THROUGHPUT"}};
+}
+
+// Holds every request at the execute stage until `release()`, so the ones behind it pile up in
+// the execute stream's mailbox and are merged.
+class ExecuteGate {
+ public:
+  explicit ExecuteGate(CompiledModel& compiled) {
+    set_stage_hook(compiled, [this](detail::Stage stage, uint64_t) {
+      if (stage != detail::Stage::execute) return;
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return open_; });
+    });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+std::vector<int> execute_batches(CompiledModel& compiled) {
+  std::vector<int> batches;
+  for (const auto& trace : compiled.impl()->context().stats.traces())
+    batches.push_back(trace.stages[static_cast<size_t>(detail::Stage::execute)].batch);
+  return batches;
+}
+
+void expect_near_all(const Tensor& expected, const Tensor& actual, const std::string& what) {
+  ASSERT_EQ(expected.shape(), actual.shape()) << what;
+  auto e = expected.to_vector<float>(), a = actual.to_vector<float>();
+  for (size_t i = 0; i < e.size(); ++i) ASSERT_NEAR(e[i], a[i], 1e-5f) << what << " element " << i;
+}
+
+}  // namespace
+
+TEST(AutoBatching, PropertyIsValidatedReportedAndSizesTheRequests) {
+  Core core;
+  EXPECT_EQ(core.get_property("CPU", props::auto_batch_max_size).as_int(), 1);
+  for (const Any& bad : {Any(0), Any(257), Any(std::string("four"))}) {
+    try {
+      core.compile_model(make_linear_model(), "CPU", {{props::auto_batch_max_size, bad}});
+      ADD_FAILURE() << "accepted " << bad.as_string();
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr(props::auto_batch_max_size));
+    }
+  }
+  auto compiled = core.compile_model(make_linear_model(), "CPU", batching(4, 2));
+  EXPECT_EQ(compiled.get_property(props::auto_batch_max_size).as_int(), 4);
+  // A full batch waiting at each stream while another runs.
+  EXPECT_EQ(compiled.get_property(props::optimal_number_of_infer_requests).as_int(), 16);
+  EXPECT_GE(compiled.get_property(props::max_requests_in_flight).as_int(), 16);
+
+  // A model with a static leading dimension cannot batch: it runs unbatched and says so.
+  auto fixed = core.compile_model(make_add_relu_model(1), "CPU", batching(4, 2));
+  EXPECT_EQ(fixed.get_property(props::auto_batch_max_size).as_int(), 1);
+  EXPECT_EQ(fixed.get_property(props::optimal_number_of_infer_requests).as_int(), 4);
+}
+
+TEST(AutoBatching, WaitingRequestsAreMergedAndEachGetsItsOwnResult) {
+  Core core;
+  auto reference = core.compile_model(make_linear_model(), "CPU", {{props::num_streams, 1}});
+  auto compiled = core.compile_model(make_linear_model(), "CPU", batching(4));
+  ExecuteGate gate(compiled);
+  constexpr int n = 24;
+  std::vector<InferRequest> requests;
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < n; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    inputs.push_back(random_tensor({1, features}, 100 + static_cast<unsigned>(i), -2.f, 2.f));
+    requests.back().set_tensor("x", inputs.back());
+    requests.back().start_async();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let them queue behind the gate
+  gate.release();
+  auto check = reference.create_infer_request();
+  for (int i = 0; i < n; ++i) {
+    requests[i].wait();
+    check.set_tensor("x", inputs[i]);
+    check.infer();
+    expect_near_all(check.get_tensor("y"), requests[i].get_tensor("y"),
+                    "request " + std::to_string(i));
+  }
+  const auto batches = execute_batches(compiled);
+  ASSERT_EQ(batches.size(), static_cast<size_t>(n));
+  EXPECT_EQ(*std::max_element(batches.begin(), batches.end()), 4);
+  EXPECT_GT(compiled.impl()->context().stats.summary().stages[2].mean_batch, 1.5);
+}
+
+TEST(AutoBatching, OnlyRequestsOfTheSameShapeAreMerged) {
+  Core core;
+  auto reference = core.compile_model(make_linear_model(), "CPU", {{props::num_streams, 1}});
+  auto compiled = core.compile_model(make_linear_model(), "CPU", batching(8));
+  ExecuteGate gate(compiled);
+  constexpr int n = 30;
+  std::vector<InferRequest> requests;
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < n; ++i) {
+    const int64_t rows = 1 + i % 3;  // 1, 2 and 3 rows interleaved
+    requests.push_back(compiled.create_infer_request());
+    inputs.push_back(random_tensor({rows, features}, 300 + static_cast<unsigned>(i)));
+    requests.back().set_tensor("x", inputs.back());
+    requests.back().start_async();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  gate.release();
+  auto check = reference.create_infer_request();
+  for (int i = 0; i < n; ++i) {
+    requests[i].wait();
+    check.set_tensor("x", inputs[i]);
+    check.infer();
+    expect_near_all(check.get_tensor("y"), requests[i].get_tensor("y"),
+                    "request " + std::to_string(i));
+  }
+  const auto batches = execute_batches(compiled);
+  EXPECT_GT(*std::max_element(batches.begin(), batches.end()), 1);
+}
+
+TEST(AutoBatching, ARequestThatFailsInsideABatchFailsAlone) {
+  Core core;
+  auto compiled = core.compile_model(make_lookup_model(), "CPU", batching(8));
+  ExecuteGate gate(compiled);
+  constexpr int n = 16, bad = 5;
+  std::vector<InferRequest> requests;
+  for (int i = 0; i < n; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    const int64_t index = i == bad ? 42 : i % 10;  // the table has 10 rows
+    requests.back().set_tensor("idx", Tensor::from_vector<int64_t>({2}, {index, 9 - i % 10}));
+    requests.back().start_async();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  gate.release();
+  const Tensor table = random_tensor({10, 3}, 9);
+  const auto rows = table.to_vector<float>();
+  for (int i = 0; i < n; ++i) {
+    if (i == bad) {
+      EXPECT_THROW(requests[i].wait(), Error);
+      continue;
+    }
+    ASSERT_NO_THROW(requests[i].wait()) << i;
+    const auto y = requests[i].get_tensor("y").to_vector<float>();
+    ASSERT_EQ(y.size(), 6u);
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_EQ(y[c], rows[(i % 10) * 3 + c]) << i;
+      EXPECT_EQ(y[3 + c], rows[(9 - i % 10) * 3 + c]) << i;
+    }
+  }
+  // The pipeline goes on.
+  requests[bad].set_tensor("idx", Tensor::from_vector<int64_t>({2}, {1, 2}));
+  EXPECT_NO_THROW(requests[bad].infer());
+}
+
+TEST(AutoBatching, ACancelledRequestLeavesItsBatch) {
+  Core core;
+  auto compiled = core.compile_model(make_linear_model(), "CPU", batching(8));
+  ExecuteGate gate(compiled);
+  std::vector<InferRequest> requests;
+  for (int i = 0; i < 12; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    requests.back().set_tensor("x", random_tensor({1, features}, 500 + static_cast<unsigned>(i)));
+    requests.back().start_async();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  requests[7].cancel();
+  gate.release();
+  for (int i = 0; i < 12; ++i) {
+    if (i == 7) {
+      // Already past the execute stage's check when cancelled, or cancelled there.
+      try {
+        requests[i].wait();
+      } catch (const Cancelled&) {
+      }
+      continue;
+    }
+    EXPECT_NO_THROW(requests[i].wait()) << i;
+  }
+}
+
+TEST(AutoBatching, ManyInFlightFromSeveralThreadsWithProfiling) {
+  Core core;
+  auto reference = core.compile_model(make_linear_model(), "CPU", {{props::num_streams, 1}});
+  AnyMap config = batching(4, 2);
+  config[props::enable_profiling] = true;
+  auto compiled = core.compile_model(make_linear_model(), "CPU", config);
+  constexpr int threads = 4, per_thread = 8, rounds = 10;
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      std::vector<InferRequest> requests;
+      std::vector<Tensor> inputs, expected;
+      auto check = reference.create_infer_request();
+      for (int i = 0; i < per_thread; ++i) {
+        requests.push_back(compiled.create_infer_request());
+        inputs.push_back(random_tensor({1, features}, static_cast<unsigned>(t * 100 + i)));
+        requests.back().set_tensor("x", inputs.back());
+        check.set_tensor("x", inputs.back());
+        check.infer();
+        expected.push_back(check.get_tensor("y").clone());
+      }
+      for (int r = 0; r < rounds; ++r) {
+        for (auto& request : requests) request.start_async();
+        for (int i = 0; i < per_thread; ++i) {
+          requests[i].wait();
+          auto e = expected[i].to_vector<float>(),
+               a = requests[i].get_tensor("y").to_vector<float>();
+          for (size_t k = 0; k < e.size(); ++k)
+            if (std::abs(e[k] - a[k]) > 1e-5f) ++mismatches;
+          // Per-node counters are there for merged runs too.
+          const auto info = requests[i].profiling_info();
+          if (info.size() <= 5) ++mismatches;
+        }
+      }
+    });
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  const auto summary = compiled.impl()->context().stats.summary();
+  EXPECT_EQ(summary.requests, static_cast<size_t>(threads * per_thread * rounds));
+  EXPECT_EQ(summary.failed, 0u);
+}
+
+TEST(AutoBatching, DestroyingTheModelWithRequestsQueuedCompletesEachOnce) {
+  std::atomic<int> callbacks{0};
+  constexpr int n = 40;
+  {
+    Core core;
+    auto compiled = core.compile_model(make_linear_model(), "CPU", batching(4, 2));
+    std::vector<InferRequest> requests;
+    for (int i = 0; i < n; ++i) {
+      requests.push_back(compiled.create_infer_request());
+      requests.back().set_tensor("x", random_tensor({1, features}, static_cast<unsigned>(i)));
+      requests.back().set_callback([&](std::exception_ptr) { ++callbacks; });
+    }
+    for (auto& request : requests) request.start_async();
+    // compiled, then the requests, go out of scope with requests in every stage.
+  }
+  EXPECT_EQ(callbacks.load(), n);
+}
