@@ -1,6 +1,7 @@
 #include "engine/src/trace_export.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -62,6 +63,7 @@ std::string chrome_trace_json(const std::vector<RequestTrace>& traces, int execu
                         {"args", {{"sort_index", tid}}}});
     }
   }
+  std::set<std::pair<int, int64_t>> ops_drawn;  // (track, start) of execute spans
   for (const RequestTrace& t : traces) {
     const std::string request = "request " + std::to_string(t.run_id);
     // The request as an async slice from submission to completion, its stages nested in it.
@@ -80,6 +82,8 @@ std::string chrome_trace_json(const std::vector<RequestTrace>& traces, int execu
       if (span.end_ns == 0) continue;
       const int tid = track_of(s, span);
       const double dur = static_cast<double>(span.end_ns - span.start_ns) / 1000.0;
+      json args = {{"request", t.run_id}, {"cpu_us", span.cpu_ns / 1000.0}};
+      if (span.batch > 1) args["batch"] = span.batch;  // requests sharing this run
       events.push_back({{"ph", "X"},
                         {"pid", pid},
                         {"tid", tid},
@@ -87,7 +91,7 @@ std::string chrome_trace_json(const std::vector<RequestTrace>& traces, int execu
                         {"name", request},
                         {"ts", us(span.start_ns)},
                         {"dur", dur},
-                        {"args", {{"request", t.run_id}, {"cpu_us", span.cpu_ns / 1000.0}}}});
+                        {"args", args}});
       events.push_back({{"ph", "b"},
                         {"pid", pid},
                         {"cat", "request"},
@@ -111,7 +115,8 @@ std::string chrome_trace_json(const std::vector<RequestTrace>& traces, int execu
       flow["ph"] = first_flow ? "s" : (s == last_stage ? "f" : "t");
       events.push_back(flow);
       first_flow = false;
-      if (s == static_cast<size_t>(Stage::execute))
+      // The requests of one merged run share its op timings: those are drawn once.
+      if (s == static_cast<size_t>(Stage::execute) && ops_drawn.insert({tid, span.start_ns}).second)
         for (size_t n = 0; n < t.ops.size(); ++n) {
           const OpTiming& op = t.ops[n];
           if (op.start_ns == 0) continue;
