@@ -697,6 +697,7 @@ int bench(const BenchOptions& o) {
                      {"pc_sort", o.pc_sort},
                      {"batch", batch},
                      {"inference_precision", precision},
+                     {"auto_batch_max_size", auto_batch},
                      {"cache_dir", cache_dir.empty() ? json(nullptr) : json(cache_dir)},
                      {"compile_time_ms", compile_ms}}},
                    {"first_inference_ms", first_ms},
@@ -718,6 +719,8 @@ int bench(const BenchOptions& o) {
                      {"wall_ms", summary.wall_us / 1e3},
                      {"mean_requests_in_flight", summary.mean_in_flight},
                      {"stage_overlap", summary.stage_overlap},
+                     {"execute_mean_batch",
+                      summary.stages[static_cast<size_t>(detail::Stage::execute)].mean_batch},
                      {"bottleneck", summary.bottleneck},
                      {"stages", stages}}}};
     if (o.perf_counts) {

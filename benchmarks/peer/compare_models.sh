@@ -9,6 +9,9 @@
 # uses more, and its thread policy may use fewer per stream (one for models of tiny nodes).
 #   troupe bf16       (-infer_precision bf16, $TROUPE_BF16_HINT hint; the table shows the precision
 #                      that actually ran: troupe falls back to f32 on CPUs without bf16)
+#   troupe batched    (-hint throughput --auto_batch $TROUPE_AUTO_BATCH, default 8: waiting requests
+#                      run as one batch) for the models in $TROUPE_BATCHED_MODELS (default mlp;
+#                      a model without a dynamic leading dimension runs unbatched and says so)
 # each SECONDS_PER_CASE long, with the load average before and after every round (the machine is
 # shared). ORT's throughput figure is its best configuration by median FPS: intra2 (the latency
 # run: the Node binding runs one request at a time per session anyway) or sessions2x1.
@@ -46,6 +49,8 @@ omp_policy="${TROUPE_OMP_WAIT_POLICY-passive}"
 ort_spinning="${ORT_SPINNING-0}"
 ort_tp_configs="${ORT_THROUGHPUT_CONFIGS:-sessions2x1}"
 bf16_hint="${TROUPE_BF16_HINT:-throughput}"
+auto_batch="${TROUPE_AUTO_BATCH:-8}"
+batched_models=" ${TROUPE_BATCHED_MODELS-mlp} "
 python=/usr/bin/python3
 peer="$build_dir/peer"
 out="$build_dir/compare_models"
@@ -149,6 +154,11 @@ for m in "${models[@]}"; do
     [ "$bf16_hint" = latency ] && bf16_opts+=(-nireq 1)
     run_case "$dir/r${r}_troupe_bf16" "${tb[@]}" "${bf16_opts[@]}" -infer_precision bf16 \
       -report json "$dir/r${r}_troupe_bf16.json"
+    if [[ "$batched_models" == *" $m "* ]]; then
+      echo "    troupe batched (--auto_batch $auto_batch)"
+      run_case "$dir/r${r}_troupe_batched" "${tb[@]}" -hint throughput --auto_batch "$auto_batch" \
+        -report json "$dir/r${r}_troupe_batched.json"
+    fi
     loadavg >"$dir/r${r}_load_after.txt"
     echo "  round $r/$rounds  load after  $(cat "$dir/r${r}_load_after.txt")"
   done

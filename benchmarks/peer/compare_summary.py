@@ -13,7 +13,7 @@ import statistics
 import subprocess
 import sys
 
-TROUPE_CASES = ("troupe_latency", "troupe_throughput", "troupe_bf16")
+TROUPE_CASES = ("troupe_latency", "troupe_throughput", "troupe_bf16", "troupe_batched")
 
 
 def last_json_line(path):
@@ -42,7 +42,9 @@ def read_case(model_dir, rnd, case):
         return {"fps": res["throughput_fps"], "p50_ms": res["latency_ms"]["median"],
                 "count": res["count"], "precision": cfg["inference_precision"],
                 "hint": cfg["performance_hint"], "streams": cfg["num_streams"],
-                "threads": cfg["inference_num_threads"], "nireq": cfg["nireq"]}
+                "threads": cfg["inference_num_threads"], "nireq": cfg["nireq"],
+                "auto_batch": cfg.get("auto_batch_max_size", 1),
+                "mean_batch": report["pipeline"].get("execute_mean_batch", 1)}
     line = last_json_line(base + ".txt")
     if not line or "results" not in line or line["results"]["count"] == 0:
         return None
@@ -158,6 +160,14 @@ def main():
                      if not cpu["bf16_hardware"] else " (although the CPU has bf16)")
         bf16_ort = "ort_intra2" if meta["bf16_hint"] == "latency" else ort_best
         model_rows.append(row(f"bf16 {meta['bf16_hint']}", "troupe_bf16", bf16_ort, note))
+        batched_runs = [x for x in runs["troupe_batched"] if x]
+        if batched_runs:
+            sizes = sorted({x["auto_batch"] for x in batched_runs})
+            mean = statistics.median(x["mean_batch"] for x in batched_runs)
+            note = (f"AUTO_BATCH_MAX_SIZE {'/'.join(map(str, sizes))}: {mean:.2f} requests per "
+                    "execute run (median); ORT runs one request per run"
+                    if sizes != [1] else "the model cannot batch: unbatched again")
+            model_rows.append(row("batched throughput", "troupe_batched", ort_best, note))
         candidates = {c[len("ort_"):]: median_of(runs[c], "fps") for c in ort_candidates}
         model_rows[1]["note"] = "ORT median FPS by config: " + ", ".join(
             f"{c} {fmt(v)}" for c, v in candidates.items())
