@@ -60,8 +60,12 @@ caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles 
             st.model_outputs[i] = direct ? Tensor() : target;  // direct: nothing for postprocess
           }
         });
-        if (msg.slot >= 0) self->send(next->upload, release_atom::value, msg.slot);
+        // The request first: this scheduler worker takes the job queued first when this handler
+        // returns, so postprocess runs at once, and the slot release goes to whichever worker the
+        // second message wakes.
+        const int32_t slot = msg.slot;
         self->send(next->postprocess, stage_atom::value, std::move(msg));
+        if (slot >= 0) self->send(next->upload, release_atom::value, slot);
       },
   };
 }
