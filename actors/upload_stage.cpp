@@ -52,11 +52,12 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
       const auto& src = msg.state->model_inputs;
       slot.inputs.resize(src.size());
       for (size_t i = 0; i < src.size(); ++i) {
-        ensure_buffer(slot.inputs[i], src[i].element_type(), src[i].shape());
         const kernels::TensorLayout layout = ctx->graph_input_layouts[i];
+        ensure_buffer(slot.inputs[i], layout.bf16 ? ElementType::bf16 : src[i].element_type(),
+                      src[i].shape());
         if (layout.is_plain())
           src[i].copy_to(slot.inputs[i]);
-        else  // into the blocked layout the stream's first kernels read
+        else  // into the layout (and bf16 when so) the stream's first kernels read
           kernels::convert_layout(src[i].is_contiguous() ? src[i] : src[i].contiguous(), {},
                                   slot.inputs[i], layout);
       }

@@ -19,12 +19,20 @@ namespace troupe::kernels {
 struct TensorLayout {
   int channel_block = 0;
   bool channels_last = false;
+  /// Elements stored as bf16 rather than in the value's f32: only for model inputs that every
+  /// reader computes in bf16, which upload then converts once instead of each reader.
+  bool bf16 = false;
 
   static TensorLayout blocked(int block) { return {block, false}; }
   static TensorLayout channels_last_order() { return {0, true}; }
-  bool is_plain() const { return channel_block == 0 && !channels_last; }
-  bool operator==(const TensorLayout& other) const {
+  TensorLayout in_bf16() const { return {channel_block, channels_last, true}; }
+  /// The same element order (blocking or channels-last), whatever the element type.
+  bool same_order(const TensorLayout& other) const {
     return channel_block == other.channel_block && channels_last == other.channels_last;
+  }
+  bool is_plain() const { return channel_block == 0 && !channels_last && !bf16; }
+  bool operator==(const TensorLayout& other) const {
+    return same_order(other) && bf16 == other.bf16;
   }
   bool operator!=(const TensorLayout& other) const { return !(*this == other); }
 };

@@ -62,11 +62,19 @@ kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueI
   } else if (!flow.readers[v].empty()) {
     layout = kernels[flow.readers[v][0].node]->preferred_input_layout(flow.readers[v][0].index);
   }
+  layout.bf16 = false;  // the order first; bf16 storage below
   if (layout.is_plain() || (layout.channel_block > 0 && info.shape[1] % layout.channel_block != 0))
     return plain;
-  for (const Port& r : flow.readers[v])
-    if (excluded.count(r.node) || kernels[r.node]->preferred_input_layout(r.index) != layout)
-      return plain;
+  // A reader that prefers bf16 also reads f32 in the same order (converting it itself).
+  bool every_reader_bf16 = !flow.readers[v].empty();
+  for (const Port& r : flow.readers[v]) {
+    const kernels::TensorLayout wanted = kernels[r.node]->preferred_input_layout(r.index);
+    if (excluded.count(r.node) || !wanted.same_order(layout)) return plain;
+    every_reader_bf16 = every_reader_bf16 && wanted.bf16;
+  }
+  // A model input that only bf16 readers read is converted to bf16 once, by upload. Values that
+  // kernels write stay f32: the kernels write f32.
+  if (flow.is_input[v] && every_reader_bf16 && !flow.is_output[v]) layout.bf16 = true;
   return layout;
 }
 
@@ -108,6 +116,8 @@ ValueLayouts assign_blocked_layouts(const Model& model,
 }
 
 std::string layout_name(kernels::TensorLayout layout, const Shape& shape) {
+  if (layout.bf16)
+    return layout_name({layout.channel_block, layout.channels_last}, shape) + ":bf16";
   if (layout.is_plain()) return "plain";
   const size_t rank = shape.rank();
   if (layout.channels_last) return rank == 3 ? "nwc" : rank == 4 ? "nhwc" : "ndhwc";

@@ -84,6 +84,7 @@ class ConvKernel final : public DnnlKernel {
                                      strides, dilation, pad_l, pad_r);
         });
     primitive_ = dnnl::convolution_forward(pd);
+    bf16_src_ = pd.src_desc().data_type() == dnnl::memory::data_type::bf16;
     src_ = LayoutBridge(src_md, pd.src_desc());
     dst_ = LayoutBridge(dst_md, pd.dst_desc());
     if (fused_sum_) residual_ = LayoutBridge(tensor_desc(dst, input_layout(3)), pd.dst_desc());
@@ -150,7 +151,9 @@ class ConvKernel final : public DnnlKernel {
  public:
   TensorLayout preferred_input_layout(size_t i) const override {
     const bool activation = i == 0 || (i == 3 && fused_sum_);
-    return activation && rank_ == 4 ? activation_layout() : TensorLayout{};
+    if (!activation || rank_ != 4) return {};
+    // A primitive that reads bf16 would rather be given bf16 (upload converts a model input).
+    return i == 0 && bf16_src_ ? activation_layout().in_bf16() : activation_layout();
   }
   TensorLayout preferred_output_layout(size_t o) const override {
     return o == 0 && rank_ == 4 ? activation_layout() : TensorLayout{};
@@ -159,6 +162,7 @@ class ConvKernel final : public DnnlKernel {
  private:
   int64_t group_ = 1;
   size_t rank_ = 0;
+  bool bf16_src_ = false;  // the primitive reads src as bf16
   spatial::Window window_;
   bool with_bias_ = false;
   bool fused_sum_ = false;

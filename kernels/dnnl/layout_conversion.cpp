@@ -12,10 +12,16 @@
 namespace troupe::kernels {
 
 void convert_layout(const Tensor& src, TensorLayout from, Tensor& dst, TensorLayout to) {
-  if (src.shape() != dst.shape() || src.element_type() != ElementType::f32 ||
-      dst.element_type() != ElementType::f32 || !src.is_contiguous() || !dst.is_contiguous())
-    throw ExecutionError("layout conversion needs dense f32 tensors of one shape, got " +
-                         src.shape().to_string() + " and " + dst.shape().to_string());
+  auto stored = [](TensorLayout layout) {
+    return layout.bf16 ? ElementType::bf16 : ElementType::f32;
+  };
+  if (src.shape() != dst.shape() || src.element_type() != stored(from) ||
+      dst.element_type() != stored(to) || !src.is_contiguous() || !dst.is_contiguous())
+    throw ExecutionError(
+        "layout conversion needs dense tensors of one shape, f32 (or bf16 where "
+        "the layout says so), got " +
+        std::string(to_string(src.element_type())) + src.shape().to_string() + " and " +
+        std::string(to_string(dst.element_type())) + dst.shape().to_string());
   if (from == to) {
     std::memcpy(dst.raw_data(), src.raw_data(), src.byte_size());
     return;

@@ -12,10 +12,6 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
-dnnl::memory::desc any_f32(const Dims& dims) {
-  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
-}
-
 // `dims` with the last two dimensions swapped in memory: B stored as [N, K] row-major (per batch
 // entry), the "transposed B" of a GEMM.
 dnnl::memory::desc transposed_f32(const Dims& dims) {

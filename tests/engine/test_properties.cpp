@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "../test_util.hpp"
+#include "engine/src/compiled_model_impl.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
@@ -235,4 +236,54 @@ TEST(InferencePrecision, AMalformedEmulationSwitchIsNamed) {
   // Nothing stuck: the same core compiles the model once the variable is gone.
   EXPECT_NO_THROW(
       core.compile_model(make_conv_matmul_model(), "CPU", {{props::inference_precision, "bf16"}}));
+}
+
+// In bf16, a model input that only bf16 convolutions read is converted to bf16 once, by the
+// upload stage, in the convolutions' layout; the convolutions then read it without a conversion of
+// their own. A second reader that computes in f32 keeps the input f32.
+TEST(InferencePrecision, UploadConvertsAnInputOnlyBf16KernelsReadToBf16) {
+  if (!test::cpu_has_avx512()) GTEST_SKIP() << "oneDNN runs bf16 only on AVX-512";
+  const test::ScopedEnv emulation("TROUPE_BF16_EMULATION", "1");
+  Core core;
+  auto model = make_conv_matmul_model();
+  auto f32 = core.compile_model(model, "CPU");
+  auto bf16 = core.compile_model(model, "CPU", {{props::inference_precision, "bf16"}});
+  const auto& f32_layouts = f32.impl()->context().graph_input_layouts;
+  const auto& bf16_layouts = bf16.impl()->context().graph_input_layouts;
+  ASSERT_EQ(bf16_layouts.size(), 1u);
+  EXPECT_TRUE(bf16_layouts[0].bf16);
+  EXPECT_TRUE(bf16_layouts[0].same_order(f32_layouts[0]));
+  EXPECT_FALSE(f32_layouts[0].bf16);
+
+  std::vector<InferRequest> f32_requests, bf16_requests;
+  for (int i = 0; i < 16; ++i) {
+    const Tensor x = test::random_tensor(Shape{2, 8, 6, 6}, 300 + i);
+    f32_requests.push_back(f32.create_infer_request());
+    bf16_requests.push_back(bf16.create_infer_request());
+    f32_requests.back().set_tensor("x", x);
+    bf16_requests.back().set_tensor("x", x);
+    f32_requests.back().start_async();
+    bf16_requests.back().start_async();
+  }
+  for (int i = 0; i < 16; ++i) {
+    f32_requests[i].wait();
+    bf16_requests[i].wait();
+    const auto want = f32_requests[i].get_tensor("y").to_vector<float>();
+    const auto got = bf16_requests[i].get_tensor("y").to_vector<float>();
+    float scale = 0.f, worst = 0.f;
+    for (size_t k = 0; k < want.size(); ++k) {
+      scale = std::max(scale, std::fabs(want[k]));
+      worst = std::max(worst, std::fabs(want[k] - got[k]));
+    }
+    EXPECT_LT(worst, 2e-2f * scale) << "request " << i;
+  }
+
+  // The same input also read by an f32 Add: it stays f32.
+  ModelBuilder b("conv_and_add");
+  auto x = b.input("x", ElementType::f32, {1, 8, 6, 6});
+  auto w = b.constant("w", test::random_tensor(Shape{8, 8, 3, 3}, 13));
+  auto conv = b.op("Conv", {x, w}, Attributes{{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+  b.output(b.op("Add", {conv, x}, {}, "add"), "y");
+  auto mixed = core.compile_model(b.build(), "CPU", {{props::inference_precision, "bf16"}});
+  EXPECT_FALSE(mixed.impl()->context().graph_input_layouts[0].bf16);
 }
