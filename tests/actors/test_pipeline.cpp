@@ -345,7 +345,12 @@ TEST(Pipeline, DynamicBatchRunsWithAnyBatch) {
   auto compiled = core.compile_model(make_add_relu_model(-1, 8), "CPU", {{props::num_streams, 2}});
   EXPECT_EQ(compiled.inputs()[0].shape.to_string(), "[?,8]");
   auto request = compiled.create_infer_request();
-  for (int64_t batch : {3, 1, 5, 3}) {
+  // Shapes seen before come back from the executors' specializations, also after more distinct
+  // shapes than they keep (8) have pushed the oldest out.
+  std::vector<int64_t> batches = {3, 1, 5, 3};
+  for (int64_t b = 1; b <= 12; ++b) batches.push_back(b);
+  for (int64_t b = 12; b >= 1; --b) batches.push_back(b);
+  for (int64_t batch : batches) {
     Tensor in = make_input(1.f, 8, batch);
     request.set_tensor("x", in);
     request.infer();
