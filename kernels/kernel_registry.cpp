@@ -65,7 +65,14 @@ std::unique_ptr<Kernel> KernelRegistry::create(
     const KernelRequest& request, const std::vector<std::string>& allowed_backends) const {
   auto it = by_op_.find(request.node.op_type);
   if (it == by_op_.end()) return nullptr;
+  // Reference kernels read and write plain tensors only: a request with another layout is for a
+  // backend that said it handles that layout, and if that backend declines, nothing else may
+  // take it (the caller then assigns plain layouts).
+  bool laid_out = false;
+  for (const TensorLayout& l : request.input_layouts) laid_out = laid_out || !l.is_plain();
+  for (const TensorLayout& l : request.output_layouts) laid_out = laid_out || !l.is_plain();
   for (const Entry& e : it->second) {
+    if (laid_out && e.backend == "reference") continue;
     if (!allowed_backends.empty() && std::find(allowed_backends.begin(), allowed_backends.end(),
                                                e.backend) == allowed_backends.end())
       continue;

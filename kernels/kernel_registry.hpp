@@ -24,7 +24,8 @@ struct KernelRequest {
   std::vector<TensorLayout> output_layouts = {};
   /// The precision the compiled model computes in (INFERENCE_PRECISION_HINT): f32, or bf16, where
   /// the compute-heavy kernels (Conv, MatMul, Gemm on oneDNN) round their activations and weights
-  /// to bf16 and accumulate in f32. Tensors between kernels stay f32 either way.
+  /// to bf16 and accumulate in f32. Tensors between kernels stay f32 either way, except a model
+  /// input that only such kernels read, which upload stores as bf16 (TensorLayout::bf16).
   ElementType compute_precision = ElementType::f32;
 
   TensorLayout input_layout(size_t i) const {

@@ -107,8 +107,11 @@ class ConvKernel final : public DnnlKernel {
     const auto algorithm = dnnl::algorithm::convolution_direct;
     // A laid-out tensor is read/written in its layout (a bf16 src as bf16 in that layout, which
     // the src reorder converts to); a plain one lets the primitive choose.
+    // (A src stored as bf16 is read in its order; an f32 fallback reorders it to f32.)
+    TensorLayout src_order = input_layout(0);
+    src_order.bf16 = false;
     const dnnl::memory::desc src_choice =
-        input_layout(0).is_plain() ? any(src, type) : tensor_desc(src, input_layout(0), type);
+        src_order.is_plain() ? any(src, type) : tensor_desc(src, src_order, type);
     const dnnl::memory::desc weights_choice = any(weights, type);
     const dnnl::memory::desc dst_choice = output_layout(0).is_plain() ? any(dst, f32) : dst_md;
     dnnl::convolution_forward::desc desc =
