@@ -13,6 +13,9 @@
 
 #include <cstring>
 #include <deque>
+#include <map>
+#include <set>
+#include <stdexcept>
 
 #include "actors/stage.hpp"
 #include "actors/tensor_checks.hpp"
@@ -24,12 +27,31 @@ namespace {
 /// execute -> itself: run the queued requests.
 using batch_atom = caf::atom_constant<caf::atom("batch")>;
 
+using ShapesKey = std::vector<std::vector<int64_t>>;  // input shapes, as a map key
+
 struct ExecuteState {
   bool threads_set = false;
   std::deque<request_msg> queued;
   bool batch_scheduled = false;
   std::vector<Tensor> batch_inputs, batch_outputs;  // reused across batches
+  // Per input shapes: the output shapes of one request run alone. A merged run must produce
+  // exactly these, each with k times the leading dimension; shapes not seen alone yet run alone
+  // first. Shapes whose merged run failed that check are never merged again.
+  std::map<ShapesKey, std::vector<Shape>> alone_output_shapes;
+  std::set<ShapesKey> unmergeable;
 };
+
+ShapesKey key_of(const std::vector<Tensor>& tensors) {
+  ShapesKey key;
+  for (const Tensor& t : tensors) key.push_back(t.shape().dims());
+  return key;
+}
+
+std::vector<Shape> shapes_of(const std::vector<Tensor>& tensors) {
+  std::vector<Shape> shapes;
+  for (const Tensor& t : tensors) shapes.push_back(t.shape());
+  return shapes;
+}
 
 using ExecuteActor = caf::stateful_actor<ExecuteState>;
 
@@ -44,8 +66,9 @@ void run_one(PipelineContext& ctx, int stream, request_msg& msg) {
       stream);
 }
 
-// Runs one request's graph, stamping its span, once run_stage's checks have passed.
-void run_alone(PipelineContext& ctx, int stream, request_msg& msg) {
+// Runs one request's graph, stamping its span, once run_stage's checks have passed, and notes
+// the output shapes its input shapes give.
+void run_alone(PipelineContext& ctx, int stream, ExecuteState& st, request_msg& msg) {
   detail::StageSpan& span = msg.trace.stages[static_cast<size_t>(detail::Stage::execute)];
   span.start_ns = detail::now_ns();
   const int64_t cpu0 = detail::thread_cpu_ns();
@@ -53,6 +76,8 @@ void run_alone(PipelineContext& ctx, int stream, request_msg& msg) {
     ExecuteSlot& slot = ctx.slots[static_cast<size_t>(msg.slot)];
     auto* timings = ctx.config.enable_profiling ? &msg.trace.ops : nullptr;
     ctx.executors[static_cast<size_t>(stream)]->run(slot.inputs, slot.outputs, timings);
+    if (st.alone_output_shapes.size() >= 64) st.alone_output_shapes.clear();  // bounded
+    st.alone_output_shapes[key_of(slot.inputs)] = shapes_of(slot.outputs);
   } catch (...) {
     msg.error = std::current_exception();
   }
@@ -69,11 +94,18 @@ bool same_input_shapes(const ExecuteSlot& a, const ExecuteSlot& b) {
   return true;
 }
 
+/// A merged run whose outputs are not the requests' outputs stacked along the leading dimension.
+struct NotStackable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // One run on the inputs of `group` (two or more requests whose inputs have the same shapes)
 // concatenated along the leading dimension; each request's outputs are its share of the result.
-// Throws when the run fails or its outputs cannot be split evenly.
+// `alone`: the output shapes of one of them run alone. Throws NotStackable when the outputs are
+// not those shapes stacked k times, anything else when the run fails.
 void run_merged(PipelineContext& ctx, int stream, ExecuteState& st,
-                std::vector<request_msg*>& group, std::vector<detail::OpTiming>* timings) {
+                std::vector<request_msg*>& group, const std::vector<Shape>& alone,
+                std::vector<detail::OpTiming>* timings) {
   const size_t k = group.size();
   auto slot_of = [&](size_t j) -> ExecuteSlot& {
     return ctx.slots[static_cast<size_t>(group[j]->slot)];
@@ -90,14 +122,20 @@ void run_merged(PipelineContext& ctx, int stream, ExecuteState& st,
       std::memcpy(dst + j * bytes, slot_of(j).inputs[i].raw_data(), bytes);
   }
   ctx.executors[static_cast<size_t>(stream)]->run(st.batch_inputs, st.batch_outputs, timings);
+  if (st.batch_outputs.size() != alone.size()) throw NotStackable("output count differs");
   for (size_t o = 0; o < st.batch_outputs.size(); ++o) {
     const Tensor& produced = st.batch_outputs[o];
-    if (produced.shape().rank() == 0 || produced.shape()[0] % static_cast<int64_t>(k) != 0)
-      throw ExecutionError("automatic batching: output " + std::to_string(o) + " of shape " +
-                           produced.shape().to_string() + " cannot be split among " +
-                           std::to_string(k) + " requests");
-    Shape share = produced.shape();
-    share[0] /= static_cast<int64_t>(k);
+    const Shape& share = alone[o];
+    Shape stacked = share;
+    if (stacked.rank() > 0) stacked[0] *= static_cast<int64_t>(k);
+    if (share.rank() == 0 || produced.shape() != stacked || !produced.is_contiguous())
+      throw NotStackable("output " + std::to_string(o) + " of shape " +
+                         produced.shape().to_string() + " is not " + std::to_string(k) + " x " +
+                         share.to_string());
+  }
+  for (size_t o = 0; o < st.batch_outputs.size(); ++o) {
+    const Tensor& produced = st.batch_outputs[o];
+    const Shape& share = alone[o];
     const size_t bytes = produced.byte_size() / k;
     const auto* src = static_cast<const std::byte*>(produced.raw_data());
     for (size_t j = 0; j < k; ++j) {
@@ -110,10 +148,9 @@ void run_merged(PipelineContext& ctx, int stream, ExecuteState& st,
 }
 
 // Runs the oldest queued request together with the later ones whose inputs have its shapes (up to
-// the batch size), then sends each on to download.
-void run_batch(ExecuteActor* self, PipelineContext& ctx, const StageHandles& next, int stream) {
-  ExecuteState& st = self->state;
-  std::vector<request_msg> taken;
+// the batch size).
+void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
+               std::vector<request_msg>& taken) {
   taken.push_back(std::move(st.queued.front()));
   st.queued.pop_front();
   const size_t limit = static_cast<size_t>(ctx.config.auto_batch_max_size);
@@ -135,31 +172,60 @@ void run_batch(ExecuteActor* self, PipelineContext& ctx, const StageHandles& nex
         ctx, detail::Stage::execute, msg, [] {}, stream);
     if (!msg.error) group.push_back(&msg);
   }
-  if (group.size() == 1) {
-    run_alone(ctx, stream, *group.front());
-  } else if (group.size() > 1) {
-    const int64_t start = detail::now_ns();
-    const int64_t cpu0 = detail::thread_cpu_ns();
-    std::vector<detail::OpTiming> timings;
-    bool merged = false;
-    try {
-      run_merged(ctx, stream, st, group, ctx.config.enable_profiling ? &timings : nullptr);
-      merged = true;
-    } catch (...) {
-      // One request's data can make a run fail: run each alone, so only that one fails.
-    }
-    if (merged) {
-      const int64_t end = detail::now_ns();
-      const int64_t cpu = detail::thread_cpu_ns() - cpu0;
-      for (request_msg* msg : group) {
-        detail::StageSpan& span = msg->trace.stages[static_cast<size_t>(detail::Stage::execute)];
-        span = {start, end, cpu / static_cast<int64_t>(group.size()), stream,
-                static_cast<int32_t>(group.size())};
-        msg->trace.ops = timings;
-      }
-    } else {
-      for (request_msg* msg : group) run_alone(ctx, stream, *msg);
-    }
+  if (group.empty()) return;
+  const ShapesKey key = key_of(ctx.slots[static_cast<size_t>(group.front()->slot)].inputs);
+  if (st.unmergeable.count(key)) {
+    for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
+    return;
+  }
+  if (!st.alone_output_shapes.count(key)) {  // the first of these shapes runs alone
+    run_alone(ctx, stream, st, *group.front());
+    group.erase(group.begin());
+  }
+  auto alone = st.alone_output_shapes.find(key);
+  if (group.size() < 2 || alone == st.alone_output_shapes.end()) {
+    for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
+    return;
+  }
+  const int64_t start = detail::now_ns();
+  const int64_t cpu0 = detail::thread_cpu_ns();
+  std::vector<detail::OpTiming> timings;
+  try {
+    run_merged(ctx, stream, st, group, alone->second,
+               ctx.config.enable_profiling ? &timings : nullptr);
+  } catch (const NotStackable&) {
+    // The model does not keep requests apart along the leading dimension for these shapes.
+    st.unmergeable.insert(key);
+    ctx.batching.fallbacks.fetch_add(1, std::memory_order_relaxed);
+    for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
+    return;
+  } catch (...) {
+    // One request's data can make a run fail: run each alone, so only that one fails.
+    ctx.batching.fallbacks.fetch_add(1, std::memory_order_relaxed);
+    for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
+    return;
+  }
+  ctx.batching.merged_runs.fetch_add(1, std::memory_order_relaxed);
+  ctx.batching.merged_requests.fetch_add(group.size(), std::memory_order_relaxed);
+  const int64_t end = detail::now_ns();
+  const int64_t cpu = detail::thread_cpu_ns() - cpu0;
+  for (request_msg* msg : group) {
+    // Each request's span and op timings are those of the run it shared.
+    detail::StageSpan& span = msg->trace.stages[static_cast<size_t>(detail::Stage::execute)];
+    span = {start, end, cpu, stream, static_cast<int32_t>(group.size())};
+    msg->trace.ops = timings;
+  }
+}
+
+// run_batch, then every taken request goes on to download, also when something unexpected (an
+// allocation failure) escaped: no request may stay behind in this actor.
+void run_queued(ExecuteActor* self, PipelineContext& ctx, const StageHandles& next, int stream) {
+  std::vector<request_msg> taken;
+  try {
+    run_batch(ctx, stream, self->state, taken);
+  } catch (...) {
+    for (request_msg& msg : taken)
+      if (!msg.error) msg.error = std::current_exception();
   }
   for (request_msg& msg : taken) self->send(next.download, stage_atom::value, std::move(msg));
 }
@@ -191,7 +257,7 @@ caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int s
         }
       },
       [self, ctx, next, stream](batch_atom) {
-        run_batch(self, *ctx, *next, stream);
+        run_queued(self, *ctx, *next, stream);
         self->state.batch_scheduled = !self->state.queued.empty();
         if (self->state.batch_scheduled) self->send(self, batch_atom::value);
       },

@@ -52,6 +52,13 @@ class InFlight {
   int64_t count_ = 0;
 };
 
+/// What automatic batching did (AUTO_BATCH_MAX_SIZE), counted by the execute streams.
+struct BatchingCounters {
+  std::atomic<int64_t> merged_runs{0};      // runs of two or more requests together
+  std::atomic<int64_t> merged_requests{0};  // requests in those runs
+  std::atomic<int64_t> fallbacks{0};  // merged runs that failed, their requests then run alone
+};
+
 /// Test-only instrumentation: called at the start of each stage's work for each request. It may
 /// sleep (to prove overlap) or throw (to prove failure isolation).
 using StageHook = std::function<void(detail::Stage stage, uint64_t request_id)>;
@@ -74,6 +81,7 @@ struct PipelineContext {
   std::vector<std::unique_ptr<detail::StreamExecutor>> executors;  // one per stream
   std::vector<ExecuteSlot> slots;
   detail::PipelineStats stats;
+  BatchingCounters batching;
   InFlight in_flight;
   StageHook hook;
   std::atomic<uint64_t> next_request_id{1};

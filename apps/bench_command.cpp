@@ -1,6 +1,7 @@
 #include "apps/bench_command.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -273,35 +274,6 @@ std::vector<OpCounter> op_counters(const detail::CompiledModelImpl& impl,
 }
 
 // One completed run, handed from the callback actor to the driving thread.
-struct Completion {
-  size_t request = 0;
-  int64_t end_ns = 0;
-  std::exception_ptr error;
-};
-
-class CompletionQueue {
- public:
-  void push(Completion c) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      items_.push_back(std::move(c));
-    }
-    cv_.notify_one();
-  }
-  Completion pop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return !items_.empty(); });
-    Completion c = std::move(items_.front());
-    items_.pop_front();
-    return c;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Completion> items_;
-};
-
 std::string error_text(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
@@ -504,63 +476,87 @@ int bench(const BenchOptions& o) {
   auto& stats = compiled.impl()->context().stats;
   stats.reset();
 
-  // Measured phase: every request loops start_async -> callback -> restart. The callback only
-  // stamps the time and queues the completion; this thread restarts the request, because a
-  // request cannot be restarted from inside its own callback.
-  CompletionQueue queue;
-  for (size_t i = 0; i < requests.size(); ++i)
-    requests[i].set_callback([&queue, i](std::exception_ptr e) {
-      queue.push({i, now_ns(), std::move(e)});
-    });
-
+  // Measured phase: every request loops start_async -> callback -> restart, restarted from its own
+  // callback (on the completion actor's thread), as benchmark_app does: a hand-over to this thread
+  // would add a thread wake-up to every request. Callbacks of one compiled model run one at a
+  // time, so what they alone touch (latencies, errors) needs no lock.
   std::vector<int64_t> started_ns(requests.size(), 0);
   std::vector<double> latencies_ms;
   latencies_ms.reserve(o.niter > 0 ? static_cast<size_t>(o.niter) : 1u << 16);
   const int64_t begin_ns = now_ns();
   const int64_t deadline_ns =
       time_limited ? begin_ns + static_cast<int64_t>(time_limit_s * 1e9) : INT64_MAX;
-  int64_t started = 0, in_flight = 0;
-  std::exception_ptr first_error;
-  size_t failed = 0;
+  std::atomic<int64_t> started{0};
+  std::exception_ptr first_error;  // callbacks only
+  size_t failed = 0;               // callbacks only
+  std::mutex loop_mutex;
+  std::condition_variable loop_done;
+  int64_t in_flight = 0;  // under loop_mutex
 
-  auto may_start = [&] {
-    if (first_error) return false;
-    if (o.niter > 0 && started >= o.niter) return false;
-    return now_ns() < deadline_ns;
+  // Claims one more run within -niter and the time limit.
+  auto claim_run = [&] {
+    if (now_ns() >= deadline_ns) return false;
+    if (o.niter <= 0) {
+      started.fetch_add(1);
+      return true;
+    }
+    int64_t n = started.load();
+    while (n < o.niter)
+      if (started.compare_exchange_weak(n, n + 1)) return true;
+    return false;
+  };
+  auto finish_one = [&] {
+    std::lock_guard<std::mutex> lock(loop_mutex);
+    if (--in_flight == 0) loop_done.notify_all();
   };
   auto start = [&](size_t i) {
     started_ns[i] = now_ns();
     requests[i].start_async();
-    ++started;
-    ++in_flight;
   };
+  for (size_t i = 0; i < requests.size(); ++i)
+    requests[i].set_callback([&, i](std::exception_ptr e) {
+      const int64_t end_ns = now_ns();
+      if (e) {
+        ++failed;
+        if (!first_error) first_error = e;
+      } else {
+        latencies_ms.push_back(static_cast<double>(end_ns - started_ns[i]) / 1e6);
+      }
+      if (!first_error && claim_run()) {
+        try {
+          start(i);
+          return;
+        } catch (...) {
+          ++failed;
+          if (!first_error) first_error = std::current_exception();
+        }
+      }
+      finish_one();
+    });
 
   ProgressBar progress(::isatty(STDERR_FILENO) != 0);
   auto progress_fraction = [&] {
     double f = 0;
-    if (o.niter > 0) f = static_cast<double>(started) / static_cast<double>(o.niter);
+    if (o.niter > 0) f = static_cast<double>(started.load()) / static_cast<double>(o.niter);
     if (time_limited)
       f = std::max(f, static_cast<double>(now_ns() - begin_ns) / (time_limit_s * 1e9));
     return f;
   };
 
-  for (size_t i = 0; i < requests.size() && may_start(); ++i) start(i);
-  while (in_flight > 0) {
-    Completion c = queue.pop();
-    --in_flight;
-    progress.update(progress_fraction());
-    if (c.error) {
-      ++failed;
-      if (!first_error) first_error = c.error;
-    } else {
-      latencies_ms.push_back(static_cast<double>(c.end_ns - started_ns[c.request]) / 1e6);
+  for (size_t i = 0; i < requests.size() && claim_run(); ++i) {
+    {
+      std::lock_guard<std::mutex> lock(loop_mutex);
+      ++in_flight;
     }
-    if (may_start()) {
-      try {
-        requests[c.request].wait();  // returns once its callback has finished
-      } catch (...) {
-      }
-      start(c.request);
+    start(i);
+  }
+  {
+    std::unique_lock<std::mutex> lock(loop_mutex);
+    while (in_flight > 0) {
+      loop_done.wait_for(lock, std::chrono::milliseconds(100));
+      lock.unlock();
+      progress.update(progress_fraction());
+      lock.lock();
     }
   }
   for (auto& r : requests) {

@@ -38,6 +38,28 @@ std::shared_ptr<Model> make_lookup_model() {
   return b.build();
 }
 
+// Two inputs and three outputs, one of them an input passed through: per-index offsets.
+std::shared_ptr<Model> make_two_by_three_model() {
+  ModelBuilder b("two_by_three");
+  auto a = b.input("a", ElementType::f32, {Shape::dynamic, 4});
+  auto c = b.input("c", ElementType::f32, {Shape::dynamic, 3});
+  auto w1 = b.constant("w1", random_tensor({4, 5}, 21));
+  auto w2 = b.constant("w2", random_tensor({4, 2}, 22));
+  b.output(b.op("Relu", {b.op("MatMul", {a, w1})}), "y1");
+  b.output(b.op("Concat", {c, b.op("MatMul", {a, w2})}, {{"axis", int64_t{1}}}), "y2");
+  b.output(b.op("Identity", {a}), "a_out");  // may become the input itself once compiled
+  return b.build();
+}
+
+// y = x · xᵀ on x [?, 4]: dynamic leading dimensions, but the rows of different requests meet.
+std::shared_ptr<Model> make_row_mixing_model() {
+  ModelBuilder b("row_mixing");
+  auto x = b.input("x", ElementType::f32, {Shape::dynamic, 4});
+  b.output(b.op("MatMul", {x, b.op("Transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}})}),
+           "y");
+  return b.build();
+}
+
 AnyMap batching(int max_size, int streams = 1) {
   return {{props::auto_batch_max_size, max_size},
           {props::num_streams, streams},
@@ -193,6 +215,8 @@ TEST(AutoBatching, ARequestThatFailsInsideABatchFailsAlone) {
       EXPECT_EQ(y[3 + c], rows[(9 - i % 10) * 3 + c]) << i;
     }
   }
+  // The bad request was merged with others, the merged run failed, and all ran alone again.
+  EXPECT_GE(compiled.impl()->context().batching.fallbacks.load(), 1);
   // The pipeline goes on.
   requests[bad].set_tensor("idx", Tensor::from_vector<int64_t>({2}, {1, 2}));
   EXPECT_NO_THROW(requests[bad].infer());
@@ -213,15 +237,14 @@ TEST(AutoBatching, ACancelledRequestLeavesItsBatch) {
   gate.release();
   for (int i = 0; i < 12; ++i) {
     if (i == 7) {
-      // Already past the execute stage's check when cancelled, or cancelled there.
-      try {
-        requests[i].wait();
-      } catch (const Cancelled&) {
-      }
+      // It was waiting behind the gate, so the execute stage's own check cancels it.
+      EXPECT_THROW(requests[i].wait(), Cancelled);
       continue;
     }
     EXPECT_NO_THROW(requests[i].wait()) << i;
   }
+  const auto batches = execute_batches(compiled);
+  EXPECT_GT(*std::max_element(batches.begin(), batches.end()), 1);
 }
 
 TEST(AutoBatching, ManyInFlightFromSeveralThreadsWithProfiling) {
@@ -280,7 +303,70 @@ TEST(AutoBatching, DestroyingTheModelWithRequestsQueuedCompletesEachOnce) {
       requests.back().set_callback([&](std::exception_ptr) { ++callbacks; });
     }
     for (auto& request : requests) request.start_async();
-    // compiled, then the requests, go out of scope with requests in every stage.
+    // The requests, then the compiled model, go out of scope with requests in every stage; the
+    // pipeline shuts down when the last handle to it goes.
   }
   EXPECT_EQ(callbacks.load(), n);
+}
+
+TEST(AutoBatching, SeveralInputsAndOutputsEachGetTheirShare) {
+  Core core;
+  auto reference = core.compile_model(make_two_by_three_model(), "CPU", {{props::num_streams, 1}});
+  auto compiled = core.compile_model(make_two_by_three_model(), "CPU", batching(4));
+  ASSERT_EQ(compiled.get_property(props::auto_batch_max_size).as_int(), 4);
+  ExecuteGate gate(compiled);
+  constexpr int n = 13;
+  std::vector<InferRequest> requests;
+  std::vector<Tensor> as, cs;
+  for (int i = 0; i < n; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    as.push_back(random_tensor({2, 4}, 700 + static_cast<unsigned>(i)));
+    cs.push_back(random_tensor({2, 3}, 800 + static_cast<unsigned>(i)));
+    requests.back().set_tensor("a", as.back());
+    requests.back().set_tensor("c", cs.back());
+    requests.back().start_async();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  gate.release();
+  auto check = reference.create_infer_request();
+  for (int i = 0; i < n; ++i) {
+    requests[i].wait();
+    check.set_tensor("a", as[i]);
+    check.set_tensor("c", cs[i]);
+    check.infer();
+    for (const char* out : {"y1", "y2", "a_out"})
+      expect_near_all(check.get_tensor(out), requests[i].get_tensor(out),
+                      std::string(out) + " of request " + std::to_string(i));
+  }
+  EXPECT_GE(compiled.impl()->context().batching.merged_runs.load(), 1);
+  EXPECT_EQ(compiled.impl()->context().batching.fallbacks.load(), 0);
+}
+
+TEST(AutoBatching, AModelThatMixesRequestsIsCaughtAndRunsThemAlone) {
+  Core core;
+  auto reference = core.compile_model(make_row_mixing_model(), "CPU", {{props::num_streams, 1}});
+  auto compiled = core.compile_model(make_row_mixing_model(), "CPU", batching(4));
+  ExecuteGate gate(compiled);
+  constexpr int n = 12;
+  std::vector<InferRequest> requests;
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < n; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    inputs.push_back(random_tensor({1, 4}, 900 + static_cast<unsigned>(i)));
+    requests.back().set_tensor("x", inputs.back());
+    requests.back().start_async();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  gate.release();
+  auto check = reference.create_infer_request();
+  for (int i = 0; i < n; ++i) {
+    requests[i].wait();
+    check.set_tensor("x", inputs[i]);
+    check.infer();
+    expect_near_all(check.get_tensor("y"), requests[i].get_tensor("y"),
+                    "request " + std::to_string(i));
+  }
+  // A merged run gave [k, k] instead of k x [1, 1]: caught once, these shapes never merge again.
+  EXPECT_EQ(compiled.impl()->context().batching.fallbacks.load(), 1);
+  EXPECT_EQ(compiled.impl()->context().batching.merged_runs.load(), 0);
 }
