@@ -27,11 +27,6 @@ const StreamExecutor::Specialization* StreamExecutor::active() const {
   return specializations_.empty() ? nullptr : &specializations_.front();
 }
 
-const Model& StreamExecutor::active_model() const {
-  const Specialization* s = active();
-  return s ? *s->model : *graph_->model;
-}
-
 size_t StreamExecutor::planned_bytes() const {
   const Specialization* s = active();
   return s ? s->planned_bytes : 0;
@@ -176,6 +171,10 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     if (values[id].raw_data() == outputs[o].raw_data() && !outputs[o].empty()) continue;
     outputs[o] = values[id].clone();
   }
+  // The caller's tensors are not kept past the run (a kept specialization would hold them).
+  for (ValueId in : model.inputs()) values[in] = Tensor();
+  for (ValueId out : model.outputs())
+    if (!model.is_constant(out)) values[out] = Tensor();
 }
 
 kernels::TensorLayout StreamExecutor::input_layout(size_t i) const {

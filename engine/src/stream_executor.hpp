@@ -37,8 +37,6 @@ class StreamExecutor {
 
   /// Implementation of each node's kernel (in execution order).
   std::vector<std::string> implementations() const;
-  /// The graph as currently specialized (shapes of the last run).
-  const Model& active_model() const;
   /// Layouts in which run() takes model input i and writes model output o (blocked ones are
   /// converted by the upload and download stages).
   kernels::TensorLayout input_layout(size_t i) const;
