@@ -589,6 +589,12 @@ int bench(const BenchOptions& o) {
   fmt::print(
       "\n[ pipeline stages ] (per request; busy % = stage busy time / (wall time x workers))\n");
   fmt::print("{}", detail::format_summary(summary));
+  const auto& batching = compiled.impl()->context().batching;
+  if (auto_batch > 1)
+    fmt::print(
+        "automatic batching: {} merged runs of {} requests; {} merged runs failed and ran "
+        "their requests alone\n",
+        batching.merged_runs.load(), batching.merged_requests.load(), batching.fallbacks.load());
   print_row("mean requests in flight", fmt::format("{:.2f}", summary.mean_in_flight));
   print_row("stage overlap",
             fmt::format("{:.2f} (sum of stage busy time / wall time)", summary.stage_overlap));
@@ -715,6 +721,8 @@ int bench(const BenchOptions& o) {
                      {"wall_ms", summary.wall_us / 1e3},
                      {"mean_requests_in_flight", summary.mean_in_flight},
                      {"stage_overlap", summary.stage_overlap},
+                     {"merged_runs", batching.merged_runs.load()},
+                     {"merged_run_fallbacks", batching.fallbacks.load()},
                      {"execute_mean_batch",
                       summary.stages[static_cast<size_t>(detail::Stage::execute)].mean_batch},
                      {"bottleneck", summary.bottleneck},
