@@ -39,6 +39,10 @@ CompiledModelImpl::CompiledModelImpl(
         std::make_unique<StreamExecutor>(context_->graph, context_->config.threads_per_stream,
                                          s == 0 ? std::move(first_stream_kernels)
                                                 : std::vector<std::unique_ptr<kernels::Kernel>>{}));
+    // Every batch size up to the largest comes with its own specialization: keep them all.
+    context_->executors.back()->keep_specializations(
+        StreamExecutor::default_specializations +
+        static_cast<size_t>(context_->config.auto_batch_max_size));
     for (int k = 0; k < context_->config.slots_per_stream; ++k) {
       actors::ExecuteSlot slot;
       slot.stream = s;

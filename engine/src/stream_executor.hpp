@@ -43,8 +43,10 @@ class StreamExecutor {
   kernels::TensorLayout output_layout(size_t o) const;
   /// Bytes of the buffers holding intermediate values (shared per the memory plan).
   size_t planned_bytes() const;
-  /// How many shape specializations are kept (most recently used first).
-  static constexpr size_t max_specializations = 8;
+  /// How many shape specializations are kept by default (most recently used first).
+  static constexpr size_t default_specializations = 8;
+  /// Keeps up to `count` specializations (at least 1): automatic batching runs one per batch size.
+  void keep_specializations(size_t count) { max_specializations_ = count < 1 ? 1 : count; }
 
  private:
   /// The graph with concrete input shapes: its kernels and intermediate buffers.
@@ -67,6 +69,7 @@ class StreamExecutor {
   std::shared_ptr<const CompiledGraph> graph_;
   int threads_ = 1;
   std::vector<Specialization> specializations_;  // most recently used first
+  size_t max_specializations_ = default_specializations;
 };
 
 }  // namespace troupe::detail
