@@ -57,6 +57,12 @@ struct BatchingCounters {
   std::atomic<int64_t> merged_runs{0};      // runs of two or more requests together
   std::atomic<int64_t> merged_requests{0};  // requests in those runs
   std::atomic<int64_t> fallbacks{0};  // merged runs that failed, their requests then run alone
+
+  void reset() {
+    merged_runs = 0;
+    merged_requests = 0;
+    fallbacks = 0;
+  }
 };
 
 /// Test-only instrumentation: called at the start of each stage's work for each request. It may

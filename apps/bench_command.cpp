@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -212,6 +213,27 @@ Shape input_shape(const ValueInfo& info, const std::map<std::string, std::vector
   return Shape(dims);
 }
 
+// The model with every input given its static run shape (as input_shape resolves it), so the
+// compiled model has static shapes: upload and download then convert to and from the layouts
+// and types the kernels keep, which they can only do for static shapes.
+std::shared_ptr<Model> reshaped(const Model& model,
+                                const std::map<std::string, std::vector<int64_t>>& shapes,
+                                int64_t batch) {
+  auto result = model.clone();
+  bool had_dynamic = false;
+  for (ValueId in : result->inputs()) {
+    ValueInfo& info = result->value(in);
+    info.shape = input_shape(info, shapes, result->inputs().size(), batch, had_dynamic);
+  }
+  try {
+    result->validate();
+  } catch (const Error& e) {
+    throw InvalidArgument(std::string("--reshape: the model does not take these shapes: ") +
+                          e.what());
+  }
+  return result;
+}
+
 // Inputs for a model read from a file: deterministic values in [0, 1) (or small integers).
 Tensor make_input(const ValueInfo& info, const Shape& shape, uint32_t seed) {
   const bool integral = info.type != ElementType::f32 && info.type != ElementType::f16 &&
@@ -369,10 +391,14 @@ int bench(const BenchOptions& o) {
   // A model file is read and compiled, or imported when it is a compiled blob (troupe compile);
   // pre/post-processing needs the model itself.
   std::shared_ptr<Model> model;
+  if (o.reshape && std::filesystem::path(o.model_path).extension() == ".blob")
+    throw InvalidArgument("--reshape: '" + o.model_path +
+                          "' is a compiled blob, whose shapes are fixed; give a model file");
   if (o.model_path.empty())
     model = make_default_model();
-  else if (pre_post)
+  else if (pre_post || o.reshape)
     model = core.read_model(o.model_path);
+  if (o.reshape) model = reshaped(*model, parse_shapes(o.shape), o.batch);
   if (pre_post) model = with_pre_post(model, o);
   CompiledModel compiled = model ? core.compile_model(model, o.device, config)
                                  : load_compiled_model(core, o.model_path, o.device, config);
@@ -475,6 +501,7 @@ int bench(const BenchOptions& o) {
 
   auto& stats = compiled.impl()->context().stats;
   stats.reset();
+  compiled.impl()->context().batching.reset();
 
   // Measured phase: every request loops start_async -> callback -> restart, restarted from its own
   // callback (on the completion actor's thread), as benchmark_app does: a hand-over to this thread
@@ -832,6 +859,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
                   "inputs and outputs all have a dynamic leading dimension")
       ->option_text("N")
       ->check(CLI::Range(1, 256));
+  cmd->add_flag("--reshape", o.reshape,
+                "Compile the model with its inputs made static in the shapes -shape/-b give "
+                "(remaining dynamic dimensions 1), as benchmark_app's -shape does, instead of "
+                "compiling it dynamic and binding those shapes per request");
   cmd->add_option("--cache_dir", o.cache_dir,
                   "Directory for the compiled-model cache, passed to the device as its CACHE_DIR "
                   "property")

@@ -27,6 +27,7 @@ struct BenchOptions {
   std::string exec_graph_path;      // JSON of the runtime model (execution graph)
   std::string infer_precision;      // empty: the device default; f32 | bf16
   int auto_batch = 0;               // 0: the device default; else AUTO_BATCH_MAX_SIZE
+  bool reshape = false;             // compile with the -shape/-b shapes made static
   std::string cache_dir;            // CACHE_DIR for compiled blobs
   int64_t batch = 0;                // 0: from the model (or -shape); else the first dimension
   std::string shape;                // "name[1,3,224,224],other[...]" or "[1,3,224,224]"

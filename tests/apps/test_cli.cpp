@@ -371,6 +371,47 @@ TEST(Cli, BatchAndShapeForADynamicModel) {
   std::remove(model.c_str());
 }
 
+TEST(Cli, ReshapeCompilesStaticAndAutoBatchNeedsADynamicBatch) {
+  const std::string model = write_dynamic_batch_model();
+  if (model.empty()) GTEST_SKIP() << "cannot write an ONNX model with /usr/bin/python3";
+  const std::string report = temp_path("reshape.json");
+  // Without --reshape the compiled model stays dynamic; with it, static in the -b shape.
+  RunResult r = run_troupe("bench -m '" + model + "' -b 3 -niter 8 -report json '" + report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(read_json(report).at("config").at("inputs")[0].at("shape"), json({3, 3, 4, 4}));
+  r = run_troupe("bench -m '" + model + "' -b 3 --reshape -niter 8 -report json '" + report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  json j = read_json(report);
+  EXPECT_EQ(j.at("config").at("inputs")[0].at("shape"), json({3, 3, 4, 4}));
+  EXPECT_EQ(j.at("results").at("failed").get<int>(), 0);
+
+  // Automatic batching: on for the dynamic model, off (and said so) once it is static.
+  r = run_troupe("bench -m '" + model +
+                 "' --auto_batch 4 -hint throughput -niter 40 "
+                 "-report json '" +
+                 report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = read_json(report);
+  EXPECT_EQ(j.at("config").at("auto_batch_max_size").get<int>(), 4);
+  EXPECT_EQ(j.at("results").at("failed").get<int>(), 0);
+  EXPECT_THAT(r.output, HasSubstr("merged runs"));
+  r = run_troupe("bench -m '" + model + "' --auto_batch 4 --reshape -niter 4 -report json '" +
+                 report + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_json(report).at("config").at("auto_batch_max_size").get<int>(), 1);
+  EXPECT_THAT(r.output, HasSubstr("off (asked for 4"));
+
+  // A compiled blob's shapes are fixed.
+  const std::string blob = temp_path("reshape.blob");
+  r = run_troupe("compile -m '" + model + "' -o '" + blob + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_troupe("bench -m '" + blob + "' --reshape -niter 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("compiled blob"));
+  std::remove(blob.c_str());
+  std::remove(model.c_str());
+}
+
 TEST(Cli, InputOutputPrecisionAndMeanScaleValues) {
   const std::string report = temp_path("ppp.json");
   RunResult r = run_troupe(
