@@ -55,27 +55,28 @@ std::vector<Shape> shapes_of(const std::vector<Tensor>& tensors) {
 
 using ExecuteActor = caf::stateful_actor<ExecuteState>;
 
-void run_one(PipelineContext& ctx, int stream, request_msg& msg) {
+// The graph on the request's slot.
+void run_graph(PipelineContext& ctx, int stream, request_msg& msg) {
   ExecuteSlot& slot = ctx.slots[static_cast<size_t>(msg.slot)];
-  run_stage(
-      ctx, detail::Stage::execute, msg,
-      [&] {
-        auto* timings = ctx.config.enable_profiling ? &msg.trace.ops : nullptr;
-        ctx.executors[static_cast<size_t>(stream)]->run(slot.inputs, slot.outputs, timings);
-      },
-      stream);
+  auto* timings = ctx.config.enable_profiling ? &msg.trace.ops : nullptr;
+  ctx.executors[static_cast<size_t>(stream)]->run(slot.inputs, slot.outputs, timings);
 }
 
-// Runs one request's graph, stamping its span, once run_stage's checks have passed, and notes
-// the output shapes its input shapes give.
+// Without batching: the stage's checks, then the graph.
+void run_one(PipelineContext& ctx, int stream, request_msg& msg) {
+  run_stage(
+      ctx, detail::Stage::execute, msg, [&] { run_graph(ctx, stream, msg); }, stream);
+}
+
+// With batching, once run_stage's checks have passed: the graph for this request alone, stamping
+// its span, and noting the output shapes its input shapes give.
 void run_alone(PipelineContext& ctx, int stream, ExecuteState& st, request_msg& msg) {
   detail::StageSpan& span = msg.trace.stages[static_cast<size_t>(detail::Stage::execute)];
   span.start_ns = detail::now_ns();
   const int64_t cpu0 = detail::thread_cpu_ns();
   try {
-    ExecuteSlot& slot = ctx.slots[static_cast<size_t>(msg.slot)];
-    auto* timings = ctx.config.enable_profiling ? &msg.trace.ops : nullptr;
-    ctx.executors[static_cast<size_t>(stream)]->run(slot.inputs, slot.outputs, timings);
+    run_graph(ctx, stream, msg);
+    const ExecuteSlot& slot = ctx.slots[static_cast<size_t>(msg.slot)];
     if (st.alone_output_shapes.size() >= 64) st.alone_output_shapes.clear();  // bounded
     st.alone_output_shapes[key_of(slot.inputs)] = shapes_of(slot.outputs);
   } catch (...) {
@@ -178,15 +179,20 @@ void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
     for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
     return;
   }
-  if (!st.alone_output_shapes.count(key)) {  // the first of these shapes runs alone
+  auto alone = st.alone_output_shapes.find(key);
+  if (alone == st.alone_output_shapes.end()) {  // the first of these shapes runs alone
     run_alone(ctx, stream, st, *group.front());
     group.erase(group.begin());
+    alone = st.alone_output_shapes.find(key);
   }
-  auto alone = st.alone_output_shapes.find(key);
   if (group.size() < 2 || alone == st.alone_output_shapes.end()) {
     for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
     return;
   }
+  auto run_each_alone = [&] {
+    ctx.batch_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
+  };
   const int64_t start = detail::now_ns();
   const int64_t cpu0 = detail::thread_cpu_ns();
   std::vector<detail::OpTiming> timings;
@@ -194,19 +200,15 @@ void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
     run_merged(ctx, stream, st, group, alone->second,
                ctx.config.enable_profiling ? &timings : nullptr);
   } catch (const NotStackable&) {
-    // The model does not keep requests apart along the leading dimension for these shapes.
+    // The model mixes requests along the leading dimension for these shapes: never again.
     st.unmergeable.insert(key);
-    ctx.batching.fallbacks.fetch_add(1, std::memory_order_relaxed);
-    for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
+    run_each_alone();
     return;
   } catch (...) {
-    // One request's data can make a run fail: run each alone, so only that one fails.
-    ctx.batching.fallbacks.fetch_add(1, std::memory_order_relaxed);
-    for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
+    // One request's data can make a run fail: each runs alone, so only a faulty one fails.
+    run_each_alone();
     return;
   }
-  ctx.batching.merged_runs.fetch_add(1, std::memory_order_relaxed);
-  ctx.batching.merged_requests.fetch_add(group.size(), std::memory_order_relaxed);
   const int64_t end = detail::now_ns();
   const int64_t cpu = detail::thread_cpu_ns() - cpu0;
   for (request_msg* msg : group) {
@@ -231,10 +233,7 @@ void run_queued(ExecuteActor* self, PipelineContext& ctx, const StageHandles& ne
 }
 
 caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int stream) {
-  bool plain_io = true;
-  for (const auto& layout : ctx->graph_input_layouts) plain_io = plain_io && layout.is_plain();
-  for (const auto& layout : ctx->graph_output_layouts) plain_io = plain_io && layout.is_plain();
-  const bool batching = ctx->config.auto_batch_max_size > 1 && plain_io;
+  const bool batching = ctx->config.auto_batch_max_size > 1;
   auto set_threads = [self, ctx] {
     if (self->state.threads_set) return;
 #ifdef _OPENMP

@@ -52,19 +52,6 @@ class InFlight {
   int64_t count_ = 0;
 };
 
-/// What automatic batching did (AUTO_BATCH_MAX_SIZE), counted by the execute streams.
-struct BatchingCounters {
-  std::atomic<int64_t> merged_runs{0};      // runs of two or more requests together
-  std::atomic<int64_t> merged_requests{0};  // requests in those runs
-  std::atomic<int64_t> fallbacks{0};  // merged runs that failed, their requests then run alone
-
-  void reset() {
-    merged_runs = 0;
-    merged_requests = 0;
-    fallbacks = 0;
-  }
-};
-
 /// Test-only instrumentation: called at the start of each stage's work for each request. It may
 /// sleep (to prove overlap) or throw (to prove failure isolation).
 using StageHook = std::function<void(detail::Stage stage, uint64_t request_id)>;
@@ -87,7 +74,9 @@ struct PipelineContext {
   std::vector<std::unique_ptr<detail::StreamExecutor>> executors;  // one per stream
   std::vector<ExecuteSlot> slots;
   detail::PipelineStats stats;
-  BatchingCounters batching;
+  // Merged runs (automatic batching) that failed and ran their requests alone. How many ran
+  // merged is in the stats: each request's execute span says how many shared it.
+  std::atomic<int64_t> batch_fallbacks{0};
   InFlight in_flight;
   StageHook hook;
   std::atomic<uint64_t> next_request_id{1};

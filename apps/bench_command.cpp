@@ -6,7 +6,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -295,7 +294,6 @@ std::vector<OpCounter> op_counters(const detail::CompiledModelImpl& impl,
   return out;
 }
 
-// One completed run, handed from the callback actor to the driving thread.
 std::string error_text(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
@@ -501,7 +499,7 @@ int bench(const BenchOptions& o) {
 
   auto& stats = compiled.impl()->context().stats;
   stats.reset();
-  compiled.impl()->context().batching.reset();
+  compiled.impl()->context().batch_fallbacks = 0;
 
   // Measured phase: every request loops start_async -> callback -> restart, restarted from its own
   // callback (on the completion actor's thread), as benchmark_app does: a hand-over to this thread
@@ -616,12 +614,10 @@ int bench(const BenchOptions& o) {
   fmt::print(
       "\n[ pipeline stages ] (per request; busy % = stage busy time / (wall time x workers))\n");
   fmt::print("{}", detail::format_summary(summary));
-  const auto& batching = compiled.impl()->context().batching;
+  const int64_t batch_fallbacks = compiled.impl()->context().batch_fallbacks.load();
   if (auto_batch > 1)
-    fmt::print(
-        "automatic batching: {} merged runs of {} requests; {} merged runs failed and ran "
-        "their requests alone\n",
-        batching.merged_runs.load(), batching.merged_requests.load(), batching.fallbacks.load());
+    fmt::print("automatic batching: {} merged runs failed and ran their requests alone\n",
+               batch_fallbacks);
   print_row("mean requests in flight", fmt::format("{:.2f}", summary.mean_in_flight));
   print_row("stage overlap",
             fmt::format("{:.2f} (sum of stage busy time / wall time)", summary.stage_overlap));
@@ -748,8 +744,7 @@ int bench(const BenchOptions& o) {
                      {"wall_ms", summary.wall_us / 1e3},
                      {"mean_requests_in_flight", summary.mean_in_flight},
                      {"stage_overlap", summary.stage_overlap},
-                     {"merged_runs", batching.merged_runs.load()},
-                     {"merged_run_fallbacks", batching.fallbacks.load()},
+                     {"merged_run_fallbacks", batch_fallbacks},
                      {"execute_mean_batch",
                       summary.stages[static_cast<size_t>(detail::Stage::execute)].mean_batch},
                      {"bottleneck", summary.bottleneck},

@@ -9,7 +9,9 @@ namespace troupe::detail {
 
 /// Why the execute stage cannot merge requests of this graph into batches, or empty when it can:
 /// every input and output must have a dynamic leading (batch) dimension, so that a run on k
-/// requests' inputs concatenated along it produces their outputs concatenated along it.
+/// requests' inputs concatenated along it produces their outputs concatenated along it. Such a
+/// graph has dynamic shapes, so its inputs and outputs are plain (StreamExecutor lays out model
+/// boundaries only with static shapes) and concatenating them is concatenating bytes.
 std::string batching_obstacle(const CompiledGraph& graph);
 
 /// Turns the requested AUTO_BATCH_MAX_SIZE into the one this graph runs with: 1 when it cannot
