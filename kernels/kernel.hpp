@@ -26,13 +26,13 @@ struct TensorLayout {
   static TensorLayout blocked(int block) { return {block, false}; }
   static TensorLayout channels_last_order() { return {0, true}; }
   TensorLayout in_bf16() const { return {channel_block, channels_last, true}; }
-  /// The same element order (blocking or channels-last), whatever the element type.
-  bool same_order(const TensorLayout& other) const {
-    return channel_block == other.channel_block && channels_last == other.channels_last;
-  }
+  /// The element order alone (blocking or channels-last), in the value's own type.
+  TensorLayout order() const { return {channel_block, channels_last, false}; }
+  bool same_order(const TensorLayout& other) const { return order() == other.order(); }
   bool is_plain() const { return channel_block == 0 && !channels_last && !bf16; }
   bool operator==(const TensorLayout& other) const {
-    return same_order(other) && bf16 == other.bf16;
+    return channel_block == other.channel_block && channels_last == other.channels_last &&
+           bf16 == other.bf16;
   }
   bool operator!=(const TensorLayout& other) const { return !(*this == other); }
 };

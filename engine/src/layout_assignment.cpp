@@ -62,7 +62,7 @@ kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueI
   } else if (!flow.readers[v].empty()) {
     layout = kernels[flow.readers[v][0].node]->preferred_input_layout(flow.readers[v][0].index);
   }
-  layout.bf16 = false;  // the order first; bf16 storage below
+  layout = layout.order();  // the order first; bf16 storage below
   if (layout.is_plain() || (layout.channel_block > 0 && info.shape[1] % layout.channel_block != 0))
     return plain;
   // A reader that prefers bf16 also reads f32 in the same order (converting it itself).
@@ -116,8 +116,7 @@ ValueLayouts assign_blocked_layouts(const Model& model,
 }
 
 std::string layout_name(kernels::TensorLayout layout, const Shape& shape) {
-  if (layout.bf16)
-    return layout_name({layout.channel_block, layout.channels_last}, shape) + ":bf16";
+  if (layout.bf16) return layout_name(layout.order(), shape) + ":bf16";
   if (layout.is_plain()) return "plain";
   const size_t rank = shape.rank();
   if (layout.channels_last) return rank == 3 ? "nwc" : rank == 4 ? "nhwc" : "ndhwc";

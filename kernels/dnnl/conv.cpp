@@ -108,8 +108,7 @@ class ConvKernel final : public DnnlKernel {
     // A laid-out tensor is read/written in its layout (a bf16 src as bf16 in that layout, which
     // the src reorder converts to); a plain one lets the primitive choose.
     // (A src stored as bf16 is read in its order; an f32 fallback reorders it to f32.)
-    TensorLayout src_order = input_layout(0);
-    src_order.bf16 = false;
+    const TensorLayout src_order = input_layout(0).order();
     const dnnl::memory::desc src_choice =
         src_order.is_plain() ? any(src, type) : tensor_desc(src, src_order, type);
     const dnnl::memory::desc weights_choice = any(weights, type);

@@ -69,7 +69,7 @@ TensorLayout activation_layout() {
 dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout,
                                dnnl::memory::data_type type) {
   if (layout.bf16) type = dnnl::memory::data_type::bf16;
-  if (!layout.channels_last && layout.channel_block == 0) return plain_desc(dims, type);
+  if (layout.order().is_plain()) return plain_desc(dims, type);
   using tag = dnnl::memory::format_tag;
   if (layout.channels_last) {
     if (dims.size() < 3 || dims.size() > 5) throw Unsupported{};
