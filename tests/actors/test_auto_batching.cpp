@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 
+#include <map>
 #include <mutex>
 
 #include "engine/src/pipeline_stats.hpp"
@@ -102,6 +103,32 @@ void expect_near_all(const Tensor& expected, const Tensor& actual, const std::st
   for (size_t i = 0; i < e.size(); ++i) ASSERT_NEAR(e[i], a[i], 1e-5f) << what << " element " << i;
 }
 
+using NamedTensors = std::map<std::string, Tensor>;
+
+// Starts one request per entry of `inputs` on `compiled` while `gate` holds its execute stage, so
+// they queue up and merge, then checks every output of each against `reference` run on the same
+// inputs alone.
+void run_gated_and_check(CompiledModel& compiled, ExecuteGate& gate, CompiledModel& reference,
+                         const std::vector<NamedTensors>& inputs) {
+  std::vector<InferRequest> requests;
+  for (const NamedTensors& in : inputs) {
+    requests.push_back(compiled.create_infer_request());
+    for (const auto& [name, tensor] : in) requests.back().set_tensor(name, tensor);
+    requests.back().start_async();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let them queue behind the gate
+  gate.release();
+  auto check = reference.create_infer_request();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    requests[i].wait();
+    for (const auto& [name, tensor] : inputs[i]) check.set_tensor(name, tensor);
+    check.infer();
+    for (const ValueInfo& out : compiled.outputs())
+      expect_near_all(check.get_tensor(out.name), requests[i].get_tensor(out.name),
+                      out.name + " of request " + std::to_string(i));
+  }
+}
+
 }  // namespace
 
 TEST(AutoBatching, PropertyIsValidatedReportedAndSizesTheRequests) {
@@ -133,24 +160,11 @@ TEST(AutoBatching, WaitingRequestsAreMergedAndEachGetsItsOwnResult) {
   auto compiled = core.compile_model(make_linear_model(), "CPU", batching(4));
   ExecuteGate gate(compiled);
   constexpr int n = 24;
-  std::vector<InferRequest> requests;
-  std::vector<Tensor> inputs;
-  for (int i = 0; i < n; ++i) {
-    requests.push_back(compiled.create_infer_request());
-    inputs.push_back(random_tensor({1, features}, 100 + static_cast<unsigned>(i), -2.f, 2.f));
-    requests.back().set_tensor("x", inputs.back());
-    requests.back().start_async();
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let them queue behind the gate
-  gate.release();
-  auto check = reference.create_infer_request();
-  for (int i = 0; i < n; ++i) {
-    requests[i].wait();
-    check.set_tensor("x", inputs[i]);
-    check.infer();
-    expect_near_all(check.get_tensor("y"), requests[i].get_tensor("y"),
-                    "request " + std::to_string(i));
-  }
+  std::vector<NamedTensors> inputs;
+  for (int i = 0; i < n; ++i)
+    inputs.push_back(
+        {{"x", random_tensor({1, features}, 100 + static_cast<unsigned>(i), -2.f, 2.f)}});
+  run_gated_and_check(compiled, gate, reference, inputs);
   const auto batches = execute_batches(compiled);
   ASSERT_EQ(batches.size(), static_cast<size_t>(n));
   EXPECT_EQ(*std::max_element(batches.begin(), batches.end()), 4);
@@ -162,26 +176,12 @@ TEST(AutoBatching, OnlyRequestsOfTheSameShapeAreMerged) {
   auto reference = core.compile_model(make_linear_model(), "CPU", {{props::num_streams, 1}});
   auto compiled = core.compile_model(make_linear_model(), "CPU", batching(8));
   ExecuteGate gate(compiled);
-  constexpr int n = 30;
-  std::vector<InferRequest> requests;
-  std::vector<Tensor> inputs;
-  for (int i = 0; i < n; ++i) {
+  std::vector<NamedTensors> inputs;
+  for (int i = 0; i < 30; ++i) {
     const int64_t rows = 1 + i % 3;  // 1, 2 and 3 rows interleaved
-    requests.push_back(compiled.create_infer_request());
-    inputs.push_back(random_tensor({rows, features}, 300 + static_cast<unsigned>(i)));
-    requests.back().set_tensor("x", inputs.back());
-    requests.back().start_async();
+    inputs.push_back({{"x", random_tensor({rows, features}, 300 + static_cast<unsigned>(i))}});
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  gate.release();
-  auto check = reference.create_infer_request();
-  for (int i = 0; i < n; ++i) {
-    requests[i].wait();
-    check.set_tensor("x", inputs[i]);
-    check.infer();
-    expect_near_all(check.get_tensor("y"), requests[i].get_tensor("y"),
-                    "request " + std::to_string(i));
-  }
+  run_gated_and_check(compiled, gate, reference, inputs);
   const auto batches = execute_batches(compiled);
   EXPECT_GT(*std::max_element(batches.begin(), batches.end()), 1);
 }
@@ -315,29 +315,11 @@ TEST(AutoBatching, SeveralInputsAndOutputsEachGetTheirShare) {
   auto compiled = core.compile_model(make_two_by_three_model(), "CPU", batching(4));
   ASSERT_EQ(compiled.get_property(props::auto_batch_max_size).as_int(), 4);
   ExecuteGate gate(compiled);
-  constexpr int n = 13;
-  std::vector<InferRequest> requests;
-  std::vector<Tensor> as, cs;
-  for (int i = 0; i < n; ++i) {
-    requests.push_back(compiled.create_infer_request());
-    as.push_back(random_tensor({2, 4}, 700 + static_cast<unsigned>(i)));
-    cs.push_back(random_tensor({2, 3}, 800 + static_cast<unsigned>(i)));
-    requests.back().set_tensor("a", as.back());
-    requests.back().set_tensor("c", cs.back());
-    requests.back().start_async();
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  gate.release();
-  auto check = reference.create_infer_request();
-  for (int i = 0; i < n; ++i) {
-    requests[i].wait();
-    check.set_tensor("a", as[i]);
-    check.set_tensor("c", cs[i]);
-    check.infer();
-    for (const char* out : {"y1", "y2", "a_out"})
-      expect_near_all(check.get_tensor(out), requests[i].get_tensor(out),
-                      std::string(out) + " of request " + std::to_string(i));
-  }
+  std::vector<NamedTensors> inputs;
+  for (unsigned i = 0; i < 13; ++i)
+    inputs.push_back(
+        {{"a", random_tensor({2, 4}, 700 + i)}, {"c", random_tensor({2, 3}, 800 + i)}});
+  run_gated_and_check(compiled, gate, reference, inputs);  // y1, y2 and a_out
   const auto batches = execute_batches(compiled);
   EXPECT_GT(*std::max_element(batches.begin(), batches.end()), 1) << "no run was merged";
   EXPECT_EQ(compiled.impl()->context().batch_fallbacks.load(), 0);
@@ -348,25 +330,9 @@ TEST(AutoBatching, AModelThatMixesRequestsIsCaughtAndRunsThemAlone) {
   auto reference = core.compile_model(make_row_mixing_model(), "CPU", {{props::num_streams, 1}});
   auto compiled = core.compile_model(make_row_mixing_model(), "CPU", batching(4));
   ExecuteGate gate(compiled);
-  constexpr int n = 12;
-  std::vector<InferRequest> requests;
-  std::vector<Tensor> inputs;
-  for (int i = 0; i < n; ++i) {
-    requests.push_back(compiled.create_infer_request());
-    inputs.push_back(random_tensor({1, 4}, 900 + static_cast<unsigned>(i)));
-    requests.back().set_tensor("x", inputs.back());
-    requests.back().start_async();
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  gate.release();
-  auto check = reference.create_infer_request();
-  for (int i = 0; i < n; ++i) {
-    requests[i].wait();
-    check.set_tensor("x", inputs[i]);
-    check.infer();
-    expect_near_all(check.get_tensor("y"), requests[i].get_tensor("y"),
-                    "request " + std::to_string(i));
-  }
+  std::vector<NamedTensors> inputs;
+  for (unsigned i = 0; i < 12; ++i) inputs.push_back({{"x", random_tensor({1, 4}, 900 + i)}});
+  run_gated_and_check(compiled, gate, reference, inputs);
   // A merged run gave [k, k] instead of k x [1, 1]: caught once, these shapes never merge again.
   EXPECT_EQ(compiled.impl()->context().batch_fallbacks.load(), 1);
   const auto batches = execute_batches(compiled);
