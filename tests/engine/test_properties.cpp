@@ -157,6 +157,43 @@ bool cpu_has_native_bf16(Core& core) {
   return std::find(caps.begin(), caps.end(), "BF16") != caps.end();
 }
 
+// The largest |f32 - bf16| difference of each of `n` requests run in flight on both compiled
+// models with the same random input, and the f32 output's largest magnitude (its scale).
+struct Deviation {
+  float worst = 0.f;
+  float scale = 0.f;
+};
+std::vector<Deviation> f32_vs_bf16_in_flight(CompiledModel& f32, CompiledModel& bf16, int n,
+                                             unsigned seed) {
+  std::vector<InferRequest> f32_requests, bf16_requests;
+  for (int i = 0; i < n; ++i) {
+    const Tensor x = test::random_tensor(Shape{2, 8, 6, 6}, seed + static_cast<unsigned>(i));
+    f32_requests.push_back(f32.create_infer_request());
+    bf16_requests.push_back(bf16.create_infer_request());
+    f32_requests.back().set_tensor("x", x);
+    bf16_requests.back().set_tensor("x", x);
+  }
+  for (int i = 0; i < n; ++i) {
+    f32_requests[i].start_async();
+    bf16_requests[i].start_async();
+  }
+  std::vector<Deviation> deviations;
+  for (int i = 0; i < n; ++i) {
+    f32_requests[i].wait();
+    bf16_requests[i].wait();
+    const auto want = f32_requests[i].get_tensor("y").to_vector<float>();
+    const auto got = bf16_requests[i].get_tensor("y").to_vector<float>();
+    EXPECT_EQ(want.size(), got.size());
+    Deviation d;
+    for (size_t k = 0; k < want.size() && k < got.size(); ++k) {
+      d.scale = std::max(d.scale, std::fabs(want[k]));
+      d.worst = std::max(d.worst, std::fabs(want[k] - got[k]));
+    }
+    deviations.push_back(d);
+  }
+  return deviations;
+}
+
 }  // namespace
 
 TEST(InferencePrecision, Bf16FallsBackToF32WithoutBf16Instructions) {
@@ -190,36 +227,12 @@ TEST(InferencePrecision, Bf16ComputesInBf16ThroughThePipeline) {
   }
   EXPECT_EQ(bf16_nodes, 2) << "Conv and MatMul compute in bf16";
 
-  constexpr int requests = 24;
-  std::vector<Tensor> inputs;
-  std::vector<InferRequest> f32_requests;
-  std::vector<InferRequest> bf16_requests;
-  for (int i = 0; i < requests; ++i) {
-    inputs.push_back(test::random_tensor(Shape{2, 8, 6, 6}, 100 + i));
-    f32_requests.push_back(reference.create_infer_request());
-    bf16_requests.push_back(bf16.create_infer_request());
-    f32_requests.back().set_tensor("x", inputs.back());
-    bf16_requests.back().set_tensor("x", inputs.back());
-  }
-  for (int i = 0; i < requests; ++i) {
-    f32_requests[i].start_async();
-    bf16_requests[i].start_async();
-  }
-  for (int i = 0; i < requests; ++i) {
-    f32_requests[i].wait();
-    bf16_requests[i].wait();
-    const auto want = f32_requests[i].get_tensor("y").to_vector<float>();
-    const auto got = bf16_requests[i].get_tensor("y").to_vector<float>();
-    ASSERT_EQ(want.size(), got.size());
-    float scale = 0.f;
-    float worst = 0.f;
-    for (size_t k = 0; k < want.size(); ++k) {
-      scale = std::max(scale, std::fabs(want[k]));
-      worst = std::max(worst, std::fabs(want[k] - got[k]));
-    }
+  const auto deviations = f32_vs_bf16_in_flight(reference, bf16, 24, 100);
+  for (size_t i = 0; i < deviations.size(); ++i) {
     // bf16 keeps 8 mantissa bits: a few parts per thousand of the output's scale, not exact.
-    EXPECT_LT(worst, 2e-2f * scale) << "request " << i;
-    EXPECT_GT(worst, 0.f) << "request " << i << " is bit-identical to f32: bf16 did not run";
+    EXPECT_LT(deviations[i].worst, 2e-2f * deviations[i].scale) << "request " << i;
+    EXPECT_GT(deviations[i].worst, 0.f)
+        << "request " << i << " is bit-identical to f32: bf16 did not run";
   }
 }
 
@@ -255,28 +268,9 @@ TEST(InferencePrecision, UploadConvertsAnInputOnlyBf16KernelsReadToBf16) {
   EXPECT_TRUE(bf16_layouts[0].same_order(f32_layouts[0]));
   EXPECT_FALSE(f32_layouts[0].bf16);
 
-  std::vector<InferRequest> f32_requests, bf16_requests;
-  for (int i = 0; i < 16; ++i) {
-    const Tensor x = test::random_tensor(Shape{2, 8, 6, 6}, 300 + i);
-    f32_requests.push_back(f32.create_infer_request());
-    bf16_requests.push_back(bf16.create_infer_request());
-    f32_requests.back().set_tensor("x", x);
-    bf16_requests.back().set_tensor("x", x);
-    f32_requests.back().start_async();
-    bf16_requests.back().start_async();
-  }
-  for (int i = 0; i < 16; ++i) {
-    f32_requests[i].wait();
-    bf16_requests[i].wait();
-    const auto want = f32_requests[i].get_tensor("y").to_vector<float>();
-    const auto got = bf16_requests[i].get_tensor("y").to_vector<float>();
-    float scale = 0.f, worst = 0.f;
-    for (size_t k = 0; k < want.size(); ++k) {
-      scale = std::max(scale, std::fabs(want[k]));
-      worst = std::max(worst, std::fabs(want[k] - got[k]));
-    }
-    EXPECT_LT(worst, 2e-2f * scale) << "request " << i;
-  }
+  const auto deviations = f32_vs_bf16_in_flight(f32, bf16, 16, 300);
+  for (size_t i = 0; i < deviations.size(); ++i)
+    EXPECT_LT(deviations[i].worst, 2e-2f * deviations[i].scale) << "request " << i;
 
   // The same input also read by an f32 Add: it stays f32.
   ModelBuilder b("conv_and_add");
