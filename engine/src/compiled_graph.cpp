@@ -86,8 +86,7 @@ std::shared_ptr<CompiledGraph> compile_graph(
   graph->blocked_layouts = !config.disable_transformations;
   std::vector<kernels::TensorLayout> layouts;
   if (graph->blocked_layouts && !graph->dynamic_shapes)
-    layouts =
-        assign_blocked_layouts(*model, created, /*boundaries=*/true, graph->inference_precision);
+    layouts = assign_layouts(*model, created, /*boundaries=*/true, graph->inference_precision);
   graph->value_layouts = layouts;
   describe_kernels(*model, created, layouts, *graph);
   if (kernels && !graph->dynamic_shapes) *kernels = std::move(created);

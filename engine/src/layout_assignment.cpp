@@ -80,9 +80,9 @@ kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueI
 
 }  // namespace
 
-ValueLayouts assign_blocked_layouts(const Model& model,
-                                    std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
-                                    bool boundaries, ElementType precision) {
+ValueLayouts assign_layouts(const Model& model,
+                            std::vector<std::unique_ptr<kernels::Kernel>>& kernels, bool boundaries,
+                            ElementType precision) {
   const Dataflow flow(model);
   const auto& registry = kernels::KernelRegistry::instance();
   // A kernel that said it handles a layout should accept it when created again; if one does not,

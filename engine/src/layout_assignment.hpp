@@ -13,14 +13,15 @@ using ValueLayouts = std::vector<kernels::TensorLayout>;
 
 /// Keeps activations in a blocked or channels-last layout where the kernel writing a value and
 /// every kernel reading it prefer the same one, so chains of convolutions and pooling run without
-/// reorders between them. The kernels touching a blocked value are created again with their
+/// reorders between them. The kernels touching a laid-out value are created again with their
 /// layouts (`kernels` holds one kernel per node of `model`). Constants stay plain. With
-/// `boundaries`, model inputs and outputs may be blocked too: the upload stage then reorders the
-/// caller's plain tensors into that layout and the download stage reorders back. Kernels are
-/// created again with `precision` (the one they were first created with).
-ValueLayouts assign_blocked_layouts(const Model& model,
-                                    std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
-                                    bool boundaries, ElementType precision = ElementType::f32);
+/// `boundaries`, model inputs and outputs may be laid out too: the upload stage then reorders the
+/// caller's plain tensors into that layout (and to bf16 for an input only bf16 kernels read) and
+/// the download stage reorders back. Kernels are created again with `precision` (the one they
+/// were first created with).
+ValueLayouts assign_layouts(const Model& model,
+                            std::vector<std::unique_ptr<kernels::Kernel>>& kernels, bool boundaries,
+                            ElementType precision = ElementType::f32);
 
 /// A short name of a layout for reports ("plain", "nChw8c", "nhwc", ...) of a value of `shape`.
 std::string layout_name(kernels::TensorLayout layout, const Shape& shape);

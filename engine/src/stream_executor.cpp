@@ -64,8 +64,8 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   if (use_prepared)
     s.value_layouts = graph_->value_layouts;
   else if (graph_->blocked_layouts)
-    s.value_layouts = assign_blocked_layouts(*model, kernels, !graph_->dynamic_shapes,
-                                             graph_->inference_precision);
+    s.value_layouts =
+        assign_layouts(*model, kernels, !graph_->dynamic_shapes, graph_->inference_precision);
   std::vector<Tensor> values(model->values().size());
   for (const auto& [id, tensor] : model->constants()) values[id] = tensor;
   for (const Node& node : model->nodes())
