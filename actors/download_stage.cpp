@@ -62,7 +62,7 @@ caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles 
         });
         // The request first: its message is then ahead of the slot release in the scheduler's
         // queue. Measured on the ONNX MLP, one request in flight, 6 alternating runs each: the
-        // wait before postprocess was 0.4-0.7x the wait before download, 1.0-1.2x with the
+        // wait before postprocess was 0.4-0.6x the wait before download, 1.0-1.2x with the
         // release sent first.
         const int32_t slot = msg.slot;
         self->send(next->postprocess, stage_atom::value, std::move(msg));
