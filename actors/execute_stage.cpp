@@ -1,15 +1,14 @@
 // Execute: runs the graph for requests on this stream's executor. Spawned detached (its own
 // thread): a graph run is long blocking compute that must not starve CAF's scheduler, and oneDNN's
-// OpenMP team is per calling thread, so one thread per stream keeps the teams apart.
+// OpenMP team is per calling thread, so one thread per stream keeps the teams apart. A small
+// model's graph run is as short as another stage's handler: then execute is a scheduled actor
+// like them (CompileConfig::execute_on_scheduler, engine/src/thread_policy.hpp), which saves two
+// thread wake-ups per request.
 //
 // With automatic batching (AUTO_BATCH_MAX_SIZE > 1) requests are queued here and run by a
 // `batch_atom` the actor sends itself: every request already in the mailbox is queued before it
 // runs, so the requests that arrived while the previous batch ran are merged, and none waits for
 // a batch to fill.
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include <cstring>
 #include <deque>
@@ -19,6 +18,7 @@
 
 #include "actors/stage.hpp"
 #include "actors/tensor_checks.hpp"
+#include "engine/src/thread_policy.hpp"
 
 namespace troupe::actors {
 
@@ -30,7 +30,6 @@ using batch_atom = caf::atom_constant<caf::atom("batch")>;
 using ShapesKey = std::vector<std::vector<int64_t>>;  // input shapes, as a map key
 
 struct ExecuteState {
-  bool threads_set = false;
   std::deque<request_msg> queued;
   bool batch_scheduled = false;
   std::vector<Tensor> batch_inputs, batch_outputs;  // reused across batches
@@ -234,17 +233,12 @@ void run_queued(ExecuteActor* self, PipelineContext& ctx, const StageHandles& ne
 
 caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int stream) {
   const bool batching = ctx->config.auto_batch_max_size > 1;
-  auto set_threads = [self, ctx] {
-    if (self->state.threads_set) return;
-#ifdef _OPENMP
-    omp_set_num_threads(ctx->config.threads_per_stream);
-#endif
-    self->state.threads_set = true;
-  };
   return {
-      [self, ctx, next, stream, batching, set_threads](stage_atom, request_msg msg) {
-        set_threads();
+      [self, ctx, next, stream, batching](stage_atom, request_msg msg) {
         if (!batching) {
+          // The stream's thread count, on whichever thread runs the actor (a scheduler worker
+          // runs other stages too).
+          const detail::ScopedOmpThreads threads(ctx->config.threads_per_stream);
           run_one(*ctx, stream, msg);
           self->send(next->download, stage_atom::value, std::move(msg));
           return;
@@ -256,6 +250,7 @@ caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int s
         }
       },
       [self, ctx, next, stream](batch_atom) {
+        const detail::ScopedOmpThreads threads(ctx->config.threads_per_stream);
         run_queued(self, *ctx, *next, stream);
         self->state.batch_scheduled = !self->state.queued.empty();
         if (self->state.batch_scheduled) self->send(self, batch_atom::value);
@@ -266,6 +261,8 @@ caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int s
 }  // namespace
 
 caf::actor spawn_execute_stage(caf::actor_system& system, Context ctx, Handles next, int stream) {
+  if (ctx->config.execute_on_scheduler)
+    return system.spawn(execute_stage, std::move(ctx), std::move(next), stream);
   return system.spawn<caf::detached>(execute_stage, std::move(ctx), std::move(next), stream);
 }
 

@@ -463,6 +463,10 @@ int bench(const BenchOptions& o) {
   print_row("performance hint", hint);
   print_row("streams", std::to_string(streams));
   print_row("threads", fmt::format("{} ({} per stream)", threads, std::max(1, threads / streams)));
+  const bool execute_on_scheduler = compiled.impl()->config().execute_on_scheduler;
+  print_row("execute runs on", execute_on_scheduler
+                                   ? "the scheduler's workers, with the other stages (small model)"
+                                   : "a thread per stream");
   print_row("infer requests (nireq)",
             fmt::format("{}{}", nireq, o.nireq > 0 ? "" : " (OPTIMAL_NUMBER_OF_INFER_REQUESTS)"));
   print_row("max requests in flight", std::to_string(max_in_flight) + " (pipeline credits)");
@@ -723,6 +727,7 @@ int bench(const BenchOptions& o) {
                      {"batch", batch},
                      {"inference_precision", precision},
                      {"auto_batch_max_size", auto_batch},
+                     {"execute_on_scheduler", execute_on_scheduler},
                      {"cache_dir", cache_dir.empty() ? json(nullptr) : json(cache_dir)},
                      {"compile_time_ms", compile_ms}}},
                    {"first_inference_ms", first_ms},

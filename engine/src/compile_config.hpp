@@ -25,8 +25,9 @@ struct CompileConfig {
   int max_in_flight = 8;           // credits
   int max_in_flight_override = 0;  // as set (0 = derived)
   int slots_per_stream = 2;
-  int auto_batch_max_size = 1;  // 1 = no automatic batching
-  std::string cache_dir;        // empty = no model cache
+  int auto_batch_max_size = 1;        // 1 = no automatic batching
+  bool execute_on_scheduler = false;  // execute stages share the scheduler's workers (small model)
+  std::string cache_dir;              // empty = no model cache
 
   /// Derives optimal_requests, slots_per_stream and max_in_flight (unless overridden) from the
   /// mode, streams, request hint and batch size: enough requests to keep every stream busy, and

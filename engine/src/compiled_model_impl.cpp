@@ -11,6 +11,7 @@ namespace {
 CompileConfig fitted(CompileConfig config, const CompiledGraph& graph) {
   fit_threads_to_model(config, *graph.model);
   fit_batching_to_graph(config, graph);
+  choose_execute_threads(config, *graph.model);
   return config;
 }
 }  // namespace

@@ -12,7 +12,8 @@ namespace troupe::detail {
 Runtime::Runtime() : config_(std::make_unique<caf::actor_system_config>()) {
   // "sharing" wakes idle workers on a condition variable: ~10x lower hop latency than the default
   // work-stealing poll/sleep loop on few cores, and no idle spinning. Stage handlers are short;
-  // the long work (execute, user callbacks) runs on detached actors with threads of their own.
+  // the long work (execute, unless the model is small; user callbacks) runs on detached actors
+  // with threads of their own.
   // Fewer workers mean fewer cross-thread wake-ups per hop (on 2 cores, one worker instead of two
   // gave the ONNX MLP 21-22k vs 17-21k requests/s and 0.08-0.09 vs 0.13 ms latency), but with one
   // worker a stage doing real work (an image resize in preprocess) holds up every other scheduled

@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 namespace troupe::detail {
 
 namespace {
@@ -10,6 +12,16 @@ namespace {
 // microseconds on one core: the ONNX MLP export of benchmarks/models (about 0.13 M per node) ran
 // 0.13 ms per request on one thread and 0.20 ms on two; ResNet-50 (about 77 M) gains from two.
 constexpr int64_t min_macs_per_node_to_split = 2'000'000;
+
+// Bounds for running execute on the scheduler (choose_execute_threads): the ONNX MLP export of
+// benchmarks/models (0.4 M multiply-accumulates, 2 k values) runs in about 80 us on one core of
+// the 2-core AVX-512 Xeon this was measured on, its weights coming from L3. Ten times that still
+// keeps a scheduler worker well under a millisecond. On that machine, running its execute stages
+// on the scheduler took `troupe bench -m mlp.onnx -hint throughput -t 4` from 4.3 to 1.9
+// voluntary context switches per request and from 5.0 k to 7.1 k requests/s (medians of 6
+// interleaved runs on a busy machine).
+constexpr int64_t max_macs_on_scheduler = 4'000'000;
+constexpr int64_t max_value_elements_on_scheduler = 1'000'000;
 
 // Elements of a shape whose dynamic dimensions (a batch chosen at run time) count as 1.
 int64_t elements_at_least_one(const Shape& shape) {
@@ -63,6 +75,17 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
   const int64_t macs = estimate_macs(model);
   if (compute_nodes == 0 || macs / compute_nodes < min_macs_per_node_to_split)
     config.threads_per_stream = 1;
+}
+
+void choose_execute_threads(CompileConfig& config, const Model& model) {
+  // A merged run of the automatic batch size scales everything but the constants.
+  const int64_t batch = std::max(1, config.auto_batch_max_size);
+  int64_t elements = 0;
+  for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v)
+    elements += elements_at_least_one(model.value(v).shape) * (model.is_constant(v) ? 1 : batch);
+  config.execute_on_scheduler = config.threads_per_stream == 1 &&
+                                estimate_macs(model) * batch <= max_macs_on_scheduler &&
+                                elements <= max_value_elements_on_scheduler;
 }
 
 }  // namespace troupe::detail

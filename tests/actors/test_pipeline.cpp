@@ -396,3 +396,46 @@ TEST(Pipeline, CallbackMayReadOutputsAndRestartItsRequest) {
   EXPECT_EQ(bad.load(), 0);
   for (int n : runs) EXPECT_EQ(n, rounds);
 }
+
+// Where execute runs: a small model's execute stages are scheduled actors, run by the same
+// workers as the other stages; a large model's have a thread per stream that runs nothing else.
+// Either way every request of many in flight on two streams gets its own result.
+TEST(Pipeline, SmallModelsExecuteOnTheSchedulersWorkersLargeOnesOnTheirOwnThreads) {
+  for (const int64_t width : {int64_t{16}, int64_t{2'000'000}}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    Core core;
+    auto compiled = core.compile_model(
+        make_add_relu_model(1, width), "CPU",
+        {{props::num_streams, int64_t{2}}, {props::inference_num_threads, int64_t{2}}});
+    const bool small = width == 16;
+    EXPECT_EQ(compiled.impl()->config().execute_on_scheduler, small);
+    std::mutex mutex;
+    std::set<std::thread::id> execute_threads, other_threads;
+    set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      (stage == detail::Stage::execute ? execute_threads : other_threads)
+          .insert(std::this_thread::get_id());
+    });
+    const int n = small ? 300 : 24;
+    std::vector<InferRequest> requests;
+    std::vector<Tensor> inputs;
+    for (int i = 0; i < n; ++i) {
+      requests.push_back(compiled.create_infer_request());
+      inputs.push_back(make_input(static_cast<float>(i % 7), width));
+      requests.back().set_tensor("x", inputs.back());
+      requests.back().start_async();
+    }
+    for (int i = 0; i < n; ++i) {
+      requests[i].wait();
+      expect_add_relu_output(inputs[i], requests[i].get_tensor("y"));
+    }
+    size_t shared = 0;
+    for (const auto& id : execute_threads) shared += other_threads.count(id);
+    if (small) {
+      EXPECT_GT(shared, 0u);  // a worker ran execute and other stages
+    } else {
+      EXPECT_EQ(shared, 0u);
+      EXPECT_EQ(execute_threads.size(), 2u);  // one per stream
+    }
+  }
+}

@@ -1,11 +1,13 @@
 // Thread policy (engine/src/thread_policy): a model of tiny compute nodes runs its one LATENCY
 // stream on one thread, a model of large ones on all cores, and a thread count the user set is
-// kept; the MAC estimate counts Conv and MatMul/Gemm work.
+// kept; the MAC estimate counts Conv and MatMul/Gemm work; a small model's execute stages run on
+// the scheduler's workers.
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "../test_util.hpp"
 #include "engine/src/thread_policy.hpp"
 #include "troupe/core.hpp"
 #include "troupe/model_builder.hpp"
@@ -49,6 +51,26 @@ TEST(ThreadPolicy, TinyNodesRunOnOneThreadLargeOnesOnAllCores) {
   EXPECT_EQ(threads_of(gemm_model(1, 256, 512)), 1);
   EXPECT_EQ(threads_of(conv_model(64, 56)), cores);  // 116 M MACs
   EXPECT_EQ(threads_of(gemm_model(1, 256, 512), {{props::inference_num_threads, int64_t{2}}}), 2);
+}
+
+bool on_scheduler(const std::shared_ptr<Model>& model, int threads_per_stream, int auto_batch = 1) {
+  detail::CompileConfig config;
+  config.threads_per_stream = threads_per_stream;
+  config.auto_batch_max_size = auto_batch;
+  detail::choose_execute_threads(config, *model);
+  return config.execute_on_scheduler;
+}
+
+TEST(ThreadPolicy, SmallModelsExecuteOnTheScheduler) {
+  EXPECT_TRUE(on_scheduler(gemm_model(1, 256, 512), 1));
+  EXPECT_FALSE(on_scheduler(gemm_model(1, 256, 512), 2));  // an OpenMP team of its own
+  EXPECT_FALSE(on_scheduler(conv_model(64, 56), 1));       // 116 M MACs
+  // A merged run of the automatic batch size is that many times longer.
+  EXPECT_TRUE(on_scheduler(gemm_model(-1, 256, 512), 1, 8));
+  EXPECT_FALSE(on_scheduler(gemm_model(-1, 256, 512), 1, 64));
+  // No multiply-accumulates, but 4 M elements to add.
+  EXPECT_FALSE(on_scheduler(test::make_add_relu_model(1, 4'000'000), 1));
+  EXPECT_TRUE(on_scheduler(test::make_add_relu_model(1, 1'000), 1));
 }
 
 }  // namespace
