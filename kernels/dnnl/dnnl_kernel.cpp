@@ -1,5 +1,7 @@
 #include "kernels/dnnl/dnnl_kernel.hpp"
 
+#include "kernels/dnnl/shared_weights.hpp"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -300,8 +302,12 @@ void LayoutBridge::to_memory(const Tensor& tensor, const dnnl::memory& target,
 }
 
 PackedWeights::PackedWeights(const dnnl::memory::desc& plain, const dnnl::memory::desc& packed,
-                             const Tensor* constant, const dnnl::stream& stream)
-    : bridge_(plain, packed) {
+                             const Tensor* constant, const dnnl::stream& stream) {
+  if (constant && plain != packed && constant->owns_memory() && constant->is_contiguous()) {
+    shared_ = shared_packed_weights(*constant, plain, packed, stream);
+    return;
+  }
+  bridge_ = LayoutBridge(plain, packed);
   if (constant && bridge_.needs_reorder()) {
     const Tensor dense = constant->contiguous();
     bridge_.to_internal(dense, stream);
@@ -311,6 +317,7 @@ PackedWeights::PackedWeights(const dnnl::memory::desc& plain, const dnnl::memory
 }
 
 const dnnl::memory& PackedWeights::get(const Tensor& weights, const dnnl::stream& stream) {
+  if (shared_) return shared_->packed;
   if (packed_once_) return bridge_.internal();
   return bridge_.to_internal(weights, stream);
 }

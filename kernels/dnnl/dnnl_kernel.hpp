@@ -197,7 +197,10 @@ class SrcDstKernel : public DnnlKernel {
   LayoutBridge dst_;
 };
 
-/// Weights in the layout a primitive chose. A constant is reordered once, at prepare time; other
+struct SharedWeights;
+
+/// Weights in the layout a primitive chose. A constant is reordered once, at prepare time, into
+/// memory shared with every other kernel packing it the same way (shared_weights.hpp); other
 /// weights are reordered on every run.
 class PackedWeights {
  public:
@@ -208,7 +211,8 @@ class PackedWeights {
   const dnnl::memory& get(const Tensor& weights, const dnnl::stream& stream);
 
  private:
-  bool packed_once_ = false;
+  std::shared_ptr<const SharedWeights> shared_;  // a packed constant
+  bool packed_once_ = false;                     // a constant packed privately (not dense)
   LayoutBridge bridge_;
 };
 
