@@ -5,7 +5,9 @@
 // more weights, and their requests in flight on every stream still agree with the reference.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "../test_util.hpp"
@@ -147,6 +149,10 @@ TEST(SharedWeights, MoreStreamsAndShapesPackNoMoreWeights) {
     one_stream = shared_packed_weights_count() - before;
   }
   EXPECT_EQ(one_stream, 3u);  // one per convolution
+  // The streams' kernels are released after the compiled model, when its pipeline has stopped.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (shared_packed_weights_count() != before && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(shared_packed_weights_count(), before);
   auto compiled = core.compile_model(
       model, "CPU", {{props::num_streams, int64_t{3}}, {props::inference_num_threads, int64_t{3}}});
