@@ -3,7 +3,9 @@
 // OpenMP team is per calling thread, so one thread per stream keeps the teams apart. A small
 // model's graph run is as short as another stage's handler: then execute is a scheduled actor
 // like them (CompileConfig::execute_on_scheduler, engine/src/thread_policy.hpp), which saves two
-// thread wake-ups per request.
+// thread wake-ups per request. A request too large for that (a dynamic model given large shapes)
+// runs on a detached helper instead, and the actor awaits it, so the stream's executor still runs
+// one graph at a time and no worker is held for long.
 //
 // With automatic batching (AUTO_BATCH_MAX_SIZE > 1) requests are queued here and run by a
 // `batch_atom` the actor sends itself: every request already in the mailbox is queued before it
@@ -26,6 +28,8 @@ namespace {
 
 /// execute -> itself: run the queued requests.
 using batch_atom = caf::atom_constant<caf::atom("batch")>;
+/// helper -> execute on the scheduler: the large request it was given has gone on to download.
+using ran_atom = caf::atom_constant<caf::atom("ran")>;
 
 using ShapesKey = std::vector<std::vector<int64_t>>;  // input shapes, as a map key
 
@@ -38,6 +42,7 @@ struct ExecuteState {
   // first. Shapes whose merged run failed that check are never merged again.
   std::map<ShapesKey, std::vector<Shape>> alone_output_shapes;
   std::set<ShapesKey> unmergeable;
+  caf::actor large_request_runner;  // execute on the scheduler: spawned on the first large request
 };
 
 ShapesKey key_of(const std::vector<Tensor>& tensors) {
@@ -231,16 +236,52 @@ void run_queued(ExecuteActor* self, PipelineContext& ctx, const StageHandles& ne
   for (request_msg& msg : taken) self->send(next.download, stage_atom::value, std::move(msg));
 }
 
+// Runs one request without batching and sends it on, on the calling thread.
+void run_and_send(caf::event_based_actor* self, PipelineContext& ctx, const StageHandles& next,
+                  int stream, request_msg& msg) {
+  // The stream's thread count, on whichever thread runs the actor (a scheduler worker runs other
+  // stages too).
+  const detail::ScopedOmpThreads threads(ctx.config.threads_per_stream);
+  run_one(ctx, stream, msg);
+  self->send(next.download, stage_atom::value, std::move(msg));
+}
+
+// A detached helper of execute on the scheduler: runs the requests too large for a worker.
+caf::behavior large_request_runner(caf::event_based_actor* self, Context ctx, Handles next,
+                                   int stream) {
+  return {[self, ctx, next, stream](stage_atom, request_msg msg) {
+    run_and_send(self, *ctx, *next, stream, msg);
+    return ran_atom::value;
+  }};
+}
+
+int64_t input_elements(const PipelineContext& ctx, const request_msg& msg) {
+  int64_t n = 0;
+  for (const Tensor& t : ctx.slots[static_cast<size_t>(msg.slot)].inputs)
+    n += static_cast<int64_t>(t.size());
+  return n;
+}
+
 caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int stream) {
   const bool batching = ctx->config.auto_batch_max_size > 1;
   return {
       [self, ctx, next, stream, batching](stage_atom, request_msg msg) {
         if (!batching) {
-          // The stream's thread count, on whichever thread runs the actor (a scheduler worker
-          // runs other stages too).
-          const detail::ScopedOmpThreads threads(ctx->config.threads_per_stream);
-          run_one(*ctx, stream, msg);
-          self->send(next->download, stage_atom::value, std::move(msg));
+          if (ctx->config.execute_on_scheduler &&
+              input_elements(*ctx, msg) > ctx->config.scheduled_input_elements_limit) {
+            ExecuteState& st = self->state;
+            if (!st.large_request_runner)
+              st.large_request_runner =
+                  self->spawn<caf::detached + caf::linked>(large_request_runner, ctx, next, stream);
+            // await: the next request waits in the mailbox until this one has run.
+            self->request(st.large_request_runner, caf::infinite, stage_atom::value, std::move(msg))
+                .await([](ran_atom) {},
+                       [](const caf::error&) {
+                         // only when the helper is gone, at shutdown: nothing is in flight then
+                       });
+            return;
+          }
+          run_and_send(self, *ctx, *next, stream, msg);
           return;
         }
         self->state.queued.push_back(std::move(msg));

@@ -27,7 +27,10 @@ struct CompileConfig {
   int slots_per_stream = 2;
   int auto_batch_max_size = 1;        // 1 = no automatic batching
   bool execute_on_scheduler = false;  // execute stages share the scheduler's workers (small model)
-  std::string cache_dir;              // empty = no model cache
+  // With execute_on_scheduler: a request with more input elements than this (a dynamic model
+  // given large shapes) runs on a thread of its own instead.
+  int64_t scheduled_input_elements_limit = 0;
+  std::string cache_dir;  // empty = no model cache
 
   /// Derives optimal_requests, slots_per_stream and max_in_flight (unless overridden) from the
   /// mode, streams, request hint and batch size: enough requests to keep every stream busy, and

@@ -1,5 +1,8 @@
 #include "engine/src/compiled_model_impl.hpp"
 
+#include <caf/actor_system.hpp>
+#include <caf/scheduler/abstract_coordinator.hpp>
+
 #include "engine/src/auto_batching.hpp"
 #include "engine/src/thread_policy.hpp"
 #include "troupe/error.hpp"
@@ -8,10 +11,10 @@
 namespace troupe::detail {
 
 namespace {
-CompileConfig fitted(CompileConfig config, const CompiledGraph& graph) {
+CompileConfig fitted(CompileConfig config, const CompiledGraph& graph, Runtime& runtime) {
   fit_threads_to_model(config, *graph.model);
   fit_batching_to_graph(config, graph);
-  choose_execute_threads(config, *graph.model);
+  choose_execute_threads(config, *graph.model, runtime.system().scheduler().num_workers());
   return config;
 }
 }  // namespace
@@ -21,7 +24,7 @@ CompiledModelImpl::CompiledModelImpl(
     CompileConfig config, bool loaded_from_cache,
     std::vector<std::unique_ptr<kernels::Kernel>> first_stream_kernels)
     : runtime_(std::move(runtime)),
-      context_(std::make_shared<actors::PipelineContext>(graph, fitted(config, *graph))),
+      context_(std::make_shared<actors::PipelineContext>(graph, fitted(config, *graph, *runtime_))),
       loaded_from_cache_(loaded_from_cache) {
   const Model& model = *context_->graph->model;
   for (ValueId in : model.inputs()) context_->graph_inputs.push_back(model.value(in));

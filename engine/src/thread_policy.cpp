@@ -14,12 +14,11 @@ namespace {
 constexpr int64_t min_macs_per_node_to_split = 2'000'000;
 
 // Bounds for running execute on the scheduler (choose_execute_threads): the ONNX MLP export of
-// benchmarks/models (0.4 M multiply-accumulates, 2 k values) runs in about 80 us on one core of
-// the 2-core AVX-512 Xeon this was measured on, its weights coming from L3. Ten times that still
-// keeps a scheduler worker well under a millisecond. On that machine, running its execute stages
-// on the scheduler took `troupe bench -m mlp.onnx -hint throughput -t 4` from 4.3 to 1.9
-// voluntary context switches per request and from 5.0 k to 7.1 k requests/s (medians of 6
-// interleaved runs on a busy machine).
+// benchmarks/models (0.4 M multiply-accumulates, 0.4 M weights) runs in about 80 us on one core of
+// the 2-core AVX-512 Xeon this was measured on, its weights coming from L3; ten times that stays
+// under a millisecond. On that machine, `troupe bench -m mlp.onnx -hint throughput -t 4` went
+// from 3.4 to 1.3 voluntary context switches per request and from 14.6 k to 18.9 k requests/s
+// (medians of 6 interleaved runs against the previous build).
 constexpr int64_t max_macs_on_scheduler = 4'000'000;
 constexpr int64_t max_value_elements_on_scheduler = 1'000'000;
 
@@ -77,15 +76,22 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
     config.threads_per_stream = 1;
 }
 
-void choose_execute_threads(CompileConfig& config, const Model& model) {
-  // A merged run of the automatic batch size scales everything but the constants.
-  const int64_t batch = std::max(1, config.auto_batch_max_size);
-  int64_t elements = 0;
-  for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v)
-    elements += elements_at_least_one(model.value(v).shape) * (model.is_constant(v) ? 1 : batch);
-  config.execute_on_scheduler = config.threads_per_stream == 1 &&
-                                estimate_macs(model) * batch <= max_macs_on_scheduler &&
-                                elements <= max_value_elements_on_scheduler;
+void choose_execute_threads(CompileConfig& config, const Model& model, size_t workers) {
+  int64_t constant_elements = 0, other_elements = 0, input_elements = 0;
+  for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v) {
+    const int64_t n = elements_at_least_one(model.value(v).shape);
+    (model.is_constant(v) ? constant_elements : other_elements) += n;
+  }
+  for (ValueId v : model.inputs()) input_elements += elements_at_least_one(model.value(v).shape);
+  // How many times the smallest run (dynamic dimensions 1) may be scaled and stay small: the
+  // multiply-accumulates and everything but the constants grow with it.
+  int64_t scale = max_macs_on_scheduler / std::max<int64_t>(1, estimate_macs(model));
+  if (other_elements > 0)
+    scale = std::min(scale, (max_value_elements_on_scheduler - constant_elements) / other_elements);
+  // Streams beyond the workers would wait for each other; a merged batch is a long run.
+  config.execute_on_scheduler = config.threads_per_stream == 1 && config.auto_batch_max_size <= 1 &&
+                                static_cast<size_t>(config.num_streams) <= workers && scale >= 1;
+  config.scheduled_input_elements_limit = config.execute_on_scheduler ? scale * input_elements : 0;
 }
 
 }  // namespace troupe::detail

@@ -16,13 +16,14 @@ int64_t estimate_macs(const Model& model);
 /// on two threads. Only when the user set no thread count and one stream would run several.
 void fit_threads_to_model(CompileConfig& config, const Model& model);
 
-/// Runs the execute stages of a small model on the actor scheduler's workers instead of a thread
+/// Runs the execute stages of a small model on the actor scheduler's `workers` instead of a thread
 /// per stream: a graph run of tens of microseconds is then a stage handler like the others, and a
 /// request no longer wakes a stream thread to reach execute and a worker to leave it. Only with
-/// one thread per stream and a model whose run stays well under a millisecond on one core (its
-/// multiply-accumulates and the data it moves, times the automatic batch size); call after
-/// fit_threads_to_model and fit_batching_to_graph.
-void choose_execute_threads(CompileConfig& config, const Model& model);
+/// one thread per stream, no more streams than workers, no automatic batching and a model whose
+/// run stays under a millisecond on one core (its multiply-accumulates and the data it moves).
+/// Dynamic dimensions count as 1; scheduled_input_elements_limit bounds how much larger a request
+/// may be and still run on a worker. Call after fit_threads_to_model and fit_batching_to_graph.
+void choose_execute_threads(CompileConfig& config, const Model& model, size_t workers);
 
 /// Sets the calling thread's OpenMP thread count for its lifetime. oneDNN fixes a primitive's
 /// thread count when it is created, from the creating thread's count, and runs it with that many

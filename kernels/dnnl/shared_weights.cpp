@@ -2,7 +2,9 @@
 // (and a stream with dynamic shapes one set per shape), and each packed its own copy of every
 // weight: ResNet-50 on two streams took 207 MB more memory than on one. Entries are keyed by the
 // constant's address and both layouts; an entry holds the constant's storage, so the address
-// cannot belong to another tensor while the entry is alive.
+// cannot belong to another tensor while the entry is alive. Constants are immutable once in a
+// model (troupe/model.hpp), so the same address means the same contents. The key assumes a plain
+// reorder: packing with reorder attributes (scales, zero points) would have to extend it.
 #include "kernels/dnnl/shared_weights.hpp"
 
 #include <algorithm>
@@ -17,25 +19,46 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
-struct Entry {
+// One packed form of one constant. Its own lock lets different constants be packed at once while
+// a second kernel asking for the same one waits for the first to pack it.
+struct Slot {
   dnnl::memory::desc plain;
   dnnl::memory::desc packed;
-  std::weak_ptr<const SharedWeights> weights;
+  std::mutex mutex;
+  std::weak_ptr<const SharedWeights> weights;  // guarded by mutex
 };
 
 struct Cache {
   std::mutex mutex;
-  std::unordered_map<const void*, std::vector<Entry>> entries;
+  std::unordered_map<const void*, std::vector<std::shared_ptr<Slot>>> slots;
 
-  // Drops the entries no kernel holds any more.
+  // Drops the slots no kernel holds and nobody is packing (only the map holds the slot).
   void prune() {
-    for (auto it = entries.begin(); it != entries.end();) {
+    for (auto it = slots.begin(); it != slots.end();) {
       auto& list = it->second;
       list.erase(std::remove_if(list.begin(), list.end(),
-                                [](const Entry& e) { return e.weights.expired(); }),
+                                [](const std::shared_ptr<Slot>& slot) {
+                                  if (slot.use_count() > 1) return false;
+                                  const std::lock_guard<std::mutex> lock(slot->mutex);
+                                  return slot->weights.expired();
+                                }),
                  list.end());
-      it = list.empty() ? entries.erase(it) : std::next(it);
+      it = list.empty() ? slots.erase(it) : std::next(it);
     }
+  }
+
+  std::shared_ptr<Slot> slot_for(const void* data, const dnnl::memory::desc& plain,
+                                 const dnnl::memory::desc& packed) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    prune();
+    std::vector<std::shared_ptr<Slot>>& list = slots[data];
+    for (const auto& slot : list)
+      if (slot->plain == plain && slot->packed == packed) return slot;
+    auto slot = std::make_shared<Slot>();
+    slot->plain = plain;
+    slot->packed = packed;
+    list.push_back(slot);
+    return slot;
   }
 };
 
@@ -50,15 +73,9 @@ std::shared_ptr<const SharedWeights> shared_packed_weights(const Tensor& weights
                                                            const dnnl::memory::desc& plain,
                                                            const dnnl::memory::desc& packed,
                                                            const dnnl::stream& stream) {
-  Cache& c = cache();
-  // Packing under the lock: two streams asking for the same weights at once pack them once.
-  const std::lock_guard<std::mutex> lock(c.mutex);
-  c.prune();
-  std::vector<Entry>& list = c.entries[weights.raw_data()];
-  for (const Entry& e : list) {
-    if (e.plain != plain || e.packed != packed) continue;
-    if (auto shared = e.weights.lock()) return shared;
-  }
+  const std::shared_ptr<Slot> slot = cache().slot_for(weights.raw_data(), plain, packed);
+  const std::lock_guard<std::mutex> lock(slot->mutex);
+  if (auto shared = slot->weights.lock()) return shared;
   auto shared = std::make_shared<SharedWeights>();
   shared->source = weights;
   shared->packed = dnnl::memory(packed, cpu_engine());
@@ -66,7 +83,7 @@ std::shared_ptr<const SharedWeights> shared_packed_weights(const Tensor& weights
   dnnl::stream s(stream);  // a handle copy: execute() and wait() are not const
   dnnl::reorder(source, shared->packed).execute(s, source, shared->packed);
   s.wait();
-  list.push_back({plain, packed, shared});
+  slot->weights = shared;
   return shared;
 }
 
@@ -75,7 +92,11 @@ size_t shared_packed_weights_count() {
   const std::lock_guard<std::mutex> lock(c.mutex);
   c.prune();
   size_t n = 0;
-  for (const auto& [key, list] : c.entries) n += list.size();
+  for (const auto& [key, list] : c.slots)
+    for (const auto& slot : list) {
+      const std::lock_guard<std::mutex> slot_lock(slot->mutex);
+      n += slot->weights.expired() ? 0 : 1;
+    }
   return n;
 }
 

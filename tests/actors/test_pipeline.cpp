@@ -401,7 +401,7 @@ TEST(Pipeline, CallbackMayReadOutputsAndRestartItsRequest) {
 // workers as the other stages; a large model's have a thread per stream that runs nothing else.
 // Either way every request of many in flight on two streams gets its own result.
 TEST(Pipeline, SmallModelsExecuteOnTheSchedulersWorkersLargeOnesOnTheirOwnThreads) {
-  for (const int64_t width : {int64_t{16}, int64_t{2'000'000}}) {
+  for (const int64_t width : {int64_t{16}, int64_t{400'000}}) {
     SCOPED_TRACE("width " + std::to_string(width));
     Core core;
     auto compiled = core.compile_model(
@@ -416,7 +416,7 @@ TEST(Pipeline, SmallModelsExecuteOnTheSchedulersWorkersLargeOnesOnTheirOwnThread
       (stage == detail::Stage::execute ? execute_threads : other_threads)
           .insert(std::this_thread::get_id());
     });
-    const int n = small ? 300 : 24;
+    const int n = small ? 300 : 12;
     std::vector<InferRequest> requests;
     std::vector<Tensor> inputs;
     for (int i = 0; i < n; ++i) {
@@ -438,4 +438,56 @@ TEST(Pipeline, SmallModelsExecuteOnTheSchedulersWorkersLargeOnesOnTheirOwnThread
       EXPECT_EQ(execute_threads.size(), 2u);  // one per stream
     }
   }
+}
+
+// A dynamic model small at its smallest shapes executes on the scheduler, but a request given
+// shapes too large for a worker runs on a thread of its own that runs nothing else, one per
+// stream; small and large requests in flight together each get their own result.
+TEST(Pipeline, LargeRequestsOfASmallDynamicModelRunOffTheScheduler) {
+  Core core;
+  auto compiled = core.compile_model(
+      make_add_relu_model(-1, 16), "CPU",
+      {{props::num_streams, int64_t{2}}, {props::inference_num_threads, int64_t{2}}});
+  const auto& config = compiled.impl()->config();
+  ASSERT_TRUE(config.execute_on_scheduler);
+  const int64_t large_batch = config.scheduled_input_elements_limit / 16 + 1;
+  std::mutex mutex;
+  std::set<std::thread::id> other_threads, large_threads, small_threads;
+  auto run = [&](const std::vector<int64_t>& batches) {
+    std::vector<InferRequest> requests;
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      requests.push_back(compiled.create_infer_request());
+      inputs.push_back(make_input(static_cast<float>(i % 5), 16, batches[i]));
+      requests.back().set_tensor("x", inputs.back());
+      requests.back().start_async();
+    }
+    for (size_t i = 0; i < batches.size(); ++i) {
+      requests[i].wait();
+      expect_add_relu_output(inputs[i], requests[i].get_tensor("y"));
+    }
+  };
+  // Which threads run execute for each size, and which run the other stages.
+  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    (stage == detail::Stage::execute ? large_threads : other_threads)
+        .insert(std::this_thread::get_id());
+  });
+  run(std::vector<int64_t>(8, large_batch));
+  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    (stage == detail::Stage::execute ? small_threads : other_threads)
+        .insert(std::this_thread::get_id());
+  });
+  run(std::vector<int64_t>(200, 1));
+  set_stage_hook(compiled, nullptr);
+  for (const auto& id : large_threads) EXPECT_EQ(other_threads.count(id), 0u);
+  EXPECT_LE(large_threads.size(), 2u);  // a helper per stream at most
+  size_t shared = 0;
+  for (const auto& id : small_threads) shared += other_threads.count(id);
+  EXPECT_GT(shared, 0u);
+  // Mixed in flight.
+  std::vector<int64_t> mixed;
+  for (int i = 0; i < 40; ++i) mixed.push_back(i % 4 == 0 ? large_batch : 1 + i % 3);
+  run(mixed);
 }

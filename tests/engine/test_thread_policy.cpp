@@ -53,24 +53,40 @@ TEST(ThreadPolicy, TinyNodesRunOnOneThreadLargeOnesOnAllCores) {
   EXPECT_EQ(threads_of(gemm_model(1, 256, 512), {{props::inference_num_threads, int64_t{2}}}), 2);
 }
 
-bool on_scheduler(const std::shared_ptr<Model>& model, int threads_per_stream, int auto_batch = 1) {
+detail::CompileConfig execute_config(const std::shared_ptr<Model>& model, int threads_per_stream,
+                                     int auto_batch = 1, int streams = 2, size_t workers = 2) {
   detail::CompileConfig config;
+  config.num_streams = streams;
   config.threads_per_stream = threads_per_stream;
   config.auto_batch_max_size = auto_batch;
-  detail::choose_execute_threads(config, *model);
-  return config.execute_on_scheduler;
+  detail::choose_execute_threads(config, *model, workers);
+  return config;
+}
+
+bool on_scheduler(const std::shared_ptr<Model>& model, int threads_per_stream, int auto_batch = 1,
+                  int streams = 2, size_t workers = 2) {
+  return execute_config(model, threads_per_stream, auto_batch, streams, workers)
+      .execute_on_scheduler;
 }
 
 TEST(ThreadPolicy, SmallModelsExecuteOnTheScheduler) {
   EXPECT_TRUE(on_scheduler(gemm_model(1, 256, 512), 1));
-  EXPECT_FALSE(on_scheduler(gemm_model(1, 256, 512), 2));  // an OpenMP team of its own
-  EXPECT_FALSE(on_scheduler(conv_model(64, 56), 1));       // 116 M MACs
-  // A merged run of the automatic batch size is that many times longer.
-  EXPECT_TRUE(on_scheduler(gemm_model(-1, 256, 512), 1, 8));
-  EXPECT_FALSE(on_scheduler(gemm_model(-1, 256, 512), 1, 64));
+  EXPECT_FALSE(on_scheduler(gemm_model(1, 256, 512), 2));            // an OpenMP team of its own
+  EXPECT_FALSE(on_scheduler(conv_model(64, 56), 1));                 // 116 M MACs
+  EXPECT_FALSE(on_scheduler(gemm_model(1, 256, 512), 1, 8));         // merged runs are long
+  EXPECT_FALSE(on_scheduler(gemm_model(1, 256, 512), 1, 1, 16, 8));  // more streams than workers
+  EXPECT_TRUE(on_scheduler(gemm_model(1, 256, 512), 1, 1, 8, 8));
   // No multiply-accumulates, but 4 M elements to add.
   EXPECT_FALSE(on_scheduler(test::make_add_relu_model(1, 4'000'000), 1));
   EXPECT_TRUE(on_scheduler(test::make_add_relu_model(1, 1'000), 1));
+}
+
+TEST(ThreadPolicy, ADynamicModelBoundsTheRequestsRunOnTheScheduler) {
+  // 131 k MACs per row: 30 rows stay under 4 M; the input has 256 elements per row.
+  const detail::CompileConfig dynamic = execute_config(gemm_model(-1, 256, 512), 1);
+  EXPECT_TRUE(dynamic.execute_on_scheduler);
+  EXPECT_EQ(dynamic.scheduled_input_elements_limit, 30 * 256);
+  EXPECT_EQ(execute_config(conv_model(64, 56), 1).scheduled_input_elements_limit, 0);
 }
 
 }  // namespace

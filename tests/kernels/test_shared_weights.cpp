@@ -133,6 +133,15 @@ std::vector<std::vector<float>> run_in_flight(CompiledModel& compiled, int count
   return outputs;
 }
 
+// Waits until `count` shared copies are left: a compiled model's streams release their kernels
+// after the model, when its pipeline has stopped.
+bool wait_for_shared_count(size_t count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (shared_packed_weights_count() != count && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return shared_packed_weights_count() == count;
+}
+
 TEST(SharedWeights, MoreStreamsAndShapesPackNoMoreWeights) {
   const size_t before = shared_packed_weights_count();
   Core core;
@@ -142,22 +151,17 @@ TEST(SharedWeights, MoreStreamsAndShapesPackNoMoreWeights) {
     auto plain = core.compile_model(model, "CPU", {{props::disable_transformations, true}});
     expected = run_in_flight(plain, 16);
   }
-  size_t one_stream = 0;
+  ASSERT_TRUE(wait_for_shared_count(before));
   {
     auto compiled = core.compile_model(model, "CPU", {{props::num_streams, int64_t{1}}});
     run_in_flight(compiled, 4);
-    one_stream = shared_packed_weights_count() - before;
+    EXPECT_EQ(shared_packed_weights_count(), before + 3);  // one per convolution
   }
-  EXPECT_EQ(one_stream, 3u);  // one per convolution
-  // The streams' kernels are released after the compiled model, when its pipeline has stopped.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (shared_packed_weights_count() != before && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(shared_packed_weights_count(), before);
+  EXPECT_TRUE(wait_for_shared_count(before));
   auto compiled = core.compile_model(
       model, "CPU", {{props::num_streams, int64_t{3}}, {props::inference_num_threads, int64_t{3}}});
   const auto outputs = run_in_flight(compiled, 16);  // both batch sizes on every stream
-  EXPECT_EQ(shared_packed_weights_count() - before, one_stream);
+  EXPECT_EQ(shared_packed_weights_count(), before + 3);
   ASSERT_EQ(outputs.size(), expected.size());
   for (size_t r = 0; r < outputs.size(); ++r) {
     ASSERT_EQ(outputs[r].size(), expected[r].size());

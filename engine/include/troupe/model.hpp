@@ -69,9 +69,12 @@ class Model {
   ValueId add_value(ValueInfo info);
   /// Adds a value that is a model input.
   ValueId add_input(const std::string& name, ElementType type, const Shape& shape);
-  /// Adds a constant value holding `data` (type and shape taken from it).
+  /// Adds a constant value holding `data` (type and shape taken from it). The model shares the
+  /// tensor's memory: its contents must not change afterwards (compiled models pack constants
+  /// once and share the packed copy between models compiled from the same memory).
   ValueId add_constant(const std::string& name, Tensor data);
-  /// Replaces the data of an existing constant (or turns a value into a constant).
+  /// Replaces the data of an existing constant (or turns a value into a constant); the same rule
+  /// as add_constant holds for `data`.
   void set_constant(ValueId id, Tensor data);
   /// Appends a node whose inputs and outputs are existing values (outputs made with add_value,
   /// their type and shape filled in by validate()). Returns the index of the node.

@@ -22,7 +22,7 @@ class ModelBuilder {
 
   /// Declares a model input.
   ValueId input(const std::string& name, ElementType type, const Shape& shape);
-  /// Declares a constant.
+  /// Declares a constant. Its memory is shared, not copied, and must not change afterwards.
   ValueId constant(const std::string& name, Tensor data);
   /// Adds a node with one output and returns that output. `name` defaults to "<op_type>_<n>".
   ValueId op(const std::string& op_type, const std::vector<ValueId>& inputs,
