@@ -75,19 +75,12 @@ void run_one(PipelineContext& ctx, int stream, request_msg& msg) {
 // With batching, once run_stage's checks have passed: the graph for this request alone, stamping
 // its span, and noting the output shapes its input shapes give.
 void run_alone(PipelineContext& ctx, int stream, ExecuteState& st, request_msg& msg) {
-  detail::StageSpan& span = msg.trace.stages[static_cast<size_t>(detail::Stage::execute)];
-  span.start_ns = detail::now_ns();
-  const int64_t cpu0 = detail::thread_cpu_ns();
-  try {
+  timed_stage(detail::Stage::execute, msg, stream, [&] {
     run_graph(ctx, stream, msg);
     const ExecuteSlot& slot = ctx.slots[static_cast<size_t>(msg.slot)];
     if (st.alone_output_shapes.size() >= 64) st.alone_output_shapes.clear();  // bounded
     st.alone_output_shapes[key_of(slot.inputs)] = shapes_of(slot.outputs);
-  } catch (...) {
-    msg.error = std::current_exception();
-  }
-  span.cpu_ns = detail::thread_cpu_ns() - cpu0;
-  span.end_ns = detail::now_ns();
+  });
 }
 
 bool same_input_shapes(const ExecuteSlot& a, const ExecuteSlot& b) {

@@ -22,20 +22,16 @@ struct StageHandles {
 using Context = std::shared_ptr<PipelineContext>;
 using Handles = std::shared_ptr<const StageHandles>;
 
-/// Runs one stage's work for a request: stamps the stage span, honours cancellation, runs the test
-/// hook and turns any exception into the request's error (the stage itself never fails).
+/// Runs `work` for a request that has not failed, stamping the stage span around it and turning any
+/// exception into the request's error.
 template <class Work>
-void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work&& work,
-               int32_t worker = 0) {
+void timed_stage(detail::Stage stage, request_msg& msg, int32_t worker, Work&& work) {
   detail::StageSpan& span = msg.trace.stages[static_cast<size_t>(stage)];
   span.start_ns = detail::now_ns();
   const int64_t cpu0 = detail::thread_cpu_ns();
   span.worker = worker;
   if (!msg.error) {
     try {
-      if (msg.state->cancel_requested.load(std::memory_order_relaxed))
-        throw Cancelled("infer request was cancelled");
-      if (ctx.hook) ctx.hook(stage, msg.id);
       work();
     } catch (...) {
       msg.error = std::current_exception();
@@ -43,6 +39,19 @@ void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work
   }
   span.cpu_ns = detail::thread_cpu_ns() - cpu0;
   span.end_ns = detail::now_ns();
+}
+
+/// Runs one stage's work for a request: stamps the stage span, honours cancellation, runs the test
+/// hook and turns any exception into the request's error (the stage itself never fails).
+template <class Work>
+void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work&& work,
+               int32_t worker = 0) {
+  timed_stage(stage, msg, worker, [&] {
+    if (msg.state->cancel_requested.load(std::memory_order_relaxed))
+      throw Cancelled("infer request was cancelled");
+    if (ctx.hook) ctx.hook(stage, msg.id);
+    work();
+  });
 }
 
 // The stage actors, one file each.

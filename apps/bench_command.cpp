@@ -7,7 +7,6 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -389,7 +388,7 @@ int bench(const BenchOptions& o) {
   // A model file is read and compiled, or imported when it is a compiled blob (troupe compile);
   // pre/post-processing needs the model itself.
   std::shared_ptr<Model> model;
-  if (o.reshape && std::filesystem::path(o.model_path).extension() == ".blob")
+  if (o.reshape && is_blob(o.model_path))
     throw InvalidArgument("--reshape: '" + o.model_path +
                           "' is a compiled blob, whose shapes are fixed; give a model file");
   if (o.model_path.empty())

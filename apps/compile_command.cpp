@@ -28,10 +28,6 @@ std::string join(const std::vector<std::string>& items) {
   return out.empty() ? "none" : out;
 }
 
-bool is_blob(const std::string& path) {
-  return std::filesystem::path(path).extension() == ".blob";
-}
-
 int compile(const CompileOptions& o) {
   const std::string output =
       o.output_path.empty()
@@ -85,6 +81,10 @@ int compile(const CompileOptions& o) {
 }
 
 }  // namespace
+
+bool is_blob(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".blob";
+}
 
 CompiledModel load_compiled_model(Core& core, const std::string& path, const std::string& device,
                                   const AnyMap& properties) {

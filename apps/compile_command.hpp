@@ -30,6 +30,9 @@ CLI::App* add_compile_command(CLI::App& app, CompileOptions& options);
 /// Compiles and exports; returns the process exit code. Errors go to stderr.
 int run_compile(const CompileOptions& options);
 
+/// Whether `path` names a compiled blob (by its `.blob` extension), as load_compiled_model decides.
+bool is_blob(const std::string& path);
+
 /// How `troupe bench` (and other tools) turn a path into a compiled model: a `.blob` file is
 /// imported (Core::import_model), any other model file is compiled with
 /// Core::compile_model(path, ...), which uses the model cache when `properties` set CACHE_DIR.

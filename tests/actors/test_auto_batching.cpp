@@ -105,11 +105,15 @@ void expect_near_all(const Tensor& expected, const Tensor& actual, const std::st
 
 using NamedTensors = std::map<std::string, Tensor>;
 
-// Starts one request per entry of `inputs` on `compiled` while `gate` holds its execute stage, so
-// they queue up and merge, then checks every output of each against `reference` run on the same
-// inputs alone.
-void run_gated_and_check(CompiledModel& compiled, ExecuteGate& gate, CompiledModel& reference,
-                         const std::vector<NamedTensors>& inputs) {
+// Compiles `model` with automatic batching of up to `max_size` on one stream and, as the
+// reference, without. Starts one request per entry of `inputs` while a gate holds the execute
+// stage, so they queue up and merge, then checks every output of each against the reference run
+// on the same inputs alone. Returns the batching compiled model, for its traces and counters.
+CompiledModel run_gated_and_check(Core& core, const std::shared_ptr<Model>& model, int max_size,
+                                  const std::vector<NamedTensors>& inputs) {
+  CompiledModel reference = core.compile_model(model, "CPU", {{props::num_streams, 1}});
+  CompiledModel compiled = core.compile_model(model, "CPU", batching(max_size));
+  ExecuteGate gate(compiled);
   std::vector<InferRequest> requests;
   for (const NamedTensors& in : inputs) {
     requests.push_back(compiled.create_infer_request());
@@ -127,6 +131,8 @@ void run_gated_and_check(CompiledModel& compiled, ExecuteGate& gate, CompiledMod
       expect_near_all(check.get_tensor(out.name), requests[i].get_tensor(out.name),
                       out.name + " of request " + std::to_string(i));
   }
+  set_stage_hook(compiled, nullptr);  // the gate goes out of scope
+  return compiled;
 }
 
 }  // namespace
@@ -156,15 +162,12 @@ TEST(AutoBatching, PropertyIsValidatedReportedAndSizesTheRequests) {
 
 TEST(AutoBatching, WaitingRequestsAreMergedAndEachGetsItsOwnResult) {
   Core core;
-  auto reference = core.compile_model(make_linear_model(), "CPU", {{props::num_streams, 1}});
-  auto compiled = core.compile_model(make_linear_model(), "CPU", batching(4));
-  ExecuteGate gate(compiled);
   constexpr int n = 24;
   std::vector<NamedTensors> inputs;
   for (int i = 0; i < n; ++i)
     inputs.push_back(
         {{"x", random_tensor({1, features}, 100 + static_cast<unsigned>(i), -2.f, 2.f)}});
-  run_gated_and_check(compiled, gate, reference, inputs);
+  auto compiled = run_gated_and_check(core, make_linear_model(), 4, inputs);
   const auto batches = execute_batches(compiled);
   ASSERT_EQ(batches.size(), static_cast<size_t>(n));
   EXPECT_EQ(*std::max_element(batches.begin(), batches.end()), 4);
@@ -173,15 +176,12 @@ TEST(AutoBatching, WaitingRequestsAreMergedAndEachGetsItsOwnResult) {
 
 TEST(AutoBatching, OnlyRequestsOfTheSameShapeAreMerged) {
   Core core;
-  auto reference = core.compile_model(make_linear_model(), "CPU", {{props::num_streams, 1}});
-  auto compiled = core.compile_model(make_linear_model(), "CPU", batching(8));
-  ExecuteGate gate(compiled);
   std::vector<NamedTensors> inputs;
   for (int i = 0; i < 30; ++i) {
     const int64_t rows = 1 + i % 3;  // 1, 2 and 3 rows interleaved
     inputs.push_back({{"x", random_tensor({rows, features}, 300 + static_cast<unsigned>(i))}});
   }
-  run_gated_and_check(compiled, gate, reference, inputs);
+  auto compiled = run_gated_and_check(core, make_linear_model(), 8, inputs);
   const auto batches = execute_batches(compiled);
   EXPECT_GT(*std::max_element(batches.begin(), batches.end()), 1);
 }
@@ -311,15 +311,12 @@ TEST(AutoBatching, DestroyingTheModelWithRequestsQueuedCompletesEachOnce) {
 
 TEST(AutoBatching, SeveralInputsAndOutputsEachGetTheirShare) {
   Core core;
-  auto reference = core.compile_model(make_two_by_three_model(), "CPU", {{props::num_streams, 1}});
-  auto compiled = core.compile_model(make_two_by_three_model(), "CPU", batching(4));
-  ASSERT_EQ(compiled.get_property(props::auto_batch_max_size).as_int(), 4);
-  ExecuteGate gate(compiled);
   std::vector<NamedTensors> inputs;
   for (unsigned i = 0; i < 13; ++i)
     inputs.push_back(
         {{"a", random_tensor({2, 4}, 700 + i)}, {"c", random_tensor({2, 3}, 800 + i)}});
-  run_gated_and_check(compiled, gate, reference, inputs);  // y1, y2 and a_out
+  auto compiled = run_gated_and_check(core, make_two_by_three_model(), 4, inputs);  // y1, y2, a_out
+  ASSERT_EQ(compiled.get_property(props::auto_batch_max_size).as_int(), 4);
   const auto batches = execute_batches(compiled);
   EXPECT_GT(*std::max_element(batches.begin(), batches.end()), 1) << "no run was merged";
   EXPECT_EQ(compiled.impl()->context().batch_fallbacks.load(), 0);
@@ -327,12 +324,9 @@ TEST(AutoBatching, SeveralInputsAndOutputsEachGetTheirShare) {
 
 TEST(AutoBatching, AModelThatMixesRequestsIsCaughtAndRunsThemAlone) {
   Core core;
-  auto reference = core.compile_model(make_row_mixing_model(), "CPU", {{props::num_streams, 1}});
-  auto compiled = core.compile_model(make_row_mixing_model(), "CPU", batching(4));
-  ExecuteGate gate(compiled);
   std::vector<NamedTensors> inputs;
   for (unsigned i = 0; i < 12; ++i) inputs.push_back({{"x", random_tensor({1, 4}, 900 + i)}});
-  run_gated_and_check(compiled, gate, reference, inputs);
+  auto compiled = run_gated_and_check(core, make_row_mixing_model(), 4, inputs);
   // A merged run gave [k, k] instead of k x [1, 1]: caught once, these shapes never merge again.
   EXPECT_EQ(compiled.impl()->context().batch_fallbacks.load(), 1);
   const auto batches = execute_batches(compiled);
