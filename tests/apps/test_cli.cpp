@@ -401,6 +401,11 @@ TEST(Cli, ReshapeCompilesStaticAndAutoBatchNeedsADynamicBatch) {
   EXPECT_EQ(read_json(report).at("config").at("auto_batch_max_size").get<int>(), 1);
   EXPECT_THAT(r.output, HasSubstr("off (asked for 4"));
 
+  // A shape the model's static dimensions refuse is named before anything compiles.
+  r = run_troupe("bench -m '" + model + "' --reshape -shape 'x[2,5,4,4]' -niter 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("input 'x' is static in dimension 1"));
+
   // A compiled blob's shapes are fixed.
   const std::string blob = temp_path("reshape.blob");
   r = run_troupe("compile -m '" + model + "' -o '" + blob + "'");
