@@ -1,6 +1,8 @@
 #include "engine/src/memory_plan.hpp"
 
 #include <algorithm>
+#include <set>
+#include <string>
 
 namespace troupe::detail {
 
@@ -9,6 +11,22 @@ size_t MemoryPlan::total_bytes() const {
   for (size_t b : buffer_bytes) total += b;
   return total;
 }
+
+namespace {
+
+// Ops whose output is their first input's bytes unchanged (the reference kernels copy them, or
+// nothing when the output is the input's memory).
+bool is_view(const Node& node) {
+  static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                              "Identity"};
+  return views.count(node.op_type) != 0 && node.outputs.size() == 1 && !node.inputs.empty();
+}
+
+size_t byte_size(const ValueInfo& info) {
+  return static_cast<size_t>(info.shape.element_count()) * element_size(info.type);
+}
+
+}  // namespace
 
 MemoryPlan plan_memory(const Model& model) {
   const size_t value_count = model.values().size();
@@ -26,21 +44,41 @@ MemoryPlan plan_memory(const Model& model) {
   for (ValueId v : model.inputs()) owned[v] = false;
   for (const auto& constant : model.constants()) owned[constant.first] = false;
 
-  // Index of the last node reading each value (the writer's own index when nothing reads it).
+  // A planned view of a planned value of the same size and type is stored in it.
+  plan.storage_of.resize(value_count);
+  for (ValueId v = 0; v < static_cast<ValueId>(value_count); ++v) plan.storage_of[v] = v;
+  for (const Node& node : nodes) {
+    if (!is_view(node)) continue;
+    const ValueId in = node.inputs[0];
+    const ValueId out = node.outputs[0];
+    if (in == no_value || out == no_value || !owned[in] || !owned[out]) continue;
+    const ValueInfo& a = model.value(in);
+    const ValueInfo& b = model.value(out);
+    if (a.type == b.type && byte_size(a) == byte_size(b)) plan.storage_of[out] = plan.storage_of[in];
+  }
+  auto storage = [&](ValueId v) { return plan.storage_of[v]; };
+
+  // Index of the last node reading each stored value, through any of its views (the writer's own
+  // index when nothing reads it).
   std::vector<size_t> last_use(value_count, 0);
   for (size_t n = 0; n < nodes.size(); ++n) {
-    for (ValueId v : nodes[n].outputs) last_use[v] = n;
+    for (ValueId v : nodes[n].outputs)
+      if (v != no_value && storage(v) == v) last_use[v] = n;
     for (ValueId v : nodes[n].inputs)
-      if (v != no_value) last_use[v] = std::max(last_use[v], n);
+      if (v != no_value) last_use[storage(v)] = std::max(last_use[storage(v)], n);
+    for (ValueId v : nodes[n].outputs)
+      if (v != no_value) last_use[storage(v)] = std::max(last_use[storage(v)], n);
   }
 
   std::vector<int> free_buffers;
   for (size_t n = 0; n < nodes.size(); ++n) {
     for (ValueId v : nodes[n].outputs) {
       if (!owned[v]) continue;
-      const ValueInfo& info = model.value(v);
-      const size_t bytes =
-          static_cast<size_t>(info.shape.element_count()) * element_size(info.type);
+      if (storage(v) != v) {
+        plan.buffer_of[v] = plan.buffer_of[storage(v)];
+        continue;
+      }
+      const size_t bytes = byte_size(model.value(v));
       plan.unshared_bytes += bytes;
       // Best fit: the smallest free buffer that holds the value; else grow the largest free one
       // (one allocation instead of two); else a new buffer.
@@ -70,7 +108,9 @@ MemoryPlan plan_memory(const Model& model) {
     }
     // Released only after the node ran: its outputs must not land in its own inputs.
     auto release = [&](ValueId v) {
-      if (v != no_value && plan.buffer_of[v] != MemoryPlan::unplanned && last_use[v] == n &&
+      if (v == no_value) return;
+      v = storage(v);
+      if (plan.buffer_of[v] != MemoryPlan::unplanned && last_use[v] == n &&
           std::find(free_buffers.begin(), free_buffers.end(), plan.buffer_of[v]) ==
               free_buffers.end())
         free_buffers.push_back(plan.buffer_of[v]);

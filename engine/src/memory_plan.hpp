@@ -17,14 +17,19 @@ struct MemoryPlan {
   std::vector<int> buffer_of;
   /// Size of each buffer in bytes.
   std::vector<size_t> buffer_bytes;
-  /// Bytes of the planned values if each had a buffer of its own.
+  /// Per ValueId: the planned value whose memory this one is a view of (the output of a
+  /// Reshape, Flatten, Squeeze, Unsqueeze or Identity shares its input's buffer: those kernels
+  /// then copy nothing), else the value itself.
+  std::vector<ValueId> storage_of;
+  /// Bytes of the planned values if each had a buffer of its own (views excluded).
   size_t unshared_bytes = 0;
 
   size_t total_bytes() const;
 };
 
 /// Plans the intermediate values of a validated model with static shapes. A node's outputs never
-/// share a buffer with its own inputs (kernels do not work in place).
+/// share a buffer with its own inputs (kernels do not work in place), except a view's output,
+/// which is its input's memory: the buffer then lives until the last reader of either.
 MemoryPlan plan_memory(const Model& model);
 
 }  // namespace troupe::detail

@@ -19,30 +19,41 @@ namespace {
 
 using detail::MemoryPlan;
 
-// Checks the plan's invariant: values in one buffer have disjoint [writer, last reader] ranges and
-// each buffer holds its largest value.
+// Checks the plan's invariant: values in one buffer have disjoint [writer, last reader] ranges,
+// counting a view's readers as readers of the value it views, and each buffer holds its largest
+// value. Only a view shares its input's buffer.
 void expect_valid(const Model& model, const MemoryPlan& plan) {
   const auto& nodes = model.nodes();
+  auto storage = [&](ValueId v) { return plan.storage_of[static_cast<size_t>(v)]; };
   std::vector<size_t> first(model.values().size(), 0), last(model.values().size(), 0);
   for (size_t n = 0; n < nodes.size(); ++n) {
-    for (ValueId v : nodes[n].outputs) first[v] = last[v] = n;
+    for (ValueId v : nodes[n].outputs)
+      if (storage(v) == v) first[v] = last[v] = n;
     for (ValueId v : nodes[n].inputs)
-      if (v != no_value) last[v] = std::max(last[v], n);
+      if (v != no_value) last[storage(v)] = std::max(last[storage(v)], n);
+    for (ValueId v : nodes[n].outputs) last[storage(v)] = std::max(last[storage(v)], n);
   }
   for (size_t n = 0; n < nodes.size(); ++n)
     for (ValueId out : nodes[n].outputs)
       for (ValueId in : nodes[n].inputs)
-        if (in != no_value && plan.buffer_of[out] != MemoryPlan::unplanned)
+        if (in != no_value && plan.buffer_of[out] != MemoryPlan::unplanned &&
+            storage(out) != storage(in)) {
           EXPECT_NE(plan.buffer_of[out], plan.buffer_of[in]) << "node " << nodes[n].name;
+        }
   for (ValueId a = 0; a < static_cast<ValueId>(plan.buffer_of.size()); ++a) {
     if (plan.buffer_of[a] == MemoryPlan::unplanned) continue;
     const ValueInfo& info = model.value(a);
     EXPECT_GE(plan.buffer_bytes[static_cast<size_t>(plan.buffer_of[a])],
               static_cast<size_t>(info.shape.element_count()) * element_size(info.type));
+    if (storage(a) != a) {
+      EXPECT_EQ(plan.buffer_of[a], plan.buffer_of[storage(a)]);
+      continue;
+    }
     for (ValueId b = a + 1; b < static_cast<ValueId>(plan.buffer_of.size()); ++b)
-      if (plan.buffer_of[a] == plan.buffer_of[b])
+      if (storage(b) == b && plan.buffer_of[a] == plan.buffer_of[b]) {
         EXPECT_TRUE(last[a] < first[b] || last[b] < first[a])
             << model.value(a).name << " and " << model.value(b).name << " overlap";
+      }
   }
 }
 
@@ -60,6 +71,53 @@ TEST(MemoryPlan, ChainNeedsTwoBuffers) {
   // Model inputs and outputs belong to the caller.
   EXPECT_EQ(plan.buffer_of[model->inputs()[0]], MemoryPlan::unplanned);
   EXPECT_EQ(plan.buffer_of[model->outputs()[0]], MemoryPlan::unplanned);
+}
+
+// A Reshape's output is its input's memory, and that memory lives until the view's last reader:
+// `negated` is written after `relu`'s last direct reader, yet must not land in its buffer.
+TEST(MemoryPlan, AViewSharesItsInputsBufferAndKeepsItAlive) {
+  ModelBuilder b("views");
+  auto x = b.input("x", ElementType::f32, {256});
+  auto square = b.constant("square", Tensor::from_vector<int64_t>({2}, {16, 16}));
+  auto relu = b.op("Relu", {x}, {}, "relu");
+  auto relu_view = b.op("Reshape", {relu, square}, {}, "relu_view");
+  auto negated = b.op("Neg", {x}, {}, "negated");
+  auto negated_view = b.op("Reshape", {negated, square}, {}, "negated_view");
+  b.output(b.op("Add", {relu_view, negated_view}, {}, "sum"), "y");
+  auto model = b.build();
+  const MemoryPlan plan = detail::plan_memory(*model);
+  expect_valid(*model, plan);
+  EXPECT_EQ(plan.storage_of[relu_view], relu);
+  EXPECT_EQ(plan.buffer_of[relu_view], plan.buffer_of[relu]);
+  EXPECT_NE(plan.buffer_of[negated], plan.buffer_of[relu]);
+  EXPECT_EQ(plan.buffer_bytes.size(), 2u);
+  EXPECT_EQ(plan.unshared_bytes, 2u * 256 * 4);
+
+  Core core;
+  InferRequest request = core.compile_model(model, "CPU").create_infer_request();
+  std::vector<float> input(256);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i) - 100.f;
+  request.set_tensor("x", Tensor::from_vector<float>({256}, input));
+  request.infer();
+  const std::vector<float> y = request.get_tensor("y").to_vector<float>();
+  ASSERT_EQ(y.size(), 256u);
+  for (size_t i = 0; i < y.size(); ++i)  // relu(v) - v
+    EXPECT_FLOAT_EQ(y[i], std::max(input[i], 0.f) - input[i]) << i;
+}
+
+// A view of a model input keeps a buffer of its own (the caller's tensor is not planned).
+TEST(MemoryPlan, AViewOfAModelInputHasABufferOfItsOwn) {
+  ModelBuilder b("not_views");
+  auto x = b.input("x", ElementType::f32, {4, 8});
+  auto flat = b.op("Flatten", {x}, {{"axis", int64_t{0}}}, "flat");
+  auto relu = b.op("Relu", {flat}, {}, "relu");
+  b.output(b.op("Neg", {relu}, {}, "neg"), "y");
+  auto model = b.build();
+  const MemoryPlan plan = detail::plan_memory(*model);
+  expect_valid(*model, plan);
+  EXPECT_EQ(plan.storage_of[flat], flat);
+  EXPECT_NE(plan.buffer_of[flat], MemoryPlan::unplanned);
+  EXPECT_NE(plan.buffer_of[flat], plan.buffer_of[relu]);
 }
 
 TEST(MemoryPlan, GrowsAFreeBufferForALargerValue) {
@@ -98,7 +156,14 @@ TEST(MemoryPlan, RandomGraphsComputeTheSameWithSharedBuffers) {
       const size_t c = pick();
       const std::string name = "n" + std::to_string(n);
       std::vector<float> value(8);
-      switch (rng() % 3) {
+      switch (rng() % 4) {
+        case 3:  // a view: shares its input's buffer and extends its lifetime
+          pool.push_back(b.op(
+              "Reshape",
+              {pool[a], b.constant(name + "_shape", Tensor::from_vector<int64_t>({1}, {8}))}, {},
+              name));
+          value = expected[a];
+          break;
         case 0:
           pool.push_back(b.op("Add", {pool[a], pool[c]}, {}, name));
           for (size_t i = 0; i < 8; ++i) value[i] = expected[a][i] + expected[c][i];
