@@ -54,7 +54,8 @@ MemoryPlan plan_memory(const Model& model) {
     if (in == no_value || out == no_value || !owned[in] || !owned[out]) continue;
     const ValueInfo& a = model.value(in);
     const ValueInfo& b = model.value(out);
-    if (a.type == b.type && byte_size(a) == byte_size(b)) plan.storage_of[out] = plan.storage_of[in];
+    if (a.type == b.type && byte_size(a) == byte_size(b))
+      plan.storage_of[out] = plan.storage_of[in];
   }
   auto storage = [&](ValueId v) { return plan.storage_of[v]; };
 

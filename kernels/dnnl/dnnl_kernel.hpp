@@ -82,6 +82,9 @@ class DnnlKernel : public Kernel {
 
   /// Records the implementation name of the kernel's main primitive.
   void set_impl(const dnnl::primitive_desc_base& pd);
+  /// Records the name of an implementation that is no oneDNN primitive (reported as "dnnl:name",
+  /// the backend's).
+  void set_impl(std::string name) { impl_ = std::move(name); }
   /// Whether input i is present in the request (not an omitted optional input).
   bool has_input(size_t i) const { return i < present_.size() && present_[i]; }
   /// The data of input i when it is a model constant, else nullptr.

@@ -158,10 +158,10 @@ TEST(MemoryPlan, RandomGraphsComputeTheSameWithSharedBuffers) {
       std::vector<float> value(8);
       switch (rng() % 4) {
         case 3:  // a view: shares its input's buffer and extends its lifetime
-          pool.push_back(b.op(
-              "Reshape",
-              {pool[a], b.constant(name + "_shape", Tensor::from_vector<int64_t>({1}, {8}))}, {},
-              name));
+          pool.push_back(
+              b.op("Reshape",
+                   {pool[a], b.constant(name + "_shape", Tensor::from_vector<int64_t>({1}, {8}))},
+                   {}, name));
           value = expected[a];
           break;
         case 0:

@@ -54,6 +54,8 @@ struct Case {
   /// KernelRequest::compute_precision: bf16 cases compare with the reference run on inputs
   /// rounded to bf16 (what the kernel computes on), see bf16_cases().
   ElementType precision = ElementType::f32;
+  /// When set, the implementation the dnnl kernel must report (a path the case is written for).
+  std::string implementation;
 };
 
 std::string describe(const Case& c) {
@@ -200,6 +202,9 @@ void check_case(const Case& c, Tally& tally) {
   std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", request);
   ASSERT_TRUE(reference) << "no reference kernel";
   EXPECT_EQ(fast->implementation().rfind("dnnl", 0), 0u) << fast->implementation();
+  if (!c.implementation.empty()) {
+    EXPECT_EQ(fast->implementation(), c.implementation);
+  }
   if (c.precision == ElementType::bf16) {
     EXPECT_NE(fast->implementation().find("bf16"), std::string::npos)
         << fast->implementation() << " does not compute in bf16";
@@ -735,13 +740,37 @@ std::vector<Case> transpose_cases(Rng& rng) {
     c.tolerance = {0, 0};  // a copy
     cases.push_back(c);
   }
-  // The attention layouts of a transformer: [1,t,h,d] <-> [1,h,t,d] and [1,h,d,t].
-  for (const ints& perm : {ints{0, 2, 1, 3}, ints{0, 2, 3, 1}}) {
+  // The attention layouts of a transformer: [1,t,h,d] <-> [1,h,t,d] and [1,h,d,t]; with d = 64
+  // the first moves rows of d elements.
+  for (const int64_t d : {8, 64})
+    for (const ints& perm : {ints{0, 2, 1, 3}, ints{0, 2, 3, 1}}) {
+      Case c;
+      c.node = make_node("Transpose", Attributes{{"perm", perm}});
+      c.inputs = {rng.tensor({1, 16, 12, d})};
+      c.constant = {false};
+      c.tolerance = {0, 0};
+      if (d == 64 && perm[3] == 3) c.implementation = "dnnl:row_copy";
+      cases.push_back(c);
+    }
+  // Permutations that keep the innermost axes in order (rows of 16 or more elements, size-1 axes
+  // anywhere) move whole rows; the identity is one row.
+  for (int k = 0; k < 20; ++k) {
+    const size_t rank = static_cast<size_t>(rng.integer(2, 5));
+    const size_t kept = static_cast<size_t>(rng.integer(1, static_cast<int64_t>(rank) - 1));
+    ints dims = rng.dims(rank, 1, 5);
+    dims[rank - 1] = rng.integer(16, 40);
+    if (k % 4 == 1) dims[rng.integer(0, static_cast<int64_t>(rank) - 2)] = 1;
+    ints perm(rank);
+    for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+    if (k % 5 != 0)
+      std::shuffle(perm.begin(), perm.end() - static_cast<std::ptrdiff_t>(kept),
+                   std::mt19937(static_cast<unsigned>(k)));
     Case c;
     c.node = make_node("Transpose", Attributes{{"perm", perm}});
-    c.inputs = {rng.tensor({1, 16, 12, 8})};
+    c.inputs = {rng.tensor(dims)};
     c.constant = {false};
     c.tolerance = {0, 0};
+    c.implementation = "dnnl:row_copy";
     cases.push_back(c);
   }
   return cases;
