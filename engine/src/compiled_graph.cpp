@@ -8,11 +8,26 @@
 
 namespace troupe::detail {
 
+namespace {
+
+bool has_depthwise_conv(const Model& model) {
+  for (const Node& node : model.nodes()) {
+    if (node.op_type != "Conv" || node.inputs.size() < 2 || node.inputs[1] == no_value) continue;
+    const Shape& weights = model.value(node.inputs[1]).shape;
+    if (node.attributes.get_int_or("group", 1) > 1 && weights.rank() >= 3 && weights[1] == 1)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 kernels::KernelRequest make_kernel_request(const Model& model, const Node& node,
                                            ElementType precision,
                                            const std::vector<kernels::TensorLayout>* layouts) {
   kernels::KernelRequest request{node, {}, {}};
   request.compute_precision = precision;
+  request.depthwise_model = has_depthwise_conv(model);
   for (ValueId in : node.inputs) {
     request.inputs.push_back(in == no_value ? ValueInfo{} : model.value(in));
     auto c = in == no_value ? model.constants().end() : model.constants().find(in);

@@ -53,7 +53,7 @@ int native_channel_block() {
   return (isa & avx512) == avx512 ? 16 : 8;
 }
 
-TensorLayout activation_layout() {
+TensorLayout activation_layout(bool depthwise_model) {
   if (const char* choice = std::getenv("TROUPE_ACTIVATION_LAYOUT"); choice && *choice) {
     if (std::strcmp(choice, "blocked") == 0) return TensorLayout::blocked(native_channel_block());
     if (std::strcmp(choice, "channels_last") == 0) return TensorLayout::channels_last_order();
@@ -63,9 +63,12 @@ TensorLayout activation_layout() {
   // Measured with oneDNN 2.6 on a 2-core AVX-512 Xeon, one thread, the convolutions of
   // ResNet-50 (medians of 7 alternating runs on a noisy machine): brgconv on nhwc ran six of
   // seven 3x3 shapes 1.1-1.6x as fast as jit:avx512_core on nChw16c (one 0.8x), 1x1 ones
-  // 0.7-1.2x; whole models in bench runs were within the noise, with channels-last ahead.
-  return native_channel_block() == 16 ? TensorLayout::channels_last_order()
-                                      : TensorLayout::blocked(native_channel_block());
+  // 0.7-1.2x; whole ResNet-50 runs with 2 streams later gave nChw16c 0.87-0.93x the throughput.
+  // MobileNetV2 goes the other way: its depthwise convolutions ran 10-25% faster as jit_dw on
+  // nChw16c than as brdgmm_dw on nhwc, and so did its 1x1 convolutions at 112x112, so the whole
+  // model ran 1.00-1.06x as fast blocked (7 alternating 8 s runs, median 1.03x).
+  if (native_channel_block() != 16) return TensorLayout::blocked(native_channel_block());
+  return depthwise_model ? TensorLayout::blocked(16) : TensorLayout::channels_last_order();
 }
 
 dnnl::memory::desc tensor_desc(const Dims& dims, TensorLayout layout,
@@ -144,6 +147,7 @@ DnnlKernel::DnnlKernel(const KernelRequest& request)
       present_(request.inputs.size()),
       input_layouts_(request.input_layouts),
       output_layouts_(request.output_layouts),
+      activation_layout_(onednn::activation_layout(request.depthwise_model)),
       constants_(request.inputs.size()) {
   if (request.compute_precision == ElementType::bf16) compute_type_ = dnnl::memory::data_type::bf16;
   for (size_t i = 0; i < request.inputs.size(); ++i) {

@@ -31,11 +31,12 @@ dnnl::memory::desc plain_f32(const Dims& dims);
 /// (8 with AVX2, 16 with AVX-512).
 int native_channel_block();
 
-/// The layout activations are kept in between convolutions and pooling: channels-last (what
-/// oneDNN's brgemm convolutions read) on AVX-512, else blocked by native_channel_block().
+/// The layout activations are kept in between convolutions and pooling: on AVX-512,
+/// channels-last (what oneDNN's brgemm convolutions read), or blocked by 16 for a model with
+/// depthwise convolutions; else blocked by native_channel_block().
 /// TROUPE_ACTIVATION_LAYOUT=blocked or channels_last overrides the choice (for measuring one
 /// against the other; read whenever a kernel is created).
-TensorLayout activation_layout();
+TensorLayout activation_layout(bool depthwise_model);
 
 /// Descriptor of a tensor of `dims` in `layout`: plain, channel-blocked by 8 or 16, or
 /// channels-last, ranks 3 to 5.
@@ -99,6 +100,8 @@ class DnnlKernel : public Kernel {
   TensorLayout output_layout(size_t o) const {
     return o < output_layouts_.size() ? output_layouts_[o] : TensorLayout{};
   }
+  /// The layout this model keeps activations in between kernels that support one.
+  TensorLayout activation_layout() const { return activation_layout_; }
 
   Node node_;  // attributes, and the name for messages
   std::string node_name_;
@@ -111,6 +114,7 @@ class DnnlKernel : public Kernel {
   std::vector<bool> present_;
   std::vector<TensorLayout> input_layouts_;
   std::vector<TensorLayout> output_layouts_;
+  TensorLayout activation_layout_;
   std::vector<Tensor> constants_;  // empty Tensor where the input is not a constant
   std::vector<Shape> prepared_for_;
   dnnl::memory::data_type compute_type_ = dnnl::memory::data_type::f32;
