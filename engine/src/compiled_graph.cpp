@@ -25,19 +25,30 @@ bool has_depthwise_conv(const Model& model) {
 kernels::KernelRequest make_kernel_request(const Model& model, const Node& node,
                                            ElementType precision,
                                            const std::vector<kernels::TensorLayout>* layouts) {
+  return KernelRequests(model, precision, layouts)(node);
+}
+
+KernelRequests::KernelRequests(const Model& model, ElementType precision,
+                               const std::vector<kernels::TensorLayout>* value_layouts)
+    : model_(model),
+      precision_(precision),
+      layouts_(value_layouts),
+      depthwise_model_(has_depthwise_conv(model)) {}
+
+kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
   kernels::KernelRequest request{node, {}, {}};
-  request.compute_precision = precision;
-  request.depthwise_model = has_depthwise_conv(model);
+  request.compute_precision = precision_;
+  request.depthwise_model = depthwise_model_;
   for (ValueId in : node.inputs) {
-    request.inputs.push_back(in == no_value ? ValueInfo{} : model.value(in));
-    auto c = in == no_value ? model.constants().end() : model.constants().find(in);
-    request.constant_inputs.push_back(c == model.constants().end() ? nullptr : &c->second);
-    if (layouts)
-      request.input_layouts.push_back(in == no_value ? kernels::TensorLayout{} : (*layouts)[in]);
+    request.inputs.push_back(in == no_value ? ValueInfo{} : model_.value(in));
+    auto c = in == no_value ? model_.constants().end() : model_.constants().find(in);
+    request.constant_inputs.push_back(c == model_.constants().end() ? nullptr : &c->second);
+    if (layouts_)
+      request.input_layouts.push_back(in == no_value ? kernels::TensorLayout{} : (*layouts_)[in]);
   }
   for (ValueId out : node.outputs) {
-    request.outputs.push_back(model.value(out));
-    if (layouts) request.output_layouts.push_back((*layouts)[out]);
+    request.outputs.push_back(model_.value(out));
+    if (layouts_) request.output_layouts.push_back((*layouts_)[out]);
   }
   return request;
 }
@@ -82,13 +93,13 @@ std::shared_ptr<CompiledGraph> compile_graph(
   const ScopedOmpThreads stream_threads(stream_config.threads_per_stream);
   std::vector<std::unique_ptr<kernels::Kernel>> created;
   std::string unsupported;
+  const KernelRequests requests(*model, graph->inference_precision);
   for (const Node& node : model->nodes()) {
     std::unique_ptr<kernels::Kernel> kernel;
     bool static_node = true;
     for (ValueId v : node.inputs)
       if (v != no_value && !model->value(v).shape.is_static()) static_node = false;
-    if (registry.has_op(node.op_type) && static_node)
-      kernel = registry.create(make_kernel_request(*model, node, graph->inference_precision));
+    if (registry.has_op(node.op_type) && static_node) kernel = registry.create(requests(node));
     if (!registry.has_op(node.op_type) || (static_node && !kernel)) {
       unsupported += (unsupported.empty() ? "" : ", ") + node.op_type + " node '" + node.name + "'";
       continue;

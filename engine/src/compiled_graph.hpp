@@ -36,6 +36,21 @@ kernels::KernelRequest make_kernel_request(
     const Model& model, const Node& node, ElementType precision = ElementType::f32,
     const std::vector<kernels::TensorLayout>* value_layouts = nullptr);
 
+/// make_kernel_request for many nodes of one model: what the requests say about the whole model
+/// (KernelRequest::depthwise_model) is found once, not per node. The model must outlive it.
+class KernelRequests {
+ public:
+  explicit KernelRequests(const Model& model, ElementType precision = ElementType::f32,
+                          const std::vector<kernels::TensorLayout>* value_layouts = nullptr);
+  kernels::KernelRequest operator()(const Node& node) const;
+
+ private:
+  const Model& model_;
+  ElementType precision_;
+  const std::vector<kernels::TensorLayout>* layouts_;
+  bool depthwise_model_;
+};
+
 /// Fills graph.implementations and graph.output_layouts from the kernels of each node of `model`
 /// and the layouts of its values (empty: all plain). A node without a kernel yet (dynamic shapes:
 /// streams choose kernels per input shape) is described as "dynamic".

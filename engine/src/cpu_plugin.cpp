@@ -247,8 +247,9 @@ CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
 std::map<std::string, std::string> CpuPlugin::query_model(const Model& model) const {
   std::map<std::string, std::string> supported;
   const auto& registry = kernels::KernelRegistry::instance();
+  const detail::KernelRequests requests(model);
   for (const Node& node : model.nodes()) {
-    if (registry.has_op(node.op_type) && registry.create(make_kernel_request(model, node)))
+    if (registry.has_op(node.op_type) && registry.create(requests(node)))
       supported[node.name] = device_name;
   }
   return supported;

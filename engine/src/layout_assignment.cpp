@@ -99,9 +99,9 @@ ValueLayouts assign_layouts(const Model& model,
     }
     std::map<size_t, std::unique_ptr<kernels::Kernel>> recreated;
     bool failed = false;
+    const detail::KernelRequests requests(model, precision, &layouts);
     for (size_t n : touched) {
-      auto kernel =
-          registry.create(make_kernel_request(model, model.nodes()[n], precision, &layouts));
+      auto kernel = registry.create(requests(model.nodes()[n]));
       if (!kernel) {
         excluded.insert(n);
         failed = true;

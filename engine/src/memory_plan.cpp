@@ -14,8 +14,9 @@ size_t MemoryPlan::total_bytes() const {
 
 namespace {
 
-// Ops whose output is their first input's bytes unchanged (the reference kernels copy them, or
-// nothing when the output is the input's memory).
+// Ops whose output is their first input's bytes unchanged. Their kernels must accept an output
+// that is the input's memory: the reference ones (kernels/reference/shape.cpp, copy_elements), the
+// only ones registered for these ops, then copy nothing.
 bool is_view(const Node& node) {
   static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
                                               "Identity"};

@@ -47,12 +47,10 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   const ScopedOmpThreads stream_threads(threads_);
   const bool use_prepared = !graph_->dynamic_shapes && prepared.size() == model->nodes().size();
   std::vector<std::unique_ptr<kernels::Kernel>> kernels;
+  const KernelRequests requests(*model, graph_->inference_precision);
   for (size_t n = 0; n < model->nodes().size(); ++n) {
     const Node& node = model->nodes()[n];
-    auto kernel =
-        use_prepared
-            ? std::move(prepared[n])
-            : registry.create(make_kernel_request(*model, node, graph_->inference_precision));
+    auto kernel = use_prepared ? std::move(prepared[n]) : registry.create(requests(node));
     if (!kernel)
       throw UnsupportedOperation(node.op_type + " node '" + node.name +
                                  "': no CPU kernel for these shapes/types");

@@ -22,6 +22,7 @@ class TransposeKernel final : public SrcDstKernel {
 
  protected:
   bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
+    row_copy_ = false;  // until these shapes are known to move rows
     const size_t rank = inputs[0].rank();
     if (rank > DNNL_MAX_NDIMS) return false;
     std::vector<int64_t> perm = perm_;
@@ -54,7 +55,6 @@ class TransposeKernel final : public SrcDstKernel {
       set_impl("row_copy");
       return true;
     }
-    row_copy_ = false;
     const dnnl::memory::desc src(out, dnnl::memory::data_type::f32, strides);
     const dnnl::memory::desc dst = plain_f32(out);
     return adopt<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst),

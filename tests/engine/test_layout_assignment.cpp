@@ -282,22 +282,25 @@ TEST(LayoutAssignment, UploadAndDownloadConvertBlockedModelInputsAndOutputs) {
 }
 
 TEST(LayoutAssignment, ExportedModelKeepsItsLayouts) {
-  auto model = residual_cnn();
-  Core core;
-  CompiledModel compiled = core.compile_model(model, "CPU");
-  std::stringstream blob;
-  compiled.export_model(blob);
-  CompiledModel imported = core.import_model(blob, "CPU");
-  EXPECT_EQ(layouts_by_node(*imported.runtime_model()), layouts_by_node(*compiled.runtime_model()));
+  for (const auto& model : {residual_cnn(), depthwise_cnn()}) {
+    SCOPED_TRACE(model->name());
+    Core core;
+    CompiledModel compiled = core.compile_model(model, "CPU");
+    std::stringstream blob;
+    compiled.export_model(blob);
+    CompiledModel imported = core.import_model(blob, "CPU");
+    EXPECT_EQ(layouts_by_node(*imported.runtime_model()),
+              layouts_by_node(*compiled.runtime_model()));
 
-  const auto inputs = inputs_for(*model, 3);
-  auto once = [&](CompiledModel& m, const Tensor& input) {
-    InferRequest r = m.create_infer_request();
-    r.set_tensor("x", input);
-    r.infer();
-    return r.get_tensor("y").to_vector<float>();
-  };
-  for (const Tensor& input : inputs) EXPECT_EQ(once(imported, input), once(compiled, input));
+    const auto inputs = inputs_for(*model, 3);
+    auto once = [&](CompiledModel& m, const Tensor& input) {
+      InferRequest r = m.create_infer_request();
+      r.set_tensor("x", input);
+      r.infer();
+      return r.get_tensor("y").to_vector<float>();
+    };
+    for (const Tensor& input : inputs) EXPECT_EQ(once(imported, input), once(compiled, input));
+  }
 }
 
 TEST(LayoutAssignment, AnUnknownForcedLayoutIsNamed) {

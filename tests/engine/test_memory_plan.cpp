@@ -105,6 +105,42 @@ TEST(MemoryPlan, AViewSharesItsInputsBufferAndKeepsItAlive) {
     EXPECT_FLOAT_EQ(y[i], std::max(input[i], 0.f) - input[i]) << i;
 }
 
+// A view of a view shares the first value's buffer; a view that is a model output is the caller's
+// tensor, so it is copied, and the value it views stays in its own buffer.
+TEST(MemoryPlan, ChainsOfViewsShareOneBufferAndOutputsAreCopied) {
+  ModelBuilder b("view_chains");
+  auto x = b.input("x", ElementType::f32, {2, 8});
+  auto relu = b.op("Relu", {x}, {}, "relu");
+  auto flat = b.op("Flatten", {relu}, {{"axis", int64_t{0}}}, "flat");
+  auto back =
+      b.op("Reshape", {flat, b.constant("shape", Tensor::from_vector<int64_t>({2}, {4, 4}))}, {},
+           "back");
+  auto neg = b.op("Neg", {back}, {}, "neg");
+  b.output(neg, "negated");
+  b.output(b.op("Identity", {relu}, {}, "same"), "identity");
+  auto model = b.build();
+  const MemoryPlan plan = detail::plan_memory(*model);
+  expect_valid(*model, plan);
+  EXPECT_EQ(plan.storage_of[back], relu);
+  EXPECT_EQ(plan.buffer_of[back], plan.buffer_of[relu]);
+  EXPECT_EQ(plan.buffer_of[model->outputs()[1]], MemoryPlan::unplanned);
+
+  Core core;
+  InferRequest request = core.compile_model(model, "CPU").create_infer_request();
+  std::vector<float> input(16);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i) - 7.5f;
+  request.set_tensor("x", Tensor::from_vector<float>({2, 8}, input));
+  for (int run = 0; run < 2; ++run) {
+    request.infer();
+    const auto negated = request.get_tensor("negated").to_vector<float>();
+    const auto identity = request.get_tensor("identity").to_vector<float>();
+    for (size_t i = 0; i < input.size(); ++i) {
+      EXPECT_FLOAT_EQ(identity[i], std::max(input[i], 0.f)) << i;
+      EXPECT_FLOAT_EQ(negated[i], -std::max(input[i], 0.f)) << i;
+    }
+  }
+}
+
 // A view of a model input keeps a buffer of its own (the caller's tensor is not planned).
 TEST(MemoryPlan, AViewOfAModelInputHasABufferOfItsOwn) {
   ModelBuilder b("not_views");

@@ -865,6 +865,12 @@ TEST(BackendConsistency, DynamicShapesPrepareLazily) {
           return rng.tensor({n, 5, 7});
         },
         [&](int64_t) { return add_b; }}},
+      // Rows of 32 elements (row copy), then of 8 (a reorder), then 32 again: one kernel switches.
+      {make_node("Transpose", Attributes{{"perm", ints{1, 0, 2}}}),
+       {Shape{2, 3, -1}},
+       {[&](int64_t n) {
+         return rng.tensor({2, 3, n == 2 ? 32 : 8});
+       }}},
   };
 
   for (Dyn& d : dyns) {
