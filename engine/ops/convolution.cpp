@@ -52,6 +52,44 @@ int64_t read_group(const ShapeInferContext& ctx) {
   return group;
 }
 
+void check_activation(const ShapeInferContext& ctx, const char* attribute) {
+  const std::string act = ctx.node.attributes.get_string_or(attribute, "");
+  if (!act.empty() && !fused::is_known_activation(act))
+    ctx.fail("attribute '" + std::string(attribute) + "' is '" + act +
+             "', expected Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, Gelu or GeluTanh");
+}
+
+// The output of a Conv with a fused depthwise convolution (engine/ops/fused_post_ops.hpp), given
+// the output `conv` of its own convolution.
+ValueInfo infer_fused_depthwise(const ShapeInferContext& ctx, const ValueInfo& conv) {
+  const Node& node = ctx.node;
+  if (fused::has_sum(node))
+    ctx.fail("attributes 'fused_depthwise' and 'fused_sum' exclude each other");
+  if (ctx.num_inputs() != 5 || !ctx.has_input(3) || !ctx.has_input(4))
+    ctx.fail(
+        "attribute 'fused_depthwise' needs 5 inputs (X, W, B, the depthwise weights and "
+        "bias), got " +
+        std::to_string(ctx.num_inputs()));
+  if (conv.shape.rank() != 4) ctx.fail("attribute 'fused_depthwise' needs a 2-D convolution");
+  const int64_t s = fused::depthwise_stride(node);
+  if (s != 1 && s != 2)
+    ctx.fail("attribute 'fused_dw_stride' is " + std::to_string(s) + ", expected 1 or 2");
+  check_activation(ctx, "fused_activation");
+  check_activation(ctx, "fused_dw_activation");
+  const int64_t m = conv.shape[1];
+  const Shape& wd = ctx.shape(3);
+  const Shape& bd = ctx.shape(4);
+  if (ctx.type(3) != conv.type || ctx.type(4) != conv.type)
+    ctx.fail("the fused depthwise weights and bias must have the element type of X");
+  if (wd != Shape{m, 1, 3, 3} || bd != Shape{m})
+    ctx.fail("the fused depthwise weights " + wd.to_string() + " and bias " + bd.to_string() +
+             " must be [" + dim_text(m) + ",1,3,3] and [" + dim_text(m) + "]");
+  std::vector<int64_t> dims{conv.shape[0], m};
+  for (size_t i = 2; i < 4; ++i)
+    dims.push_back(conv.shape[i] == Shape::dynamic ? Shape::dynamic : (conv.shape[i] - 1) / s + 1);
+  return ValueInfo{"", conv.type, Shape(dims)};
+}
+
 std::vector<ValueInfo> infer_conv(const ShapeInferContext& ctx) {
   check_conv_inputs(ctx);
   const Shape& x = ctx.shape(0);
@@ -76,6 +114,7 @@ std::vector<ValueInfo> infer_conv(const ShapeInferContext& ctx) {
   std::vector<int64_t> dims{x[0], output_channels};
   dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
   ValueInfo out{"", ctx.type(0), Shape(dims)};
+  if (fused::has_depthwise(ctx.node)) return {infer_fused_depthwise(ctx, out)};
   fused::check_post_ops(ctx, 3, out);
   return {out};
 }
@@ -108,8 +147,9 @@ std::vector<ValueInfo> infer_conv_transpose(const ShapeInferContext& ctx) {
 }  // namespace
 
 void register_convolution_ops(OpSchemaRegistry& registry) {
-  // A fourth input is the residual of a fused sum (engine/ops/fused_post_ops.hpp).
-  registry.add(OpSchema{"Conv", 2, 4, 1, 1, infer_conv});
+  // A fourth input is the residual of a fused sum, a fourth and fifth the weights and bias of a
+  // fused depthwise convolution (engine/ops/fused_post_ops.hpp).
+  registry.add(OpSchema{"Conv", 2, 5, 1, 1, infer_conv});
   registry.add(OpSchema{"ConvTranspose", 2, 3, 1, 1, infer_conv_transpose});
 }
 

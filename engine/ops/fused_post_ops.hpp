@@ -22,6 +22,14 @@ namespace troupe::fused {
 //   GeluTanh                            0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 // The schemas accept the extra inputs (bias, then residual) after the plain ones.
 
+// A Conv may also carry the depthwise convolution that reads it ("fused_depthwise" = 1, set by
+// the graph compiler on a 1x1 Conv followed by a 3x3 depthwise one, MobileNet's expand and
+// depthwise pair): with Y the node's result after its own fused activation, the node outputs
+//   DW(Y) = 3x3 depthwise convolution of Y with weights Wd [M,1,3,3] (input 3) and bias Bd [M]
+//           (input 4), stride "fused_dw_stride" (1 or 2), one pixel of padding on every side,
+//   then the activation "fused_dw_activation" (parameters "fused_dw_activation_alpha"/"_beta").
+// Such a node has exactly 5 inputs (its own bias B, input 2, may be omitted) and no fused sum.
+
 inline const char* const activations[] = {"Relu", "LeakyRelu", "Clip", "Sigmoid",
                                           "Tanh", "HardSwish", "Gelu", "GeluTanh"};
 
@@ -64,6 +72,39 @@ inline double clip_max(const Node& node) {
 
 inline double leaky_relu_alpha(const Node& node) {
   return activation_alpha(node, 0.01);
+}
+
+inline bool has_depthwise(const Node& node) {
+  return node.attributes.get_int_or("fused_depthwise", 0) != 0;
+}
+
+inline int64_t depthwise_stride(const Node& node) {
+  return node.attributes.get_int_or("fused_dw_stride", 1);
+}
+
+// The depthwise Conv of `channels` channels a node with fused_depthwise stands for, as a node of
+// its own (named after the fused node).
+inline Node depthwise_node(const Node& fused, int64_t channels) {
+  Node dw;
+  dw.name = fused.name + "/depthwise";
+  dw.op_type = "Conv";
+  const int64_t s = depthwise_stride(fused);
+  dw.attributes.set("group", channels);
+  dw.attributes.set("kernel_shape", std::vector<int64_t>{3, 3});
+  dw.attributes.set("strides", std::vector<int64_t>{s, s});
+  dw.attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  const Attributes& a = fused.attributes;
+  for (const char* suffix : {"", "_alpha", "_beta"}) {
+    const std::string from = std::string("fused_dw_activation") + suffix;
+    if (a.has(from)) {
+      const std::string to = std::string("fused_activation") + suffix;
+      if (*suffix == '\0')
+        dw.attributes.set(to, a.get_string(from));
+      else
+        dw.attributes.set(to, a.get_float(from));
+    }
+  }
+  return dw;
 }
 
 inline bool is_known_activation(const std::string& name) {

@@ -22,6 +22,7 @@ OriginalNames run_all(Model& model) {
   fuse_layer_norm(model, names);
   fuse_gelu(model, names);
   fuse_post_ops(model, names);
+  fuse_depthwise_into_conv(model, names);
   eliminate_dead_code(model);
   return names;
 }

@@ -57,6 +57,11 @@ size_t fuse_gelu(Model& model, OriginalNames& names);
 // "fused_activation" (see engine/ops/fused_post_ops.hpp).
 size_t fuse_post_ops(Model& model, OriginalNames& names);
 
+// Fuses a 1x1 Conv and the 3x3 depthwise Conv (stride 1 or 2, padding 1) that alone reads it into
+// the 1x1 Conv ("fused_depthwise", see engine/ops/fused_post_ops.hpp). Runs after fuse_post_ops:
+// both convolutions keep their fused activations.
+size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names);
+
 // Runs all passes in order; returns the original names of the rewritten nodes.
 OriginalNames run_all(Model& model);
 

@@ -149,6 +149,20 @@ void conv_transpose_typed(const Node& node, const Tensor& x, const Tensor& w, co
 }  // namespace
 
 void conv(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  if (fused::has_depthwise(node)) {
+    // The node's own convolution and activation, then the depthwise one it stands for too.
+    const Tensor& w = inputs.at(1);
+    Node own = node;
+    own.attributes.erase("fused_depthwise");
+    const Shape& x = inputs.at(0).shape();
+    const spatial::Window window = spatial::read_window(own, 2, {w.shape()[2], w.shape()[3]});
+    const spatial::Geometry g = spatial::forward_geometry(own, window, {x[2], x[3]});
+    std::vector<Tensor> y{
+        Tensor(inputs[0].element_type(), Shape{x[0], w.shape()[0], g.output[0], g.output[1]})};
+    conv(own, {inputs[0], w, optional_input(inputs, 2)}, y);
+    conv(fused::depthwise_node(node, w.shape()[0]), {y[0], inputs.at(3), inputs.at(4)}, outputs);
+    return;
+  }
   dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
     using T = decltype(tag);
     conv_typed<T>(node, inputs.at(0), inputs.at(1), optional_input(inputs, 2), outputs.at(0));

@@ -179,6 +179,84 @@ TEST(Transformations, FusesConvResidualAddRelu) {
   EXPECT_EQ(transformed.runtime->value(second.outputs[0]).name, "y");
 }
 
+// MobileNetV2's inverted residual: a 1x1 expand with ReLU6, a 3x3 depthwise with ReLU6 (stride 1
+// or 2), a 1x1 projection. The depthwise convolution joins the expand; the projection keeps its
+// own node. With 16 -> 96 channels at 28x28 and stride 2, oneDNN 2.6 runs the pair as one JIT
+// kernel; at stride 1 as two primitives inside the fused node.
+std::shared_ptr<Model> inverted_residual(int64_t stride, int64_t size, bool expand_bias) {
+  ModelBuilder b("inverted_residual");
+  auto x = b.input("x", ElementType::f32, {-1, 16, size, size});
+  auto relu6 = [&](ValueId v, const std::string& name) {
+    return b.op("Clip",
+                {v, b.constant(name + "_min", Tensor::from_vector<float>({}, {0.f})),
+                 b.constant(name + "_max", Tensor::from_vector<float>({}, {6.f}))},
+                {}, name);
+  };
+  std::vector<ValueId> expand_inputs = {x, b.constant("we", conv_weights(96, 16, 1, 21))};
+  if (expand_bias) expand_inputs.push_back(b.constant("be", random_tensor({96}, 22)));
+  auto expand = relu6(b.op("Conv", expand_inputs, {}, "expand"), "expand_relu6");
+  auto dw = b.op("Conv",
+                 {expand, b.constant("wd", random_tensor({96, 1, 3, 3}, 23, -0.5f, 0.5f)),
+                  b.constant("bd", random_tensor({96}, 24))},
+                 {{"group", int64_t{96}},
+                  {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                  {"strides", std::vector<int64_t>{stride, stride}}},
+                 "depthwise");
+  auto project =
+      b.op("Conv", {relu6(dw, "depthwise_relu6"), b.constant("wp", conv_weights(24, 96, 1, 25))},
+           {}, "project");
+  b.output(project, "y");
+  return b.build();
+}
+
+TEST(Transformations, FusesTheDepthwiseConvolutionIntoTheExpand) {
+  for (const int64_t stride : {1, 2})
+    for (const bool expand_bias : {true, false}) {
+      SCOPED_TRACE("stride " + std::to_string(stride) + (expand_bias ? ", bias" : ", no bias"));
+      auto model = inverted_residual(stride, 28, expand_bias);
+      // Batch 2: the depthwise rows of one image must not reach into the other.
+      std::map<std::string, Tensor> inputs = {
+          {"x", random_tensor(Shape{2, 16, 28, 28}, 5, -1.f, 1.f)}};
+      const RunResult plain = compile_and_run(model, true, inputs);
+      const RunResult transformed = compile_and_run(model, false, inputs);
+      expect_close(transformed.outputs.at("y"), plain.outputs.at("y"), "y", 1e-4);
+      EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "Conv"));
+      const Node& fused = node_named(*transformed.runtime, "expand");
+      EXPECT_THAT(original_names(fused),
+                  ElementsAre("expand", "expand_relu6", "depthwise", "depthwise_relu6"));
+      EXPECT_EQ(fused.attributes.get_int("fused_depthwise"), 1);
+      EXPECT_EQ(fused.attributes.get_int("fused_dw_stride"), stride);
+      EXPECT_EQ(fused.attributes.get_string("fused_activation"), "Clip");
+      EXPECT_EQ(fused.attributes.get_string("fused_dw_activation"), "Clip");
+      EXPECT_EQ(fused.attributes.get_float("fused_dw_activation_beta"), 6.0);
+      ASSERT_EQ(fused.inputs.size(), 5u);
+      EXPECT_EQ(fused.inputs[2] == no_value, !expand_bias);
+      EXPECT_EQ(transformed.runtime->value(fused.outputs[0]).shape,
+                (Shape{-1, 96, 28 / stride, 28 / stride}));
+    }
+}
+
+// A depthwise convolution that is not 3x3 with padding 1, or an expand read by another node too,
+// stays on its own.
+TEST(Transformations, LeavesOtherDepthwiseConvolutionsAlone) {
+  ModelBuilder b("not_fused");
+  auto x = b.input("x", ElementType::f32, {1, 8, 10, 10});
+  auto e1 = b.op("Conv", {x, b.constant("w1", conv_weights(16, 8, 1, 31))}, {}, "e1");
+  auto d1 = b.op("Conv",
+                 {e1, b.constant("wd1", random_tensor({16, 1, 5, 5}, 32)),
+                  b.constant("bd1", random_tensor({16}, 33))},
+                 {{"group", int64_t{16}}, {"pads", std::vector<int64_t>{2, 2, 2, 2}}}, "d5x5");
+  auto e2 = b.op("Conv", {d1, b.constant("w2", conv_weights(16, 16, 1, 34))}, {}, "e2");
+  auto d2 = b.op("Conv",
+                 {e2, b.constant("wd2", random_tensor({16, 1, 3, 3}, 35)),
+                  b.constant("bd2", random_tensor({16}, 36))},
+                 {{"group", int64_t{16}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "d3x3");
+  b.output(b.op("Add", {d2, e2}, {}, "add"), "y");  // e2 has a second reader
+  auto [plain, transformed] = compare(b.build());
+  for (const Node& node : transformed.runtime->nodes())
+    EXPECT_FALSE(node.attributes.has("fused_depthwise")) << node.name;
+}
+
 TEST(Transformations, FusesMatMulAddReluAndGemmRelu) {
   ModelBuilder b("mlp");
   auto x = b.input("x", ElementType::f32, {3, 8});

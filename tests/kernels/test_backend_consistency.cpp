@@ -643,6 +643,45 @@ TEST(BackendConsistency, FusedPostOps) {
   run_family("fused", fused_cases(rng));
 }
 
+// A 1x1 Conv with the 3x3 depthwise Conv fused into it (MobileNet's expand and depthwise pair):
+// strides 1 and 2, odd and even sizes, batches of 1 and 2, with and without the 1x1 bias and the
+// two activations. The first case is MobileNetV2's shape that oneDNN 2.6 runs as one JIT kernel.
+std::vector<Case> fused_depthwise_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 16; ++k) {
+    const int64_t n = k % 4 == 3 ? 2 : 1;
+    const int64_t c = k == 0 ? 16 : rng.pick(ints{8, 16, 24});
+    const int64_t m = k == 0 ? 96 : rng.pick(ints{16, 32, 48, 96});
+    const int64_t h = k == 0 ? 112 : rng.integer(5, 30);
+    const int64_t w = k == 0 ? 112 : rng.integer(5, 30);
+    const int64_t stride = k == 0 ? 2 : 1 + k % 2;
+    Attributes attrs{{"fused_depthwise", int64_t{1}}, {"fused_dw_stride", stride}};
+    if (k % 3 != 2) {
+      attrs.set("fused_activation", std::string("Clip"));
+      attrs.set("fused_activation_alpha", 0.0);
+      attrs.set("fused_activation_beta", 6.0);
+    }
+    if (k % 4 != 1) attrs.set("fused_dw_activation", std::string(k % 2 ? "Relu" : "Clip"));
+    if (k % 4 != 1 && k % 2 == 0) attrs.set("fused_dw_activation_beta", 6.0);
+    Case fused;
+    fused.node = make_node("Conv", attrs);
+    fused.inputs = {rng.tensor({n, c, h, w}, -2, 2), rng.tensor({m, c, 1, 1}),
+                    k % 5 == 4 ? Tensor() : rng.tensor({m}), rng.tensor({m, 1, 3, 3}),
+                    rng.tensor({m})};
+    fused.constant = {false, true, true, true, true};
+    cases.push_back(fused);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, FusedDepthwise) {
+  Rng rng(base_seed() + 24);
+  std::vector<Case> cases = fused_depthwise_cases(rng);
+  // On AVX-512 the first case is one JIT kernel; the others include the two-primitive path.
+  if (test::cpu_has_avx512()) cases[0].implementation = "dnnl:jit_1x1:avx512_core with dw";
+  run_family("fused depthwise", cases);
+}
+
 // Every fused activation of the contract on Conv/MatMul/Gemm, and MatMul's fused bias and scale,
 // alone and together with a residual sum.
 std::vector<Case> fused_activation_cases(Rng& rng) {
