@@ -74,6 +74,17 @@ inline double leaky_relu_alpha(const Node& node) {
   return activation_alpha(node, 0.01);
 }
 
+// A kernel that computes a fused depthwise pair in one pass (not as two convolutions one after
+// the other) reports an implementation name ending in this; the graph compiler fuses only pairs
+// such a kernel takes.
+inline constexpr const char* one_pass_depthwise_suffix = " with dw";
+
+inline bool is_one_pass_depthwise(const std::string& implementation) {
+  const std::string suffix = one_pass_depthwise_suffix;
+  return implementation.size() >= suffix.size() &&
+         implementation.compare(implementation.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 inline bool has_depthwise(const Node& node) {
   return node.attributes.get_int_or("fused_depthwise", 0) != 0;
 }

@@ -1,13 +1,16 @@
 // Fuses a 1x1 Conv and the 3x3 depthwise Conv that alone reads it (MobileNet's expand and
-// depthwise pair) into the 1x1 Conv ("fused_depthwise", engine/ops/fused_post_ops.hpp). oneDNN
-// then computes the depthwise rows while the expanded rows are still in cache instead of writing
-// the expanded tensor out and reading it back: MobileNetV2's 16->96-channel expand at 112x112 and
-// its stride-2 depthwise ran 1.4-1.7x as fast fused (single-thread microbenchmark, nChw16c).
+// depthwise pair) into the 1x1 Conv ("fused_depthwise", engine/ops/fused_post_ops.hpp), where the
+// kernel that would run it computes the pair in one pass: the depthwise rows are then computed
+// while the expanded rows are still in cache instead of writing the expanded tensor out and
+// reading it back. MobileNetV2's 16->96-channel expand at 112x112 with its stride-2 depthwise ran
+// 1.4-1.7x as fast fused (oneDNN 2.6, one thread, nChw16c); its other pairs oneDNN does not fuse.
 #include <string>
 #include <vector>
 
 #include "engine/ops/fused_post_ops.hpp"
+#include "engine/ops/op_schema.hpp"
 #include "engine/transformations/pattern_matching.hpp"
+#include "kernels/kernel_registry.hpp"
 
 namespace troupe::transformations {
 
@@ -36,6 +39,35 @@ bool is_plain_2d_conv(const Model& model, const Node& node, int64_t kernel, int6
          a.get_ints_or("pads", {0, 0, 0, 0}).size() == 4;
 }
 
+// Whether the highest-priority kernel for `fused` computes the pair in one pass (the contract in
+// engine/ops/fused_post_ops.hpp), asked with the node's shapes, dynamic dimensions taken as 1.
+// Run as two convolutions inside one node, the pair measured no faster than two nodes, and a
+// little slower on some shapes, so only such pairs are fused.
+bool runs_in_one_pass(const Model& model, const Node& fused) {
+  std::vector<ValueInfo> inputs;
+  std::vector<const Tensor*> constants;
+  for (ValueId in : fused.inputs) {
+    ValueInfo info = in == no_value ? ValueInfo{} : model.value(in);
+    std::vector<int64_t> dims = info.shape.dims();
+    for (int64_t& d : dims)
+      if (d == Shape::dynamic) d = 1;
+    if (in != no_value) info.shape = Shape(dims);
+    inputs.push_back(info);
+    constants.push_back(in == no_value ? nullptr : f32_constant(model, in));
+  }
+  const OpSchema* schema = OpSchemaRegistry::instance().find("Conv");
+  if (!schema) return false;
+  try {
+    const std::vector<ValueInfo> outputs =
+        schema->infer(ShapeInferContext{fused, inputs, constants});
+    const kernels::KernelRequest request{fused, inputs, outputs, constants};
+    const auto kernel = kernels::KernelRegistry::instance().create(request);
+    return kernel && fused::is_one_pass_depthwise(kernel->implementation());
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names) {
@@ -61,19 +93,22 @@ size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names) {
     if (strides.size() != 2 || strides[0] != strides[1] || (strides[0] != 1 && strides[0] != 2))
       continue;
 
-    expand.inputs.resize(3, no_value);
-    expand.inputs.push_back(dw.inputs[1]);
-    expand.inputs.push_back(dw.inputs[2]);
-    expand.attributes.set("fused_depthwise", int64_t{1});
-    expand.attributes.set("fused_dw_stride", strides[0]);
+    Node fused = expand;
+    fused.inputs.resize(3, no_value);
+    fused.inputs.push_back(dw.inputs[1]);
+    fused.inputs.push_back(dw.inputs[2]);
+    fused.attributes.set("fused_depthwise", int64_t{1});
+    fused.attributes.set("fused_dw_stride", strides[0]);
     const Attributes& d = dw.attributes;
     if (d.has("fused_activation"))
-      expand.attributes.set("fused_dw_activation", d.get_string("fused_activation"));
+      fused.attributes.set("fused_dw_activation", d.get_string("fused_activation"));
     for (const char* p : {"alpha", "beta"})
       if (d.has(std::string("fused_activation_") + p))
-        expand.attributes.set(std::string("fused_dw_activation_") + p,
-                              d.get_float(std::string("fused_activation_") + p));
-    expand.outputs = dw.outputs;
+        fused.attributes.set(std::string("fused_dw_activation_") + p,
+                             d.get_float(std::string("fused_activation_") + p));
+    fused.outputs = dw.outputs;
+    if (!runs_in_one_pass(model, fused)) continue;
+    expand = std::move(fused);
     rewrite.absorb(expand.name, {dw_index});
     rewrite.update_producer(static_cast<int>(i));
   }

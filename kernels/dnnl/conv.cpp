@@ -129,7 +129,7 @@ class ConvKernel final : public DnnlKernel {
     set_impl(pd);
     if (fused_dw_)
       set_impl(std::string(pd.impl_info_str()) +
-               (dw_primitive_ ? " then " + dw_impl_ : std::string(" with dw")));
+               (dw_primitive_ ? " then " + dw_impl_ : fused::one_pass_depthwise_suffix));
     return true;
   }
 
