@@ -139,22 +139,6 @@ void SrcDstKernel::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& o
   dst_.from_internal(outputs[0], stream_);
 }
 
-void* thread_scratch(size_t bytes) {
-  thread_local std::unique_ptr<void, decltype(&std::free)> buffer(nullptr, &std::free);
-  thread_local size_t capacity = 0;
-  if (bytes > capacity) {
-    constexpr size_t alignment = 64;
-    const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    buffer.reset(std::aligned_alloc(alignment, rounded));
-    if (!buffer) {
-      capacity = 0;
-      throw std::bad_alloc();
-    }
-    capacity = rounded;
-  }
-  return buffer.get();
-}
-
 DnnlKernel::DnnlKernel(const KernelRequest& request)
     : node_(request.node),
       node_name_(request.node.name),

@@ -136,12 +136,6 @@ auto create_in(dnnl::memory::data_type type, Make&& make) {
   }
 }
 
-/// At least `bytes` of 64-byte aligned memory owned by the calling thread, for an intermediate
-/// result that lives only during one kernel's execution. Every such kernel running on the thread
-/// reuses the same memory, which therefore stays in cache, as the memory plan's shared buffers do;
-/// a buffer per kernel was measured 20-25% slower on MobileNetV2's convolution pairs.
-void* thread_scratch(size_t bytes);
-
 /// Memory with no data yet (set_data_handle before each execution).
 dnnl::memory unbound_memory(const dnnl::memory::desc& desc);
 

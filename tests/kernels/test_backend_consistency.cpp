@@ -677,7 +677,7 @@ std::vector<Case> fused_depthwise_cases(Rng& rng) {
 TEST(BackendConsistency, FusedDepthwise) {
   Rng rng(base_seed() + 24);
   std::vector<Case> cases = fused_depthwise_cases(rng);
-  // On AVX-512 the first case is one JIT kernel; the others include the two-primitive path.
+  // On AVX-512 the first case is one JIT kernel; the others include oneDNN's ref_fused_convolution.
   if (test::cpu_has_avx512()) cases[0].implementation = "dnnl:jit_1x1:avx512_core with dw";
   run_family("fused depthwise", cases);
 }
