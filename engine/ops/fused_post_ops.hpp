@@ -93,6 +93,17 @@ inline int64_t depthwise_stride(const Node& node) {
   return node.attributes.get_int_or("fused_dw_stride", 1);
 }
 
+// Copies the activation named by attribute `from` of `source` (with its "_alpha" and "_beta"
+// parameters) into `target` under the name `to`: the fused depthwise convolution keeps its
+// activation as "fused_dw_activation", the convolution it came from as "fused_activation".
+inline void copy_activation(const Attributes& source, const std::string& from, Attributes& target,
+                            const std::string& to) {
+  if (source.has(from)) target.set(to, source.get_string(from));
+  for (const char* parameter : {"_alpha", "_beta"})
+    if (source.has(from + parameter))
+      target.set(to + parameter, source.get_float(from + parameter));
+}
+
 // The depthwise Conv of `channels` channels a node with fused_depthwise stands for, as a node of
 // its own (named after the fused node).
 inline Node depthwise_node(const Node& fused, int64_t channels) {
@@ -104,17 +115,7 @@ inline Node depthwise_node(const Node& fused, int64_t channels) {
   dw.attributes.set("kernel_shape", std::vector<int64_t>{3, 3});
   dw.attributes.set("strides", std::vector<int64_t>{s, s});
   dw.attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
-  const Attributes& a = fused.attributes;
-  for (const char* suffix : {"", "_alpha", "_beta"}) {
-    const std::string from = std::string("fused_dw_activation") + suffix;
-    if (a.has(from)) {
-      const std::string to = std::string("fused_activation") + suffix;
-      if (*suffix == '\0')
-        dw.attributes.set(to, a.get_string(from));
-      else
-        dw.attributes.set(to, a.get_float(from));
-    }
-  }
+  copy_activation(fused.attributes, "fused_dw_activation", dw.attributes, "fused_activation");
   return dw;
 }
 

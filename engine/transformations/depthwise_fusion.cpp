@@ -33,10 +33,10 @@ bool is_plain_2d_conv(const Model& model, const Node& node, int64_t kernel, int6
     return false;
   const Attributes& a = node.attributes;
   const std::string auto_pad = a.get_string_or("auto_pad", "NOTSET");
+  const std::vector<int64_t> pads = a.get_ints_or("pads", {0, 0, 0, 0});
   return (auto_pad == "NOTSET" || (auto_pad == "VALID" && pad == 0)) &&
-         all_equal(a.get_ints_or("dilations", {1, 1}), 1) &&
-         all_equal(a.get_ints_or("pads", {0, 0, 0, 0}), pad) &&
-         a.get_ints_or("pads", {0, 0, 0, 0}).size() == 4;
+         all_equal(a.get_ints_or("dilations", {1, 1}), 1) && pads.size() == 4 &&
+         all_equal(pads, pad);
 }
 
 // Whether the highest-priority kernel for `fused` computes the pair in one pass (the contract in
@@ -99,13 +99,8 @@ size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names) {
     fused.inputs.push_back(dw.inputs[2]);
     fused.attributes.set("fused_depthwise", int64_t{1});
     fused.attributes.set("fused_dw_stride", strides[0]);
-    const Attributes& d = dw.attributes;
-    if (d.has("fused_activation"))
-      fused.attributes.set("fused_dw_activation", d.get_string("fused_activation"));
-    for (const char* p : {"alpha", "beta"})
-      if (d.has(std::string("fused_activation_") + p))
-        fused.attributes.set(std::string("fused_dw_activation_") + p,
-                             d.get_float(std::string("fused_activation_") + p));
+    fused::copy_activation(dw.attributes, "fused_activation", fused.attributes,
+                           "fused_dw_activation");
     fused.outputs = dw.outputs;
     if (!runs_in_one_pass(model, fused)) continue;
     expand = std::move(fused);
