@@ -74,6 +74,38 @@ TEST(ConvSchema, GroupedChannelMismatch) {
   EXPECT_THAT(message, AllOf(HasSubstr("'grouped'"), HasSubstr("C=4"), HasSubstr("group=2")));
 }
 
+// A Conv carrying a fused depthwise convolution (engine/ops/fused_post_ops.hpp): its output has
+// the depthwise convolution's size, and a malformed one names what is wrong.
+TEST(ConvSchema, FusedDepthwiseShapesAndErrors) {
+  const Arg x = Arg::input({2, 8, 9, 9});
+  const Arg w = Arg::input({16, 8, 1, 1});
+  const Arg b = Arg::input({16});
+  const Arg wd = Arg::input({16, 1, 3, 3});
+  const Attributes stride2{{"fused_depthwise", int64_t{1}}, {"fused_dw_stride", int64_t{2}}};
+  EXPECT_EQ(infer_shape("Conv", {x, w, b, wd, b}, stride2), Shape({2, 16, 5, 5}));
+  EXPECT_EQ(infer_shape("Conv", {x, w, Arg::omitted(), wd, b}, {{"fused_depthwise", int64_t{1}}}),
+            Shape({2, 16, 9, 9}));
+  EXPECT_THAT(model_error([&] {
+                infer("Conv", {x, w, b, Arg::input({16, 1, 5, 5}), b}, stride2, 1, "fused");
+              }),
+              AllOf(HasSubstr("'fused'"), HasSubstr("fused depthwise weights [16,1,5,5]")));
+  EXPECT_THAT(model_error([&] {
+                infer("Conv", {x, w, b, wd, b},
+                      {{"fused_depthwise", int64_t{1}}, {"fused_dw_stride", int64_t{3}}});
+              }),
+              HasSubstr("'fused_dw_stride' is 3"));
+  EXPECT_THAT(model_error([&] {
+                infer("Conv", {x, w, b, wd}, stride2);
+              }),
+              HasSubstr("needs 5 inputs"));
+  EXPECT_THAT(model_error([&] {
+                infer(
+                    "Conv", {x, w, b, wd, b},
+                    {{"fused_depthwise", int64_t{1}}, {"fused_dw_activation", std::string("Foo")}});
+              }),
+              HasSubstr("'fused_dw_activation' is 'Foo'"));
+}
+
 TEST(ConvSchema, RejectsBadInputsAndAttributes) {
   const Arg x = Arg::input({1, 4, 8, 8});
   const Arg w = Arg::input({6, 2, 3, 3});
