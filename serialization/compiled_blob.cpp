@@ -436,6 +436,8 @@ std::vector<std::string> required_capabilities(const detail::CompiledGraph& grap
     for (auto& ch : impl) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (impl.find("amx") != std::string::npos) needed.insert("AMX");
     if (impl.find("avx512") != std::string::npos) needed.insert("AVX512");
+    if (impl.find("avx2") != std::string::npos) needed.insert("AVX2");
+    if (impl.find("vnni") != std::string::npos) needed.insert("VNNI");
     if (impl.find("bf16") != std::string::npos) needed.insert("BF16");
   }
   return {needed.begin(), needed.end()};

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu_isa.hpp"
 #include "troupe/model_builder.hpp"
 
 namespace troupe::test {
@@ -53,10 +54,16 @@ class ScopedEnv {
   const char* name_;
 };
 
-/// Whether this CPU has AVX-512 (avx512_core in oneDNN's terms): where oneDNN 2.6 has
-/// channels-last (brgemm) convolutions and runs bf16, natively or in emulation.
+/// Whether the effective ISA (the CPU's, capped by ONEDNN_MAX_CPU_ISA) has AVX-512 (avx512_core in
+/// oneDNN's terms): where oneDNN 2.6 has channels-last (brgemm) convolutions and runs bf16,
+/// natively or in emulation.
 inline bool cpu_has_avx512() {
-  return __builtin_cpu_supports("avx512bw");
+  return kernels::effective_cpu_isa().avx512;
+}
+
+/// The effective ISA's name, for skip messages.
+inline std::string effective_isa_name() {
+  return kernels::effective_cpu_isa().name;
 }
 
 /// The message of the E that f() throws; a test failure (and "") when it throws something else

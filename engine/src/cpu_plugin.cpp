@@ -1,6 +1,5 @@
 #include "engine/src/cpu_plugin.hpp"
 
-#include <cpuid.h>
 #include <unistd.h>
 #include <cstdlib>
 
@@ -9,6 +8,7 @@
 #include <thread>
 
 #include "engine/src/compiled_graph.hpp"
+#include "kernels/cpu_isa.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
@@ -27,29 +27,18 @@ std::string upper(std::string s) {
   return s;
 }
 
-bool cpu_has_avx512_bf16() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
-  return (a >> 5) & 1u;
-}
-
-bool cpu_has_amx_bf16() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  return ((d >> 22) & 1u) && ((d >> 24) & 1u);
-}
-
-// bf16 inference: on CPUs with bf16 instructions (AVX512_BF16 or AMX), or, for testing the bf16
-// path on other AVX-512 CPUs, where TROUPE_BF16_EMULATION=1 lets oneDNN emulate it (slower than
-// f32: never a speed-up).
+// bf16 inference: where the effective ISA has bf16 instructions (AVX512_BF16 or AMX), or, for
+// testing the bf16 path on other AVX-512 CPUs, where TROUPE_BF16_EMULATION=1 lets oneDNN emulate
+// it (slower than f32: never a speed-up). The variable is checked on every CPU, also where it is
+// not needed, so a malformed value never passes unnoticed on one machine and fails on another.
 bool bf16_available() {
-  if (cpu_has_avx512_bf16() || cpu_has_amx_bf16()) return true;
   const std::string emulation =
       std::getenv("TROUPE_BF16_EMULATION") ? std::getenv("TROUPE_BF16_EMULATION") : "";
   if (emulation != "" && emulation != "0" && emulation != "1")
     throw InvalidArgument("environment variable TROUPE_BF16_EMULATION='" + emulation +
                           "' is not allowed (allowed: 0, 1, or unset)");
-  return emulation == "1" && __builtin_cpu_supports("avx512bw");
+  const kernels::CpuIsa& isa = kernels::effective_cpu_isa();
+  return isa.bf16 || (emulation == "1" && isa.avx512);
 }
 
 PerformanceMode parse_mode(const Any& v) {
@@ -95,10 +84,14 @@ int CpuPlugin::hardware_threads() {
 }
 
 std::vector<std::string> CpuPlugin::capabilities() {
+  // What the effective ISA allows (ONEDNN_MAX_CPU_ISA caps it), not what cpuid reports.
+  const kernels::CpuIsa& isa = kernels::effective_cpu_isa();
   std::vector<std::string> caps = {"FP32", "INT8", "EXPORT_IMPORT"};
-  if (__builtin_cpu_supports("avx512f")) caps.push_back("AVX512");
-  if (cpu_has_avx512_bf16() || cpu_has_amx_bf16()) caps.push_back("BF16");
-  if (cpu_has_amx_bf16()) caps.push_back("AMX");
+  if (isa.avx2) caps.push_back("AVX2");
+  if (isa.avx512) caps.push_back("AVX512");
+  if (isa.vnni) caps.push_back("VNNI");
+  if (isa.bf16) caps.push_back("BF16");
+  if (isa.amx) caps.push_back("AMX");
   return caps;
 }
 

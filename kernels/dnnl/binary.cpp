@@ -50,8 +50,8 @@ class BinaryKernel final : public DnnlKernel {
     dnnl::memory::desc b_md = plain_f32(b);
     dnnl::memory::desc dst_md = plain_f32(dst);
     dnnl::binary::desc desc(op_.algorithm, a_md, b_md, dst_md);
-    dnnl::binary::primitive_desc pd(desc, cpu_engine());
-    primitive_ = dnnl::binary(pd);
+    dnnl::binary::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
+    primitive_ = Primitive::of<dnnl::binary>(pd);
     src0_ = unbound_memory(a_md);
     src1_ = unbound_memory(b_md);
     dst_ = unbound_memory(dst_md);
@@ -70,7 +70,7 @@ class BinaryKernel final : public DnnlKernel {
  private:
   BinaryOp op_;
   bool swapped_ = false;
-  dnnl::primitive primitive_;
+  Primitive primitive_;
   dnnl::memory src0_;
   dnnl::memory src1_;
   dnnl::memory dst_;

@@ -3,6 +3,8 @@
 // graph compiler keeps activations blocked between kernels: then it reads and writes that layout
 // directly. Constant weights are reordered into the primitive's layout once; plain activations are
 // reordered in and out around each run.
+#include <algorithm>
+
 #include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
@@ -83,9 +85,16 @@ class ConvKernel final : public DnnlKernel {
     const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0));
     // The residual is read as a tensor of dst's shape (the graph compiler fuses only such sums).
     if (fused_sum_ && to_dims(inputs[3]) != dst) return false;
-    with_bias_ = has_input(2);
-    if (with_bias_ && inputs[2].element_count() != out_channels) return false;
+    // oneDNN 2.6's f32 1x1 kernels with a depthwise post-op (jit_avx2_1x1_convolution.cpp and its
+    // sse41 and avx512_common twins) set the depthwise bias pointer only `if (bias)`, testing the
+    // 1x1 convolution's bias: without one the depthwise kernel reads an uninitialized pointer (a
+    // segfault on AVX2). A fused pair therefore always passes a bias, zeros where the model has
+    // none.
+    with_bias_ = has_input(2) || fused_dw_;
+    if (has_input(2) && inputs[2].element_count() != out_channels) return false;
     const dnnl::memory::desc bias_md = plain_f32({out_channels});
+    zero_bias_ = has_input(2) ? Tensor() : Tensor(ElementType::f32, Shape{out_channels});
+    if (!zero_bias_.empty()) std::fill_n(zero_bias_.data<float>(), out_channels, 0.f);
 
     // The primitive always chooses its weights layout: constant weights are packed once, weights
     // that are a model input are reordered on every run. Forcing plain weights instead made
@@ -106,7 +115,7 @@ class ConvKernel final : public DnnlKernel {
                                   constant(3), stream_);
       dw_bias_ = unbound_memory(pd.query_md(dnnl::query::exec_arg_md, dw | DNNL_ARG_BIAS));
     }
-    primitive_ = dnnl::convolution_forward(pd);
+    primitive_ = Primitive::of<dnnl::convolution_forward>(pd);
     bf16_src_ = pd.src_desc().data_type() == dnnl::memory::data_type::bf16;
     src_ = LayoutBridge(src_md, pd.src_desc());
     dst_ = LayoutBridge(dst_md, pd.dst_desc());
@@ -159,9 +168,7 @@ class ConvKernel final : public DnnlKernel {
       ops.append_dw(type, f32, f32, 3, s, 1, 0, {1.f});
       append_fused_activation(dw_node_, ops);
     }
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    return dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
+    return dnnl::convolution_forward::primitive_desc(desc, primitive_attributes(ops), cpu_engine());
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
@@ -169,7 +176,7 @@ class ConvKernel final : public DnnlKernel {
         {DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},
         {DNNL_ARG_WEIGHTS, weights_.get(inputs[1], stream_)}};
     if (with_bias_) {
-      bind(bias_, inputs[2]);
+      bind(bias_, zero_bias_.empty() ? inputs[2] : zero_bias_);
       args[DNNL_ARG_BIAS] = bias_;
     }
     args[DNNL_ARG_DST] =
@@ -211,7 +218,7 @@ class ConvKernel final : public DnnlKernel {
   bool fused_sum_ = false;
   bool fused_dw_ = false;  // a depthwise convolution follows (engine/ops/fused_post_ops.hpp)
   Node dw_node_;           // ... described as a node of its own
-  dnnl::primitive primitive_;
+  Primitive primitive_;
   PackedWeights dw_weights_;  // the fused depthwise convolution's weights and bias
   dnnl::memory dw_bias_;
   LayoutBridge src_;
@@ -219,6 +226,7 @@ class ConvKernel final : public DnnlKernel {
   LayoutBridge residual_;  // from the residual's layout into dst's (fused sum)
   PackedWeights weights_;
   dnnl::memory bias_;
+  Tensor zero_bias_;  // the bias of a fused pair whose 1x1 convolution has none
 };
 
 }  // namespace

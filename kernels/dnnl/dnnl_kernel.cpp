@@ -1,5 +1,6 @@
 #include "kernels/dnnl/dnnl_kernel.hpp"
 
+#include "kernels/cpu_isa.hpp"
 #include "kernels/dnnl/shared_weights.hpp"
 
 #include <cstdint>
@@ -48,9 +49,7 @@ dnnl::memory::desc plain_f32(const Dims& dims) {
 }
 
 int native_channel_block() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-  return (isa & avx512) == avx512 ? 16 : 8;
+  return effective_cpu_isa().avx512 ? 16 : 8;
 }
 
 TensorLayout activation_layout(bool depthwise_model) {

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/dnnl/primitive.hpp"
 #include "kernels/kernel_registry.hpp"
 
 namespace troupe::kernels::onednn {
@@ -187,10 +188,10 @@ class SrcDstKernel : public DnnlKernel {
   using DnnlKernel::DnnlKernel;
 
  protected:
-  template <class Primitive, class PrimitiveDesc>
+  template <class P, class PrimitiveDesc>
   bool adopt(const PrimitiveDesc& pd, const dnnl::memory::desc& src,
              const dnnl::memory::desc& dst) {
-    primitive_ = Primitive(pd);
+    primitive_ = Primitive::of<P>(pd);
     src_ = LayoutBridge(src, pd.src_desc());
     dst_ = LayoutBridge(dst, pd.dst_desc());
     set_impl(pd);
@@ -199,7 +200,7 @@ class SrcDstKernel : public DnnlKernel {
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override;
 
  private:
-  dnnl::primitive primitive_;
+  Primitive primitive_;
   LayoutBridge src_;
   LayoutBridge dst_;
 };

@@ -77,7 +77,7 @@ class EltwiseKernel final : public SrcDstKernel {
     dnnl::memory::desc md = plain_f32({n});
     dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_.algorithm, md,
                                      algorithm_.alpha, algorithm_.beta);
-    dnnl::eltwise_forward::primitive_desc pd(desc, cpu_engine());
+    dnnl::eltwise_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
     return adopt<dnnl::eltwise_forward>(pd, md, md);
   }
 

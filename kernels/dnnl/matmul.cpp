@@ -42,7 +42,7 @@ bool plain_weights(const dnnl::matmul::primitive_desc& pd) {
 
 // The primitive and its operands, shared by MatMul and Gemm.
 struct MatmulCore {
-  dnnl::primitive primitive;
+  Primitive primitive;
   LayoutBridge src;  // f32 A, converted when the primitive reads bf16
   PackedWeights weights;
   dnnl::memory dst;
@@ -66,7 +66,7 @@ struct MatmulCore {
     const dnnl::matmul::primitive_desc pd = create_in(type, [&](dnnl::memory::data_type t) {
       return choose(with_type(src_md, t), weights_md, t, constant_weights, dst_md, bias_md, attr);
     });
-    primitive = dnnl::matmul(pd);
+    primitive = Primitive::of<dnnl::matmul>(pd);
     src = LayoutBridge(src_md, pd.src_desc());
     weights = PackedWeights(weights_md, pd.weights_desc(), constant_weights, stream);
     dst = unbound_memory(dst_md);
@@ -181,7 +181,7 @@ class MatMulKernel final : public DnnlKernel {
     if (count != outputs[0].element_count()) return false;
     // Fused post-ops in the graph compiler's order: bias (the primitive's own), scale, the
     // residual summed into dst (prefilled with it at run), then the activation.
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = primitive_attributes();
     dnnl::post_ops ops;
     Dims bias(rank, 1);
     bias[rank - 1] = y[rank - 1];
@@ -257,7 +257,7 @@ class GemmKernel final : public DnnlKernel {
     }
     const dnnl::memory::desc c_md = plain_f32(c.empty() ? Dims{1, 1} : c);
 
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = primitive_attributes();
     dnnl::post_ops ops;
     const dnnl::memory::desc* bias_md = nullptr;
     const dnnl::memory::desc* post_md = nullptr;

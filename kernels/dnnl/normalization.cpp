@@ -29,8 +29,9 @@ class BatchNormKernel final : public DnnlKernel {
                        dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data_md,
                                                  epsilon_, flags);
-    dnnl::batch_normalization_forward::primitive_desc pd(desc, cpu_engine());
-    primitive_ = dnnl::batch_normalization_forward(pd);
+    dnnl::batch_normalization_forward::primitive_desc pd(desc, primitive_attributes(),
+                                                         cpu_engine());
+    primitive_ = Primitive::of<dnnl::batch_normalization_forward>(pd);
     src_ = unbound_memory(data_md);
     dst_ = unbound_memory(data_md);
     scale_ = unbound_memory(channel_md);
@@ -55,7 +56,7 @@ class BatchNormKernel final : public DnnlKernel {
 
  private:
   float epsilon_;
-  dnnl::primitive primitive_;
+  Primitive primitive_;
   dnnl::memory src_, dst_, scale_, shift_, mean_, variance_;
   std::unordered_map<int, dnnl::memory> args_;
 };
@@ -88,8 +89,9 @@ class LayerNormKernel final : public DnnlKernel {
     if (with_shift_) flags = flags | dnnl::normalization_flags::use_shift;
     dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data_md,
                                                  epsilon_, flags);
-    dnnl::layer_normalization_forward::primitive_desc pd(desc, cpu_engine());
-    primitive_ = dnnl::layer_normalization_forward(pd);
+    dnnl::layer_normalization_forward::primitive_desc pd(desc, primitive_attributes(),
+                                                         cpu_engine());
+    primitive_ = Primitive::of<dnnl::layer_normalization_forward>(pd);
     src_ = unbound_memory(data_md);
     dst_ = unbound_memory(data_md);
     scale_ = unbound_memory(param_md);
@@ -112,7 +114,7 @@ class LayerNormKernel final : public DnnlKernel {
   int64_t axis_;
   float epsilon_;
   bool with_shift_ = false;
-  dnnl::primitive primitive_;
+  Primitive primitive_;
   dnnl::memory src_, dst_, scale_, shift_;
   std::unordered_map<int, dnnl::memory> args_;
 };

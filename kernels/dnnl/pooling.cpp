@@ -62,7 +62,7 @@ class PoolingKernel final : public SrcDstKernel {
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
                                         tensor_desc(src, internal), tensor_desc(dst, internal),
                                         strides, kernel, dilation, pad_l, pad_r);
-    dnnl::pooling_v2_forward::primitive_desc pd(desc, cpu_engine());
+    dnnl::pooling_v2_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
     return adopt<dnnl::pooling_v2_forward>(pd, src_md, dst_md);
   }
 

@@ -25,7 +25,7 @@ class SoftmaxKernel final : public SrcDstKernel {
     dnnl::memory::desc md = plain_f32(to_dims(inputs[0]));
     dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_, md, md,
                                         axis);
-    dnnl::softmax_v2_forward::primitive_desc pd(desc, cpu_engine());
+    dnnl::softmax_v2_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
     return adopt<dnnl::softmax_v2_forward>(pd, md, md);
   }
 

@@ -34,8 +34,9 @@ class TransposeKernel final : public SrcDstKernel {
     const Dims in = to_dims(inputs[0]);
     if (rank == 0) {
       const dnnl::memory::desc md = plain_f32(in);
-      return adopt<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), md, cpu_engine(), md),
-                                  md, md);
+      return adopt<dnnl::reorder>(
+          dnnl::reorder::primitive_desc(cpu_engine(), md, cpu_engine(), md, primitive_attributes()),
+          md, md);
     }
     Dims in_strides(rank, 1);
     for (size_t i = rank - 1; i > 0; --i) in_strides[i - 1] = in_strides[i] * in[i];
@@ -57,8 +58,9 @@ class TransposeKernel final : public SrcDstKernel {
     }
     const dnnl::memory::desc src(out, dnnl::memory::data_type::f32, strides);
     const dnnl::memory::desc dst = plain_f32(out);
-    return adopt<dnnl::reorder>(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst),
-                                src, dst);
+    return adopt<dnnl::reorder>(
+        dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst, primitive_attributes()),
+        src, dst);
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
