@@ -47,6 +47,11 @@ class ConvKernel final : public DnnlKernel {
     if (src.size() < 3 || src.size() > 5 || weights.size() != src.size() ||
         dst.size() != src.size() || (fused_dw_ && src.size() != 4))
       return false;
+    // oneDNN 2.6's 1x1 kernels with a dw post-op mis-address channels-last tensors (a segfault on
+    // AVX2; fixed in oneDNN 2.7 for its sse41, avx2 and avx512 kernels): a fused pair runs only on
+    // plain or channel-blocked tensors, and never asks for channels-last (below).
+    if (fused_dw_ && (input_layout(0).channels_last || output_layout(0).channels_last))
+      return false;
     const size_t n = src.size() - 2;
     const int64_t out_channels = weights[0];
     if (src[1] != weights[1] * group_ || out_channels % group_ != 0 || dst[1] != out_channels)
@@ -201,13 +206,16 @@ class ConvKernel final : public DnnlKernel {
  public:
   TensorLayout preferred_input_layout(size_t i) const override {
     const bool activation = i == 0 || (i == 3 && fused_sum_);
-    if (!activation || rank_ != 4) return {};
+    if (!activation || rank_ != 4 || !takes_activation_layout()) return {};
     // A primitive that reads bf16 would rather be given bf16 (upload converts a model input).
     return i == 0 && bf16_src_ ? activation_layout().in_bf16() : activation_layout();
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return o == 0 && rank_ == 4 ? activation_layout() : TensorLayout{};
+    return o == 0 && rank_ == 4 && takes_activation_layout() ? activation_layout() : TensorLayout{};
   }
+
+ private:
+  bool takes_activation_layout() const { return !(fused_dw_ && activation_layout().channels_last); }
 
  private:
   int64_t group_ = 1;

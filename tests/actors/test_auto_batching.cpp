@@ -5,8 +5,12 @@
 
 #include <gmock/gmock.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "engine/src/pipeline_stats.hpp"
 #include "pipeline_fixture.hpp"
@@ -73,10 +77,24 @@ class ExecuteGate {
  public:
   explicit ExecuteGate(CompiledModel& compiled) {
     set_stage_hook(compiled, [this](detail::Stage stage, uint64_t) {
-      if (stage != detail::Stage::execute) return;
       std::unique_lock<std::mutex> lock(mutex_);
+      if (stage == detail::Stage::upload) {
+        ++uploaded_;
+        cv_.notify_all();
+      }
+      if (stage != detail::Stage::execute) return;
       cv_.wait(lock, [&] { return open_; });
     });
+  }
+  /// Waits (at most 10 s) until `count` requests have entered the upload stage, then a little
+  /// longer for upload to hand the last of them on: a fixed sleep instead merged fewer requests
+  /// when the machine was busy.
+  void wait_for_uploads(size_t count) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait_for(lock, std::chrono::seconds(10), [&] { return uploaded_ >= count; });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   void release() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -88,6 +106,7 @@ class ExecuteGate {
   std::mutex mutex_;
   std::condition_variable cv_;
   bool open_ = false;
+  size_t uploaded_ = 0;
 };
 
 std::vector<int> execute_batches(CompiledModel& compiled) {
@@ -120,7 +139,9 @@ CompiledModel run_gated_and_check(Core& core, const std::shared_ptr<Model>& mode
     for (const auto& [name, tensor] : in) requests.back().set_tensor(name, tensor);
     requests.back().start_async();
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let them queue behind the gate
+  // Let them queue behind the gate: upload holds two execute slots per stream, each a batch of
+  // up to max_size requests; the rest park in front of upload until slots return.
+  gate.wait_for_uploads(std::min(inputs.size(), static_cast<size_t>(2 * max_size)));
   gate.release();
   auto check = reference.create_infer_request();
   for (size_t i = 0; i < inputs.size(); ++i) {

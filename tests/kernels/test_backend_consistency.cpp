@@ -18,11 +18,13 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../test_util.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "kernels/kernel_registry.hpp"
+#include "kernels/layout_conversion.hpp"
 
 namespace troupe {
 namespace {
@@ -30,6 +32,7 @@ namespace {
 using kernels::Kernel;
 using kernels::KernelRegistry;
 using kernels::KernelRequest;
+using kernels::TensorLayout;
 using ints = std::vector<int64_t>;
 
 unsigned base_seed() {
@@ -56,14 +59,27 @@ struct Case {
   ElementType precision = ElementType::f32;
   /// When set, the implementation the dnnl kernel must report (a path the case is written for).
   std::string implementation;
+  /// Layouts the graph compiler assigned (empty or plain: dense row-major), as it hands them to
+  /// kernels between convolutions: the dnnl kernel reads and writes those tensors in them.
+  std::vector<TensorLayout> input_layouts;
+  TensorLayout output_layout;
 };
+
+std::string layout_name(TensorLayout layout) {
+  if (layout.channels_last) return "nhwc";
+  return layout.channel_block ? "blocked" + std::to_string(layout.channel_block) : "plain";
+}
 
 std::string describe(const Case& c) {
   std::ostringstream s;
   s << c.node.op_type << " inputs";
   for (size_t i = 0; i < c.inputs.size(); ++i)
     s << " " << (c.inputs[i].empty() ? std::string("-") : c.inputs[i].shape().to_string())
-      << (i < c.constant.size() && c.constant[i] ? "(const)" : "");
+      << (i < c.constant.size() && c.constant[i] ? "(const)" : "")
+      << (i < c.input_layouts.size() && !c.input_layouts[i].is_plain()
+              ? "(" + layout_name(c.input_layouts[i]) + ")"
+              : "");
+  if (!c.output_layout.is_plain()) s << " output(" << layout_name(c.output_layout) << ")";
   for (const auto& [name, value] : c.node.attributes.all()) {
     s << " " << name << "=";
     if (auto* i = std::get_if<int64_t>(&value)) s << *i;
@@ -182,6 +198,39 @@ struct Tally {
   }
 };
 
+/// `plain` (dense row-major) stored in `layout`.
+Tensor to_layout(const Tensor& plain, TensorLayout layout) {
+  if (layout.is_plain()) return plain;
+  Tensor laid(plain.element_type(), plain.shape());
+  kernels::convert_layout(plain, TensorLayout{}, laid, layout);
+  return laid;
+}
+
+/// `laid`, stored in `layout`, as a dense row-major tensor.
+Tensor to_plain(const Tensor& laid, TensorLayout layout) {
+  if (layout.is_plain()) return laid;
+  Tensor plain(laid.element_type(), laid.shape());
+  kernels::convert_layout(laid, layout, plain, TensorLayout{});
+  return plain;
+}
+
+/// The engine creates kernels on the compiling thread and runs them on execute threads: the
+/// optimized kernel runs on a thread of its own, so one that keeps state bound to the thread that
+/// created it (oneDNN's thread-local scratchpad of gemm convolutions) fails here.
+void execute_on_another_thread(Kernel& kernel, const std::vector<Tensor>& inputs,
+                               std::vector<Tensor>& outputs) {
+  std::exception_ptr error;
+  std::thread runner([&] {
+    try {
+      kernel.execute(inputs, outputs);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  runner.join();
+  if (error) std::rethrow_exception(error);
+}
+
 /// Runs one case on both backends and compares; records it in `tally`.
 void check_case(const Case& c, Tally& tally) {
   SCOPED_TRACE(describe(c));
@@ -192,6 +241,8 @@ void check_case(const Case& c, Tally& tally) {
   const std::vector<ValueInfo> outputs = infer_outputs(c, inputs, constants);
   KernelRequest request{c.node, inputs, outputs, constants};
   request.compute_precision = c.precision;
+  request.input_layouts = c.input_layouts;
+  if (!c.output_layout.is_plain()) request.output_layouts = {c.output_layout};
 
   std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
   if (!fast) {
@@ -199,7 +250,12 @@ void check_case(const Case& c, Tally& tally) {
     if (c.must_accept) ADD_FAILURE() << "the dnnl backend declined a case it should run";
     return;
   }
-  std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", request);
+  // The reference kernel, the specification, reads and writes plain tensors only.
+  KernelRequest plain_request = request;
+  plain_request.input_layouts.clear();
+  plain_request.output_layouts.clear();
+  std::unique_ptr<Kernel> reference =
+      KernelRegistry::instance().create_with("reference", plain_request);
   ASSERT_TRUE(reference) << "no reference kernel";
   EXPECT_EQ(fast->implementation().rfind("dnnl", 0), 0u) << fast->implementation();
   if (!c.implementation.empty()) {
@@ -235,17 +291,25 @@ void check_case(const Case& c, Tally& tally) {
   } else {
     reference->execute(c.inputs, want);
   }
-  // Poisoned outputs reveal elements the fast kernel never writes.
-  std::vector<Tensor> got = allocate(std::nanf(""));
-  fast->execute(c.inputs, got);
+  // The fast kernel reads its inputs in their assigned layouts and writes output 0 in its own.
+  std::vector<Tensor> fast_inputs = c.inputs;
+  for (size_t i = 0; i < c.input_layouts.size() && i < fast_inputs.size(); ++i)
+    if (!fast_inputs[i].empty()) fast_inputs[i] = to_layout(fast_inputs[i], c.input_layouts[i]);
+  auto run_fast = [&] {
+    // Poisoned outputs reveal elements the fast kernel never writes.
+    std::vector<Tensor> out = allocate(std::nanf(""));
+    execute_on_another_thread(*fast, fast_inputs, out);
+    if (!out.empty() && !out[0].empty()) out[0] = to_plain(out[0], c.output_layout);
+    return out;
+  };
+  const std::vector<Tensor> got = run_fast();
   for (size_t i = 0; i < want.size(); ++i) {
     if (want[i].empty()) continue;
     const std::string diff = compare(got[i], want[i], c.tolerance);
     EXPECT_EQ(diff, "") << "output " << i << " (" << fast->implementation() << ")";
   }
   // A second run takes the prepared path (bound memory, packed constant weights).
-  std::vector<Tensor> again = allocate(std::nanf(""));
-  fast->execute(c.inputs, again);
+  const std::vector<Tensor> again = run_fast();
   for (size_t i = 0; i < got.size(); ++i) {
     if (!got[i].empty()) {
       EXPECT_EQ(compare(again[i], got[i], Tolerance{0, 0}), "") << "second run differs";
@@ -485,6 +549,139 @@ std::vector<Case> conv_cases(Rng& rng) {
   return cases;
 }
 
+// The channel block of the blocked activation layout on this ISA: oneDNN's nChw8c on AVX2,
+// nChw16c on AVX-512.
+int native_block() {
+  return test::cpu_has_avx512() ? 16 : 8;
+}
+
+// The layouts the graph compiler may keep a 4-D activation in on this ISA (plain, channel-blocked,
+// channels-last; TROUPE_ACTIVATION_LAYOUT forces either of the last two).
+std::vector<TensorLayout> activation_layouts() {
+  return {TensorLayout{}, TensorLayout::blocked(native_block()),
+          TensorLayout::channels_last_order()};
+}
+
+// Conv over the shapes real models have, as the graph compiler hands it over: 1-D to 3-D (2-D also
+// in each activation layout of this ISA), dilations up to 4 (temporal convolution networks; oneDNN
+// runs those with gemm on AVX2), dense, grouped and depthwise, strides 1-3, symmetric and
+// asymmetric padding, with and without bias, batch 1 to 3, each with no post-op, an activation, a
+// residual sum, or the sum then the activation (the fused contract's order).
+std::vector<Case> conv_sweep_cases(Rng& rng) {
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  const std::vector<std::string> activations = {"Relu", "LeakyRelu", "Clip", "Sigmoid",
+                                                "Tanh", "HardSwish", "Gelu"};
+  std::vector<Case> cases;
+  for (int k = 0; k < 120; ++k) {
+    const size_t spatial = k % 8 == 6 ? 1 : k % 8 == 7 ? 3 : 2;
+    const TensorLayout layout = spatial == 2 ? layouts[(k / 2) % layouts.size()] : TensorLayout{};
+    // Blocked layouts hold only channel counts the block divides.
+    const int64_t unit = layout.channel_block ? layout.channel_block : rng.pick(ints{1, 3, 4});
+    const int kind = k % 4;  // dense, grouped, depthwise, a wide dense one
+    int64_t group = 1, channels = 0, out_channels = 0;
+    if (kind == 0) {
+      channels = unit * rng.integer(1, 3);
+      out_channels = unit * rng.integer(1, 3);
+    } else if (kind == 1) {
+      group = rng.pick(ints{2, 4});
+      channels = group * unit * rng.integer(1, 2);
+      out_channels = group * unit * rng.integer(1, 2);
+    } else if (kind == 2) {
+      channels = unit * rng.integer(1, 3);
+      group = channels;
+      out_channels = channels * rng.integer(1, 2);
+    } else {
+      channels = out_channels = unit * 4;
+    }
+    const int64_t batch = rng.integer(1, 3);
+    ints kernel(spatial), strides(spatial), dilations(spatial), pads(2 * spatial);
+    ints x{batch, channels};
+    for (size_t i = 0; i < spatial; ++i) {
+      kernel[i] = rng.integer(1, spatial == 3 ? 3 : 5);
+      strides[i] = rng.chance(0.7) ? 1 : rng.integer(2, 3);
+      dilations[i] = kernel[i] > 1 && rng.chance(0.4) ? rng.integer(2, 4) : 1;
+      const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+      pads[i] = rng.integer(0, extent - 1);
+      pads[i + spatial] = rng.chance(0.5) ? pads[i] : rng.integer(0, extent - 1);
+      const int64_t lo = std::max<int64_t>(extent, 3);
+      x.push_back(rng.integer(lo, lo + (spatial == 3 ? 5 : spatial == 1 ? 40 : 12)));
+    }
+    ints w{out_channels, channels / group};
+    w.insert(w.end(), kernel.begin(), kernel.end());
+    Attributes attrs;
+    if (group > 1) attrs.set("group", group);
+    attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", pads);
+    const int post = (k / 3) % 4;  // none, activation, sum, sum then activation
+    if (post == 1 || post == 3) {
+      const std::string act = rng.pick(activations);
+      attrs.set("fused_activation", act);
+      if (act == "Clip") {
+        attrs.set("fused_activation_alpha", 0.0);
+        attrs.set("fused_activation_beta", 6.0);
+      }
+    }
+    Case c;
+    c.node = make_node("Conv", attrs);
+    c.inputs = {rng.tensor(x), rng.tensor(w),
+                rng.chance(0.7) ? rng.tensor({out_channels}) : Tensor()};
+    c.constant = {false, true, true};
+    c.input_layouts = {layout};
+    c.output_layout = layout;
+    if (post >= 2) {
+      std::vector<const Tensor*> none(c.inputs.size(), nullptr);
+      Case plain = c;
+      plain.node.attributes = Attributes{};
+      for (const auto& [name, value] : attrs.all())
+        if (name.rfind("fused_", 0) != 0) plain.node.attributes.set(name, value);
+      const ValueInfo out = infer_outputs(plain, value_infos(c.inputs, "x"), none)[0];
+      c.inputs.push_back(rng.tensor(out.shape.dims()));
+      c.constant.push_back(false);
+      c.input_layouts = {layout, {}, {}, layout};
+      c.node.attributes.set("fused_sum", int64_t{1});
+    }
+    int64_t reduction = channels / group;
+    for (int64_t d : kernel) reduction *= d;
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(reduction)};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// Max and average pooling of 4-D activations in each layout of this ISA, channel counts its block
+// divides.
+std::vector<Case> pooling_layout_cases(Rng& rng) {
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  std::vector<Case> cases;
+  for (int k = 0; k < 24; ++k) {
+    const TensorLayout layout = layouts[k % layouts.size()];
+    const int64_t unit = layout.channel_block ? layout.channel_block : 3;
+    const bool global = k % 6 == 5;
+    const char* op = global ? (k % 2 ? "GlobalMaxPool" : "GlobalAveragePool")
+                            : (k % 2 ? "MaxPool" : "AveragePool");
+    ints x{rng.integer(1, 2), unit * rng.integer(1, 3), rng.integer(4, 13), rng.integer(4, 13)};
+    Attributes attrs;
+    if (!global) {
+      const ints kernel{rng.integer(1, 3), rng.integer(1, 3)};
+      attrs.set("kernel_shape", kernel);
+      attrs.set("strides", ints{rng.integer(1, 2), rng.integer(1, 2)});
+      attrs.set("pads", ints{rng.integer(0, kernel[0] - 1), rng.integer(0, kernel[1] - 1),
+                             rng.integer(0, kernel[0] - 1), rng.integer(0, kernel[1] - 1)});
+    }
+    Case c;
+    c.node = make_node(op, attrs);
+    c.inputs = {rng.tensor(x, -3, 3)};
+    c.constant = {false};
+    c.input_layouts = {layout};
+    c.output_layout = layout;
+    c.tolerance = {1e-5, 1e-6};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 std::vector<Case> pooling_cases(Rng& rng) {
   std::vector<Case> cases;
   for (const char* op : {"MaxPool", "AveragePool"}) {
@@ -610,6 +807,16 @@ TEST(BackendConsistency, Conv) {
   run_family("conv", conv_cases(rng));
 }
 
+TEST(BackendConsistency, ConvShapesLayoutsAndPostOps) {
+  Rng rng(base_seed() + 6);
+  run_family("conv sweep (" + test::effective_isa_name() + ")", conv_sweep_cases(rng));
+}
+
+TEST(BackendConsistency, PoolingInActivationLayouts) {
+  Rng rng(base_seed() + 7);
+  run_family("pooling layouts (" + test::effective_isa_name() + ")", pooling_layout_cases(rng));
+}
+
 // Conv/MatMul/Gemm carrying the post-ops the graph compiler fuses in
 // (engine/ops/fused_post_ops.hpp): "fused_sum" adds a trailing residual input, "fused_activation"
 // = Relu follows. Gemm runs only the activation on dnnl and leaves the sum to the reference.
@@ -677,9 +884,37 @@ std::vector<Case> fused_depthwise_cases(Rng& rng) {
 TEST(BackendConsistency, FusedDepthwise) {
   Rng rng(base_seed() + 24);
   std::vector<Case> cases = fused_depthwise_cases(rng);
-  // On AVX-512 the first case is one JIT kernel; the others include oneDNN's ref_fused_convolution.
-  if (test::cpu_has_avx512()) cases[0].implementation = "dnnl:jit_1x1:avx512_core with dw";
-  run_family("fused depthwise", cases);
+  // MobileNetV2's first stride-2 pair is one JIT kernel on both ISAs (the other cases include
+  // oneDNN's ref_fused_convolution); oneDNN 2.6's 1x1 kernels with a dw post-op read the depthwise
+  // bias only when the 1x1 convolution has one, so the pair also runs without the 1x1 bias, and in
+  // each activation layout.
+  const std::string one_pass =
+      test::cpu_has_avx512() ? "dnnl:jit_1x1:avx512_core with dw" : "dnnl:jit_1x1:avx2 with dw";
+  cases[0].implementation = one_pass;
+  for (TensorLayout layout : {TensorLayout{}, TensorLayout::blocked(native_block())}) {
+    Case no_bias = cases[0];
+    no_bias.inputs[2] = Tensor();
+    no_bias.input_layouts = {layout};
+    no_bias.output_layout = layout;
+    cases.push_back(no_bias);
+  }
+  run_family("fused depthwise (" + test::effective_isa_name() + ")", cases);
+}
+
+// oneDNN 2.6's 1x1 kernels with a dw post-op mis-address channels-last tensors (fixed in 2.7):
+// the dnnl kernel declines a fused pair in that layout instead of running it.
+TEST(BackendConsistency, FusedDepthwiseDeclinesChannelsLast) {
+  Rng rng(base_seed() + 25);
+  Case c = fused_depthwise_cases(rng)[0];
+  c.input_layouts = {TensorLayout::channels_last_order()};
+  c.output_layout = TensorLayout::channels_last_order();
+  std::vector<const Tensor*> constants;
+  for (size_t i = 0; i < c.inputs.size(); ++i) constants.push_back(i == 0 ? nullptr : &c.inputs[i]);
+  const std::vector<ValueInfo> inputs = value_infos(c.inputs, "x");
+  KernelRequest request{c.node, inputs, infer_outputs(c, inputs, constants), constants};
+  request.input_layouts = c.input_layouts;
+  request.output_layouts = {c.output_layout};
+  EXPECT_EQ(KernelRegistry::instance().create_with("dnnl", request), nullptr);
 }
 
 // Every fused activation of the contract on Conv/MatMul/Gemm, and MatMul's fused bias and scale,
