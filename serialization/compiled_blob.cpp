@@ -432,6 +432,13 @@ std::vector<std::string> required_capabilities(const detail::CompiledGraph& grap
     // bf16 kernels chosen on an AMX CPU use AMX tiles and AMX-blocked weight layouts.
     if (contains(compiled_on, "AMX")) needed.insert("AMX");
   }
+  // The graph's fusions and activation layouts were chosen for the compiling CPU's ISA (which
+  // convolutions run in one pass, blocked by 8 or 16): a CPU without it would run a graph planned
+  // for another. This holds also where implementation names say nothing (a dynamic model's
+  // kernels are prepared at run time).
+  if (graph.blocked_layouts)
+    for (const char* isa : {"AVX2", "AVX512"})
+      if (contains(compiled_on, isa)) needed.insert(isa);
   for (std::string impl : graph.implementations) {
     for (auto& ch : impl) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (impl.find("amx") != std::string::npos) needed.insert("AMX");

@@ -60,7 +60,8 @@ struct LoadedBlob {
 
 /// What running `graph` compiled with `config` needs from the CPU, in
 /// detail::CpuPlugin::capabilities() terms: BF16 (and AMX when the compiling CPU had it) for bf16
-/// inference, and whatever ISA the chosen kernel implementations name (avx2, avx512, vnni, amx,
+/// inference, the compiling CPU's AVX2/AVX512 when the graph's fusions and layouts were planned
+/// for it, and whatever ISA the chosen kernel implementations name (avx2, avx512, vnni, amx,
 /// bf16).
 std::vector<std::string> required_capabilities(const detail::CompiledGraph& graph,
                                                const detail::CompileConfig& config,

@@ -7,6 +7,9 @@ output for it, so troupe's results can be compared with PyTorch's.
   bert_encoder  a BERT-base-like encoder (4 layers, hidden 768, 12 heads, intermediate 3072, GELU
                 with Erf, LayerNorm, attention as MatMul/Softmax): hidden f32[1,128,768] -> output
   mlp           256 -> 512 -> 512 -> 10 with Relu: input f32[N,256] (N dynamic) -> output f32[N,10]
+  tcn           a temporal convolution network: six residual blocks x + relu(bn(conv1d(x))) with
+                Conv1d(64, 64, 3) dilated 1, 2, 4, ..., 32: input f32[N,64,1024] -> output
+                f32[N,64,1024] (dilated 1-D convolutions run on oneDNN's gemm path on AVX2)
 
 For each model NAME it writes
   OUT_DIR/NAME.onnx
@@ -15,7 +18,8 @@ For each model NAME it writes
 
 --reduced writes small variants of the same architectures (the same op mix) that export and run
 in seconds: ResNet with one or two bottlenecks per stage and narrow groups, MobileNetV2 at width
-0.25, both at 64x64; the encoder with 2 layers, hidden 128, 4 heads, sequence 16.
+0.25, both at 64x64; the encoder with 2 layers, hidden 128, 4 heads, sequence 16; the TCN with 32
+channels over 256 steps.
 
 Nothing is downloaded: weights come from torch's initializers under torch.manual_seed, with
 BatchNorm statistics and LayerNorm affine parameters also drawn at random so that folding them is
@@ -95,7 +99,7 @@ def randomize_norms(model):
     """Draws BatchNorm statistics and norm affine parameters (torch initializes them to 0/1, which
     would make folding them a no-op). The ranges keep activations at a sane scale."""
     for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             with torch.no_grad():
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.normal_(0.0, 0.1)
@@ -149,12 +153,31 @@ def make_mlp(reduced):
     return net, [1, 256]
 
 
+class TemporalBlock(nn.Module):
+    """x + relu(bn(conv(x))): a dilated causal-free 1-D convolution keeping the length."""
+
+    def __init__(self, channels, dilation):
+        super().__init__()
+        self.conv = nn.Conv1d(channels, channels, 3, dilation=dilation, padding=dilation)
+        self.bn = nn.BatchNorm1d(channels)
+
+    def forward(self, x):
+        return x + torch.relu(self.bn(self.conv(x)))
+
+
+def make_tcn(reduced):
+    channels, length = (32, 256) if reduced else (64, 1024)
+    net = nn.Sequential(*[TemporalBlock(channels, 2**i) for i in range(6)])
+    return net, [1, channels, length]
+
+
 # name -> (factory, input name, whether the batch axis is dynamic)
 MODELS = {
     "resnet50": (make_resnet50, "input", True),
     "mobilenet_v2": (make_mobilenet_v2, "input", True),
     "bert_encoder": (make_bert_encoder, "hidden", False),
     "mlp": (make_mlp, "input", True),
+    "tcn": (make_tcn, "input", True),
 }
 
 

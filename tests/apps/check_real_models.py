@@ -141,17 +141,14 @@ def check_model(troupe, model_path, models_dir, name, out_dir, args):
     return results
 
 
-def cpu_can_run_bf16():
-    """Whether troupe can run bf16 here: natively (AVX512_BF16, AMX) or, with
-    TROUPE_BF16_EMULATION=1, through oneDNN's emulation on AVX-512 (avx512bw)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")),
-                         [])
-    except OSError:
-        return True  # not Linux: let troupe say what it ran
-    native = "avx512_bf16" in flags or "amx_bf16" in flags
-    return native or (os.environ.get("TROUPE_BF16_EMULATION") == "1" and "avx512bw" in flags)
+def cpu_can_run_bf16(troupe):
+    """Whether troupe can run bf16 here: natively (its OPTIMIZATION_CAPABILITIES say BF16) or, with
+    TROUPE_BF16_EMULATION=1, through oneDNN's emulation on AVX-512. troupe's answer follows the
+    effective ISA (ONEDNN_MAX_CPU_ISA caps it), which /proc/cpuinfo does not."""
+    info = subprocess.run([troupe, "info"], capture_output=True, text=True, check=True).stdout
+    caps = next((line.split()[1:] for line in info.splitlines()
+                 if line.startswith("OPTIMIZATION_CAPABILITIES")), [])
+    return "BF16" in caps or (os.environ.get("TROUPE_BF16_EMULATION") == "1" and "AVX512" in caps)
 
 
 SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this script
@@ -171,8 +168,9 @@ def main():
                         help="classifier outputs ([N, C]) must pick torch's class in every row")
     args = parser.parse_args()
 
-    if args.infer_precision == "bf16" and not cpu_can_run_bf16():
-        print("skipped: this CPU runs bf16 neither natively nor in oneDNN's emulation (AVX-512)")
+    if args.infer_precision == "bf16" and not cpu_can_run_bf16(args.troupe):
+        print("skipped: the effective ISA runs bf16 neither natively nor in oneDNN's emulation "
+              "(AVX-512)")
         return SKIPPED
     names = find_models(args.models_dir, args.only)
     root = args.output_root or tempfile.mkdtemp(prefix="troupe_real_models_")

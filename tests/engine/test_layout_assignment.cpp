@@ -205,6 +205,21 @@ TEST(LayoutAssignment, DepthwiseModelsAreBlockedOthersChannelsLastOnAvx512) {
   for (const char* node : {"stem", "dw", "project"}) EXPECT_EQ(layouts.at(node), "nhwc") << node;
 }
 
+// Without AVX-512 (an AVX2 CPU, or ONEDNN_MAX_CPU_ISA=avx2) every model keeps its convolution
+// chains blocked by 8, the layout of oneDNN's jit:avx2 convolutions, depthwise or not.
+TEST(LayoutAssignment, ConvolutionChainsAreBlockedBy8WithoutAvx512) {
+  if (test::cpu_has_avx512())
+    GTEST_SKIP() << "the effective ISA (" << test::effective_isa_name() << ") has AVX-512";
+  auto model = depthwise_cnn();
+  const auto inputs = inputs_for(*model, 2);
+  const Outcome laid_out = run_all(model, {}, inputs);
+  expect_same_outputs(laid_out, run_all(model, {{props::disable_transformations, true}}, inputs));
+  const auto layouts = layouts_by_node(*laid_out.runtime);
+  for (const char* node : {"stem", "dw", "project"}) EXPECT_EQ(layouts.at(node), "nChw8c") << node;
+  const Outcome residual = run_all(residual_cnn(), {}, inputs_for(*residual_cnn(), 1));
+  EXPECT_EQ(layouts_by_node(*residual.runtime).at("stem"), "nChw8c");
+}
+
 TEST(LayoutAssignment, ManyRequestsOnTwoStreamsAgreeWithPlain) {
   auto model = residual_cnn();
   const auto inputs = inputs_for(*model, 12);

@@ -290,7 +290,7 @@ TEST(CompiledBlobIsa, Bf16AmxBlobIsRefusedOnACpuWithoutAmx) {
   graph.implementations = {"ref"};
   info.required_capabilities =
       serialization::required_capabilities(graph, info.config, info.cpu_capabilities);
-  ASSERT_THAT(info.required_capabilities, ElementsAre("AMX", "BF16"));
+  ASSERT_THAT(info.required_capabilities, ElementsAre("AMX", "AVX512", "BF16"));
   const std::string blob = serialization::reseal_blob(info, serialization::blob_payload(f32_blob));
 
   // An AVX-512 CPU without AMX and BF16.
@@ -351,6 +351,7 @@ TEST(CompiledBlobIsa, RealBf16BlobImportsOnThisCpu) {
 
 TEST(CompiledBlobIsa, RequiredCapabilitiesFollowPrecisionAndKernels) {
   detail::CompiledGraph graph;
+  graph.blocked_layouts = false;  // first what the implementations and the precision need
   detail::CompileConfig f32;
   graph.implementations = {"ref", "ref"};
   EXPECT_TRUE(serialization::required_capabilities(graph, f32, {"FP32", "AVX512", "AMX"}).empty());
@@ -363,6 +364,16 @@ TEST(CompiledBlobIsa, RequiredCapabilitiesFollowPrecisionAndKernels) {
               ElementsAre("BF16"));
   EXPECT_THAT(serialization::required_capabilities(graph, bf16, {"FP32", "BF16", "AMX"}),
               ElementsAre("AMX", "BF16"));
+  // A graph whose fusions and layouts were planned for the compiling ISA needs that ISA, also
+  // where no implementation names it (a dynamic model's kernels are prepared at run time).
+  graph.implementations = {"dynamic"};
+  graph.blocked_layouts = true;
+  EXPECT_THAT(serialization::required_capabilities(graph, f32, {"FP32", "AVX2", "AVX512"}),
+              ElementsAre("AVX2", "AVX512"));
+  EXPECT_THAT(serialization::required_capabilities(graph, f32, {"FP32", "AVX2"}),
+              ElementsAre("AVX2"));
+  graph.blocked_layouts = false;  // DISABLE_TRANSFORMATIONS: plain layouts, nothing planned
+  EXPECT_TRUE(serialization::required_capabilities(graph, f32, {"FP32", "AVX2"}).empty());
 }
 
 TEST_F(CompiledBlob, RefusesAFlippedPayloadByte) {
