@@ -1,11 +1,13 @@
 #include "apps/info_command.hpp"
 
+#include <cstdlib>
 #include <iostream>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "engine/ops/op_schema.hpp"
+#include "kernels/cpu_isa.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
@@ -42,6 +44,13 @@ int info(const InfoOptions& o) {
              join(core.supported_model_formats(), ", "));
   const std::vector<std::string> devices = core.available_devices();
   fmt::print("{:<34}{}\n", "available devices", join(devices, ", "));
+  // The ISA troupe's kernels use; ONEDNN_MAX_CPU_ISA caps it below the CPU's.
+  const kernels::CpuIsa& isa = kernels::effective_cpu_isa();
+  const kernels::CpuIsa& cpu = kernels::hardware_cpu_isa();
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  fmt::print("{:<34}{}{}\n", "instruction set", isa.name,
+             cap && *cap ? fmt::format(" (ONEDNN_MAX_CPU_ISA={}; this CPU: {})", cap, cpu.name)
+                         : std::string());
 
   std::vector<std::string> selected = devices;
   if (!o.device.empty()) selected = {o.device};
