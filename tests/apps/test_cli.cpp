@@ -14,7 +14,9 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/default_model.hpp"
 #include "troupe/profiling_info.hpp"
+#include "troupe/serialize.hpp"
 
 namespace {
 
@@ -304,6 +306,30 @@ TEST(Cli, CacheDirReachesTheCompiledModel) {
   RunResult r = run_troupe("bench -niter 5 -cache_dir '" + dir + "' -report json '" + report + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_json(report).at("config").at("cache_dir").get<std::string>(), dir);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(Cli, SecondRunWithACacheDirLoadsFromTheCache) {
+  // Only a model file is cached (not the embedded model), so the default model is saved as one.
+  const std::string model = temp_path("cached.troupe");
+  troupe::save_model(troupe::apps::make_default_model(), model);
+  const std::string dir = temp_path("model_cache");
+  ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string report = temp_path("cached.json");
+  const std::string args =
+      "bench -m '" + model + "' -niter 5 -cache_dir '" + dir + "' -report json '" + report + "'";
+
+  RunResult first = run_troupe(args);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_FALSE(read_json(report).at("config").at("loaded_from_cache").get<bool>());
+  EXPECT_THAT(first.output, ::testing::ContainsRegex("loaded from cache +no"));
+
+  RunResult second = run_troupe(args);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_TRUE(read_json(report).at("config").at("loaded_from_cache").get<bool>());
+  EXPECT_THAT(second.output, ::testing::ContainsRegex("loaded from cache +yes"));
+
+  std::remove(model.c_str());
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 

@@ -1,0 +1,159 @@
+#include "apps/bench_model.hpp"
+
+#include <cctype>
+#include <memory>
+
+#include "apps/bench_clock.hpp"
+#include "apps/bench_input_spec.hpp"
+#include "apps/compile_command.hpp"
+#include "apps/default_model.hpp"
+#include "engine/src/compiled_model_impl.hpp"
+#include "troupe/error.hpp"
+#include "troupe/pre_post_processor.hpp"
+#include "troupe/properties.hpp"
+
+namespace troupe::apps {
+
+namespace {
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+AnyMap compile_properties(const BenchOptions& o) {
+  AnyMap config;
+  config[props::performance_mode] = upper(o.hint);
+  if (o.nstreams > 0) config[props::num_streams] = o.nstreams;
+  if (o.nthreads > 0) config[props::inference_num_threads] = o.nthreads;
+  if (o.perf_counts) config[props::enable_profiling] = true;
+  if (!o.infer_precision.empty()) config[props::inference_precision] = o.infer_precision;
+  if (o.auto_batch > 0) config[props::auto_batch_max_size] = o.auto_batch;
+  if (!o.cache_dir.empty()) config[props::cache_dir] = o.cache_dir;
+  return config;
+}
+
+bool needs_pre_post(const BenchOptions& o) {
+  return !o.input_precision.empty() || !o.output_precision.empty() || !o.mean_values.empty() ||
+         !o.scale_values.empty();
+}
+
+// -ip/-op/-mean_values/-scale_values as PrePostProcessor steps, which run in the preprocess and
+// postprocess stages.
+std::shared_ptr<Model> with_pre_post(const std::shared_ptr<Model>& model, const BenchOptions& o) {
+  const ValueSpec means = parse_values("-mean_values", o.mean_values);
+  const ValueSpec scales = parse_values("-scale_values", o.scale_values);
+  const size_t input_count = model->inputs().size();
+  const auto has_value = [&](const std::string& name) {
+    return static_cast<bool>(model->find_value(name));
+  };
+  for (const auto& entry : means)
+    require_input("-mean_values", entry.first, input_count, has_value);
+  for (const auto& entry : scales)
+    require_input("-scale_values", entry.first, input_count, has_value);
+  PrePostProcessor ppp(model);
+  for (size_t k = 0; k < input_count; ++k) {
+    const ValueInfo& info = model->value(model->inputs()[k]);
+    const auto* mean = values_for(means, info.name, input_count);
+    const auto* scale = values_for(scales, info.name, input_count);
+    if (o.input_precision.empty() && !mean && !scale) continue;
+    auto& input = ppp.input(k);
+    if (!o.input_precision.empty()) {
+      const ElementType type = element_type_from_string(o.input_precision);
+      input.tensor().set_element_type(type);
+      if (type != info.type) input.preprocess().convert_element_type(info.type);
+    }
+    if (mean) input.preprocess().mean(*mean);
+    if (scale) input.preprocess().scale(*scale);
+  }
+  if (!o.output_precision.empty())
+    for (size_t k = 0; k < model->outputs().size(); ++k)
+      ppp.output(k).tensor().set_element_type(element_type_from_string(o.output_precision));
+  return ppp.build();
+}
+
+// The model with every input given its static run shape, so the compiled model has static shapes:
+// upload and download then convert to and from the layouts and types the kernels keep, which they
+// can only do for static shapes.
+std::shared_ptr<Model> reshaped(const Model& model, const ShapeSpec& shapes, int64_t batch) {
+  auto result = model.clone();
+  bool had_dynamic = false;
+  for (ValueId in : result->inputs()) {
+    ValueInfo& info = result->value(in);
+    info.shape = run_shape(info, shapes, result->inputs().size(), batch, had_dynamic);
+  }
+  try {
+    result->validate();
+  } catch (const Error& e) {
+    throw InvalidArgument(std::string("--reshape: the model does not take these shapes: ") +
+                          e.what());
+  }
+  return result;
+}
+
+// A model file is read and compiled, or imported when it is a compiled blob (troupe compile);
+// pre/post-processing and --reshape need the model itself.
+CompiledModel compile(Core& core, const BenchOptions& o) {
+  const AnyMap config = compile_properties(o);
+  const bool pre_post = needs_pre_post(o);
+  std::shared_ptr<Model> model;
+  if (o.reshape && is_blob(o.model_path))
+    throw InvalidArgument("--reshape: '" + o.model_path +
+                          "' is a compiled blob, whose shapes are fixed; give a model file");
+  if (o.model_path.empty())
+    model = make_default_model();
+  else if (pre_post || o.reshape)
+    model = core.read_model(o.model_path);
+  if (o.reshape) model = reshaped(*model, parse_shapes(o.shape), o.batch);
+  if (pre_post) model = with_pre_post(model, o);
+  return model ? core.compile_model(model, o.device, config)
+               : load_compiled_model(core, o.model_path, o.device, config);
+}
+
+// CACHE_DIR, or empty when the compiled model does not report one.
+std::string cache_dir_of(const CompiledModel& compiled) {
+  try {
+    return compiled.get_property(props::cache_dir).as_string();
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+// The device's full name, or empty when it does not give one.
+std::string device_full_name(const Core& core, const std::string& device) {
+  try {
+    return core.get_property(device, props::device_full_name).as_string();
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+int int_property(const CompiledModel& compiled, const std::string& name) {
+  return static_cast<int>(compiled.get_property(name).as_int());
+}
+
+}  // namespace
+
+BenchModel load_bench_model(Core& core, const BenchOptions& o) {
+  BenchModel m;
+  const auto compile_start = BenchClock::now();
+  m.compiled = compile(core, o);
+  m.compile_ms = ms_since(compile_start);
+
+  const CompiledModel& c = m.compiled;
+  m.name = c.get_property(props::model_name).as_string();
+  m.device_full_name = device_full_name(core, o.device);
+  m.performance_hint = c.get_property(props::performance_mode).as_string();
+  m.streams = int_property(c, props::num_streams);
+  m.threads = int_property(c, props::inference_num_threads);
+  m.optimal_requests = int_property(c, props::optimal_number_of_infer_requests);
+  m.max_requests_in_flight = int_property(c, props::max_requests_in_flight);
+  m.auto_batch_max_size = c.get_property(props::auto_batch_max_size).as_int();
+  m.inference_precision = c.get_property(props::inference_precision).as_string();
+  m.cache_dir = cache_dir_of(c);
+  m.loaded_from_cache = c.get_property(props::loaded_from_cache).as_bool();
+  m.execute_on_scheduler = c.impl()->config().execute_on_scheduler;
+  return m;
+}
+
+}  // namespace troupe::apps

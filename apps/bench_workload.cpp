@@ -1,0 +1,68 @@
+#include "apps/bench_workload.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "apps/bench_input_spec.hpp"
+#include "apps/default_model.hpp"
+#include "troupe/tensor.hpp"
+
+namespace troupe::apps {
+
+namespace {
+
+// Inputs for a model read from a file: deterministic values in [0, 1) (or small integers).
+Tensor make_input(const ValueInfo& info, const Shape& shape, uint32_t seed) {
+  const bool integral = info.type != ElementType::f32 && info.type != ElementType::f16 &&
+                        info.type != ElementType::bf16 && info.type != ElementType::f64;
+  std::vector<float> values(static_cast<size_t>(shape.element_count()));
+  uint32_t state = seed * 2654435761u + 1;
+  for (auto& v : values) {
+    state = state * 1664525u + 1013904223u;
+    const float u = static_cast<float>(state >> 8) / static_cast<float>(1u << 24);
+    v = integral ? std::floor(u * 10.0f) : u;
+  }
+  Tensor f32 = Tensor::from_vector<float>(shape, values);
+  if (info.type == ElementType::f32) return f32;
+  if (is_convertible(ElementType::f32, info.type)) return f32.convert(info.type);
+  return Tensor(info.type, shape);  // zeros
+}
+
+}  // namespace
+
+Workload make_workload(BenchModel& model, const BenchOptions& o) {
+  CompiledModel& compiled = model.compiled;
+  const std::vector<ValueInfo>& inputs = compiled.inputs();
+  const auto shape_spec = parse_shapes(o.shape);
+  for (const auto& entry : shape_spec)
+    require_input("-shape", entry.first, inputs.size(), [&](const std::string& name) {
+      return std::any_of(inputs.begin(), inputs.end(),
+                         [&](const ValueInfo& in) { return in.name == name; });
+    });
+
+  Workload w;
+  for (const auto& in : inputs)
+    w.input_shapes.push_back(run_shape(in, shape_spec, inputs.size(), o.batch, w.had_dynamic));
+  // benchmark_app counts every batch element: the first dimension of the first input.
+  const auto& shapes = w.input_shapes;
+  w.batch = !shapes.empty() && shapes[0].rank() > 0 ? shapes[0].dims()[0] : int64_t{1};
+
+  const int nireq = o.nireq > 0 ? o.nireq : model.optimal_requests;
+  for (int i = 0; i < nireq; ++i) {
+    InferRequest r = compiled.create_infer_request();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const auto& in = inputs[k];
+      if (o.model_path.empty() && in.type == ElementType::f32)
+        r.set_tensor(in.name,
+                     make_default_input(1, default_model_seed + 1 + static_cast<uint32_t>(i)));
+      else
+        r.set_tensor(in.name, make_input(in, shapes[k], static_cast<uint32_t>(i)));
+    }
+    w.requests.push_back(std::move(r));
+  }
+  return w;
+}
+
+}  // namespace troupe::apps
