@@ -2,7 +2,7 @@
 // thread): a graph run is long blocking compute that must not starve CAF's scheduler, and oneDNN's
 // OpenMP team is per calling thread, so one thread per stream keeps the teams apart. A small
 // model's graph run is as short as another stage's handler: then execute is a scheduled actor
-// like them (CompileConfig::execute_on_scheduler, engine/src/thread_policy.hpp), which saves two
+// like them (CompileConfig::execute_on_scheduler, engine/graph/thread_policy.hpp), which saves two
 // thread wake-ups per request. A request too large for that (a dynamic model given large shapes)
 // runs on a detached helper instead, and the actor awaits it, so the stream's executor still runs
 // one graph at a time and no worker is held for long.
@@ -20,7 +20,7 @@
 
 #include "actors/stage.hpp"
 #include "actors/tensor_checks.hpp"
-#include "engine/src/thread_policy.hpp"
+#include "engine/graph/thread_policy.hpp"
 
 namespace troupe::actors {
 

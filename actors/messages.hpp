@@ -9,7 +9,7 @@
 
 #include <caf/all.hpp>
 
-#include "engine/src/request_state.hpp"
+#include "actors/request_state.hpp"
 
 namespace troupe::actors {
 

@@ -7,11 +7,11 @@
 #include <mutex>
 #include <vector>
 
-#include "engine/src/compile_config.hpp"
-#include "engine/src/compiled_graph.hpp"
-#include "engine/src/pipeline_stats.hpp"
-#include "engine/src/request_state.hpp"
-#include "engine/src/stream_executor.hpp"
+#include "engine/graph/compile_config.hpp"
+#include "engine/graph/compiled_graph.hpp"
+#include "actors/pipeline_stats.hpp"
+#include "actors/request_state.hpp"
+#include "engine/graph/stream_executor.hpp"
 #include "troupe/pre_post_processor.hpp"
 
 namespace troupe::actors {

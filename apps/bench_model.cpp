@@ -7,7 +7,7 @@
 #include "apps/bench_input_spec.hpp"
 #include "apps/compile_command.hpp"
 #include "apps/default_model.hpp"
-#include "engine/src/compiled_model_impl.hpp"
+#include "engine/runtime/compiled_model_impl.hpp"
 #include "troupe/error.hpp"
 #include "troupe/pre_post_processor.hpp"
 #include "troupe/properties.hpp"

@@ -1,6 +1,6 @@
 #include "apps/bench_op_counters.hpp"
 
-#include "engine/src/compiled_model_impl.hpp"
+#include "engine/runtime/compiled_model_impl.hpp"
 
 namespace troupe::apps {
 

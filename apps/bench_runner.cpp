@@ -9,7 +9,7 @@
 
 #include "apps/bench_clock.hpp"
 #include "apps/bench_progress.hpp"
-#include "engine/src/compiled_model_impl.hpp"
+#include "engine/runtime/compiled_model_impl.hpp"
 
 namespace troupe::apps {
 

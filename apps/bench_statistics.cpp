@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/src/compiled_model_impl.hpp"
+#include "engine/runtime/compiled_model_impl.hpp"
 
 namespace troupe::apps {
 

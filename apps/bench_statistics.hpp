@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "apps/bench_runner.hpp"
-#include "engine/src/pipeline_stats.hpp"
+#include "actors/pipeline_stats.hpp"
 #include "troupe/compiled_model.hpp"
 
 namespace troupe::apps {

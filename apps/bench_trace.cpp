@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "apps/bench_output_file.hpp"
-#include "engine/src/compiled_model_impl.hpp"
-#include "engine/src/trace_export.hpp"
+#include "engine/runtime/compiled_model_impl.hpp"
+#include "actors/trace_export.hpp"
 
 namespace troupe::apps {
 

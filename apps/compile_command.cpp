@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "serialization/compiled_blob.hpp"
+#include "serialization/blob/compiled_blob.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
 

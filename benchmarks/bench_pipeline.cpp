@@ -17,8 +17,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "engine/src/compiled_model_impl.hpp"
-#include "engine/src/pipeline_stats.hpp"
+#include "engine/runtime/compiled_model_impl.hpp"
+#include "actors/pipeline_stats.hpp"
 #include "troupe/core.hpp"
 #include "troupe/model_builder.hpp"
 #include "troupe/properties.hpp"

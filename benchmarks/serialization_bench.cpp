@@ -20,9 +20,9 @@
 #include <memory>
 #include <sstream>
 
-#include "engine/src/compiled_graph.hpp"
-#include "engine/src/cpu_plugin.hpp"
-#include "serialization/compiled_blob.hpp"
+#include "engine/graph/compiled_graph.hpp"
+#include "engine/runtime/cpu_plugin.hpp"
+#include "serialization/blob/compiled_blob.hpp"
 #include "troupe/core.hpp"
 #include "troupe/properties.hpp"
 #include "troupe/serialize.hpp"

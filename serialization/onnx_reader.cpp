@@ -1,6 +1,6 @@
 #include "serialization/onnx_reader.hpp"
 
-#include "engine/transformations/transformations.hpp"
+#include "engine/graph/transformations/transformations.hpp"
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "engine/src/thread_policy.hpp"
+#include "engine/graph/thread_policy.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "troupe/error.hpp"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/src/element_dispatch.hpp"
+#include "engine/ir/element_dispatch.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::kernels::preprocess {

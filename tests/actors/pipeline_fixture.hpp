@@ -8,7 +8,7 @@
 
 #include "../test_util.hpp"
 #include "actors/pipeline_context.hpp"
-#include "engine/src/compiled_model_impl.hpp"
+#include "engine/runtime/compiled_model_impl.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/src/pipeline_stats.hpp"
+#include "actors/pipeline_stats.hpp"
 #include "pipeline_fixture.hpp"
 #include "troupe/model_builder.hpp"
 

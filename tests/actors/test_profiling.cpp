@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "engine/src/trace_export.hpp"
+#include "actors/trace_export.hpp"
 #include "pipeline_fixture.hpp"
 
 using namespace troupe;

@@ -1,4 +1,4 @@
-// Blocked layouts between kernels (engine/src/layout_assignment): values passed between
+// Blocked layouts between kernels (engine/graph/layout_assignment): values passed between
 // convolutions and pooling stay in oneDNN's channel-blocked layout, everything else stays plain,
 // and the outputs equal those of the same model run with plain tensors everywhere
 // (DISABLE_TRANSFORMATIONS), also with several requests in flight on two streams.

@@ -1,4 +1,4 @@
-// Memory planning (engine/src/memory_plan): intermediate values share buffers only when their
+// Memory planning (engine/graph/memory_plan): intermediate values share buffers only when their
 // lifetimes do not overlap, a node never writes into its own inputs, and models still compute the
 // right values with the shared buffers (random element-wise DAGs checked against values computed
 // here).
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/src/memory_plan.hpp"
+#include "engine/graph/memory_plan.hpp"
 #include "troupe/core.hpp"
 #include "troupe/model_builder.hpp"
 

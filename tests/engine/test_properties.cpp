@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "../test_util.hpp"
-#include "engine/src/compiled_model_impl.hpp"
+#include "engine/runtime/compiled_model_impl.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"

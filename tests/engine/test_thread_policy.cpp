@@ -1,4 +1,4 @@
-// Thread policy (engine/src/thread_policy): a model of tiny compute nodes runs its one LATENCY
+// Thread policy (engine/graph/thread_policy): a model of tiny compute nodes runs its one LATENCY
 // stream on one thread, a model of large ones on all cores, and a thread count the user set is
 // kept; the MAC estimate counts Conv and MatMul/Gemm work; a small model's execute stages run on
 // the scheduler's workers.
@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "../test_util.hpp"
-#include "engine/src/thread_policy.hpp"
+#include "engine/graph/thread_policy.hpp"
 #include "troupe/core.hpp"
 #include "troupe/model_builder.hpp"
 #include "troupe/properties.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/transformations/transformations.hpp"
+#include "engine/graph/transformations/transformations.hpp"
 #include "transformation_test_util.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"

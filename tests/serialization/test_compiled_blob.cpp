@@ -8,9 +8,9 @@
 #include <random>
 #include <sstream>
 
-#include "engine/src/cpu_plugin.hpp"
+#include "engine/runtime/cpu_plugin.hpp"
 #include "serialization/byte_io.hpp"
-#include "serialization/compiled_blob.hpp"
+#include "serialization/blob/compiled_blob.hpp"
 #include "tests/serialization/serialization_test_util.hpp"
 #include "troupe/core.hpp"
 #include "troupe/serialize.hpp"

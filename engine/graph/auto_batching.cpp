@@ -1,0 +1,31 @@
+#include "engine/graph/auto_batching.hpp"
+
+namespace troupe::detail {
+
+namespace {
+std::string leading_dim_obstacle(const char* what, const ValueInfo& info) {
+  if (info.shape.rank() == 0) return std::string(what) + " '" + info.name + "' is a scalar";
+  if (info.shape[0] != Shape::dynamic)
+    return std::string(what) + " '" + info.name + "' has a static leading dimension (" +
+           info.shape.to_string() + ")";
+  return {};
+}
+}  // namespace
+
+std::string batching_obstacle(const CompiledGraph& graph) {
+  const Model& model = *graph.model;
+  if (model.inputs().empty()) return "the model has no inputs";
+  for (ValueId in : model.inputs())
+    if (auto why = leading_dim_obstacle("input", model.value(in)); !why.empty()) return why;
+  for (ValueId out : model.outputs())
+    if (auto why = leading_dim_obstacle("output", model.value(out)); !why.empty()) return why;
+  return {};
+}
+
+void fit_batching_to_graph(CompileConfig& config, const CompiledGraph& graph) {
+  if (config.auto_batch_max_size <= 1 || batching_obstacle(graph).empty()) return;
+  config.auto_batch_max_size = 1;
+  config.derive_request_counts();
+}
+
+}  // namespace troupe::detail

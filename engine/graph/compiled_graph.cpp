@@ -1,0 +1,123 @@
+#include "engine/graph/compiled_graph.hpp"
+
+#include "engine/graph/layout_assignment.hpp"
+#include "engine/graph/thread_policy.hpp"
+#include "engine/graph/transformations/transformations.hpp"
+#include "kernels/kernel_registry.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe::detail {
+
+namespace {
+
+bool has_depthwise_conv(const Model& model) {
+  for (const Node& node : model.nodes()) {
+    if (node.op_type != "Conv" || node.inputs.size() < 2 || node.inputs[1] == no_value) continue;
+    const Shape& weights = model.value(node.inputs[1]).shape;
+    if (node.attributes.get_int_or("group", 1) > 1 && weights.rank() >= 3 && weights[1] == 1)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+kernels::KernelRequest make_kernel_request(const Model& model, const Node& node,
+                                           ElementType precision,
+                                           const std::vector<kernels::TensorLayout>* layouts) {
+  return KernelRequests(model, precision, layouts)(node);
+}
+
+KernelRequests::KernelRequests(const Model& model, ElementType precision,
+                               const std::vector<kernels::TensorLayout>* value_layouts)
+    : model_(model),
+      precision_(precision),
+      layouts_(value_layouts),
+      depthwise_model_(has_depthwise_conv(model)) {}
+
+kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
+  kernels::KernelRequest request{node, {}, {}};
+  request.compute_precision = precision_;
+  request.depthwise_model = depthwise_model_;
+  for (ValueId in : node.inputs) {
+    request.inputs.push_back(in == no_value ? ValueInfo{} : model_.value(in));
+    auto c = in == no_value ? model_.constants().end() : model_.constants().find(in);
+    request.constant_inputs.push_back(c == model_.constants().end() ? nullptr : &c->second);
+    if (layouts_)
+      request.input_layouts.push_back(in == no_value ? kernels::TensorLayout{} : (*layouts_)[in]);
+  }
+  for (ValueId out : node.outputs) {
+    request.outputs.push_back(model_.value(out));
+    if (layouts_) request.output_layouts.push_back((*layouts_)[out]);
+  }
+  return request;
+}
+
+void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kernels::Kernel>>& k,
+                      const std::vector<kernels::TensorLayout>& layouts, CompiledGraph& graph) {
+  graph.implementations.clear();
+  graph.output_layouts.clear();
+  for (size_t n = 0; n < model.nodes().size(); ++n) {
+    const Node& node = model.nodes()[n];
+    graph.implementations.push_back(k[n] ? k[n]->implementation() : "dynamic");
+    std::string names;
+    for (ValueId out : node.outputs)
+      names += (names.empty() ? "" : ",") + layout_name(static_cast<size_t>(out) < layouts.size()
+                                                            ? layouts[out]
+                                                            : kernels::TensorLayout{},
+                                                        model.value(out).shape);
+    graph.output_layouts.push_back(names);
+  }
+}
+
+std::shared_ptr<CompiledGraph> compile_graph(
+    const Model& source, const CompileConfig& config,
+    std::vector<std::unique_ptr<kernels::Kernel>>* kernels) {
+  auto model = source.clone();
+  // Graph transformations (constant folding, fusion); with config.disable_transformations the
+  // graph runs exactly as given. Some folding must precede validation (shape computations that
+  // feed a Reshape's target).
+  if (!config.disable_transformations) transformations::fold_constants_unvalidated(*model);
+  model->validate();
+  transformations::OriginalNames original_names;
+  if (!config.disable_transformations) original_names = transformations::run_all(*model);
+  auto graph = std::make_shared<CompiledGraph>();
+  graph->inference_precision = config.inference_precision;
+  for (ValueId in : model->inputs())
+    if (!model->value(in).shape.is_static()) graph->dynamic_shapes = true;
+
+  const auto& registry = kernels::KernelRegistry::instance();
+  // The kernels go to the first execute stream: create them with its thread count.
+  CompileConfig stream_config = config;
+  fit_threads_to_model(stream_config, *model);
+  const ScopedOmpThreads stream_threads(stream_config.threads_per_stream);
+  std::vector<std::unique_ptr<kernels::Kernel>> created;
+  std::string unsupported;
+  const KernelRequests requests(*model, graph->inference_precision);
+  for (const Node& node : model->nodes()) {
+    std::unique_ptr<kernels::Kernel> kernel;
+    bool static_node = true;
+    for (ValueId v : node.inputs)
+      if (v != no_value && !model->value(v).shape.is_static()) static_node = false;
+    if (registry.has_op(node.op_type) && static_node) kernel = registry.create(requests(node));
+    if (!registry.has_op(node.op_type) || (static_node && !kernel)) {
+      unsupported += (unsupported.empty() ? "" : ", ") + node.op_type + " node '" + node.name + "'";
+      continue;
+    }
+    graph->original_names.push_back(transformations::original_names_of(original_names, node.name));
+    created.push_back(std::move(kernel));
+  }
+  if (!unsupported.empty())
+    throw UnsupportedOperation("model '" + model->name() + "': no CPU kernel for " + unsupported);
+  graph->blocked_layouts = !config.disable_transformations;
+  std::vector<kernels::TensorLayout> layouts;
+  if (graph->blocked_layouts && !graph->dynamic_shapes)
+    layouts = assign_layouts(*model, created, /*boundaries=*/true, graph->inference_precision);
+  graph->value_layouts = layouts;
+  describe_kernels(*model, created, layouts, *graph);
+  if (kernels && !graph->dynamic_shapes) *kernels = std::move(created);
+  graph->model = std::move(model);
+  return graph;
+}
+
+}  // namespace troupe::detail

@@ -1,0 +1,136 @@
+#include "engine/graph/layout_assignment.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "engine/graph/compiled_graph.hpp"
+#include "kernels/kernel_registry.hpp"
+
+namespace troupe::detail {
+
+namespace {
+
+struct Port {
+  size_t node;
+  size_t index;
+};
+
+// Who writes and who reads each value.
+struct Dataflow {
+  std::vector<std::vector<Port>> writers;  // at most one per value
+  std::vector<std::vector<Port>> readers;
+  std::vector<bool> is_output;
+  std::vector<bool> is_input;
+
+  explicit Dataflow(const Model& model)
+      : writers(model.values().size()),
+        readers(model.values().size()),
+        is_output(model.values().size(), false),
+        is_input(model.values().size(), false) {
+    for (size_t n = 0; n < model.nodes().size(); ++n) {
+      const Node& node = model.nodes()[n];
+      for (size_t o = 0; o < node.outputs.size(); ++o) writers[node.outputs[o]].push_back({n, o});
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        if (node.inputs[i] != no_value) readers[node.inputs[i]].push_back({n, i});
+    }
+    for (ValueId v : model.outputs()) is_output[v] = true;
+    for (ValueId v : model.inputs()) is_input[v] = true;
+  }
+};
+
+// The layout value `v` can be kept in (plain when none). Nodes in `excluded` take plain only.
+// A model input has no writer (the upload stage writes it) and a model output may have no reader
+// (the download stage reads it); with `boundaries` both may be laid out too.
+kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueId v,
+                                const std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
+                                const std::set<size_t>& excluded, bool boundaries) {
+  const kernels::TensorLayout plain;
+  const ValueInfo& info = model.value(v);
+  const bool boundary = flow.is_input[v] || flow.is_output[v];
+  if ((boundary && !boundaries) || (flow.is_input[v] && flow.is_output[v]) ||
+      model.is_constant(v) || info.type != ElementType::f32 || info.shape.rank() != 4 ||
+      !info.shape.is_static())
+    return plain;
+  if (flow.is_input[v] ? !flow.writers[v].empty() : flow.writers[v].size() != 1) return plain;
+  if (flow.readers[v].empty() && !flow.is_output[v]) return plain;
+  kernels::TensorLayout layout;
+  if (!flow.is_input[v]) {
+    const Port writer = flow.writers[v][0];
+    if (excluded.count(writer.node)) return plain;
+    layout = kernels[writer.node]->preferred_output_layout(writer.index);
+  } else if (!flow.readers[v].empty()) {
+    layout = kernels[flow.readers[v][0].node]->preferred_input_layout(flow.readers[v][0].index);
+  }
+  layout = layout.order();  // the order first; bf16 storage below
+  if (layout.is_plain() || (layout.channel_block > 0 && info.shape[1] % layout.channel_block != 0))
+    return plain;
+  // A reader that prefers bf16 also reads f32 in the same order (converting it itself).
+  bool every_reader_bf16 = !flow.readers[v].empty();
+  for (const Port& r : flow.readers[v]) {
+    const kernels::TensorLayout wanted = kernels[r.node]->preferred_input_layout(r.index);
+    if (excluded.count(r.node) || !wanted.same_order(layout)) return plain;
+    every_reader_bf16 = every_reader_bf16 && wanted.bf16;
+  }
+  // A model input that only bf16 readers read is converted to bf16 once, by upload. Values that
+  // kernels write stay f32: the kernels write f32.
+  if (flow.is_input[v] && every_reader_bf16 && !flow.is_output[v]) layout.bf16 = true;
+  return layout;
+}
+
+}  // namespace
+
+ValueLayouts assign_layouts(const Model& model,
+                            std::vector<std::unique_ptr<kernels::Kernel>>& kernels, bool boundaries,
+                            ElementType precision) {
+  const Dataflow flow(model);
+  const auto& registry = kernels::KernelRegistry::instance();
+  // A kernel that said it handles a layout should accept it when created again; if one does not,
+  // its node takes plain tensors and the assignment starts over without it.
+  std::set<size_t> excluded;
+  for (;;) {
+    ValueLayouts layouts(model.values().size());
+    std::set<size_t> touched;
+    for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v) {
+      layouts[v] = layout_of(model, flow, v, kernels, excluded, boundaries);
+      if (layouts[v].is_plain()) continue;
+      for (const Port& w : flow.writers[v]) touched.insert(w.node);
+      for (const Port& r : flow.readers[v]) touched.insert(r.node);
+    }
+    std::map<size_t, std::unique_ptr<kernels::Kernel>> recreated;
+    bool failed = false;
+    const detail::KernelRequests requests(model, precision, &layouts);
+    for (size_t n : touched) {
+      auto kernel = registry.create(requests(model.nodes()[n]));
+      if (!kernel) {
+        excluded.insert(n);
+        failed = true;
+        break;
+      }
+      recreated[n] = std::move(kernel);
+    }
+    if (failed) continue;
+    for (auto& [n, kernel] : recreated) kernels[n] = std::move(kernel);
+    return layouts;
+  }
+}
+
+std::string layout_name(kernels::TensorLayout layout, const Shape& shape) {
+  if (layout.bf16) return layout_name(layout.order(), shape) + ":bf16";
+  if (layout.is_plain()) return "plain";
+  const size_t rank = shape.rank();
+  if (layout.channels_last) return rank == 3 ? "nwc" : rank == 4 ? "nhwc" : "ndhwc";
+  const std::string block = std::to_string(layout.channel_block);
+  switch (rank) {
+    case 3:
+      return "nCw" + block + "c";
+    case 4:
+      return "nChw" + block + "c";
+    case 5:
+      return "nCdhw" + block + "c";
+    default:
+      return "blocked" + block;
+  }
+}
+
+}  // namespace troupe::detail

@@ -1,0 +1,201 @@
+#include "engine/graph/stream_executor.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+#include "actors/clock.hpp"
+#include "engine/graph/layout_assignment.hpp"
+#include "engine/graph/memory_plan.hpp"
+#include "engine/graph/thread_policy.hpp"
+#include "kernels/kernel_registry.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe::detail {
+
+StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph, int threads,
+                               std::vector<std::unique_ptr<kernels::Kernel>> prepared)
+    : graph_(std::move(graph)), threads_(threads) {
+  if (!graph_->dynamic_shapes) {
+    std::vector<Shape> shapes;
+    for (ValueId in : graph_->model->inputs()) shapes.push_back(graph_->model->value(in).shape);
+    specializations_.push_back(specialize(shapes, std::move(prepared)));
+  }
+}
+
+const StreamExecutor::Specialization* StreamExecutor::active() const {
+  return specializations_.empty() ? nullptr : &specializations_.front();
+}
+
+size_t StreamExecutor::planned_bytes() const {
+  const Specialization* s = active();
+  return s ? s->planned_bytes : 0;
+}
+
+StreamExecutor::Specialization StreamExecutor::specialize(
+    const std::vector<Shape>& input_shapes,
+    std::vector<std::unique_ptr<kernels::Kernel>> prepared) const {
+  std::shared_ptr<const Model> model = graph_->model;
+  if (graph_->dynamic_shapes) {
+    auto concrete = graph_->model->clone();
+    for (size_t i = 0; i < input_shapes.size(); ++i)
+      concrete->value(concrete->inputs()[i]).shape = input_shapes[i];
+    concrete->validate();
+    model = std::move(concrete);
+  }
+  const auto& registry = kernels::KernelRegistry::instance();
+  const ScopedOmpThreads stream_threads(threads_);
+  const bool use_prepared = !graph_->dynamic_shapes && prepared.size() == model->nodes().size();
+  std::vector<std::unique_ptr<kernels::Kernel>> kernels;
+  const KernelRequests requests(*model, graph_->inference_precision);
+  for (size_t n = 0; n < model->nodes().size(); ++n) {
+    const Node& node = model->nodes()[n];
+    auto kernel = use_prepared ? std::move(prepared[n]) : registry.create(requests(node));
+    if (!kernel)
+      throw UnsupportedOperation(node.op_type + " node '" + node.name +
+                                 "': no CPU kernel for these shapes/types");
+    kernels.push_back(std::move(kernel));
+  }
+  // Kernels handed over by compile_graph already have their layouts. Model inputs and outputs are
+  // only blocked with static shapes: the stages must know their layouts before the first run.
+  Specialization s;
+  if (use_prepared)
+    s.value_layouts = graph_->value_layouts;
+  else if (graph_->blocked_layouts)
+    s.value_layouts =
+        assign_layouts(*model, kernels, !graph_->dynamic_shapes, graph_->inference_precision);
+  std::vector<Tensor> values(model->values().size());
+  for (const auto& [id, tensor] : model->constants()) values[id] = tensor;
+  for (const Node& node : model->nodes())
+    for (ValueId out : node.outputs) {
+      const ValueInfo& info = model->value(out);
+      if (!info.shape.is_static())
+        throw UnsupportedOperation(node.op_type + " node '" + node.name + "': output '" +
+                                   info.name + "' has a shape that cannot be inferred (" +
+                                   info.shape.to_string() + ")");
+    }
+  // Intermediate values share buffers where their lifetimes do not overlap.
+  const MemoryPlan plan = plan_memory(*model);
+  std::vector<std::shared_ptr<void>> buffers;
+  for (size_t bytes : plan.buffer_bytes) {
+    constexpr size_t alignment = 64;  // what Tensor's own allocations and oneDNN prefer
+    void* memory = std::aligned_alloc(alignment, (bytes + alignment) / alignment * alignment);
+    if (!memory) throw std::bad_alloc();
+    buffers.emplace_back(memory, std::free);
+  }
+  for (ValueId v = 0; v < static_cast<ValueId>(values.size()); ++v) {
+    const int buffer = plan.buffer_of[v];
+    if (buffer == MemoryPlan::unplanned) continue;
+    const std::shared_ptr<void>& storage = buffers[static_cast<size_t>(buffer)];
+    values[v] = Tensor(model->value(v).type, model->value(v).shape, storage, storage.get());
+  }
+  s.planned_bytes = plan.total_bytes();
+  s.kernels = std::move(kernels);
+  s.values = std::move(values);
+  s.model = std::move(model);
+  s.input_shapes = input_shapes;
+  return s;
+}
+
+StreamExecutor::Specialization& StreamExecutor::activate(const std::vector<Tensor>& inputs) {
+  auto same_shapes = [&](const Specialization& s) {
+    if (s.input_shapes.size() != inputs.size()) return false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].shape() != s.input_shapes[i]) return false;
+    return true;
+  };
+  auto it = std::find_if(specializations_.begin(), specializations_.end(), same_shapes);
+  if (it == specializations_.begin() && it != specializations_.end()) return *it;
+  if (it != specializations_.end()) {
+    std::rotate(specializations_.begin(), it, it + 1);
+    return specializations_.front();
+  }
+  std::vector<Shape> shapes;
+  for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  Specialization fresh = specialize(shapes);
+  while (specializations_.size() >= max_specializations_) specializations_.pop_back();
+  specializations_.insert(specializations_.begin(), std::move(fresh));
+  return specializations_.front();
+}
+
+void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                         std::vector<OpTiming>* timings) {
+  const Model& graph_model = *graph_->model;
+  if (inputs.size() != graph_model.inputs().size())
+    throw ExecutionError("executor given " + std::to_string(inputs.size()) + " inputs, model has " +
+                         std::to_string(graph_model.inputs().size()));
+  Specialization& active = activate(inputs);
+  const Model& model = *active.model;
+  std::vector<Tensor>& values = active.values;
+  const auto& kernels = active.kernels;
+  for (size_t i = 0; i < inputs.size(); ++i) values[model.inputs()[i]] = inputs[i];
+  outputs.resize(model.outputs().size());
+  // Outputs produced by nodes are written straight into the caller's buffers.
+  for (size_t o = 0; o < model.outputs().size(); ++o) {
+    ValueId id = model.outputs()[o];
+    const ValueInfo& info = model.value(id);
+    const bool produced =
+        !model.is_constant(id) &&
+        std::find(model.inputs().begin(), model.inputs().end(), id) == model.inputs().end();
+    if (!produced) continue;
+    if (outputs[o].empty() || outputs[o].shape() != info.shape ||
+        outputs[o].element_type() != info.type)
+      outputs[o] = Tensor(info.type, info.shape);
+    values[id] = outputs[o];
+  }
+  if (timings) timings->assign(kernels.size(), {});
+  std::vector<Tensor> in;
+  std::vector<Tensor> out;
+  for (size_t n = 0; n < kernels.size(); ++n) {
+    const Node& node = model.nodes()[n];
+    in.clear();
+    out.clear();
+    for (ValueId v : node.inputs) in.push_back(v == no_value ? Tensor() : values[v]);
+    for (ValueId v : node.outputs) out.push_back(values[v]);
+    const int64_t t0 = timings ? now_ns() : 0;
+    const int64_t c0 = timings ? thread_cpu_ns() : 0;
+    try {
+      kernels[n]->execute(in, out);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
+    }
+    if (timings) (*timings)[n] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
+  }
+  // Model outputs that are inputs or constants: copy (the caller owns its output buffers).
+  for (size_t o = 0; o < model.outputs().size(); ++o) {
+    ValueId id = model.outputs()[o];
+    if (values[id].raw_data() == outputs[o].raw_data() && !outputs[o].empty()) continue;
+    outputs[o] = values[id].clone();
+  }
+  // The caller's tensors are not kept past the run (a kept specialization would hold them).
+  for (ValueId in : model.inputs()) values[in] = Tensor();
+  for (ValueId out : model.outputs())
+    if (!model.is_constant(out)) values[out] = Tensor();
+}
+
+kernels::TensorLayout StreamExecutor::input_layout(size_t i) const {
+  const Specialization* s = active();
+  if (!s) return {};
+  const ValueId v = s->model->inputs().at(i);
+  return static_cast<size_t>(v) < s->value_layouts.size() ? s->value_layouts[v]
+                                                          : kernels::TensorLayout{};
+}
+
+kernels::TensorLayout StreamExecutor::output_layout(size_t o) const {
+  const Specialization* s = active();
+  if (!s) return {};
+  const ValueId v = s->model->outputs().at(o);
+  return static_cast<size_t>(v) < s->value_layouts.size() ? s->value_layouts[v]
+                                                          : kernels::TensorLayout{};
+}
+
+std::vector<std::string> StreamExecutor::implementations() const {
+  std::vector<std::string> out;
+  if (const Specialization* s = active())
+    for (const auto& k : s->kernels) out.push_back(k->implementation());
+  return out;
+}
+
+}  // namespace troupe::detail

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/graph/compiled_graph.hpp"
+#include "kernels/kernel.hpp"
+
+namespace troupe::detail {
+
+/// Time one node took in one run.
+struct OpTiming {
+  int64_t real_ns = 0;
+  int64_t cpu_ns = 0;
+  int64_t start_ns = 0;  // steady clock, for traces
+};
+
+/// Runs a CompiledGraph on one execute stream: owns the stream's kernel instances and
+/// intermediate buffers. Used from one thread at a time. When input shapes differ from the last
+/// run (dynamic dimensions), it re-infers shapes and creates kernels and buffers for them, and
+/// keeps the last few such specializations, so that requests alternating between shapes (or
+/// batches of varying size) do not re-create kernels on every run.
+class StreamExecutor {
+ public:
+  /// `prepared`: kernels already created for the graph's nodes (from compile_graph), used instead
+  /// of creating them again; empty to create them here.
+  /// `threads`: the stream's OpenMP thread count, under which its kernels are created.
+  StreamExecutor(std::shared_ptr<const CompiledGraph> graph, int threads,
+                 std::vector<std::unique_ptr<kernels::Kernel>> prepared = {});
+
+  /// `inputs`: one per model input, the model's element type, dense. `outputs`: one per model
+  /// output; an entry that is empty or of another shape is (re)allocated here, otherwise written in
+  /// place. `timings`, when given, receives one entry per node.
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+           std::vector<OpTiming>* timings);
+
+  /// Implementation of each node's kernel (in execution order).
+  std::vector<std::string> implementations() const;
+  /// Layouts in which run() takes model input i and writes model output o (blocked ones are
+  /// converted by the upload and download stages).
+  kernels::TensorLayout input_layout(size_t i) const;
+  kernels::TensorLayout output_layout(size_t o) const;
+  /// Bytes of the buffers holding intermediate values (shared per the memory plan).
+  size_t planned_bytes() const;
+  /// How many shape specializations are kept by default (most recently used first).
+  static constexpr size_t default_specializations = 8;
+  /// Keeps up to `count` specializations (at least 1): automatic batching runs one per batch size.
+  void keep_specializations(size_t count) { max_specializations_ = count < 1 ? 1 : count; }
+
+ private:
+  /// The graph with concrete input shapes: its kernels and intermediate buffers.
+  struct Specialization {
+    std::shared_ptr<const Model> model;
+    std::vector<Shape> input_shapes;
+    std::vector<std::unique_ptr<kernels::Kernel>> kernels;
+    std::vector<Tensor> values;
+    size_t planned_bytes = 0;
+    std::vector<kernels::TensorLayout> value_layouts;  // by ValueId; empty: all plain
+  };
+
+  /// The specialization of the last run; null before the first run of a dynamic graph.
+  const Specialization* active() const;
+  Specialization specialize(const std::vector<Shape>& input_shapes,
+                            std::vector<std::unique_ptr<kernels::Kernel>> prepared = {}) const;
+  /// Moves the specialization for these input shapes to the front, creating it if needed.
+  Specialization& activate(const std::vector<Tensor>& inputs);
+
+  std::shared_ptr<const CompiledGraph> graph_;
+  int threads_ = 1;
+  std::vector<Specialization> specializations_;  // most recently used first
+  size_t max_specializations_ = default_specializations;
+};
+
+}  // namespace troupe::detail

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+
+#include "engine/graph/compile_config.hpp"
+#include "troupe/model.hpp"
+
+namespace troupe::detail {
+
+/// Multiply-accumulates of one inference in the compute-heavy nodes (Conv, ConvTranspose, MatMul,
+/// Gemm) of a model; dynamic dimensions count as 1, nodes with dynamic weights as zero.
+int64_t estimate_macs(const Model& model);
+
+/// Gives each stream one thread when the model's compute nodes are too small to split: every
+/// OpenMP parallel region wakes the team, and an op of a few microseconds gets slower, not faster,
+/// on two threads. Only when the user set no thread count and one stream would run several.
+void fit_threads_to_model(CompileConfig& config, const Model& model);
+
+/// Runs the execute stages of a small model on the actor scheduler's `workers` instead of a thread
+/// per stream: a graph run of tens of microseconds is then a stage handler like the others, and a
+/// request no longer wakes a stream thread to reach execute and a worker to leave it. Only with
+/// one thread per stream, no more streams than workers, no automatic batching and a model whose
+/// run stays under a millisecond on one core (its multiply-accumulates and the data it moves).
+/// Dynamic dimensions count as 1; scheduled_input_elements_limit bounds how much larger a request
+/// may be and still run on a worker. Call after fit_threads_to_model and fit_batching_to_graph.
+void choose_execute_threads(CompileConfig& config, const Model& model, size_t workers);
+
+/// Sets the calling thread's OpenMP thread count for its lifetime. oneDNN fixes a primitive's
+/// thread count when it is created, from the creating thread's count, and runs it with that many
+/// threads whatever the executing thread's setting: kernels must be created under the count of the
+/// stream that will run them.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int threads);
+  ~ScopedOmpThreads();
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int previous_;
+};
+
+}  // namespace troupe::detail

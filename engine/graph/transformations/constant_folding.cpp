@@ -1,0 +1,182 @@
+// Constant folding: nodes computable at compile time become constants. This removes the
+// Shape -> Gather -> Concat -> Reshape chains exporters emit for static input shapes.
+#include <algorithm>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "engine/ops/op_schema.hpp"
+#include "engine/graph/compiled_graph.hpp"
+#include "engine/graph/transformations/graph_queries.hpp"
+#include "engine/graph/transformations/transformations.hpp"
+#include "kernels/kernel_registry.hpp"
+
+namespace troupe::transformations {
+
+namespace {
+
+// Folding evaluates a node once; for these the result must differ per run.
+bool is_nondeterministic(const std::string& op_type) {
+  return op_type.find("Random") != std::string::npos || op_type == "Multinomial" ||
+         op_type == "Bernoulli";
+}
+
+// Folded results stay in memory as constants: skip ones that would be huge (e.g. a ConstantOfShape
+// filling an activation-sized buffer is cheaper to compute than to keep).
+constexpr int64_t max_folded_elements = int64_t{1} << 24;
+
+// Shape and Size depend only on the input's shape, which may be static for a non-constant value.
+bool fold_shape_query(Model& model, const Node& node) {
+  if ((node.op_type != "Shape" && node.op_type != "Size") || node.inputs.size() != 1 ||
+      node.outputs.size() != 1 || node.inputs[0] == no_value)
+    return false;
+  const Shape& shape = model.value(node.inputs[0]).shape;
+  if (!shape.is_static()) return false;
+  if (node.op_type == "Size") {
+    model.set_constant(node.outputs[0],
+                       Tensor::from_vector<int64_t>(Shape{}, {shape.element_count()}));
+    return true;
+  }
+  const int64_t rank = static_cast<int64_t>(shape.rank());
+  auto clamp = [rank](int64_t axis) {
+    if (axis < 0) axis += rank;
+    return std::clamp<int64_t>(axis, 0, rank);
+  };
+  const int64_t start = clamp(node.attributes.get_int_or("start", 0));
+  const int64_t end = clamp(node.attributes.get_int_or("end", rank));
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(shape[static_cast<size_t>(i)]);
+  const int64_t count = static_cast<int64_t>(dims.size());
+  model.set_constant(node.outputs[0], Tensor::from_vector<int64_t>(Shape{count}, dims));
+  return true;
+}
+
+// Runs the node's reference kernel on its constant inputs; false when it cannot be evaluated here.
+bool fold_by_evaluation(Model& model, const Node& node) {
+  for (ValueId in : node.inputs)
+    if (in != no_value && !model.is_constant(in)) return false;
+  int64_t elements = 0;
+  for (ValueId out : node.outputs) {
+    const ValueInfo& v = model.value(out);
+    if (v.type == ElementType::undefined || !v.shape.is_static()) return false;
+    elements += v.shape.element_count();
+  }
+  if (elements > max_folded_elements) return false;
+
+  std::vector<Tensor> outputs;
+  try {
+    const kernels::KernelRequest request = detail::make_kernel_request(model, node);
+    auto kernel = kernels::KernelRegistry::instance().create_with("reference", request);
+    if (!kernel) return false;
+    std::vector<Tensor> inputs;
+    for (ValueId in : node.inputs)
+      inputs.push_back(in == no_value ? Tensor() : model.constants().at(in));
+    for (ValueId out : node.outputs)
+      outputs.emplace_back(model.value(out).type, model.value(out).shape);
+    kernel->execute(inputs, outputs);
+  } catch (const std::exception&) {
+    return false;  // the node stays and fails (or not) at run time as without folding
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i) model.set_constant(node.outputs[i], outputs[i]);
+  return true;
+}
+
+bool writes_model_output(const Model& model, const Node& node) {
+  for (ValueId out : node.outputs)
+    if (is_model_output(model, out)) return true;
+  return false;
+}
+
+bool try_fold(Model& model, const Node& node) {
+  return !writes_model_output(model, node) && !node.outputs.empty() &&
+         !is_nondeterministic(node.op_type) &&
+         (fold_shape_query(model, node) || fold_by_evaluation(model, node));
+}
+
+// Infers the outputs of one node from its (already known) inputs; false when its schema rejects
+// them (validate() reports that later, with the whole graph).
+bool infer_node(Model& model, const Node& node) {
+  const OpSchema* schema = OpSchemaRegistry::instance().find(node.op_type);
+  if (schema == nullptr || node.inputs.size() < schema->min_inputs ||
+      node.inputs.size() > schema->max_inputs || node.outputs.size() < schema->min_outputs ||
+      node.outputs.size() > schema->max_outputs)
+    return false;
+  ShapeInferContext ctx{node, {}, {}};
+  for (ValueId in : node.inputs) {
+    ctx.inputs.push_back(in == no_value ? ValueInfo{} : model.value(in));
+    ctx.constant_inputs.push_back(
+        in != no_value && model.is_constant(in) ? &model.constants().at(in) : nullptr);
+  }
+  std::vector<ValueInfo> outputs;
+  try {
+    outputs = schema->infer(ctx);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (outputs.size() < node.outputs.size()) return false;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] == no_value) continue;
+    ValueInfo& v = model.value(node.outputs[i]);
+    v.type = outputs[i].type;
+    v.shape = outputs[i].shape;
+  }
+  return true;
+}
+
+}  // namespace
+
+size_t fold_constants_unvalidated(Model& model) {
+  const std::vector<Node>& nodes = model.nodes();
+  std::vector<bool> known(model.values().size(), false);
+  for (ValueId in : model.inputs()) known[static_cast<size_t>(in)] = true;
+  for (const auto& [id, tensor] : model.constants()) known[static_cast<size_t>(id)] = true;
+  std::vector<bool> visited(nodes.size(), false);
+  std::vector<bool> folded(nodes.size(), false);
+  size_t count = 0;
+  // Sweeps in dependency order (the node list need not be sorted yet); a node whose inference
+  // fails leaves its outputs unknown, and so everything after it unvisited.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (visited[i]) continue;
+      bool ready = true;
+      for (ValueId in : nodes[i].inputs)
+        if (in != no_value && !known[static_cast<size_t>(in)]) ready = false;
+      if (!ready) continue;
+      visited[i] = true;
+      progress = true;
+      if (!infer_node(model, nodes[i])) continue;
+      for (ValueId out : nodes[i].outputs)
+        if (out != no_value) known[static_cast<size_t>(out)] = true;
+      if (try_fold(model, nodes[i])) {
+        folded[i] = true;
+        ++count;
+      }
+    }
+  }
+  if (count == 0) return 0;
+  std::vector<Node> kept;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!folded[i]) kept.push_back(nodes[i]);
+  model.set_nodes(std::move(kept));
+  return count;
+}
+
+size_t fold_constants(Model& model) {
+  // Nodes are in topological order, so a folded node's constant outputs are visible to the nodes
+  // after it within the same sweep.
+  std::vector<Node> kept;
+  size_t folded = 0;
+  for (const Node& node : model.nodes()) {
+    if (try_fold(model, node))
+      ++folded;
+    else
+      kept.push_back(node);
+  }
+  if (folded == 0) return 0;
+  model.set_nodes(std::move(kept));
+  model.validate();
+  return folded;
+}
+
+}  // namespace troupe::transformations

@@ -1,0 +1,163 @@
+#pragma once
+
+// Helpers of the passes that recognise a multi-node pattern (an exporter's decomposition of one
+// operation) and replace it: who produces a value, which inputs are constants, and the rewrite
+// bookkeeping (removed nodes, original names).
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/graph/transformations/graph_queries.hpp"
+#include "engine/graph/transformations/transformations.hpp"
+
+namespace troupe::transformations {
+
+// Per value: index of the node producing it, or -1 (model input, constant).
+inline std::vector<int> producers(const Model& model) {
+  std::vector<int> producer(model.values().size(), -1);
+  for (size_t i = 0; i < model.nodes().size(); ++i)
+    for (ValueId out : model.nodes()[i].outputs)
+      if (out != no_value) producer[static_cast<size_t>(out)] = static_cast<int>(i);
+  return producer;
+}
+
+// The data of a constant f32 value, or nullptr.
+inline const Tensor* f32_constant(const Model& model, ValueId id) {
+  if (id == no_value || !model.is_constant(id)) return nullptr;
+  const Tensor& t = model.constants().at(id);
+  return t.element_type() == ElementType::f32 ? &t : nullptr;
+}
+
+// The value of a constant f32 tensor with exactly one element (of any rank), if `id` is one.
+inline std::optional<double> f32_scalar(const Model& model, ValueId id) {
+  const Tensor* t = f32_constant(model, id);
+  if (!t || t->size() != 1) return std::nullopt;
+  return static_cast<double>(t->contiguous().data<float>()[0]);
+}
+
+// Whether `id` is a constant f32 scalar equal to `expected` up to float rounding of the exporter.
+inline bool is_f32_scalar(const Model& model, ValueId id, double expected,
+                          double tolerance = 1e-6) {
+  const std::optional<double> v = f32_scalar(model, id);
+  return v && std::fabs(*v - expected) <= tolerance * std::max(1.0, std::fabs(expected));
+}
+
+// For a two-input node reading `value`: its other input, or no_value when it reads `value` on
+// neither or both sides.
+inline ValueId other_input(const Node& node, ValueId value) {
+  if (node.inputs.size() != 2) return no_value;
+  if (node.inputs[0] == value && node.inputs[1] != value) return node.inputs[1];
+  if (node.inputs[1] == value && node.inputs[0] != value) return node.inputs[0];
+  return no_value;
+}
+
+// Per value: the indices of the nodes reading it (a node reading it twice is listed once).
+inline std::vector<std::vector<int>> readers(const Model& model) {
+  std::vector<std::vector<int>> result(model.values().size());
+  for (size_t i = 0; i < model.nodes().size(); ++i)
+    for (ValueId in : model.nodes()[i].inputs) {
+      if (in == no_value) continue;
+      std::vector<int>& r = result[static_cast<size_t>(in)];
+      if (r.empty() || r.back() != static_cast<int>(i)) r.push_back(static_cast<int>(i));
+    }
+  return result;
+}
+
+// A single-output node of `op_type` with `inputs` inputs.
+inline bool is_op(const Node& node, const char* op_type, size_t inputs) {
+  return node.op_type == op_type && node.inputs.size() == inputs && node.outputs.size() == 1;
+}
+
+// Nodes of a model being rewritten by one pass: the working copy, which are removed, and the
+// merging of original names.
+class Rewrite {
+ public:
+  Rewrite(Model& model, OriginalNames& names)
+      : model_(model),
+        names_(names),
+        nodes_(model.nodes()),
+        removed_(nodes_.size(), false),
+        consumer_(single_consumers(model)),
+        producer_(producers(model)) {}
+
+  std::vector<Node>& nodes() { return nodes_; }
+  Node& node(int index) { return nodes_[static_cast<size_t>(index)]; }
+  bool removed(int index) const { return removed_[static_cast<size_t>(index)]; }
+
+  // The node reading `value` when it is the only reader, not removed, and `value` is no model
+  // output (a value the caller reads is never fused away); else -1.
+  int sole_reader(ValueId value) const {
+    if (value == no_value || is_model_output(model_, value)) return -1;
+    const int c = consumer_[static_cast<size_t>(value)];
+    return c >= 0 && !removed_[static_cast<size_t>(c)] ? c : -1;
+  }
+
+  // The node producing `value` if it is not removed; else -1.
+  int producer(ValueId value) const {
+    if (value == no_value) return -1;
+    const int p = producer_[static_cast<size_t>(value)];
+    return p >= 0 && !removed_[static_cast<size_t>(p)] ? p : -1;
+  }
+
+  // Records that node `index` now produces its (changed) outputs.
+  void update_producer(int index) {
+    for (ValueId out : nodes_[static_cast<size_t>(index)].outputs)
+      if (out != no_value) producer_[static_cast<size_t>(out)] = index;
+  }
+
+  // Marks `absorbed` removed and records that `into` stands for them too (after what it already
+  // stands for, in the given order).
+  void absorb(const std::string& into, const std::vector<int>& absorbed) {
+    std::vector<std::string> merged = original_names_of(names_, into);
+    for (int a : absorbed) {
+      const Node& node = nodes_[static_cast<size_t>(a)];
+      if (node.name == into) continue;
+      for (const std::string& n : original_names_of(names_, node.name)) merged.push_back(n);
+      names_.erase(node.name);
+      removed_[static_cast<size_t>(a)] = true;
+    }
+    names_[into] = std::move(merged);
+    ++rewrites_;
+  }
+
+  // Replaces node `index` by `replacement`, which stands for the nodes `absorbed` (in order; they
+  // are removed, `index` included unless the replacement keeps its name).
+  void replace(int index, Node replacement, const std::vector<int>& absorbed) {
+    std::vector<std::string> merged;
+    for (int a : absorbed) {
+      const Node& node = nodes_[static_cast<size_t>(a)];
+      for (const std::string& n : original_names_of(names_, node.name)) merged.push_back(n);
+      names_.erase(node.name);
+      removed_[static_cast<size_t>(a)] = true;
+    }
+    removed_[static_cast<size_t>(index)] = false;
+    nodes_[static_cast<size_t>(index)] = std::move(replacement);
+    names_[nodes_[static_cast<size_t>(index)].name] = std::move(merged);
+    update_producer(index);
+    ++rewrites_;
+  }
+
+  // Writes the surviving nodes back into the model and validates it; returns the rewrite count.
+  size_t commit() {
+    if (rewrites_ == 0) return 0;
+    std::vector<Node> kept;
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (!removed_[i]) kept.push_back(std::move(nodes_[i]));
+    model_.set_nodes(std::move(kept));
+    model_.validate();
+    return rewrites_;
+  }
+
+ private:
+  Model& model_;
+  OriginalNames& names_;
+  std::vector<Node> nodes_;
+  std::vector<bool> removed_;
+  std::vector<int> consumer_;
+  std::vector<int> producer_;
+  size_t rewrites_ = 0;
+};
+
+}  // namespace troupe::transformations

@@ -1,0 +1,30 @@
+// The pass pipeline compile_graph runs (unless disable_transformations).
+#include "engine/graph/transformations/transformations.hpp"
+
+namespace troupe::transformations {
+
+std::vector<std::string> original_names_of(const OriginalNames& names, const std::string& node) {
+  auto it = names.find(node);
+  return it != names.end() ? it->second : std::vector<std::string>{node};
+}
+
+OriginalNames run_all(Model& model) {
+  OriginalNames names;
+  // Folding first: it turns shape computations and weight preprocessing into constants, which
+  // BatchNorm folding needs (constant Conv weights) and which leaves dead producers behind.
+  fold_constants(model);
+  eliminate_dead_code(model);
+  fold_batch_norm_into_conv(model, names);
+  // Bias before scale: the fused contract scales the biased product, s * (AB + b). Gelu before
+  // the post-op fusion, which folds the Gelu node into the MatMul before it.
+  fuse_matmul_bias(model, names);
+  fuse_matmul_scale(model, names);
+  fuse_layer_norm(model, names);
+  fuse_gelu(model, names);
+  fuse_post_ops(model, names);
+  fuse_depthwise_into_conv(model, names);
+  eliminate_dead_code(model);
+  return names;
+}
+
+}  // namespace troupe::transformations

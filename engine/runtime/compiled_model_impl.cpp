@@ -1,0 +1,126 @@
+#include "engine/runtime/compiled_model_impl.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/scheduler/abstract_coordinator.hpp>
+
+#include "engine/graph/auto_batching.hpp"
+#include "engine/graph/thread_policy.hpp"
+#include "troupe/error.hpp"
+#include "troupe/properties.hpp"
+
+namespace troupe::detail {
+
+namespace {
+CompileConfig fitted(CompileConfig config, const CompiledGraph& graph, Runtime& runtime) {
+  fit_threads_to_model(config, *graph.model);
+  fit_batching_to_graph(config, graph);
+  choose_execute_threads(config, *graph.model, runtime.system().scheduler().num_workers());
+  return config;
+}
+}  // namespace
+
+CompiledModelImpl::CompiledModelImpl(
+    std::shared_ptr<Runtime> runtime, std::shared_ptr<const CompiledGraph> graph,
+    CompileConfig config, bool loaded_from_cache,
+    std::vector<std::unique_ptr<kernels::Kernel>> first_stream_kernels)
+    : runtime_(std::move(runtime)),
+      context_(std::make_shared<actors::PipelineContext>(graph, fitted(config, *graph, *runtime_))),
+      loaded_from_cache_(loaded_from_cache) {
+  const Model& model = *context_->graph->model;
+  for (ValueId in : model.inputs()) context_->graph_inputs.push_back(model.value(in));
+  for (ValueId out : model.outputs()) context_->graph_outputs.push_back(model.value(out));
+  context_->inputs = context_->graph_inputs;
+  context_->outputs = context_->graph_outputs;
+  context_->pre_post = model.pre_post_processing();
+  if (const auto& ppp = context_->pre_post) {
+    for (size_t i = 0; i < ppp->inputs.size() && i < context_->inputs.size(); ++i)
+      if (ppp->inputs[i]) context_->inputs[i] = ppp->inputs[i]->caller;
+    for (size_t i = 0; i < ppp->outputs.size() && i < context_->outputs.size(); ++i)
+      if (ppp->outputs[i]) context_->outputs[i] = ppp->outputs[i]->caller;
+  }
+  for (int s = 0; s < context_->config.num_streams; ++s) {
+    context_->executors.push_back(
+        std::make_unique<StreamExecutor>(context_->graph, context_->config.threads_per_stream,
+                                         s == 0 ? std::move(first_stream_kernels)
+                                                : std::vector<std::unique_ptr<kernels::Kernel>>{}));
+    // Every batch size up to the largest comes with its own specialization: keep them all.
+    context_->executors.back()->keep_specializations(
+        StreamExecutor::default_specializations +
+        static_cast<size_t>(context_->config.auto_batch_max_size));
+    for (int k = 0; k < context_->config.slots_per_stream; ++k) {
+      actors::ExecuteSlot slot;
+      slot.stream = s;
+      context_->slots.push_back(std::move(slot));
+    }
+  }
+  // Every stream chose its layouts from the same kernels; the stages use one set for all.
+  for (const auto& executor : context_->executors) {
+    std::vector<kernels::TensorLayout> in, out;
+    for (size_t i = 0; i < model.inputs().size(); ++i) in.push_back(executor->input_layout(i));
+    for (size_t o = 0; o < model.outputs().size(); ++o) out.push_back(executor->output_layout(o));
+    if (executor == context_->executors.front()) {
+      context_->graph_input_layouts = in;
+      context_->graph_output_layouts = out;
+    } else if (in != context_->graph_input_layouts || out != context_->graph_output_layouts) {
+      throw ExecutionError("model '" + model.name() +
+                           "': execute streams chose different input/output layouts");
+    }
+  }
+  pipeline_ = std::make_unique<actors::Pipeline>(runtime_->system(), runtime_, context_);
+}
+
+CompiledModelImpl::~CompiledModelImpl() {
+  pipeline_.reset();
+}
+
+Any CompiledModelImpl::get_property(const std::string& name) const {
+  const Model& model = *context_->graph->model;
+  if (name == props::model_name) return Any(model.name());
+  if (name == props::optimal_number_of_infer_requests) return Any(config().optimal_requests);
+  if (name == props::execution_devices) return Any(std::vector<std::string>{"CPU"});
+  if (name == props::loaded_from_cache) return Any(loaded_from_cache_);
+  const AnyMap config_props = config().to_properties();
+  if (name == props::supported_properties) {
+    std::vector<std::string> names = {props::supported_properties, props::model_name,
+                                      props::optimal_number_of_infer_requests,
+                                      props::execution_devices, props::loaded_from_cache};
+    for (const auto& [key, value] : config_props) names.push_back(key);
+    return Any(names);
+  }
+  auto it = config_props.find(name);
+  if (it != config_props.end()) return it->second;
+  throw UnknownProperty("unknown property '" + name + "' for a compiled model (see " +
+                        props::supported_properties + ")");
+}
+
+std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
+  const CompiledGraph& graph = *context_->graph;
+  auto model = graph.model->clone();
+  auto& nodes = model->nodes();
+  // Per-node counters averaged over the runs recorded so far (present when PERF_COUNT is on).
+  std::vector<double> real_us(nodes.size(), 0), cpu_us(nodes.size(), 0);
+  std::vector<int64_t> runs(nodes.size(), 0);
+  for (const RequestTrace& t : context_->stats.traces())
+    for (size_t n = 0; n < t.ops.size() && n < nodes.size(); ++n) {
+      real_us[n] += static_cast<double>(t.ops[n].real_ns) / 1e3;
+      cpu_us[n] += static_cast<double>(t.ops[n].cpu_ns) / 1e3;
+      ++runs[n];
+    }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Attributes& a = nodes[i].attributes;
+    a.set("runs", runs[i]);
+    if (runs[i] > 0) {
+      a.set("mean_real_time_us", real_us[i] / static_cast<double>(runs[i]));
+      a.set("mean_cpu_time_us", cpu_us[i] / static_cast<double>(runs[i]));
+    }
+    a.set("layer_type", nodes[i].op_type);
+    a.set("execution_order", static_cast<int64_t>(i));
+    a.set("implementation", i < graph.implementations.size() ? graph.implementations[i] : "ref");
+    if (i < graph.output_layouts.size()) a.set("output_layouts", graph.output_layouts[i]);
+    a.set("original_names",
+          i < graph.original_names.size() ? graph.original_names[i] : std::vector<std::string>{});
+  }
+  return model;
+}
+
+}  // namespace troupe::detail

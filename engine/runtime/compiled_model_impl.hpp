@@ -1,0 +1,43 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/pipeline.hpp"
+#include "engine/graph/compile_config.hpp"
+#include "engine/graph/compiled_graph.hpp"
+#include "engine/runtime/runtime.hpp"
+#include "troupe/any.hpp"
+#include "troupe/model.hpp"
+
+namespace troupe::detail {
+
+/// What a CompiledModel handle points to: the compiled graph, its configuration and its pipeline.
+class CompiledModelImpl {
+ public:
+  /// `first_stream_kernels`: the kernels compile_graph created, adopted by execute stream 0.
+  CompiledModelImpl(std::shared_ptr<Runtime> runtime, std::shared_ptr<const CompiledGraph> graph,
+                    CompileConfig config, bool loaded_from_cache = false,
+                    std::vector<std::unique_ptr<kernels::Kernel>> first_stream_kernels = {});
+  ~CompiledModelImpl();
+
+  const std::vector<ValueInfo>& inputs() const { return context_->inputs; }
+  const std::vector<ValueInfo>& outputs() const { return context_->outputs; }
+  const CompileConfig& config() const { return context_->config; }
+  const std::shared_ptr<const CompiledGraph>& graph() const { return context_->graph; }
+  Any get_property(const std::string& name) const;
+  std::shared_ptr<const Model> runtime_model() const;
+
+  actors::Pipeline& pipeline() { return *pipeline_; }
+  actors::PipelineContext& context() { return *context_; }
+  Runtime& runtime() { return *runtime_; }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;
+  std::shared_ptr<actors::PipelineContext> context_;
+  std::unique_ptr<actors::Pipeline> pipeline_;
+  bool loaded_from_cache_;
+};
+
+}  // namespace troupe::detail
