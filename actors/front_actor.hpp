@@ -1,7 +1,7 @@
 #pragma once
 
 #include "actors/stage.hpp"
-#include "troupe/actor_interface.hpp"
+#include "troupe/actor_protocol.hpp"
 
 namespace troupe::actors {
 

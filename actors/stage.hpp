@@ -7,7 +7,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/pipeline_context.hpp"
-#include "actors/clock.hpp"
+#include "engine/graph/clock.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::actors {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "actors/clock.hpp"
+#include "engine/graph/clock.hpp"
 #include "engine/graph/layout_assignment.hpp"
 #include "engine/graph/memory_plan.hpp"
 #include "engine/graph/thread_policy.hpp"

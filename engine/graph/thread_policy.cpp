@@ -55,14 +55,6 @@ int64_t estimate_macs(const Model& model) {
   return total;
 }
 
-ScopedOmpThreads::ScopedOmpThreads(int threads) : previous_(omp_get_max_threads()) {
-  omp_set_num_threads(threads);
-}
-
-ScopedOmpThreads::~ScopedOmpThreads() {
-  omp_set_num_threads(previous_);
-}
-
 void fit_threads_to_model(CompileConfig& config, const Model& model) {
   if (config.inference_num_threads > 0 || config.num_streams != 1 || config.threads_per_stream <= 1)
     return;

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "engine/graph/compile_config.hpp"
+#include "kernels/omp_threads.hpp"
 #include "troupe/model.hpp"
 
 namespace troupe::detail {
@@ -24,20 +25,5 @@ void fit_threads_to_model(CompileConfig& config, const Model& model);
 /// Dynamic dimensions count as 1; scheduled_input_elements_limit bounds how much larger a request
 /// may be and still run on a worker. Call after fit_threads_to_model and fit_batching_to_graph.
 void choose_execute_threads(CompileConfig& config, const Model& model, size_t workers);
-
-/// Sets the calling thread's OpenMP thread count for its lifetime. oneDNN fixes a primitive's
-/// thread count when it is created, from the creating thread's count, and runs it with that many
-/// threads whatever the executing thread's setting: kernels must be created under the count of the
-/// stream that will run them.
-class ScopedOmpThreads {
- public:
-  explicit ScopedOmpThreads(int threads);
-  ~ScopedOmpThreads();
-  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
-  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
-
- private:
-  int previous_;
-};
 
 }  // namespace troupe::detail

@@ -5,11 +5,6 @@
 
 namespace troupe {
 
-caf::error make_actor_error(ActorErrc code, std::string message) {
-  return caf::error(static_cast<uint8_t>(code), troupe_error_category,
-                    caf::make_message(std::move(message)));
-}
-
 model_actor as_actor(const CompiledModel& model) {
   if (!model) throw InvalidArgument("as_actor: empty CompiledModel");
   return caf::actor_cast<model_actor>(model.impl()->pipeline().front());

@@ -5,9 +5,10 @@
 #include "engine/graph/compiled_graph.hpp"
 #include "engine/runtime/compiled_model_impl.hpp"
 #include "engine/runtime/cpu_plugin.hpp"
+#include "engine/runtime/import_config.hpp"
+#include "engine/runtime/model_cache.hpp"
 #include "engine/runtime/runtime.hpp"
 #include "serialization/blob/compiled_blob.hpp"
-#include "engine/runtime/model_cache.hpp"
 #include "serialization/model_formats.hpp"
 #include "troupe/actor_interface.hpp"
 #include "troupe/error.hpp"
@@ -70,7 +71,7 @@ CompiledModel Core::import_model(std::istream& stream, const std::string& device
   detail::CpuPlugin().resolve(properties);  // a bad key fails before the blob is read
   auto blob = serialization::read_compiled_blob(stream, detail::CpuPlugin::device_name,
                                                 detail::CpuPlugin::capabilities());
-  auto config = serialization::config_for_import(blob.info.config, properties);
+  auto config = detail::config_for_import(blob.info.config, properties);
   return CompiledModel(
       std::make_shared<detail::CompiledModelImpl>(runtime_, std::move(blob.graph), config, false));
 }

@@ -7,6 +7,7 @@
 
 #include "engine/graph/compiled_graph.hpp"
 #include "engine/runtime/cpu_plugin.hpp"
+#include "engine/runtime/import_config.hpp"
 #include "serialization/blob/compiled_blob.hpp"
 #include "serialization/file_io.hpp"
 #include "serialization/fingerprint.hpp"
@@ -54,7 +55,7 @@ std::string model_cache_key(const std::string& model_path, const detail::Compile
   key.update_field(fs::path(model_path).extension().string());
   key.update_u64(file.size);
   key.update(file.data, file.size);
-  // The settings same_graph_settings() compares.
+  // The settings detail::same_graph_settings() compares.
   key.update_field(std::string(to_string(config.inference_precision)));
   key.update_u64(config.disable_transformations ? 1 : 0);
   key.update_field(config.device_id);
@@ -93,7 +94,7 @@ std::shared_ptr<detail::CompiledModelImpl> compile_model_file(
     try {
       LoadedBlob blob =
           read_compiled_blob_file(entry, detail::CpuPlugin::device_name, capabilities);
-      if (!same_graph_settings(blob.info.config, config))
+      if (!detail::same_graph_settings(blob.info.config, config))
         throw FormatError("it was compiled with other settings");
       return std::make_shared<detail::CompiledModelImpl>(runtime, std::move(blob.graph), config,
                                                          true);

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "engine/graph/thread_policy.hpp"
+#include "kernels/omp_threads.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "troupe/error.hpp"
 

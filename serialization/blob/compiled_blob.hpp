@@ -93,17 +93,4 @@ std::string reseal_blob(const BlobInfo& info, const std::string& payload);
 /// The payload bytes of a blob held in memory (throws FormatError when it has none).
 std::string blob_payload(const std::string& blob);
 
-/// The configuration an imported model runs with: the stored one, with `overrides` applied to the
-/// settings that only shape the pipeline (PERF_COUNT, NUM_STREAMS, INFERENCE_NUM_THREADS,
-/// PERFORMANCE_HINT, PERFORMANCE_HINT_NUM_REQUESTS, EXCLUSIVE_ASYNC_REQUESTS,
-/// MAX_REQUESTS_IN_FLIGHT, CACHE_DIR). Settings the compiled graph depends on
-/// (INFERENCE_PRECISION_HINT, DISABLE_TRANSFORMATIONS, DEVICE_ID) cannot change: a different value
-/// throws InvalidArgument naming the key.
-detail::CompileConfig config_for_import(const detail::CompileConfig& stored,
-                                        const AnyMap& overrides);
-
-/// Whether two configurations produce the same compiled graph (the settings above that cannot
-/// change on import are equal).
-bool same_graph_settings(const detail::CompileConfig& a, const detail::CompileConfig& b);
-
 }  // namespace troupe::serialization
