@@ -192,7 +192,10 @@ TEST(AutoBatching, WaitingRequestsAreMergedAndEachGetsItsOwnResult) {
   const auto batches = execute_batches(compiled);
   ASSERT_EQ(batches.size(), static_cast<size_t>(n));
   EXPECT_EQ(*std::max_element(batches.begin(), batches.end()), 4);
-  EXPECT_GT(compiled.impl()->context().stats.summary().stages[2].mean_batch, 1.5);
+  // The 7 requests queued behind the gated one (two slots of 4, less the one it holds) run merged;
+  // how the 16 parked in front of upload meet afterwards depends on timing.
+  EXPECT_GE(std::count_if(batches.begin(), batches.end(), [](int b) { return b > 1; }), 7);
+  EXPECT_GT(compiled.impl()->context().stats.summary().stages[2].mean_batch, 1.0);
 }
 
 TEST(AutoBatching, OnlyRequestsOfTheSameShapeAreMerged) {
