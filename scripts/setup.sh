@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++                         # toolchain (CMake >= 3.25: Debian 12 has 3.25)
+  cmake ninja-build g++ pkgconf                 # toolchain (CMake >= 3.25: Debian 12 has 3.25)
   libcaf-dev                                    # CAF 0.17.6 actors
   libprotobuf-dev protobuf-compiler libonnx-dev # ONNX model reader
   libdnnl-dev ocl-icd-opencl-dev                # oneDNN backend; its CMake config wants OpenCL
