@@ -86,6 +86,32 @@ Window read_window(const Node& node, size_t spatial_rank,
   return window;
 }
 
+namespace {
+
+// The largest spatial size or window attribute (kernel, stride, dilation, pad, output padding)
+// the geometry accepts: with every operand below 2^31, its products of two and sums of a few fit
+// in int64, so a hostile model cannot overflow the arithmetic below. No real model comes close.
+constexpr int64_t max_spatial_value = (int64_t{1} << 31) - 1;
+
+void check_spatial_value(const Node& node, size_t axis, const char* what, int64_t value) {
+  if (value != Shape::dynamic && (value > max_spatial_value || value < -max_spatial_value))
+    fail(node, "spatial axis " + std::to_string(axis) + ": " + what + " " + std::to_string(value) +
+                   " is out of range (at most " + std::to_string(max_spatial_value) + ")");
+}
+
+void check_window_values(const Node& node, const Window& window, size_t axis, int64_t input) {
+  check_spatial_value(node, axis, "input size", input);
+  check_spatial_value(node, axis, "kernel size", window.kernel.at(axis));
+  check_spatial_value(node, axis, "stride", window.strides.at(axis));
+  check_spatial_value(node, axis, "dilation", window.dilations.at(axis));
+  if (axis < window.pads_begin.size()) {
+    check_spatial_value(node, axis, "begin pad", window.pads_begin[axis]);
+    check_spatial_value(node, axis, "end pad", window.pads_end.at(axis));
+  }
+}
+
+}  // namespace
+
 Geometry forward_geometry(const Node& node, const Window& window,
                           const std::vector<int64_t>& input) {
   const size_t rank = input.size();
@@ -95,6 +121,7 @@ Geometry forward_geometry(const Node& node, const Window& window,
   g.pads_begin.assign(rank, 0);
   g.pads_end.assign(rank, 0);
   for (size_t i = 0; i < rank; ++i) {
+    check_window_values(node, window, i, input[i]);
     const int64_t in = input[i];
     const int64_t k = window.kernel.at(i);
     const int64_t stride = window.strides.at(i);
@@ -153,6 +180,9 @@ Geometry transposed_geometry(const Node& node, const Window& window,
   g.pads_begin.assign(rank, 0);
   g.pads_end.assign(rank, 0);
   for (size_t i = 0; i < rank; ++i) {
+    check_window_values(node, window, i, input[i]);
+    check_spatial_value(node, i, "output padding", output_padding[i]);
+    if (!output_shape.empty()) check_spatial_value(node, i, "output shape", output_shape[i]);
     const int64_t in = input[i];
     const int64_t k = window.kernel.at(i);
     const int64_t stride = window.strides.at(i);

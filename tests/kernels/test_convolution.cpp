@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "kernels/kernel_registry.hpp"
 #include "kernels/reference/convolution.hpp"
 #include "tests/kernels/nn_test_util.hpp"
@@ -63,6 +67,22 @@ TEST(ConvSchema, ChannelMismatchNamesNodeAndBothCounts) {
   });
   EXPECT_THAT(message,
               AllOf(HasSubstr("Conv node 'conv1'"), HasSubstr("C=3"), HasSubstr("C/group=2")));
+}
+
+// Window arithmetic on hostile values (a fuzzed ONNX model had a size near INT64_MAX) is refused
+// with the axis and the value instead of overflowing.
+TEST(ConvSchema, OutOfRangeSizesAndWindowsAreNamed) {
+  const int64_t huge = int64_t{1} << 40;
+  for (const auto& [x, attrs, what] : std::vector<std::tuple<ints, Attributes, std::string>>{
+           {{1, 2, 9, 9}, {{"pads", ints{0, 0, huge, 0}}}, "end pad"},
+           {{1, 2, 9, 9}, {{"dilations", ints{1, huge}}}, "dilation"},
+           {{1, 2, 9, 9}, {{"strides", ints{huge, 1}}}, "stride"},
+           {{1, 2, 9, huge}, {}, "input size"}}) {
+    const std::string message = model_error([&] {
+      infer("Conv", {Arg::input(Shape(x)), Arg::input({4, 2, 3, 3})}, attrs, 1, "hostile");
+    });
+    EXPECT_THAT(message, AllOf(HasSubstr("'hostile'"), HasSubstr(what), HasSubstr("out of range")));
+  }
 }
 
 TEST(ConvSchema, GroupedChannelMismatch) {
