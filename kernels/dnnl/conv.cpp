@@ -108,11 +108,25 @@ class ConvKernel final : public DnnlKernel {
     // In bf16, src and weights are bf16 (src converted from the f32 tensor on each run, in its
     // layout when it has one) and dst stays f32; where oneDNN has no bf16 implementation for this
     // instance, the kernel computes in f32.
-    const dnnl::convolution_forward::primitive_desc pd =
-        create_in(compute_type(), [&](dnnl::memory::data_type type) {
-          return make_primitive_desc(type, src, plain_weights, conv_dst, src_md, bias_md, strides,
-                                     dilation, pad_l, pad_r);
-        });
+    auto create = [&](bool assigned_layouts) {
+      return create_in(compute_type(), [&](dnnl::memory::data_type type) {
+        return make_primitive_desc(type, src, plain_weights, conv_dst, src_md, bias_md, strides,
+                                   dilation, pad_l, pad_r, assigned_layouts);
+      });
+    };
+    dnnl::convolution_forward::primitive_desc pd = create(true);
+    // oneDNN answers a layout its JIT kernels cannot run with its own reference kernel (on AVX2,
+    // nChw8c with dilations of 3 and more: `ref:any`, orders of magnitude slower). Then let it
+    // choose the layouts and reorder the tensors around the primitive instead.
+    const bool laid_out = !input_layout(0).order().is_plain() || !output_layout(0).is_plain();
+    if (laid_out && is_reference(pd)) {
+      try {
+        dnnl::convolution_forward::primitive_desc chosen = create(false);
+        if (!is_reference(chosen)) pd = chosen;
+      } catch (const dnnl::error&) {
+        // keep the reference: it runs
+      }
+    }
     if (fused_dw_) {
       const int dw = DNNL_ARG_ATTR_POST_OP_DW;
       dw_weights_ = PackedWeights(plain_f32({out_channels, 1, 1, 3, 3}),
@@ -132,7 +146,7 @@ class ConvKernel final : public DnnlKernel {
     // stride-2 pair); for others it runs `ref_fused_convolution`, the two convolutions in turn.
     // The graph compiler fuses only pairs its trial kernel runs in one pass, so the second case
     // is met only at shapes first seen at run time.
-    if (fused_dw_ && std::string(pd.impl_info_str()).rfind("ref", 0) != 0)
+    if (fused_dw_ && !is_reference(pd))
       set_impl(std::string(pd.impl_info_str()) + fused::one_pass_depthwise_suffix);
     return true;
   }
@@ -140,7 +154,7 @@ class ConvKernel final : public DnnlKernel {
   dnnl::convolution_forward::primitive_desc make_primitive_desc(
       dnnl::memory::data_type type, const Dims& src, const Dims& weights, const Dims& dst,
       const dnnl::memory::desc& src_md, const dnnl::memory::desc& bias_md, const Dims& strides,
-      const Dims& dilation, const Dims& pad_l, const Dims& pad_r) {
+      const Dims& dilation, const Dims& pad_l, const Dims& pad_r, bool assigned_layouts) {
     auto any = [](const Dims& dims, dnnl::memory::data_type t) {
       return dnnl::memory::desc(dims, t, dnnl::memory::format_tag::any);
     };
@@ -150,14 +164,16 @@ class ConvKernel final : public DnnlKernel {
     // A laid-out tensor is read/written in its layout (a bf16 src as bf16 in that layout, which
     // the src reorder converts to); a plain one lets the primitive choose.
     // (A src stored as bf16 is read in its order; an f32 fallback reorders it to f32.)
-    const TensorLayout src_order = input_layout(0).order();
+    // With assigned_layouts false the primitive chooses every layout (the tensors are reordered).
+    const TensorLayout src_order = assigned_layouts ? input_layout(0).order() : TensorLayout{};
     const dnnl::memory::desc src_choice =
         src_order.is_plain() ? any(src, type) : tensor_desc(src, src_order, type);
     const dnnl::memory::desc weights_choice = any(weights, type);
     // `dst` is this convolution's own output (with a fused depthwise one, the primitive's dst has
     // the depthwise output's dims in the same layout).
-    const dnnl::memory::desc dst_choice =
-        output_layout(0).is_plain() ? any(dst, f32) : tensor_desc(dst, output_layout(0));
+    const dnnl::memory::desc dst_choice = !assigned_layouts || output_layout(0).is_plain()
+                                              ? any(dst, f32)
+                                              : tensor_desc(dst, output_layout(0));
     dnnl::convolution_forward::desc desc =
         with_bias_
             ? dnnl::convolution_forward::desc(kind, algorithm, src_choice, weights_choice, bias_md,

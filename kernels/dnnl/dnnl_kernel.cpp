@@ -128,6 +128,10 @@ size_t present_outputs(const KernelRequest& request) {
   return n;
 }
 
+bool is_reference(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
 dnnl::memory unbound_memory(const dnnl::memory::desc& desc) {
   return dnnl::memory(desc, cpu_engine(), DNNL_MEMORY_NONE);
 }

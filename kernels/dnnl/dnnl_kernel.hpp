@@ -137,6 +137,10 @@ auto create_in(dnnl::memory::data_type type, Make&& make) {
   }
 }
 
+/// Whether oneDNN chose one of its reference implementations (`ref:any`, `ref_fused_...`), which
+/// are written for correctness, not speed.
+bool is_reference(const dnnl::primitive_desc_base& pd);
+
 /// Memory with no data yet (set_data_handle before each execution).
 dnnl::memory unbound_memory(const dnnl::memory::desc& desc);
 
