@@ -28,9 +28,44 @@ double percentile(std::vector<double>& sorted, double p) {
 void PipelineStats::record(const RequestTrace& trace, bool failed) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (failed) ++failed_;
+  accumulate(trace, failed);
   if (traces_.size() >= max_traces)
     traces_.erase(traces_.begin(), traces_.begin() + max_traces / 2);
   traces_.push_back(trace);
+}
+
+void PipelineStats::accumulate(const RequestTrace& trace, bool failed) {
+  ++(failed ? totals_.failure : totals_.success);
+  if (trace.completed_ns > trace.submitted_ns)
+    totals_.request_ns += static_cast<uint64_t>(trace.completed_ns - trace.submitted_ns);
+  for (size_t i = 0; i < stage_count; ++i) {
+    const StageSpan& span = trace.stages[i];
+    if (span.end_ns == 0) continue;
+    const int batch = std::max(1, span.batch);
+    const uint64_t duration =
+        static_cast<uint64_t>(std::max<int64_t>(0, span.end_ns - span.start_ns));
+    StageCounter& counter = totals_.stages[i];
+    ++counter.runs;
+    counter.busy_ns += duration / static_cast<uint64_t>(batch);
+    const int64_t ready = i == 0 ? trace.submitted_ns : trace.stages[i - 1].end_ns;
+    if (ready > 0 && span.start_ns > ready)
+      counter.queue_ns += static_cast<uint64_t>(span.start_ns - ready);
+    if (i == static_cast<size_t>(Stage::execute)) {
+      BatchCounter& per_batch = batch_requests_[batch];
+      ++per_batch.executions;  // requests; divided by the batch size when read
+      per_batch.ns += duration;
+    }
+  }
+}
+
+PipelineCounters PipelineStats::counters() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PipelineCounters c = totals_;
+  for (const auto& [batch, requests] : batch_requests_) {
+    const auto b = static_cast<uint64_t>(batch);
+    c.batches[batch] = BatchCounter{(requests.executions + b - 1) / b, requests.ns / b};
+  }
+  return c;
 }
 
 void PipelineStats::reset() {

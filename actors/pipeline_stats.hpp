@@ -2,11 +2,13 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "actors/request_state.hpp"
+#include "troupe/pipeline_counters.hpp"
 
 namespace troupe::detail {
 
@@ -41,12 +43,18 @@ class PipelineStats {
   void reset();
   PipelineSummary summary() const;
   std::vector<RequestTrace> traces() const;
+  /// Totals since construction; reset() does not clear them.
+  PipelineCounters counters() const;
 
  private:
+  void accumulate(const RequestTrace& trace, bool failed);  // mutex_ held
+
   int execute_streams_;
   mutable std::mutex mutex_;
   std::vector<RequestTrace> traces_;
   size_t failed_ = 0;
+  PipelineCounters totals_;
+  std::map<int, BatchCounter> batch_requests_;  // requests (not executions) per batch size
 };
 
 std::string format_summary(const PipelineSummary& summary);

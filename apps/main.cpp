@@ -13,7 +13,9 @@
 #include "apps/bench_command.hpp"
 #include "apps/compile_command.hpp"
 #include "apps/info_command.hpp"
+#include "apps/perf_command.hpp"
 #include "apps/run_command.hpp"
+#include "apps/serve_command.hpp"
 #include "troupe/version.hpp"
 
 namespace {
@@ -92,11 +94,15 @@ int main(int argc, char** argv) {
   CLI::App* info_cmd = troupe::apps::add_info_command(app, info);
   troupe::apps::RunOptions run;
   CLI::App* run_cmd = troupe::apps::add_run_command(app, run);
+  troupe::apps::ServeOptions serve;
+  CLI::App* serve_cmd = troupe::apps::add_serve_command(app, serve);
+  troupe::apps::PerfOptions perf;
+  CLI::App* perf_cmd = troupe::apps::add_perf_command(app, perf);
 
   // CLI11 would only say "A subcommand is required" for a misspelt command.
   if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
     std::cerr << "troupe: unknown command '" << argv[1]
-              << "' (commands: bench, compile, info, run; see troupe --help)\n";
+              << "' (commands: bench, compile, info, perf, run, serve; see troupe --help)\n";
     return 2;
   }
 
@@ -113,5 +119,7 @@ int main(int argc, char** argv) {
   if (compile_cmd->parsed()) return troupe::apps::run_compile(compile);
   if (info_cmd->parsed()) return troupe::apps::run_info(info);
   if (run_cmd->parsed()) return troupe::apps::run_run(run);
+  if (serve_cmd->parsed()) return troupe::apps::run_serve(serve);
+  if (perf_cmd->parsed()) return troupe::apps::run_perf(perf);
   return 0;
 }

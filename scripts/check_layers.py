@@ -29,8 +29,10 @@ LAYERS = {
     "blob": (["serialization/blob/"], ["ir", "kernels", "graph", "formats"]),
     "pipeline": (["actors/"], ["ir", "kernels", "graph"]),
     "runtime": (["engine/runtime/"], ["ir", "kernels", "formats", "graph", "blob", "pipeline"]),
+    # The server speaks to models through the public API and the model actors' messages only.
+    "server": (["server/"], ["ir", "pipeline", "runtime"]),
     "apps": (["apps/", "benchmarks/"],
-             ["ir", "kernels", "formats", "graph", "blob", "pipeline", "runtime"]),
+             ["ir", "kernels", "formats", "graph", "blob", "pipeline", "runtime", "server"]),
     "examples": (["examples/"], ["ir", "pipeline", "runtime"]),
 }
 PRIVATE = {"kernels/dnnl/": "kernels/", "kernels/reference/": "kernels/"}

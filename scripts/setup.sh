@@ -13,6 +13,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev    # tests and benchmarks
   python3-onnx python3-numpy                    # ONNX conformance data generation
   python3-torch python3-torchvision             # real-model export (ResNet-50, BERT) and references
+  libboost1.81-dev                              # the server's HTTP: Boost.Beast and Asio
+  libgrpc++-dev protobuf-compiler-grpc          # the server's gRPC (KServe v2 GRPCInferenceService)
+  prometheus-cpp-dev                            # the server's /metrics
+  python3-requests python3-grpcio python3-pytest curl wrk  # server tests with real clients
 )
 
 missing=()

@@ -59,6 +59,10 @@ void CompiledModel::export_model(std::ostream& stream) const {
                                      detail::CpuPlugin::capabilities());
 }
 
+PipelineCounters CompiledModel::counters() const {
+  return checked(impl_).context().stats.counters();
+}
+
 std::string CompiledModel::stats_report() const {
   return detail::format_summary(checked(impl_).context().stats.summary());
 }

@@ -8,6 +8,7 @@
 #include "troupe/any.hpp"
 #include "troupe/infer_request.hpp"
 #include "troupe/model.hpp"
+#include "troupe/pipeline_counters.hpp"
 
 namespace troupe {
 
@@ -41,6 +42,8 @@ class CompiledModel {
 
   /// Aggregate statistics of every request run so far (see PipelineStats).
   std::string stats_report() const;
+  /// Cumulative request and stage counters since compilation (for servers and metrics).
+  PipelineCounters counters() const;
 
   explicit operator bool() const { return static_cast<bool>(impl_); }
 

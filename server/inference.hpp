@@ -1,0 +1,43 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "server/serve_error.hpp"
+#include "server/served_model.hpp"
+#include "troupe/actor_protocol.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace troupe::server {
+
+/// The result of one inference: outputs, or the error that stopped it.
+struct InferenceResult {
+  NamedTensors outputs;
+  std::optional<ServeError> error;
+};
+
+/// Called once per request, on a CAF worker thread: it must hand the result to the network
+/// layer (post to its executor) and return; it must not block.
+using InferenceCallback = std::function<void(InferenceResult)>;
+
+/// Sends `inputs` to the model's actor as (infer_atom, NamedTensors) from a short-lived actor and
+/// calls `done` with its reply. The ticket keeps the model loaded until the reply is handed over;
+/// the model's request counters are updated (duration from `start_ns`, steady clock).
+void infer_async(caf::actor_system& system, ServedModel::Ticket ticket, NamedTensors inputs,
+                 int64_t start_ns, InferenceCallback done);
+
+/// The ServeError for a model actor's error reply (category "troupe": invalid input -> 400,
+/// pipeline full / cancelled -> 503, execution failed -> 500).
+ServeError serve_error_of(caf::actor_system& system, const caf::error& error);
+
+/// Counts a request that failed before it reached the model actor (malformed, refused).
+void record_failure(ServedModel& model, ServeErrc code, int64_t start_ns);
+
+/// Steady-clock nanoseconds.
+int64_t steady_now_ns();
+
+}  // namespace troupe::server

@@ -1,0 +1,306 @@
+"""The KServe v2 REST API of `troupe serve` from a real client (Debian's python3-requests) over
+loopback: every endpoint and status code, binary tensors, statistics, metrics, the repository
+extension, TLS, hundreds of concurrent connections and SIGTERM under load."""
+import concurrent.futures
+import json
+import pathlib
+import re
+import shlex
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+import requests
+
+from serve_fixture import Server, WIDTH, expected, write_add_model
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repo")
+    write_add_model(root / "add" / "1" / "model.onnx")
+    write_add_model(root / "add" / "2" / "model.onnx", bias=1.0)
+    (root / "add" / "config.json").write_text(json.dumps({"NUM_STREAMS": 2}))
+    write_add_model(root / "other" / "1" / "model.onnx", bias=3.0)
+    (root / "broken" / "1").mkdir(parents=True)
+    (root / "broken" / "1" / "model.onnx").write_bytes(b"\x08\x07garbage")
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(repo, tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("serve"),
+               ["--model-repository", str(repo), "--http-port", "0", "--grpc-port", "-1",
+                "--metrics-port", "0", "--max-body-mb", "1"])
+    yield s
+    assert s.stop() == 0, s.output()
+
+
+def infer_body(x, **extra):
+    body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": list(x.shape),
+                        "data": x.ravel().tolist()}]}
+    body.update(extra)
+    return body
+
+
+def test_health_and_metadata(server):
+    assert requests.get(server.url("/v2/health/live"), timeout=10).status_code == 200
+    assert requests.get(server.url("/v2/health/ready"), timeout=10).status_code == 200
+    meta = requests.get(server.url("/v2"), timeout=10).json()
+    assert meta["name"] == "troupe"
+    assert {"binary_tensor_data", "statistics", "model_repository"} <= set(meta["extensions"])
+    model = requests.get(server.url("/v2/models/add"), timeout=10).json()
+    assert model["versions"] == ["1", "2"]
+    assert model["platform"] == "troupe_onnx"
+    assert model["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, WIDTH]}]
+    assert [o["name"] for o in model["outputs"]] == ["y", "z"]
+    assert requests.get(server.url("/v2/models/add/versions/2/ready"), timeout=10).status_code == 200
+    r = requests.get(server.url("/v2/models/nope"), timeout=10)
+    assert r.status_code == 404 and "nope" in r.json()["error"]
+    r = requests.get(server.url("/v2/models/broken/ready"), timeout=10)
+    assert r.status_code == 503 and "model.onnx" in r.json()["error"]
+
+
+def test_infer_json_and_versions(server):
+    x = (np.arange(2 * WIDTH, dtype=np.float32) - 7.25).reshape(2, WIDTH)
+    r = requests.post(server.url("/v2/models/add/infer"), json=infer_body(x, id="a-1"), timeout=30)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["id"] == "a-1" and doc["model_name"] == "add" and doc["model_version"] == "2"
+    y, z = expected(x, bias=1.0)
+    out = {o["name"]: o for o in doc["outputs"]}
+    assert out["y"]["shape"] == [2, WIDTH] and out["y"]["datatype"] == "FP32"
+    assert np.array_equal(np.array(out["y"]["data"], dtype=np.float32).reshape(2, WIDTH), y)
+    assert np.array_equal(np.array(out["z"]["data"], dtype=np.float32).reshape(2, WIDTH), z)
+    # Version 1, nested data, one output selected.
+    body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, WIDTH], "data": x.tolist()}],
+            "outputs": [{"name": "y"}]}
+    doc = requests.post(server.url("/v2/models/add/versions/1/infer"), json=body, timeout=30).json()
+    assert [o["name"] for o in doc["outputs"]] == ["y"]
+    assert np.array_equal(np.array(doc["outputs"][0]["data"], dtype=np.float32).reshape(2, WIDTH),
+                          expected(x)[0])
+
+
+def binary_request(x, outputs=("y", "z")):
+    header = json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": list(x.shape),
+                                     "parameters": {"binary_data_size": x.nbytes}}],
+                         "outputs": [{"name": n, "parameters": {"binary_data": True}}
+                                     for n in outputs]}).encode()
+    return header + x.tobytes(), {"Inference-Header-Content-Length": str(len(header)),
+                                  "Content-Type": "application/octet-stream"}
+
+
+def parse_binary(response):
+    length = int(response.headers["Inference-Header-Content-Length"])
+    header = json.loads(response.content[:length])
+    arrays, offset = {}, length
+    for out in header["outputs"]:
+        size = out["parameters"]["binary_data_size"]
+        arrays[out["name"]] = np.frombuffer(response.content[offset:offset + size],
+                                            dtype=np.float32).reshape(out["shape"])
+        offset += size
+    assert offset == len(response.content)
+    return arrays
+
+
+def test_infer_binary(server):
+    x = np.random.default_rng(1).standard_normal((4, WIDTH)).astype(np.float32)
+    body, headers = binary_request(x)
+    r = requests.post(server.url("/v2/models/add/versions/1/infer"), data=body, headers=headers,
+                      timeout=30)
+    assert r.status_code == 200, r.text
+    out = parse_binary(r)
+    y, z = expected(x)
+    assert np.array_equal(out["y"], y) and np.array_equal(out["z"], z)
+    # The binary size disagrees with the shape: 400 naming the input.
+    r = requests.post(server.url("/v2/models/add/infer"), data=body[:-4],
+                      headers={**headers}, timeout=30)
+    assert r.status_code == 400 and "'x'" in r.json()["error"]
+
+
+@pytest.mark.parametrize("body,fragment", [
+    (b"{", "not valid JSON"),
+    (json.dumps({"inputs": [{"name": "x", "datatype": "BOOL", "shape": [1, WIDTH],
+                             "data": [True] * WIDTH}]}).encode(), "'x'"),
+    (json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3],
+                             "data": [1, 2, 3]}]}).encode(), "'x'"),
+    (json.dumps({"inputs": [{"name": "w", "datatype": "FP32", "shape": [1],
+                             "data": [1]}]}).encode(), "'w'"),
+    (json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, WIDTH],
+                             "data": [1] * WIDTH}], "outputs": [{"name": "q"}]}).encode(), "'q'"),
+    (json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, WIDTH],
+                             "data": [1] * 3}]}).encode(), "needs 16"),
+    (b"[" * 1000, "nests deeper"),
+    (b"x" * (2 << 20), "larger than the limit"),
+])
+def test_bad_requests_get_400_naming_the_field(server, body, fragment):
+    r = requests.post(server.url("/v2/models/add/infer"), data=body, timeout=30)
+    assert r.status_code == 400, r.text
+    assert fragment in r.json()["error"]
+
+
+def test_routes_and_methods(server):
+    assert requests.post(server.url("/v2/models/nope/infer"), json={}, timeout=10).status_code == 404
+    assert requests.get(server.url("/v2/models/add/infer"), timeout=10).status_code == 405
+    assert requests.get(server.url("/nothing"), timeout=10).status_code == 404
+    assert requests.get(server.url("/v2/models/add/versions/7"), timeout=10).status_code == 404
+
+
+def test_statistics_and_metrics(server):
+    before = requests.get(server.url("/v2/models/add/versions/1/stats"), timeout=10).json()
+    x = np.ones((3, WIDTH), dtype=np.float32)
+    for _ in range(5):
+        r = requests.post(server.url("/v2/models/add/versions/1/infer"), json=infer_body(x),
+                          timeout=30)
+        assert r.status_code == 200
+    after = requests.get(server.url("/v2/models/add/versions/1/stats"), timeout=10).json()
+    s0, s1 = before["model_stats"][0], after["model_stats"][0]
+    assert s1["inference_stats"]["success"]["count"] - s0["inference_stats"]["success"]["count"] == 5
+    assert s1["inference_count"] - s0["inference_count"] == 15
+    for key in ("queue", "compute_input", "compute_infer", "compute_output"):
+        assert s1["inference_stats"][key]["count"] >= 5, key
+    assert s1["inference_stats"]["compute_infer"]["ns"] > 0
+    text = requests.get(f"http://127.0.0.1:{server.ports['metrics_port']}/metrics", timeout=10).text
+    m = re.search(r'troupe_inference_request_success\{model="add",version="1"\} (\d+)', text)
+    assert m and int(m.group(1)) == s1["inference_stats"]["success"]["count"], text[:2000]
+    def metric(name, **labels):
+        for line in text.splitlines():
+            if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+    assert metric("troupe_inference_request_failure", model="add", version="2",
+                  reason="bad_request") > 0
+    assert metric("troupe_pipeline_stage_busy_us", model="add", version="1", stage="execute") > 0
+    assert "troupe_inference_pending_request_count" in text
+
+
+def test_repository_index_load_unload(server):
+    index = requests.post(server.url("/v2/repository/index"), timeout=10).json()
+    states = {(r["name"], r.get("version")): r["state"] for r in index}
+    assert states[("add", "1")] == "READY" and states[("broken", None)] == "UNAVAILABLE"
+    assert requests.post(server.url("/v2/repository/models/other/unload"), timeout=60).status_code == 200
+    assert requests.get(server.url("/v2/models/other/ready"), timeout=10).status_code == 503
+    assert requests.post(server.url("/v2/repository/models/other/load"), timeout=60).status_code == 200
+    assert requests.get(server.url("/v2/models/other/ready"), timeout=10).status_code == 200
+    r = requests.post(server.url("/v2/repository/models/broken/load"), timeout=60)
+    assert r.status_code == 400 and "failed to load" in r.json()["error"]
+    assert requests.post(server.url("/v2/repository/models/zzz/load"), timeout=60).status_code == 404
+
+
+def test_hundreds_of_connections_get_their_own_outputs_while_a_model_reloads(server):
+    connections, per_connection = 200, 3
+    stop = threading.Event()
+    reloads = []
+
+    def reload_other():
+        deadline = time.monotonic() + 60
+        while not stop.is_set() and time.monotonic() < deadline and len(reloads) < 50:
+            for action in ("unload", "load"):
+                r = requests.post(server.url(f"/v2/repository/models/other/{action}"), timeout=60)
+                reloads.append(r.status_code)
+
+    def client(k):
+        with requests.Session() as session:
+            for i in range(per_connection):
+                x = np.full((1, WIDTH), k * 10 + i, dtype=np.float32) + np.arange(WIDTH, dtype=np.float32)
+                body, headers = binary_request(x)
+                r = session.post(server.url("/v2/models/add/versions/1/infer"), data=body,
+                                 headers=headers, timeout=60)
+                assert r.status_code == 200, r.text
+                out = parse_binary(r)
+                y, z = expected(x)
+                assert np.array_equal(out["y"], y) and np.array_equal(out["z"], z)
+        return True
+
+    reloader = threading.Thread(target=reload_other)
+    reloader.start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=connections) as pool:
+            results = list(pool.map(client, range(connections)))
+    finally:
+        stop.set()
+        reloader.join(timeout=120)
+    assert all(results) and len(results) == connections
+    assert reloads and all(code == 200 for code in reloads)
+
+
+def test_tls(repo, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    s = Server(tmp_path, ["-m", f"add={repo / 'add' / '1' / 'model.onnx'}", "--http-port", "0",
+                          "--grpc-port", "-1", "--metrics-port", "-1", "--tls-cert", str(cert),
+                          "--tls-key", str(key)])
+    try:
+        x = np.ones((1, WIDTH), dtype=np.float32)
+        r = requests.post(s.url("/v2/models/add/infer", "https"), json=infer_body(x),
+                          verify=str(cert), timeout=30)
+        assert r.status_code == 200
+        with pytest.raises(requests.exceptions.SSLError):
+            requests.get(s.url("/v2/health/live", "https"), verify=True, timeout=10)
+    finally:
+        assert s.stop() == 0, s.output()
+
+
+def test_sigterm_under_load_answers_every_accepted_request(repo, tmp_path):
+    s = Server(tmp_path, ["-m", f"add={repo / 'add' / '1' / 'model.onnx'}", "--http-port", "0",
+                          "--grpc-port", "-1", "--metrics-port", "-1"])
+    outcomes, lock = [], threading.Lock()
+    deadline = time.monotonic() + 30
+
+    def client(k):
+        with requests.Session() as session:
+            for i in range(2000):
+                if time.monotonic() > deadline:
+                    return
+                x = np.full((1, WIDTH), k + i, dtype=np.float32)
+                try:
+                    r = session.post(s.url("/v2/models/add/infer"), json=infer_body(x), timeout=30)
+                except requests.exceptions.ConnectionError:
+                    with lock:
+                        outcomes.append("refused")
+                    return  # the server closed its listener: nothing more will be accepted
+                if r.status_code == 200:
+                    z = np.array(r.json()["outputs"][1]["data"], dtype=np.float32).reshape(1, WIDTH)
+                    with lock:
+                        outcomes.append("ok" if np.array_equal(z, expected(x)[1]) else "wrong")
+                else:
+                    with lock:
+                        outcomes.append(r.status_code)
+                    if r.status_code == 503:
+                        return
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    code = s.stop()
+    for t in threads:
+        t.join(timeout=60)
+    assert code == 0, s.output()
+    assert outcomes.count("ok") > 0
+    assert "wrong" not in outcomes
+    assert set(outcomes) <= {"ok", "refused", 503}, outcomes
+    assert "draining" in s.output() and "stopped" in s.output()
+
+
+def test_readme_curl_examples(tmp_path):
+    """The README's serving examples run, as written, against a server on the default model."""
+    s = Server(tmp_path, ["--http-port", "0", "--grpc-port", "-1", "--metrics-port", "-1"])
+    try:
+        readme = (ROOT / "README.md").read_text()
+        block = readme.split("<!-- serve-examples")[1].split("```sh\n")[1].split("```")[0]
+        assert block.count("curl ") >= 5
+        script = ("set -euo pipefail\n"
+                  'curl() { command curl --fail-with-body -sS --max-time 60 "$@"; echo; }\n'
+                  + block.replace("localhost:8000", f"127.0.0.1:{s.ports['http_port']}"))
+        out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, (out.stdout, out.stderr)
+        assert '"model_name":"default"' in out.stdout and '"probabilities"' in out.stdout
+    finally:
+        assert s.stop() == 0, s.output()
