@@ -47,6 +47,15 @@ Tensor tensor_from_bytes(const std::string& tensor, ElementType type, const Shap
                                                  " bytes of data, but " + std::to_string(t.size()) +
                                                  " elements of its datatype need " +
                                                  std::to_string(t.byte_size()));
+  if (type == ElementType::boolean) {
+    // A bool holding anything but 0 or 1 is undefined behaviour in every kernel that reads it.
+    const auto* b = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < bytes; ++i)
+      if (b[i] > 1)
+        throw ServeError(ServeErrc::bad_request,
+                         "input '" + tensor + "': BOOL byte " + std::to_string(i) + " is " +
+                             std::to_string(b[i]) + " (must be 0 or 1)");
+  }
   if (bytes) std::memcpy(t.raw_data(), data, bytes);
   return t;
 }

@@ -100,6 +100,16 @@ TEST(KserveJson, DecodesBinaryTensorsAfterTheHeader) {
   const size_t wrong_length = wrong_body.size();
   wrong_body.append(8 + 16, '\0');
   expect_bad(wrong_body, "input 'a': 8 bytes of data, but 3 elements", wrong_length);
+
+  const json bools = {{"inputs", {{{"name", "c"}, {"datatype", "BOOL"}, {"shape", {3}},
+                                   {"parameters", {{"binary_data_size", 3}}}}}}};
+  const std::string bool_header = bools.dump();
+  EXPECT_EQ(decode_infer_request(bool_header + std::string("\1\0\1", 3), bool_header.size(),
+                                 limits())
+                .inputs.at("c")
+                .byte_size(),
+            3u);
+  expect_bad(bool_header + std::string("\1\2\0", 3), "BOOL byte 1 is 2", bool_header.size());
 }
 
 TEST(KserveJson, MalformedRequestsNameTheField) {
