@@ -100,9 +100,10 @@ int run_serve(const ServeOptions& o) {
               << " without TLS: anyone on the network can read and send tensors\n";
   try {
     Core core;
-    // A server has many clients: let each pipeline take 64 requests (and queue 4x that) before it
-    // answers "queue full"; --property or a model's config.json may say otherwise.
-    AnyMap defaults{{"MAX_REQUESTS_IN_FLIGHT", 64}};
+    // A server has many clients: each model is compiled for throughput (several streams) and its
+    // pipeline takes 64 requests (and queues 4x that) before it answers "queue full".
+    // --property or a model's config.json may say otherwise.
+    AnyMap defaults{{"PERFORMANCE_HINT", "THROUGHPUT"}, {"MAX_REQUESTS_IN_FLIGHT", 64}};
     for (const auto& kv : o.properties) {
       const auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) {
