@@ -16,7 +16,7 @@ packages=(
   libboost1.81-dev                              # the server's HTTP: Boost.Beast and Asio
   libgrpc++-dev protobuf-compiler-grpc          # the server's gRPC (KServe v2 GRPCInferenceService)
   prometheus-cpp-dev                            # the server's /metrics
-  python3-requests python3-grpcio python3-pytest curl wrk  # server tests with real clients
+  python3-requests python3-grpcio python3-pytest curl wrk openssl  # server tests: real clients, TLS certificates
 )
 
 missing=()
