@@ -2,6 +2,8 @@
 // wakes waiters and runs the caller's callback. It is spawned detached, so a slow or blocking user
 // callback delays only other callbacks, never a stage; an exception from a callback is swallowed.
 
+#include <map>
+
 #include "actors/stage.hpp"
 
 namespace troupe::actors {
@@ -14,55 +16,87 @@ bool on_callback_thread() {
   return callback_thread;
 }
 
-caf::behavior completion_actor(caf::event_based_actor* self, Context ctx, Handles next) {
+namespace {
+
+void complete(PipelineContext& ctx, request_msg& msg) {
+  detail::RequestState& st = *msg.state;
+  msg.trace.run_id = msg.id;
+  msg.trace.completed_ns = detail::now_ns();
+  ctx.stats.record(msg.trace, msg.error != nullptr);
+  std::function<void(std::exception_ptr)> callback;
+  std::function<void(detail::RequestState&, std::exception_ptr)> internal;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    st.last_trace = std::move(msg.trace);
+    st.error = msg.error;
+    st.busy = false;
+    ++st.completed_runs;
+    callback = st.callback;
+    internal = st.on_complete;
+    st.callback_running = static_cast<bool>(callback) || static_cast<bool>(internal);
+  }
+  if (!callback && !internal) {
+    st.done_cv.notify_all();
+    return;
+  }
+  if (internal) {
+    try {
+      internal(st, msg.error);
+    } catch (...) {
+    }
+  }
+  if (callback) {
+    try {
+      callback(msg.error);
+    } catch (...) {
+      // A throwing callback must not affect the pipeline or other requests.
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    st.callback_running = false;
+  }
+  st.done_cv.notify_all();
+}
+
+struct CompletionState {
+  // preserve_ordering: requests finish in id order (the order they were submitted); a request
+  // that finishes early waits here for the ones before it. Every id reaches this actor exactly
+  // once, so nothing waits forever.
+  uint64_t next_id = 1;
+  std::map<uint64_t, request_msg> held;
+};
+
+}  // namespace
+
+caf::behavior completion_actor(caf::stateful_actor<CompletionState>* self, Context ctx,
+                               Handles next) {
+  const bool ordered = ctx->config.scheduling.preserve_ordering;
   return {
-      [ctx](complete_atom, request_msg msg) {
+      [self, ctx, ordered](complete_atom, batch_msg& batch) {
         callback_thread = true;
-        detail::RequestState& st = *msg.state;
-        msg.trace.run_id = msg.id;
-        msg.trace.completed_ns = detail::now_ns();
-        ctx->stats.record(msg.trace, msg.error != nullptr);
-        std::function<void(std::exception_ptr)> callback;
-        std::function<void(detail::RequestState&, std::exception_ptr)> internal;
-        {
-          std::lock_guard<std::mutex> lock(st.mutex);
-          st.last_trace = std::move(msg.trace);
-          st.error = msg.error;
-          st.busy = false;
-          ++st.completed_runs;
-          callback = st.callback;
-          internal = st.on_complete;
-          st.callback_running = static_cast<bool>(callback) || static_cast<bool>(internal);
-        }
-        if (!callback && !internal) {
-          st.done_cv.notify_all();
+        if (!ordered) {
+          for (request_msg& msg : batch.requests) complete(*ctx, msg);
           return;
         }
-        if (internal) {
-          try {
-            internal(st, msg.error);
-          } catch (...) {
-          }
-        }
-        if (callback) {
-          try {
-            callback(msg.error);
-          } catch (...) {
-            // A throwing callback must not affect the pipeline or other requests.
-          }
-        }
-        {
-          std::lock_guard<std::mutex> lock(st.mutex);
-          st.callback_running = false;
-        }
-        st.done_cv.notify_all();
+        auto& st = self->state;
+        for (request_msg& msg : batch.requests) st.held.emplace(msg.id, std::move(msg));
+        for (auto it = st.held.begin(); it != st.held.end() && it->first == st.next_id;
+             it = st.held.erase(it), ++st.next_id)
+          complete(*ctx, it->second);
       },
-      [self, next](drain_atom) {
+      [self, ctx, next](drain_atom) {
         // Every completion queued before this message has been delivered.
+        for (auto& [id, msg] : self->state.held) complete(*ctx, msg);
+        self->state.held.clear();
         self->send(next->front, drain_atom::value);
         self->quit();
       },
   };
+}
+
+caf::actor spawn_completion_actor(caf::actor_system& system, Context ctx, Handles next) {
+  return system.spawn<caf::detached>(completion_actor, std::move(ctx), std::move(next));
 }
 
 }  // namespace troupe::actors

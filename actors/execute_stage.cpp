@@ -7,10 +7,9 @@
 // runs on a detached helper instead, and the actor awaits it, so the stream's executor still runs
 // one graph at a time and no worker is held for long.
 //
-// With automatic batching (AUTO_BATCH_MAX_SIZE > 1) requests are queued here and run by a
-// `batch_atom` the actor sends itself: every request already in the mailbox is queued before it
-// runs, so the requests that arrived while the previous batch ran are merged, and none waits for
-// a batch to fill.
+// A batch of several requests (the scheduler's dynamic batching) runs as one graph run on their
+// inputs concatenated along the leading dimension, and each request gets its share of the
+// outputs; a merged run that fails reruns its requests alone, so only a faulty one fails.
 
 #include <cstring>
 #include <deque>
@@ -26,16 +25,12 @@ namespace troupe::actors {
 
 namespace {
 
-/// execute -> itself: run the queued requests.
-using batch_atom = caf::atom_constant<caf::atom("batch")>;
 /// helper -> execute on the scheduler: the large request it was given has gone on to download.
 using ran_atom = caf::atom_constant<caf::atom("ran")>;
 
 using ShapesKey = std::vector<std::vector<int64_t>>;  // input shapes, as a map key
 
 struct ExecuteState {
-  std::deque<request_msg> queued;
-  bool batch_scheduled = false;
   std::vector<Tensor> batch_inputs, batch_outputs;  // reused across batches
   // Per input shapes: the output shapes of one request run alone. A merged run must produce
   // exactly these, each with k times the leading dimension; shapes not seen alone yet run alone
@@ -75,7 +70,7 @@ void run_one(PipelineContext& ctx, int stream, request_msg& msg) {
 // With batching, once run_stage's checks have passed: the graph for this request alone, stamping
 // its span, and noting the output shapes its input shapes give.
 void run_alone(PipelineContext& ctx, int stream, ExecuteState& st, request_msg& msg) {
-  timed_stage(detail::Stage::execute, msg, stream, [&] {
+  timed_stage(detail::Stage::execute, msg, stream, ctx.config.enable_profiling, [&] {
     run_graph(ctx, stream, msg);
     const ExecuteSlot& slot = ctx.slots[static_cast<size_t>(msg.slot)];
     if (st.alone_output_shapes.size() >= 64) st.alone_output_shapes.clear();  // bounded
@@ -145,24 +140,10 @@ void run_merged(PipelineContext& ctx, int stream, ExecuteState& st,
   }
 }
 
-// Runs the oldest queued request together with the later ones whose inputs have its shapes (up to
-// the batch size).
+// Runs the requests of a batch (the scheduler merged only requests whose inputs have equal shapes)
+// as one run where it can.
 void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
                std::vector<request_msg>& taken) {
-  taken.push_back(std::move(st.queued.front()));
-  st.queued.pop_front();
-  const size_t limit = static_cast<size_t>(ctx.config.auto_batch_max_size);
-  if (!taken.front().error) {
-    const ExecuteSlot& lead = ctx.slots[static_cast<size_t>(taken.front().slot)];
-    for (auto it = st.queued.begin(); it != st.queued.end() && taken.size() < limit;) {
-      if (!it->error && same_input_shapes(lead, ctx.slots[static_cast<size_t>(it->slot)])) {
-        taken.push_back(std::move(*it));
-        it = st.queued.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
   // Each request's own checks (cancellation, test hook) first; those that pass run together.
   std::vector<request_msg*> group;
   for (request_msg& msg : taken) {
@@ -171,6 +152,12 @@ void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
     if (!msg.error) group.push_back(&msg);
   }
   if (group.empty()) return;
+  const ExecuteSlot& lead = ctx.slots[static_cast<size_t>(group.front()->slot)];
+  for (request_msg* msg : group)
+    if (!same_input_shapes(lead, ctx.slots[static_cast<size_t>(msg->slot)])) {
+      for (request_msg* m : group) run_alone(ctx, stream, st, *m);
+      return;
+    }
   const ShapesKey key = key_of(ctx.slots[static_cast<size_t>(group.front()->slot)].inputs);
   if (st.unmergeable.count(key)) {
     for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
@@ -191,7 +178,8 @@ void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
     for (request_msg* msg : group) run_alone(ctx, stream, st, *msg);
   };
   const int64_t start = detail::now_ns();
-  const int64_t cpu0 = detail::thread_cpu_ns();
+  const bool measure_cpu = ctx.config.enable_profiling;
+  const int64_t cpu0 = measure_cpu ? detail::thread_cpu_ns() : 0;
   std::vector<detail::OpTiming> timings;
   try {
     run_merged(ctx, stream, st, group, alone->second,
@@ -207,7 +195,7 @@ void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
     return;
   }
   const int64_t end = detail::now_ns();
-  const int64_t cpu = detail::thread_cpu_ns() - cpu0;
+  const int64_t cpu = measure_cpu ? detail::thread_cpu_ns() - cpu0 : 0;
   for (request_msg* msg : group) {
     // Each request's span and op timings are those of the run it shared.
     detail::StageSpan& span = msg->trace.stages[static_cast<size_t>(detail::Stage::execute)];
@@ -216,78 +204,70 @@ void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
   }
 }
 
-// run_batch, then every taken request goes on to download, also when something unexpected (an
+// run_batch, then every request goes on to download, also when something unexpected (an
 // allocation failure) escaped: no request may stay behind in this actor.
-void run_queued(ExecuteActor* self, PipelineContext& ctx, const StageHandles& next, int stream) {
-  std::vector<request_msg> taken;
+void run_batch_and_send(caf::event_based_actor* self, PipelineContext& ctx,
+                        const StageHandles& next, int stream, ExecuteState& st, batch_msg& batch) {
+  const detail::ScopedOmpThreads threads(ctx.config.threads_per_stream);
   try {
-    run_batch(ctx, stream, self->state, taken);
+    run_batch(ctx, stream, st, batch.requests);
   } catch (...) {
-    for (request_msg& msg : taken)
+    for (request_msg& msg : batch.requests)
       if (!msg.error) msg.error = std::current_exception();
   }
-  for (request_msg& msg : taken) self->send(next.download, stage_atom::value, std::move(msg));
+  self->send(next.download, stage_atom::value, std::move(batch));
 }
 
 // Runs one request without batching and sends it on, on the calling thread.
 void run_and_send(caf::event_based_actor* self, PipelineContext& ctx, const StageHandles& next,
-                  int stream, request_msg& msg) {
+                  int stream, batch_msg& batch) {
   // The stream's thread count, on whichever thread runs the actor (a scheduler worker runs other
   // stages too).
   const detail::ScopedOmpThreads threads(ctx.config.threads_per_stream);
-  run_one(ctx, stream, msg);
-  self->send(next.download, stage_atom::value, std::move(msg));
+  for (request_msg& msg : batch.requests) run_one(ctx, stream, msg);
+  self->send(next.download, stage_atom::value, std::move(batch));
 }
 
 // A detached helper of execute on the scheduler: runs the requests too large for a worker.
 caf::behavior large_request_runner(caf::event_based_actor* self, Context ctx, Handles next,
                                    int stream) {
-  return {[self, ctx, next, stream](stage_atom, request_msg msg) {
-    run_and_send(self, *ctx, *next, stream, msg);
+  return {[self, ctx, next, stream](stage_atom, batch_msg& batch) {
+    run_and_send(self, *ctx, *next, stream, batch);
     return ran_atom::value;
   }};
 }
 
-int64_t input_elements(const PipelineContext& ctx, const request_msg& msg) {
+int64_t input_elements(const PipelineContext& ctx, const batch_msg& batch) {
   int64_t n = 0;
-  for (const Tensor& t : ctx.slots[static_cast<size_t>(msg.slot)].inputs)
-    n += static_cast<int64_t>(t.size());
+  for (const request_msg& msg : batch.requests)
+    for (const Tensor& t : ctx.slots[static_cast<size_t>(msg.slot)].inputs)
+      n += static_cast<int64_t>(t.size());
   return n;
 }
 
 caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int stream) {
   const bool batching = ctx->config.auto_batch_max_size > 1;
   return {
-      [self, ctx, next, stream, batching](stage_atom, request_msg msg) {
-        if (!batching) {
-          if (ctx->config.execute_on_scheduler &&
-              input_elements(*ctx, msg) > ctx->config.scheduled_input_elements_limit) {
-            ExecuteState& st = self->state;
-            if (!st.large_request_runner)
-              st.large_request_runner =
-                  self->spawn<caf::detached + caf::linked>(large_request_runner, ctx, next, stream);
-            // await: the next request waits in the mailbox until this one has run.
-            self->request(st.large_request_runner, caf::infinite, stage_atom::value, std::move(msg))
-                .await([](ran_atom) {},
-                       [](const caf::error&) {
-                         // only when the helper is gone, at shutdown: nothing is in flight then
-                       });
-            return;
-          }
-          run_and_send(self, *ctx, *next, stream, msg);
+      [self, ctx, next, stream, batching](stage_atom, batch_msg& batch) {
+        if (batching) {
+          run_batch_and_send(self, *ctx, *next, stream, self->state, batch);
           return;
         }
-        self->state.queued.push_back(std::move(msg));
-        if (!self->state.batch_scheduled) {
-          self->state.batch_scheduled = true;
-          self->send(self, batch_atom::value);
+        if (ctx->config.execute_on_scheduler &&
+            input_elements(*ctx, batch) > ctx->config.scheduled_input_elements_limit) {
+          ExecuteState& st = self->state;
+          if (!st.large_request_runner)
+            st.large_request_runner =
+                self->spawn<caf::detached + caf::linked>(large_request_runner, ctx, next, stream);
+          // await: the next batch waits in the mailbox until this one has run.
+          self->request(st.large_request_runner, caf::infinite, stage_atom::value, std::move(batch))
+              .await([](ran_atom) {},
+                     [](const caf::error&) {
+                       // only when the helper is gone, at shutdown: nothing is in flight then
+                     });
+          return;
         }
-      },
-      [self, ctx, next, stream](batch_atom) {
-        const detail::ScopedOmpThreads threads(ctx->config.threads_per_stream);
-        run_queued(self, *ctx, *next, stream);
-        self->state.batch_scheduled = !self->state.queued.empty();
-        if (self->state.batch_scheduled) self->send(self, batch_atom::value);
+        run_and_send(self, *ctx, *next, stream, batch);
       },
   };
 }

@@ -27,6 +27,10 @@ caf::error error_for(std::exception_ptr error) {
     std::rethrow_exception(error);
   } catch (const Cancelled& e) {
     return make_actor_error(ActorErrc::cancelled, e.what());
+  } catch (const QueueFull& e) {
+    return make_actor_error(ActorErrc::pipeline_full, e.what());
+  } catch (const RequestTimeout& e) {
+    return make_actor_error(ActorErrc::timeout, e.what());
   } catch (const InvalidArgument& e) {
     return make_actor_error(ActorErrc::invalid_input, e.what());
   } catch (const std::exception& e) {
@@ -39,48 +43,64 @@ caf::error error_for(std::exception_ptr error) {
 }  // namespace
 
 namespace {
+
+// One request from a message: checked, then submitted; the reply is promised until completion.
+caf::result<NamedTensors> start(front_actor_type::stateful_pointer<FrontState> self,
+                                const Context& ctx, const Handles& next, NamedTensors& inputs,
+                                int64_t priority, int64_t timeout_us) {
+  auto& st = self->state;
+  if (st.closed) return make_actor_error(ActorErrc::cancelled, "the compiled model was destroyed");
+  // Bounded: a client flooding the actor gets an error instead of an ever-growing queue.
+  if (st.pending.size() >= static_cast<size_t>(4 * ctx->config.max_in_flight))
+    return make_actor_error(ActorErrc::pipeline_full,
+                            std::to_string(st.pending.size()) + " requests already waiting");
+  auto request = std::make_shared<detail::RequestState>();
+  request->inputs.resize(ctx->inputs.size());
+  request->outputs.resize(ctx->outputs.size());
+  request->caller_output.assign(ctx->outputs.size(), false);
+  for (const auto& [name, tensor] : inputs) {
+    size_t i = 0;
+    while (i < ctx->inputs.size() && ctx->inputs[i].name != name) ++i;
+    if (i == ctx->inputs.size())
+      return make_actor_error(ActorErrc::invalid_input,
+                              "the model has no input named '" + name + "'");
+    try {
+      check_tensor_fits("input", ctx->inputs[i], tensor);
+    } catch (const std::exception& e) {
+      return make_actor_error(ActorErrc::invalid_input, e.what());
+    }
+    request->inputs[i] = tensor;
+  }
+  for (size_t i = 0; i < ctx->inputs.size(); ++i)
+    if (request->inputs[i].empty())
+      return make_actor_error(ActorErrc::invalid_input,
+                              "input '" + ctx->inputs[i].name + "' is missing");
+  const uint64_t token = st.next_token++;
+  auto me = caf::actor_cast<caf::actor>(self);
+  request->on_complete = [me, token](detail::RequestState&, std::exception_ptr) {
+    caf::anon_send(me, done_atom::value, token);
+  };
+  request->priority = priority;
+  request->timeout_us = timeout_us;
+  request->busy = true;
+  auto promise = self->make_response_promise<NamedTensors>();
+  st.pending.emplace(token, FrontState::Pending{promise, request});
+  submit_request(*ctx, next->scheduler, std::move(request));
+  return promise;
+}
+
 front_actor_type::behavior_type front_actor(front_actor_type::stateful_pointer<FrontState> self,
                                             Context ctx, Handles next) {
   return {
       [self, ctx, next](infer_atom, NamedTensors& inputs) -> caf::result<NamedTensors> {
-        auto& st = self->state;
-        if (st.closed)
-          return make_actor_error(ActorErrc::cancelled, "the compiled model was destroyed");
-        // Bounded: a client flooding the actor gets an error instead of an ever-growing queue.
-        if (st.pending.size() >= static_cast<size_t>(4 * ctx->config.max_in_flight))
-          return make_actor_error(ActorErrc::pipeline_full,
-                                  std::to_string(st.pending.size()) + " requests already waiting");
-        auto request = std::make_shared<detail::RequestState>();
-        request->inputs.resize(ctx->inputs.size());
-        request->outputs.resize(ctx->outputs.size());
-        request->caller_output.assign(ctx->outputs.size(), false);
-        for (const auto& [name, tensor] : inputs) {
-          size_t i = 0;
-          while (i < ctx->inputs.size() && ctx->inputs[i].name != name) ++i;
-          if (i == ctx->inputs.size())
-            return make_actor_error(ActorErrc::invalid_input,
-                                    "the model has no input named '" + name + "'");
-          try {
-            check_tensor_fits("input", ctx->inputs[i], tensor);
-          } catch (const std::exception& e) {
-            return make_actor_error(ActorErrc::invalid_input, e.what());
-          }
-          request->inputs[i] = tensor;
-        }
-        for (size_t i = 0; i < ctx->inputs.size(); ++i)
-          if (request->inputs[i].empty())
-            return make_actor_error(ActorErrc::invalid_input,
-                                    "input '" + ctx->inputs[i].name + "' is missing");
-        const uint64_t token = st.next_token++;
-        auto me = caf::actor_cast<caf::actor>(self);
-        request->on_complete = [me, token](detail::RequestState&, std::exception_ptr) {
-          caf::anon_send(me, done_atom::value, token);
-        };
-        request->busy = true;
-        auto promise = self->make_response_promise<NamedTensors>();
-        st.pending.emplace(token, FrontState::Pending{promise, request});
-        submit_request(*ctx, next->admission, std::move(request));
-        return promise;
+        return start(self, ctx, next, inputs, 0, 0);
+      },
+      [self, ctx, next](infer_atom, NamedTensors& inputs, int64_t priority,
+                        int64_t timeout_us) -> caf::result<NamedTensors> {
+        if (priority < 0 || timeout_us < 0)
+          return make_actor_error(ActorErrc::invalid_input,
+                                  "priority and timeout must not be negative");
+        return start(self, ctx, next, inputs, priority, timeout_us);
       },
       [self, ctx](done_atom, uint64_t token) {
         auto it = self->state.pending.find(token);

@@ -6,25 +6,31 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <vector>
 
 #include <caf/all.hpp>
 
 #include "actors/request_state.hpp"
+#include "engine/graph/scheduling_policy.hpp"
 
 namespace troupe::actors {
 
-/// admission <- caller: a request enters the pipeline.
+/// scheduler <- caller: a request enters the pipeline.
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
-/// stage -> next stage: process this request.
+/// stage -> next stage: process this batch.
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
-/// postprocess -> admission: one request left the pipeline, admit another.
+/// postprocess -> scheduler: a batch left the pipeline, schedule another.
 using credit_atom = caf::atom_constant<caf::atom("credit")>;
-/// download -> upload: an execute slot's buffers are free again.
+/// download -> upload: these execute slots' buffers are free again.
 using release_atom = caf::atom_constant<caf::atom("release")>;
-/// postprocess/admission -> completion: the request is finished (or failed / cancelled).
+/// postprocess/scheduler -> completion: the batch is finished (or failed / cancelled).
 using complete_atom = caf::atom_constant<caf::atom("complete")>;
-/// owner -> admission: cancel everything parked; owner -> completion: quit once drained.
+/// owner -> scheduler: cancel everything waiting; owner -> completion: quit once drained.
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
+/// owner -> scheduler: a new SchedulingPolicy for the next decisions.
+using reconfigure_atom = caf::atom_constant<caf::atom("reconfig")>;
+/// scheduler -> itself: a batch delay or a timeout may have passed.
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
 /// One request in flight: its id, its state, the timestamps the stages stamp on it (they become
 /// the counters) and `slot`, the execute slot (a stream's buffer set) chosen by upload.
@@ -39,8 +45,20 @@ struct request_msg {
   detail::RequestTrace trace;
   int32_t slot = -1;
   std::exception_ptr error;
+  /// Exactly one request of each scheduled batch returns the scheduler's credit when it leaves
+  /// postprocess, also when a stage splits the batch.
+  bool carries_credit = false;
+};
+
+/// What the stages pass on: the requests the scheduler released together (one request without
+/// batching). Execute runs the requests that are still good as one merged run; every other stage
+/// works on each request in turn, so one message and one thread wake-up serve the whole batch.
+struct batch_msg {
+  std::vector<request_msg> requests;
 };
 
 }  // namespace troupe::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::request_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::batch_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::detail::SchedulingPolicy)

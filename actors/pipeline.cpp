@@ -19,14 +19,14 @@ Pipeline::Pipeline(caf::actor_system& system, std::shared_ptr<void> system_owner
       system_owner_(std::move(system_owner)) {
   auto& h = *actors_->handles;
   Handles next = actors_->handles;
-  h.admission = spawn_admission(system, context_, next);
+  h.scheduler = spawn_scheduler(system, context_, next);
   h.preprocess = system.spawn(preprocess_stage, context_, next);
   h.upload = spawn_upload_stage(system, context_, next);
   for (int s = 0; s < context_->config.num_streams; ++s)
     h.execute.push_back(spawn_execute_stage(system, context_, next, s));
   h.download = system.spawn(download_stage, context_, next);
   h.postprocess = system.spawn(postprocess_stage, context_, next);
-  h.completion = system.spawn<caf::detached>(completion_actor, context_, next);
+  h.completion = spawn_completion_actor(system, context_, next);
   h.front = caf::actor_cast<caf::actor>(spawn_front_actor(system, context_, next));
 }
 
@@ -34,12 +34,12 @@ namespace {
 
 void shut_down(const std::shared_ptr<PipelineContext>& context,
                const std::shared_ptr<StageHandles>& h) {
-  caf::anon_send(h->admission, drain_atom::value);
+  caf::anon_send(h->scheduler, drain_atom::value);
   context->in_flight.wait_idle();
   // The completion actor quits after delivering everything queued before this message, then
   // tells the front actor to answer its leftovers and quit.
   caf::anon_send(h->completion, drain_atom::value);
-  for (const caf::actor& a : {h->admission, h->preprocess, h->upload, h->download, h->postprocess})
+  for (const caf::actor& a : {h->scheduler, h->preprocess, h->upload, h->download, h->postprocess})
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   for (const caf::actor& a : h->execute) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
@@ -62,7 +62,11 @@ Pipeline::~Pipeline() {
 }
 
 void Pipeline::submit(std::shared_ptr<detail::RequestState> state) {
-  submit_request(*context_, actors_->handles->admission, std::move(state));
+  submit_request(*context_, actors_->handles->scheduler, std::move(state));
+}
+
+void Pipeline::reconfigure(const detail::SchedulingPolicy& policy) {
+  caf::anon_send(actors_->handles->scheduler, reconfigure_atom::value, policy);
 }
 
 caf::actor Pipeline::front() const {

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "actors/pipeline_context.hpp"
+#include "engine/graph/scheduling_policy.hpp"
 
 namespace caf {
 class actor_system;
@@ -13,7 +14,7 @@ namespace troupe::actors {
 
 /// The stage actors of one compiled model, wired together:
 ///
-///   admission -> preprocess -> upload -> execute[stream] -> download -> postprocess -> completion
+///   scheduler -> preprocess -> upload -> execute[stream] -> download -> postprocess -> completion
 ///       ^ credits <------------------------------------------------------'   (user callbacks)
 ///                            upload <- release(slot) <- download
 ///
@@ -30,6 +31,8 @@ class Pipeline {
 
   /// Sends a request into the pipeline (the caller has marked it busy).
   void submit(std::shared_ptr<detail::RequestState> state);
+  /// Hands the scheduler a new policy for its next decisions.
+  void reconfigure(const detail::SchedulingPolicy& policy);
   /// The typed front actor, as an untyped handle (cast with caf::actor_cast<model_actor>).
   caf::actor front() const;
   const std::shared_ptr<PipelineContext>& context() const;

@@ -116,6 +116,8 @@ PipelineSummary PipelineStats::summary() const {
       const double share = 1.0 / std::max(1, span.batch);
       busy += d.back() * share;
       runs += share;
+      if (i == static_cast<size_t>(Stage::execute))
+        s.stages[i].batch_runs[std::max(1, span.batch)] += share;
       int64_t ready = i == 0 ? t.submitted_ns : t.stages[i - 1].end_ns;
       if (ready > 0) {
         wait += static_cast<double>(span.start_ns - ready) / 1e3;
@@ -176,9 +178,14 @@ std::string format_summary(const PipelineSummary& s) {
       "(sum of stage busy time / wall time) {:.2f}\n",
       s.requests, s.failed, s.wall_us / 1e3, s.mean_in_flight, s.stage_overlap);
   const StageSummary& execute = s.stages[static_cast<size_t>(Stage::execute)];
-  if (execute.mean_batch > 1.005)
+  if (execute.mean_batch > 1.005) {
     out += fmt::format("automatic batching: {:.2f} requests per execute run on average\n",
                        execute.mean_batch);
+    out += "batch sizes (size: runs):";
+    for (const auto& [size, runs] : execute.batch_runs)
+      out += fmt::format(" {}: {:.0f}", size, runs);
+    out += "\n";
+  }
   out += s.bottleneck + "\n";
   return out;
 }

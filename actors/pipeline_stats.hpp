@@ -17,10 +17,11 @@ struct StageSummary {
   std::string name;
   size_t count = 0;
   double mean_us = 0, p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;
-  double queue_wait_mean_us = 0;  // previous stage's end (or submission) to this stage's start
-  double busy_us = 0;             // sum of durations (a batch's shared once)
-  double mean_batch = 1;          // requests per run (automatic batching in execute)
-  double occupancy = 0;           // busy / (wall * workers of the stage)
+  double queue_wait_mean_us = 0;     // previous stage's end (or submission) to this stage's start
+  double busy_us = 0;                // sum of durations (a batch's shared once)
+  double mean_batch = 1;             // requests per run (automatic batching in execute)
+  std::map<int, double> batch_runs;  // execute: runs per batch size (dynamic batching)
+  double occupancy = 0;              // busy / (wall * workers of the stage)
   int workers = 1;
 };
 

@@ -18,29 +18,30 @@ const InputPreprocessing* plan_for(const PipelineContext& ctx, size_t i) {
 
 caf::behavior preprocess_stage(caf::event_based_actor* self, Context ctx, Handles next) {
   return {
-      [self, ctx, next](stage_atom, request_msg msg) {
-        run_stage(*ctx, detail::Stage::preprocess, msg, [&] {
-          detail::RequestState& st = *msg.state;
-          const size_t n = ctx->inputs.size();
-          st.model_inputs.resize(n);
-          st.input_scratch.resize(n);
-          for (size_t i = 0; i < n; ++i) {
-            const ValueInfo& info = ctx->inputs[i];
-            const Tensor& given = st.inputs[i];
-            check_tensor_fits("input", info, given);
-            if (const InputPreprocessing* plan = plan_for(*ctx, i)) {
-              st.model_inputs[i] =
-                  kernels::preprocess::run_preprocessing(*plan, given, ctx->graph_inputs[i]);
-            } else if (given.element_type() == info.type && given.is_contiguous()) {
-              st.model_inputs[i] = given;
-            } else {
-              ensure_buffer(st.input_scratch[i], info.type, given.shape());
-              given.copy_to(st.input_scratch[i]);
-              st.model_inputs[i] = st.input_scratch[i];
+      [self, ctx, next](stage_atom, batch_msg& batch) {
+        for (request_msg& msg : batch.requests)
+          run_stage(*ctx, detail::Stage::preprocess, msg, [&] {
+            detail::RequestState& st = *msg.state;
+            const size_t n = ctx->inputs.size();
+            st.model_inputs.resize(n);
+            st.input_scratch.resize(n);
+            for (size_t i = 0; i < n; ++i) {
+              const ValueInfo& info = ctx->inputs[i];
+              const Tensor& given = st.inputs[i];
+              check_tensor_fits("input", info, given);
+              if (const InputPreprocessing* plan = plan_for(*ctx, i)) {
+                st.model_inputs[i] =
+                    kernels::preprocess::run_preprocessing(*plan, given, ctx->graph_inputs[i]);
+              } else if (given.element_type() == info.type && given.is_contiguous()) {
+                st.model_inputs[i] = given;
+              } else {
+                ensure_buffer(st.input_scratch[i], info.type, given.shape());
+                given.copy_to(st.input_scratch[i]);
+                st.model_inputs[i] = st.input_scratch[i];
+              }
             }
-          }
-        });
-        self->send(next->upload, stage_atom::value, std::move(msg));
+          });
+        self->send(next->upload, stage_atom::value, std::move(batch));
       },
   };
 }

@@ -59,6 +59,9 @@ struct RequestState {
   std::function<void(RequestState&, std::exception_ptr)> on_complete;
 
   std::atomic<bool> cancel_requested{false};
+  // Scheduling requests, set while idle and read by the scheduler (0 = the model's defaults).
+  int64_t priority = 0;
+  int64_t timeout_us = 0;
 
   std::mutex mutex;
   std::condition_variable done_cv;

@@ -15,7 +15,7 @@ namespace troupe::actors {
 /// Handles of every actor of one pipeline. Filled once after all are spawned and before the first
 /// request is submitted; read-only afterwards.
 struct StageHandles {
-  caf::actor admission, preprocess, upload, download, postprocess, completion, front;
+  caf::actor scheduler, preprocess, upload, download, postprocess, completion, front;
   std::vector<caf::actor> execute;  // one per stream
 };
 
@@ -23,12 +23,14 @@ using Context = std::shared_ptr<PipelineContext>;
 using Handles = std::shared_ptr<const StageHandles>;
 
 /// Runs `work` for a request that has not failed, stamping the stage span around it and turning any
-/// exception into the request's error.
+/// exception into the request's error. The thread's CPU time is a system call (two per stage and
+/// request, measurable on a small model), so it is taken only when profiling (PERF_COUNT).
 template <class Work>
-void timed_stage(detail::Stage stage, request_msg& msg, int32_t worker, Work&& work) {
+void timed_stage(detail::Stage stage, request_msg& msg, int32_t worker, bool measure_cpu,
+                 Work&& work) {
   detail::StageSpan& span = msg.trace.stages[static_cast<size_t>(stage)];
   span.start_ns = detail::now_ns();
-  const int64_t cpu0 = detail::thread_cpu_ns();
+  const int64_t cpu0 = measure_cpu ? detail::thread_cpu_ns() : 0;
   span.worker = worker;
   if (!msg.error) {
     try {
@@ -37,7 +39,7 @@ void timed_stage(detail::Stage stage, request_msg& msg, int32_t worker, Work&& w
       msg.error = std::current_exception();
     }
   }
-  span.cpu_ns = detail::thread_cpu_ns() - cpu0;
+  span.cpu_ns = measure_cpu ? detail::thread_cpu_ns() - cpu0 : 0;
   span.end_ns = detail::now_ns();
 }
 
@@ -46,7 +48,7 @@ void timed_stage(detail::Stage stage, request_msg& msg, int32_t worker, Work&& w
 template <class Work>
 void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work&& work,
                int32_t worker = 0) {
-  timed_stage(stage, msg, worker, [&] {
+  timed_stage(stage, msg, worker, ctx.config.enable_profiling, [&] {
     if (msg.state->cancel_requested.load(std::memory_order_relaxed))
       throw Cancelled("infer request was cancelled");
     if (ctx.hook) ctx.hook(stage, msg.id);
@@ -55,17 +57,18 @@ void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work
 }
 
 // The stage actors, one file each.
-caf::actor spawn_admission(caf::actor_system& system, Context ctx, Handles next);
+caf::actor spawn_scheduler(caf::actor_system& system, Context ctx, Handles next);
 caf::behavior preprocess_stage(caf::event_based_actor* self, Context ctx, Handles next);
 caf::actor spawn_upload_stage(caf::actor_system& system, Context ctx, Handles next);
 caf::actor spawn_execute_stage(caf::actor_system& system, Context ctx, Handles next, int stream);
 caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles next);
 caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handles next);
-caf::behavior completion_actor(caf::event_based_actor* self, Context ctx, Handles next);
+caf::actor spawn_completion_actor(caf::actor_system& system, Context ctx, Handles next);
 
-/// Sends a request (already marked busy by its owner) to admission: counts it in flight, gives it
-/// an id and stamps its submission time. Used by InferRequest (via Pipeline) and the front actor.
-void submit_request(PipelineContext& ctx, const caf::actor& admission,
+/// Sends a request (already marked busy by its owner) to the scheduler: counts it in flight, gives
+/// it an id and stamps its submission time. Used by InferRequest (via Pipeline) and the front
+/// actor.
+void submit_request(PipelineContext& ctx, const caf::actor& scheduler,
                     std::shared_ptr<detail::RequestState> state);
 
 /// True on the thread of the completion actor (where user callbacks run).

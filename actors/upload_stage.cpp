@@ -1,6 +1,7 @@
-// Upload: assigns the request an execute slot (the buffers of one stream) and copies its inputs
-// into them, converting those the stream keeps blocked into that layout. Requests wait here, in
-// order, while every slot is taken; download returns slots.
+// Upload: assigns each request of a batch an execute slot (the buffers of one stream; the whole
+// batch on the same stream) and copies its inputs into them, converting those the stream keeps
+// blocked into that layout. Batches wait here, in order, while no stream has room; download
+// returns slots.
 
 #include <deque>
 
@@ -12,23 +13,59 @@ namespace troupe::actors {
 
 struct UploadState {
   std::vector<int> free_slots;
-  std::vector<int> busy_per_stream;
-  std::deque<request_msg> waiting;
+  std::vector<int> busy_per_stream;  // slots taken per stream
+  std::deque<batch_msg> waiting;     // batches that found no stream with enough free slots
 };
 
 namespace {
 
-// The free slot whose stream has the fewest requests assigned, so streams share the load.
-int take_slot(UploadState& st, const PipelineContext& ctx) {
-  size_t best = 0;
-  for (size_t i = 1; i < st.free_slots.size(); ++i) {
-    int a = ctx.slots[st.free_slots[i]].stream, b = ctx.slots[st.free_slots[best]].stream;
-    if (st.busy_per_stream[a] < st.busy_per_stream[b]) best = i;
+int free_on(const UploadState& st, const PipelineContext& ctx, int stream) {
+  int n = 0;
+  for (int slot : st.free_slots) n += ctx.slots[static_cast<size_t>(slot)].stream == stream;
+  return n;
+}
+
+// The stream for a batch of `k` requests: the one with the fewest slots taken among those with
+// `k` free slots, so streams share the load; -1 when none has room.
+int choose_stream(const UploadState& st, const PipelineContext& ctx, int k) {
+  int best = -1;
+  for (int s = 0; s < static_cast<int>(st.busy_per_stream.size()); ++s)
+    if (free_on(st, ctx, s) >= k && (best < 0 || st.busy_per_stream[s] < st.busy_per_stream[best]))
+      best = s;
+  return best;
+}
+
+int take_slot(UploadState& st, const PipelineContext& ctx, int stream) {
+  for (size_t i = 0; i < st.free_slots.size(); ++i) {
+    const int slot = st.free_slots[i];
+    if (ctx.slots[static_cast<size_t>(slot)].stream != stream) continue;
+    st.free_slots.erase(st.free_slots.begin() + static_cast<std::ptrdiff_t>(i));
+    ++st.busy_per_stream[static_cast<size_t>(stream)];
+    return slot;
   }
-  int slot = st.free_slots[best];
-  st.free_slots.erase(st.free_slots.begin() + static_cast<std::ptrdiff_t>(best));
-  ++st.busy_per_stream[ctx.slots[slot].stream];
-  return slot;
+  return -1;
+}
+
+void upload(PipelineContext& ctx, request_msg& msg) {
+  ExecuteSlot& slot = ctx.slots[static_cast<size_t>(msg.slot)];
+  run_stage(ctx, detail::Stage::upload, msg, [&] {
+    const auto& src = msg.state->model_inputs;
+    slot.inputs.resize(src.size());
+    for (size_t i = 0; i < src.size(); ++i) {
+      const kernels::TensorLayout layout = ctx.graph_input_layouts[i];
+      ensure_buffer(slot.inputs[i], layout.bf16 ? ElementType::bf16 : src[i].element_type(),
+                    src[i].shape());
+      if (layout.is_plain())
+        src[i].copy_to(slot.inputs[i]);
+      else  // into the layout (and bf16 when so) the stream's first kernels read
+        kernels::convert_layout(src[i].is_contiguous() ? src[i] : src[i].contiguous(), {},
+                                slot.inputs[i], layout);
+    }
+  });
+}
+
+bool failed(const request_msg& msg) {
+  return msg.error || msg.state->cancel_requested.load();
 }
 
 }  // namespace
@@ -39,50 +76,61 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
     self->state.free_slots.push_back(static_cast<int>(i));
   self->state.busy_per_stream.assign(static_cast<size_t>(ctx->config.num_streams), 0);
 
-  auto process = [self, ctx, next](request_msg msg) {
-    if (msg.error || msg.state->cancel_requested.load()) {
-      // Nothing to execute: stamp the stage (turning a cancel into the error) and go straight on.
-      run_stage(*ctx, detail::Stage::upload, msg, [] {});
-      self->send(next->download, stage_atom::value, std::move(msg));
-      return;
-    }
-    msg.slot = take_slot(self->state, *ctx);
-    ExecuteSlot& slot = ctx->slots[static_cast<size_t>(msg.slot)];
-    run_stage(*ctx, detail::Stage::upload, msg, [&] {
-      const auto& src = msg.state->model_inputs;
-      slot.inputs.resize(src.size());
-      for (size_t i = 0; i < src.size(); ++i) {
-        const kernels::TensorLayout layout = ctx->graph_input_layouts[i];
-        ensure_buffer(slot.inputs[i], layout.bf16 ? ElementType::bf16 : src[i].element_type(),
-                      src[i].shape());
-        if (layout.is_plain())
-          src[i].copy_to(slot.inputs[i]);
-        else  // into the layout (and bf16 when so) the stream's first kernels read
-          kernels::convert_layout(src[i].is_contiguous() ? src[i] : src[i].contiguous(), {},
-                                  slot.inputs[i], layout);
+  // Requests with nothing to execute go straight to download (the stage stamped, a cancel turned
+  // into the error); the others leave the batch for later.
+  auto pass_failed = [self, ctx, next](batch_msg& batch) {
+    batch_msg out;
+    std::vector<request_msg> good;
+    for (request_msg& msg : batch.requests) {
+      if (failed(msg)) {
+        run_stage(*ctx, detail::Stage::upload, msg, [] {});
+        out.requests.push_back(std::move(msg));
+      } else {
+        good.push_back(std::move(msg));
       }
-    });
-    if (msg.error) {
-      self->send(next->download, stage_atom::value, std::move(msg));
-      return;
     }
-    self->send(next->execute[static_cast<size_t>(slot.stream)], stage_atom::value, std::move(msg));
+    batch.requests = std::move(good);
+    if (!out.requests.empty()) self->send(next->download, stage_atom::value, std::move(out));
+  };
+  // Uploads the batch into slots of one stream and sends it to that stream's execute; false when
+  // no stream has room (nothing done).
+  auto try_process = [self, ctx, next](batch_msg& batch) {
+    const int stream = choose_stream(self->state, *ctx, static_cast<int>(batch.requests.size()));
+    if (stream < 0) return false;
+    batch_msg failed_copies;
+    std::vector<request_msg> good;
+    for (request_msg& msg : batch.requests) {
+      msg.slot = take_slot(self->state, *ctx, stream);
+      upload(*ctx, msg);
+      (msg.error ? failed_copies.requests : good).push_back(std::move(msg));
+    }
+    if (!failed_copies.requests.empty())
+      self->send(next->download, stage_atom::value, std::move(failed_copies));
+    if (!good.empty()) {
+      batch.requests = std::move(good);
+      self->send(next->execute[static_cast<size_t>(stream)], stage_atom::value, std::move(batch));
+    }
+    return true;
   };
 
   return {
-      [self, process](stage_atom, request_msg msg) {
-        if (self->state.free_slots.empty() && !msg.error && !msg.state->cancel_requested.load())
-          self->state.waiting.push_back(std::move(msg));
-        else
-          process(std::move(msg));
+      [self, pass_failed, try_process](stage_atom, batch_msg& batch) {
+        pass_failed(batch);
+        if (batch.requests.empty()) return;
+        // In order: a batch never overtakes one that waits for slots.
+        if (!self->state.waiting.empty() || !try_process(batch))
+          self->state.waiting.push_back(std::move(batch));
       },
-      [self, ctx, process](release_atom, int32_t slot) {
-        --self->state.busy_per_stream[ctx->slots[static_cast<size_t>(slot)].stream];
-        self->state.free_slots.push_back(slot);
-        while (!self->state.free_slots.empty() && !self->state.waiting.empty()) {
-          request_msg msg = std::move(self->state.waiting.front());
+      [self, ctx, pass_failed, try_process](release_atom, const std::vector<int32_t>& slots) {
+        for (int32_t slot : slots) {
+          --self->state.busy_per_stream[ctx->slots[static_cast<size_t>(slot)].stream];
+          self->state.free_slots.push_back(slot);
+        }
+        while (!self->state.waiting.empty()) {
+          batch_msg& head = self->state.waiting.front();
+          pass_failed(head);  // cancelled while waiting
+          if (!head.requests.empty() && !try_process(head)) break;
           self->state.waiting.pop_front();
-          process(std::move(msg));
         }
       },
   };

@@ -1,13 +1,17 @@
 #include "apps/bench_model.hpp"
 
 #include <cctype>
+#include <fstream>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "apps/bench_clock.hpp"
 #include "apps/bench_input_spec.hpp"
 #include "apps/compile_command.hpp"
 #include "apps/default_model.hpp"
 #include "engine/runtime/compiled_model_impl.hpp"
+#include "server/property_json.hpp"
 #include "troupe/error.hpp"
 #include "troupe/pre_post_processor.hpp"
 #include "troupe/properties.hpp"
@@ -30,6 +34,18 @@ AnyMap compile_properties(const BenchOptions& o) {
   if (!o.infer_precision.empty()) config[props::inference_precision] = o.infer_precision;
   if (o.auto_batch > 0) config[props::auto_batch_max_size] = o.auto_batch;
   if (!o.cache_dir.empty()) config[props::cache_dir] = o.cache_dir;
+  if (!o.load_config.empty()) {
+    std::ifstream in(o.load_config);
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object())
+      throw InvalidArgument("--load_config " + o.load_config + " is not a JSON object");
+    for (const auto& [device, properties] : doc.items()) {
+      if (device != o.device) continue;  // another device's settings, as benchmark_app ignores them
+      for (auto& [key, value] :
+           server::properties_of_json(properties, o.load_config + " [" + device + "]"))
+        config[key] = value;
+    }
+  }
   return config;
 }
 

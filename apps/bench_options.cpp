@@ -89,6 +89,12 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
                   "supports it (falls back to f32 otherwise). Default: the device's")
       ->option_text("f32|bf16")
       ->check(CLI::IsMember({"f32", "bf16"}));
+  cmd->add_option("--load_config", o.load_config,
+                  "JSON file of compile properties per device, as benchmark_app's: "
+                  "{\"CPU\": {\"max_batch_size\": 32, \"max_queue_delay_microseconds\": 500}}. "
+                  "Any property, the scheduler's included; it overrides the other flags")
+      ->option_text("FILE.json")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--auto_batch", o.auto_batch,
                   "Automatic batching (AUTO_BATCH_MAX_SIZE): up to N requests waiting at the same "
                   "stream run as one batch along the leading dimension. Only for models whose "

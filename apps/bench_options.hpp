@@ -25,6 +25,7 @@ struct BenchOptions {
   std::string pc_sort = "no_sort";  // sort | no_sort | simple_sort (per-op counter order)
   std::string exec_graph_path;      // JSON of the runtime model (execution graph)
   std::string infer_precision;      // empty: the device default; f32 | bf16
+  std::string load_config;          // JSON {"CPU": {property: value}} applied over the other flags
   int auto_batch = 0;               // 0: the device default; else AUTO_BATCH_MAX_SIZE
   bool reshape = false;             // compile with the -shape/-b shapes made static
   std::string cache_dir;            // CACHE_DIR for compiled blobs

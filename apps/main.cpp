@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   ensure_passive_openmp_wait(argv);
   CLI::App app{
       "troupe: a dataflow, actor-based inference engine. A compiled model is a pipeline of "
-      "actors (admission -> preprocess -> upload -> execute streams -> download -> postprocess "
+      "actors (scheduler -> preprocess -> upload -> execute streams -> download -> postprocess "
       "-> completion); many requests are in flight at once, each in its own stage.",
       "troupe"};
   app.set_version_flag("--version", std::string("troupe ") + troupe::library_version);

@@ -21,7 +21,10 @@ ServeError serve_error_of(caf::actor_system& system, const caf::error& error) {
       case ActorErrc::invalid_input:
         return ServeError(ServeErrc::bad_request, message);
       case ActorErrc::pipeline_full:
-        return ServeError(ServeErrc::unavailable, "queue full: " + message);
+        return ServeError(ServeErrc::unavailable,
+                          message.rfind("queue full", 0) == 0 ? message : "queue full: " + message);
+      case ActorErrc::timeout:
+        return ServeError(ServeErrc::unavailable, message);
       case ActorErrc::cancelled:
         return ServeError(ServeErrc::unavailable, message);
       case ActorErrc::execution_failed:
@@ -71,12 +74,12 @@ void account(ServedModel& model, const InferenceResult& result, uint64_t items, 
 }  // namespace
 
 void infer_async(caf::actor_system& system, ServedModel::Ticket ticket, NamedTensors inputs,
-                 int64_t start_ns, InferenceCallback done) {
+                 RequestScheduling scheduling, int64_t start_ns, InferenceCallback done) {
   auto shared_ticket = std::make_shared<ServedModel::Ticket>(std::move(ticket));
   auto callback = std::make_shared<InferenceCallback>(std::move(done));
   const uint64_t items = batch_items(inputs);
   model_actor target = shared_ticket->model().actor();
-  system.spawn([shared_ticket, callback, items, start_ns, target,
+  system.spawn([shared_ticket, callback, items, start_ns, target, scheduling,
                 inputs = std::move(inputs)](caf::event_based_actor* self) mutable {
     auto finish = [shared_ticket, callback, items, start_ns](InferenceResult result) {
       account(shared_ticket->model(), result, items, start_ns);
@@ -86,7 +89,8 @@ void infer_async(caf::actor_system& system, ServedModel::Ticket ticket, NamedTen
         // The network layer owns its errors; a throwing callback must not kill this actor's worker.
       }
     };
-    self->request(target, caf::infinite, infer_atom::value, std::move(inputs))
+    self->request(target, caf::infinite, infer_atom::value, std::move(inputs), scheduling.priority,
+                  scheduling.timeout_us)
         .then(
             [finish](NamedTensors& outputs) {
               finish(InferenceResult{std::move(outputs), {}});

@@ -20,6 +20,14 @@ struct InferenceResult {
   std::optional<ServeError> error;
 };
 
+/// A request's scheduling parameters (KServe request `parameters` "priority" and "timeout", as
+/// Triton names them): priority 1 is the highest, 0 the model's default; timeout in µs, 0 the
+/// model's default (honoured when its config allows timeout overrides).
+struct RequestScheduling {
+  int64_t priority = 0;
+  int64_t timeout_us = 0;
+};
+
 /// Called once per request, on a CAF worker thread: it must hand the result to the network
 /// layer (post to its executor) and return; it must not block.
 using InferenceCallback = std::function<void(InferenceResult)>;
@@ -28,7 +36,7 @@ using InferenceCallback = std::function<void(InferenceResult)>;
 /// calls `done` with its reply. The ticket keeps the model loaded until the reply is handed over;
 /// the model's request counters are updated (duration from `start_ns`, steady clock).
 void infer_async(caf::actor_system& system, ServedModel::Ticket ticket, NamedTensors inputs,
-                 int64_t start_ns, InferenceCallback done);
+                 RequestScheduling scheduling, int64_t start_ns, InferenceCallback done);
 
 /// The ServeError for a model actor's error reply (category "troupe": invalid input -> 400,
 /// pipeline full / cancelled -> 503, execution failed -> 500).

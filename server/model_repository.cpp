@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/property_json.hpp"
 #include "server/serve_error.hpp"
 #include "troupe/core.hpp"
+#include "troupe/error.hpp"
 
 namespace troupe::server {
 
@@ -34,21 +36,6 @@ std::string platform_of(const fs::path& file) {
   if (ext == ".blob") return "troupe_blob";
   if (ext == ".troupe") return "troupe_model";
   return "troupe_onnx";
-}
-
-Any any_of_json(const std::string& key, const nlohmann::json& value, const fs::path& file) {
-  if (value.is_boolean()) return Any(value.get<bool>());
-  if (value.is_number_integer()) return Any(value.get<int64_t>());
-  if (value.is_number()) return Any(value.get<double>());
-  if (value.is_string()) return Any(value.get<std::string>());
-  if (value.is_array()) {
-    std::vector<std::string> items;
-    for (const auto& item : value)
-      items.push_back(item.is_string() ? item.get<std::string>() : item.dump());
-    return Any(std::move(items));
-  }
-  throw ServeError(ServeErrc::bad_request, file.string() + ": property '" + key +
-                                               "' must be a string, number, bool or list");
 }
 
 }  // namespace
@@ -126,7 +113,11 @@ AnyMap ModelRepository::config_of(const std::string& name) const {
   nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
   if (config.is_discarded() || !config.is_object())
     throw ServeError(ServeErrc::bad_request, file.string() + " is not a JSON object");
-  for (const auto& [key, value] : config.items()) properties[key] = any_of_json(key, value, file);
+  try {
+    for (auto& [key, value] : properties_of_json(config, file.string())) properties[key] = value;
+  } catch (const InvalidArgument& e) {
+    throw ServeError(ServeErrc::bad_request, e.what());
+  }
   return properties;
 }
 

@@ -25,6 +25,8 @@ std::string batching_obstacle(const CompiledGraph& graph) {
 void fit_batching_to_graph(CompileConfig& config, const CompiledGraph& graph) {
   if (config.auto_batch_max_size <= 1 || batching_obstacle(graph).empty()) return;
   config.auto_batch_max_size = 1;
+  config.scheduling.max_batch_size = 1;
+  config.scheduling.preferred_batch_sizes.clear();
   config.derive_request_counts();
 }
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "engine/graph/scheduling_policy.hpp"
 #include "troupe/any.hpp"
 #include "troupe/element_type.hpp"
 #include "troupe/properties.hpp"
@@ -25,7 +26,12 @@ struct CompileConfig {
   int max_in_flight = 8;           // credits
   int max_in_flight_override = 0;  // as set (0 = derived)
   int slots_per_stream = 2;
-  int auto_batch_max_size = 1;        // 1 = no automatic batching
+  int auto_batch_max_size = 1;  // 1 = no batching; the largest batch the slots can hold
+  // The scheduler's rules (dynamic batching, priorities, queue policy). Its max_batch_size may
+  // be lowered at run time; auto_batch_max_size is what the model was compiled for.
+  SchedulingPolicy scheduling;
+  // Batches (one request each without batching) the scheduler lets into the stages at once.
+  int scheduler_credits = 8;
   bool execute_on_scheduler = false;  // execute stages share the scheduler's workers (small model)
   // With execute_on_scheduler: a request with more input elements than this (a dynamic model
   // given large shapes) runs on a thread of its own instead.
@@ -36,6 +42,9 @@ struct CompileConfig {
   /// mode, streams, request hint and batch size: enough requests to keep every stream busy, and
   /// with batching enough for a full batch to wait while another runs.
   void derive_request_counts();
+  /// Derives slots_per_stream and scheduler_credits from max_in_flight and the scheduling policy
+  /// (part of derive_request_counts).
+  void derive_scheduler_counts();
 
   /// The configuration as properties (what CompiledModel::get_property reports).
   AnyMap to_properties() const;

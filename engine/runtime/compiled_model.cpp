@@ -1,8 +1,8 @@
 #include "troupe/compiled_model.hpp"
 
+#include "actors/request_state.hpp"
 #include "engine/runtime/compiled_model_impl.hpp"
 #include "engine/runtime/cpu_plugin.hpp"
-#include "actors/request_state.hpp"
 #include "serialization/blob/compiled_blob.hpp"
 #include "troupe/error.hpp"
 
@@ -42,6 +42,10 @@ const std::vector<ValueInfo>& CompiledModel::inputs() const {
 }
 const std::vector<ValueInfo>& CompiledModel::outputs() const {
   return checked(impl_).outputs();
+}
+
+void CompiledModel::set_property(const AnyMap& properties) {
+  checked(impl_).set_property(properties);
 }
 
 Any CompiledModel::get_property(const std::string& name) const {

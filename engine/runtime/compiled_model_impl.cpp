@@ -66,7 +66,41 @@ CompiledModelImpl::CompiledModelImpl(
                            "': execute streams chose different input/output layouts");
     }
   }
+  scheduling_ = context_->config.scheduling;
   pipeline_ = std::make_unique<actors::Pipeline>(runtime_->system(), runtime_, context_);
+}
+
+void CompiledModelImpl::set_property(const AnyMap& properties) {
+  for (const auto& [key, value] : properties) get_property(key);  // UnknownProperty, by name
+  std::lock_guard<std::mutex> lock(scheduling_mutex_);
+  SchedulingPolicy policy = scheduling_;
+  const int compiled_batch = context_->config.auto_batch_max_size;
+  for (const auto& [key, value] : properties) {
+    const std::string name = key == props::auto_batch_max_size ? "max_batch_size" : key;
+    if (name == "preserve_ordering")
+      throw InvalidArgument(
+          "property preserve_ordering is fixed at compilation (the completion "
+          "actor orders by it from the first request)");
+    if (!is_scheduling_property(name)) {
+      throw InvalidArgument("property " + key +
+                            " cannot be changed on a compiled model (it is fixed at compilation; "
+                            "changeable: max_batch_size, preferred_batch_size, "
+                            "max_queue_delay_microseconds, priority_levels, "
+                            "default_priority_level, max_queue_size, "
+                            "default_timeout_microseconds, timeout_action, "
+                            "allow_timeout_override)");
+    }
+    apply_scheduling_property(policy, name, value);
+    if (name == "max_batch_size" && policy.max_batch_size > compiled_batch)
+      throw InvalidArgument("property " + key + ": " + value.as_string() +
+                            " is larger than the model was compiled for (" +
+                            std::to_string(compiled_batch) +
+                            "; the execute slots are sized by it): compile with a larger "
+                            "max_batch_size");
+  }
+  validate(policy);
+  scheduling_ = policy;
+  pipeline_->reconfigure(policy);
 }
 
 CompiledModelImpl::~CompiledModelImpl() {
@@ -79,7 +113,12 @@ Any CompiledModelImpl::get_property(const std::string& name) const {
   if (name == props::optimal_number_of_infer_requests) return Any(config().optimal_requests);
   if (name == props::execution_devices) return Any(std::vector<std::string>{"CPU"});
   if (name == props::loaded_from_cache) return Any(loaded_from_cache_);
-  const AnyMap config_props = config().to_properties();
+  AnyMap config_props = config().to_properties();
+  {
+    std::lock_guard<std::mutex> lock(scheduling_mutex_);
+    for (auto& [key, value] : scheduling_properties(scheduling_)) config_props[key] = value;
+    config_props[props::auto_batch_max_size] = scheduling_.max_batch_size;
+  }
   if (name == props::supported_properties) {
     std::vector<std::string> names = {props::supported_properties, props::model_name,
                                       props::optimal_number_of_infer_requests,

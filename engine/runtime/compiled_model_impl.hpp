@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ class CompiledModelImpl {
   const CompileConfig& config() const { return context_->config; }
   const std::shared_ptr<const CompiledGraph>& graph() const { return context_->graph; }
   Any get_property(const std::string& name) const;
+  void set_property(const AnyMap& properties);
   std::shared_ptr<const Model> runtime_model() const;
 
   actors::Pipeline& pipeline() { return *pipeline_; }
@@ -38,6 +40,8 @@ class CompiledModelImpl {
   std::shared_ptr<actors::PipelineContext> context_;
   std::unique_ptr<actors::Pipeline> pipeline_;
   bool loaded_from_cache_;
+  mutable std::mutex scheduling_mutex_;
+  SchedulingPolicy scheduling_;  // the policy last sent to the scheduler
 };
 
 }  // namespace troupe::detail

@@ -52,18 +52,22 @@ PerformanceMode parse_mode(const Any& v) {
 }  // namespace
 
 const std::vector<std::string>& CpuPlugin::config_keys() {
-  static const std::vector<std::string> keys = {props::device_id,
-                                                props::enable_profiling,
-                                                props::num_streams,
-                                                props::inference_num_threads,
-                                                props::performance_mode,
-                                                props::num_requests,
-                                                props::disable_transformations,
-                                                props::exclusive_async_requests,
-                                                props::inference_precision,
-                                                props::max_requests_in_flight,
-                                                props::auto_batch_max_size,
-                                                props::cache_dir};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> v = {props::device_id,
+                                  props::enable_profiling,
+                                  props::num_streams,
+                                  props::inference_num_threads,
+                                  props::performance_mode,
+                                  props::num_requests,
+                                  props::disable_transformations,
+                                  props::exclusive_async_requests,
+                                  props::inference_precision,
+                                  props::max_requests_in_flight,
+                                  props::auto_batch_max_size,
+                                  props::cache_dir};
+    for (const auto& k : scheduling_property_names()) v.push_back(k);
+    return v;
+  }();
   return keys;
 }
 
@@ -155,6 +159,9 @@ void CpuPlugin::check(const std::string& key, const Any& value) {
       int64_t n = value.as_int();
       if (n < 1 || n > 4096)
         throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: 1..4096)");
+    } else if (is_scheduling_property(key)) {
+      SchedulingPolicy scratch;
+      apply_scheduling_property(scratch, key, value);
     } else if (key == props::auto_batch_max_size) {
       int64_t n = value.as_int();
       if (n < 1 || n > 256)
@@ -228,8 +235,18 @@ CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
   c.num_streams = std::max(1, streams);
   c.threads_per_stream = std::max(1, total_threads / c.num_streams);
 
-  if (auto v = get(props::auto_batch_max_size))
-    c.auto_batch_max_size = static_cast<int>(v->as_int());
+  for (const auto& key : scheduling_property_names())
+    if (auto v = get(key.c_str())) apply_scheduling_property(c.scheduling, key, *v);
+  // max_batch_size is AUTO_BATCH_MAX_SIZE under Triton's name.
+  const Any* auto_batch = get(props::auto_batch_max_size);
+  const Any* max_batch = get("max_batch_size");
+  if (auto_batch && max_batch && auto_batch->as_int() != max_batch->as_int())
+    throw InvalidArgument(
+        std::string("properties ") + props::auto_batch_max_size + "=" + auto_batch->as_string() +
+        " and max_batch_size=" + max_batch->as_string() + " disagree (they are the same setting)");
+  if (auto_batch) c.scheduling.max_batch_size = static_cast<int>(auto_batch->as_int());
+  c.auto_batch_max_size = c.scheduling.max_batch_size;
+  validate(c.scheduling);
   if (auto v = get(props::max_requests_in_flight))
     c.max_in_flight_override = static_cast<int>(v->as_int());
   c.derive_request_counts();
@@ -255,10 +272,29 @@ void CompileConfig::derive_request_counts() {
   int optimal = mode == PerformanceMode::throughput ? 2 * num_streams * batch : 1;
   if (num_requests_hint > 0) optimal = std::min(optimal, num_requests_hint);
   optimal_requests = std::max(1, optimal);
-  slots_per_stream = 2 * batch;
   max_in_flight = max_in_flight_override > 0
                       ? max_in_flight_override
                       : std::max(4 * num_streams * batch, 2 * optimal_requests);
+  derive_scheduler_counts();
+}
+
+void CompileConfig::derive_scheduler_counts() {
+  const int batch = std::max(1, auto_batch_max_size);
+  scheduling.max_batch_size = std::min(std::max(1, scheduling.max_batch_size), batch);
+  if (scheduling.is_default() && batch <= 1) {
+    // FIFO admission: a credit is a request.
+    slots_per_stream = 2;
+    scheduler_credits = max_in_flight;
+  } else {
+    // A credit is a batch, so requests queue at the scheduler (where priorities and batching
+    // apply) rather than inside the stages. With batching, one batch per stream: the next batch
+    // forms when a stream frees up, as Triton's does. The ONNX MLP at 64 requests in flight, 2
+    // streams, batches up to 32 (2-vCPU EPYC, 4 s each): 2 credits 43.1k requests/s (18 per
+    // run), 3 credits 40.3k (12.8), 4 credits 35.1k (9.9), 6 credits 32.6k (7.1). Without
+    // batching (priorities only), two per stream keep upload and download beside execute.
+    slots_per_stream = 2 * batch;
+    scheduler_credits = batch > 1 ? num_streams : 2 * num_streams;
+  }
 }
 
 AnyMap CompileConfig::to_properties() const {
@@ -275,6 +311,7 @@ AnyMap CompileConfig::to_properties() const {
   m[props::max_requests_in_flight] = max_in_flight;
   m[props::auto_batch_max_size] = auto_batch_max_size;
   m[props::cache_dir] = cache_dir;
+  for (auto& [key, value] : scheduling_properties(scheduling)) m[key] = value;
   return m;
 }
 

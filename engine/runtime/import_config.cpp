@@ -1,5 +1,7 @@
 #include "engine/runtime/import_config.hpp"
 
+#include <algorithm>
+
 #include "engine/runtime/cpu_plugin.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
@@ -62,6 +64,13 @@ CompileConfig config_for_import(const CompileConfig& stored, const AnyMap& overr
   if (given(props::enable_profiling)) config.enable_profiling = requested.enable_profiling;
   if (given(props::max_requests_in_flight)) config.max_in_flight = requested.max_in_flight;
   if (given(props::cache_dir)) config.cache_dir = requested.cache_dir;
+  // Scheduling is not part of the compiled graph: the import's properties choose it.
+  config.scheduling = requested.scheduling;
+  config.auto_batch_max_size = requested.auto_batch_max_size;
+  if (config.auto_batch_max_size > 1 && !given(props::max_requests_in_flight))
+    config.max_in_flight =
+        std::max(config.max_in_flight, 4 * config.num_streams * config.auto_batch_max_size);
+  config.derive_scheduler_counts();
   return config;
 }
 

@@ -1,8 +1,10 @@
 #include "troupe/infer_request.hpp"
 
+#include <algorithm>
+
+#include "actors/request_state.hpp"
 #include "actors/tensor_checks.hpp"
 #include "engine/runtime/compiled_model_impl.hpp"
-#include "actors/request_state.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe {
@@ -145,6 +147,24 @@ void InferRequest::cancel() {
   if (st.busy) st.cancel_requested.store(true);
 }
 
+void InferRequest::set_priority(int64_t priority) {
+  auto& st = checked(state_);
+  auto lock = lock_idle(st, "change its priority");
+  if (priority < 0)
+    throw InvalidArgument("request priority " + std::to_string(priority) +
+                          " is not allowed (allowed: 0 = default, 1 = highest, ...)");
+  st.priority = priority;
+}
+
+void InferRequest::set_timeout(std::chrono::microseconds timeout) {
+  auto& st = checked(state_);
+  auto lock = lock_idle(st, "change its timeout");
+  if (timeout.count() < 0)
+    throw InvalidArgument("request timeout " + std::to_string(timeout.count()) +
+                          " us is not allowed (allowed: >= 0, 0 = the default)");
+  st.timeout_us = timeout.count();
+}
+
 std::vector<ProfilingInfo> InferRequest::profiling_info() const {
   auto& st = checked(state_);
   auto lock = lock_idle(st, "read its counters");
@@ -163,6 +183,9 @@ std::vector<ProfilingInfo> InferRequest::profiling_info() const {
       p.status = ProfilingInfo::Status::executed;
       p.real_time_us = (span.end_ns - span.start_ns) / 1000;
       p.cpu_time_us = span.cpu_ns / 1000;
+      const int64_t ready = i == 0 ? t.submitted_ns : t.stages[i - 1].end_ns;
+      if (ready != 0) p.queue_us = std::max<int64_t>(0, span.start_ns - ready) / 1000;
+      if (i == static_cast<size_t>(detail::Stage::execute)) p.batch_size = span.batch;
     }
     out.push_back(p);
   }

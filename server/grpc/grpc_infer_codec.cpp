@@ -90,6 +90,17 @@ DecodedInfer decode_infer_request(const inference::ModelInferRequest& request,
     if (!decoded.inputs.count(v.name))
       throw bad("input '" + v.name + "' of model '" + model.name() + "' is missing");
   decoded.outputs = requested_outputs(request, model);
+  for (const char* key : {"priority", "timeout"}) {
+    auto it = request.parameters().find(key);
+    if (it == request.parameters().end()) continue;
+    int64_t value = -1;
+    if (it->second.parameter_choice_case() == inference::InferParameter::kInt64Param)
+      value = it->second.int64_param();
+    if (value < 0)
+      throw bad(std::string("request parameter '") + key + "' must be a non-negative int64_param");
+    (std::string(key) == "priority" ? decoded.scheduling.priority : decoded.scheduling.timeout_us) =
+        value;
+  }
   return decoded;
 }
 

@@ -8,12 +8,15 @@
 #include "server/server_context.hpp"
 #include "troupe/actor_protocol.hpp"
 
+#include "server/inference.hpp"
+
 namespace troupe::server {
 
 /// A ModelInferRequest checked against its model: the input tensors and the outputs to return.
 struct DecodedInfer {
   NamedTensors inputs;
   std::vector<std::string> outputs;  // in response order: as requested, else the model's order
+  RequestScheduling scheduling;      // request parameters priority, timeout (µs)
 };
 
 /// Decodes and validates a request for `model`: every input named once and known to the model,

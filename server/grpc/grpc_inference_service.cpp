@@ -123,7 +123,8 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
     response->set_id(request->id());
     // From here the reply finishes the call; it may do so before this method returns, which the
     // callback API allows. `response` lives until the reactor is done, i.e. after Finish.
-    infer_async(context_.system, std::move(ticket), std::move(decoded.inputs), start_ns,
+    infer_async(context_.system, std::move(ticket), std::move(decoded.inputs), decoded.scheduling,
+                start_ns,
                 [reactor, response, names = std::move(decoded.outputs)](InferenceResult result) {
                   reactor->Finish(status_of_call([&] {
                     if (result.error) throw *result.error;

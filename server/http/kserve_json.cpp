@@ -163,6 +163,22 @@ json json_values(const Tensor& tensor) {
   return out;
 }
 
+// Triton's request parameters "priority" (1 = highest, 0 = the model's default) and "timeout"
+// (microseconds, 0 = the model's default).
+RequestScheduling scheduling_parameters(const json& parameters) {
+  RequestScheduling s;
+  auto read = [&](const char* key, int64_t& into) {
+    if (!parameters.contains(key)) return;
+    const json& v = parameters[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0)
+      bad(std::string("request parameter '") + key + "' must be a non-negative integer");
+    into = v.get<int64_t>();
+  };
+  read("priority", s.priority);
+  read("timeout", s.timeout_us);
+  return s;
+}
+
 bool binary_flag(const json& parameters, const char* key, const std::string& where) {
   if (!parameters.is_object() || !parameters.contains(key)) return false;
   const json& v = parameters[key];
@@ -216,6 +232,7 @@ RestInferRequest decode_infer_request(std::string_view body, std::optional<size_
     if (!doc["parameters"].is_object()) bad("'parameters' must be an object");
     request.all_outputs_binary =
         binary_flag(doc["parameters"], "binary_data_output", "request parameters");
+    request.scheduling = scheduling_parameters(doc["parameters"]);
   }
   if (!doc.contains("inputs") || !doc["inputs"].is_array())
     bad("'inputs' is missing or not an array");

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/inference.hpp"
 #include "server/server_context.hpp"
 #include "troupe/actor_protocol.hpp"
 
@@ -18,6 +19,7 @@ struct RestInferRequest {
   std::vector<std::string> outputs;         // requested outputs (empty: all)
   std::vector<std::string> binary_outputs;  // outputs to return as binary data
   bool all_outputs_binary = false;          // request parameter binary_data_output
+  RequestScheduling scheduling;             // request parameters priority, timeout (µs)
 };
 
 /// Decodes a KServe v2 infer request body: a JSON header of `header_length` bytes (the whole

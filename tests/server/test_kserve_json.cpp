@@ -101,14 +101,17 @@ TEST(KserveJson, DecodesBinaryTensorsAfterTheHeader) {
   wrong_body.append(8 + 16, '\0');
   expect_bad(wrong_body, "input 'a': 8 bytes of data, but 3 elements", wrong_length);
 
-  const json bools = {{"inputs", {{{"name", "c"}, {"datatype", "BOOL"}, {"shape", {3}},
-                                   {"parameters", {{"binary_data_size", 3}}}}}}};
+  const json bools = {{"inputs",
+                       {{{"name", "c"},
+                         {"datatype", "BOOL"},
+                         {"shape", {3}},
+                         {"parameters", {{"binary_data_size", 3}}}}}}};
   const std::string bool_header = bools.dump();
-  EXPECT_EQ(decode_infer_request(bool_header + std::string("\1\0\1", 3), bool_header.size(),
-                                 limits())
-                .inputs.at("c")
-                .byte_size(),
-            3u);
+  EXPECT_EQ(
+      decode_infer_request(bool_header + std::string("\1\0\1", 3), bool_header.size(), limits())
+          .inputs.at("c")
+          .byte_size(),
+      3u);
   expect_bad(bool_header + std::string("\1\2\0", 3), "BOOL byte 1 is 2", bool_header.size());
 }
 
@@ -195,6 +198,27 @@ TEST(KserveJson, EncodesJsonAndBinaryOutputsInModelOrder) {
   const RestInferResponse plain = encode_infer_response("m", "3", request, outputs, {"y", "z"});
   EXPECT_FALSE(plain.header_length.has_value());
   EXPECT_EQ(json::parse(plain.body)["outputs"][1]["data"], json({7, -8}));
+}
+
+TEST(KserveJson, ReadsTheSchedulingParametersPriorityAndTimeout) {
+  const std::string inputs = R"("inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1]}])";
+  const RestInferRequest r = decode_infer_request(
+      "{\"parameters\":{\"priority\":2,\"timeout\":1500}," + inputs + "}", std::nullopt, limits());
+  EXPECT_EQ(r.scheduling.priority, 2);
+  EXPECT_EQ(r.scheduling.timeout_us, 1500);
+  const RestInferRequest plain = decode_infer_request("{" + inputs + "}", std::nullopt, limits());
+  EXPECT_EQ(plain.scheduling.priority, 0);
+  EXPECT_EQ(plain.scheduling.timeout_us, 0);
+  for (const char* bad : {R"({"parameters":{"priority":-1},)", R"({"parameters":{"timeout":"1"},)",
+                          R"({"parameters":{"priority":1.5},)"}) {
+    try {
+      decode_infer_request(std::string(bad) + inputs + "}", std::nullopt, limits());
+      ADD_FAILURE() << bad;
+    } catch (const ServeError& e) {
+      EXPECT_EQ(e.code(), ServeErrc::bad_request);
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("must be a non-negative integer")) << bad;
+    }
+  }
 }
 
 }  // namespace

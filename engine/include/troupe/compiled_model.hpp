@@ -29,6 +29,14 @@ class CompiledModel {
   /// LOADED_FROM_CACHE, SUPPORTED_PROPERTIES) and the effective configuration.
   Any get_property(const std::string& name) const;
 
+  /// Changes scheduling properties while requests run: max_batch_size (AUTO_BATCH_MAX_SIZE, up to
+  /// the value compiled with), preferred_batch_size, max_queue_delay_microseconds,
+  /// priority_levels, default_priority_level, max_queue_size, default_timeout_microseconds,
+  /// timeout_action and allow_timeout_override. They apply to the scheduler's next decisions;
+  /// no request in flight or waiting is dropped, failed or reordered. Other properties are fixed
+  /// at compilation (InvalidArgument names the key); all keys are checked before any applies.
+  void set_property(const AnyMap& properties);
+
   /// The executed graph: one node per kernel with attributes "layer_type", "execution_order",
   /// "implementation", "original_names" (the source nodes a fused node stands for), "runs" and,
   /// when PERF_COUNT recorded runs, "mean_real_time_us" and "mean_cpu_time_us".

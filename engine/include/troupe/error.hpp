@@ -55,6 +55,20 @@ class Cancelled : public Error {
   using Error::Error;
 };
 
+/// The scheduler refused the request at once: its priority level's queue already holds
+/// max_queue_size requests. Retry later.
+class QueueFull : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The request's queue timeout passed before it was scheduled (timeout_action REJECT); it never
+/// ran.
+class RequestTimeout : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A kernel or stage failed while running a request.
 class ExecutionError : public Error {
  public:

@@ -50,6 +50,15 @@ class InferRequest {
   /// Cancels the request if it has not completed; wait() then throws Cancelled.
   void cancel();
 
+  /// The scheduling priority of this request's next runs: 1 is the highest, up to the compiled
+  /// model's `priority_levels`; 0 (the default) takes `default_priority_level`. Checked when the
+  /// request starts: an out-of-range level fails it with InvalidArgument.
+  void set_priority(int64_t priority);
+  /// The queue timeout of this request's next runs: when `allow_timeout_override` is set, the
+  /// shorter of this and `default_timeout_microseconds` (0: the default). A request not scheduled
+  /// by then fails with RequestTimeout (timeout_action REJECT) or waits behind the others (DELAY).
+  void set_timeout(std::chrono::microseconds timeout);
+
   /// The five stage entries of the last completed run, then one entry per executed node when
   /// profiling (PERF_COUNT) is enabled.
   std::vector<ProfilingInfo> profiling_info() const;

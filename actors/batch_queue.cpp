@@ -1,0 +1,138 @@
+#include "actors/batch_queue.hpp"
+
+#include <algorithm>
+
+namespace troupe::actors {
+
+BatchQueue::BatchQueue(detail::SchedulingPolicy policy) {
+  set_policy(policy);
+}
+
+void BatchQueue::set_policy(const detail::SchedulingPolicy& policy) {
+  policy_ = policy;
+  const size_t n = static_cast<size_t>(policy_.levels());
+  if (levels_.size() > n) {
+    // Requests of levels that no longer exist keep their order, behind the lowest level's.
+    Level& lowest = levels_[n - 1];
+    for (size_t l = n; l < levels_.size(); ++l) {
+      for (QueuedRequest& r : levels_[l].normal) lowest.normal.push_back(r);
+      for (QueuedRequest& r : levels_[l].delayed) lowest.delayed.push_back(r);
+    }
+    for (QueuedRequest& r : lowest.normal) r.level = static_cast<int>(n - 1);
+    for (QueuedRequest& r : lowest.delayed) r.level = static_cast<int>(n - 1);
+  }
+  levels_.resize(n);
+}
+
+size_t BatchQueue::size(int level) const {
+  const Level& l = levels_.at(static_cast<size_t>(level));
+  return l.normal.size() + l.delayed.size();
+}
+
+bool BatchQueue::push(const QueuedRequest& request) {
+  const int level = std::clamp(request.level, 0, policy_.levels() - 1);
+  const int64_t limit = policy_.queue.max_queue_size;
+  if (limit > 0 && static_cast<int64_t>(size(level)) >= limit) return false;
+  QueuedRequest r = request;
+  r.level = level;
+  levels_[static_cast<size_t>(level)].normal.push_back(r);
+  ++size_;
+  return true;
+}
+
+std::vector<uint64_t> BatchQueue::expire(int64_t now) {
+  std::vector<uint64_t> rejected;
+  const bool reject = policy_.queue.timeout_action == detail::TimeoutAction::reject;
+  for (Level& level : levels_) {
+    for (auto it = level.normal.begin(); it != level.normal.end();) {
+      if (it->deadline_ns == 0 || it->deadline_ns > now) {
+        ++it;
+        continue;
+      }
+      if (reject) {
+        rejected.push_back(it->id);
+        --size_;
+      } else {
+        QueuedRequest late = *it;
+        late.deadline_ns = 0;
+        level.delayed.push_back(late);
+      }
+      it = level.normal.erase(it);
+    }
+  }
+  return rejected;
+}
+
+const QueuedRequest* BatchQueue::head() const {
+  for (const Level& level : levels_) {
+    if (!level.normal.empty()) return &level.normal.front();
+    if (!level.delayed.empty()) return &level.delayed.front();
+  }
+  return nullptr;
+}
+
+std::vector<uint64_t> BatchQueue::next_batch(int64_t now) {
+  const QueuedRequest* first = head();
+  if (!first) return {};
+  const size_t max = static_cast<size_t>(std::max(1, policy_.max_batch_size));
+  const uint64_t key = first->shape_key;
+  const int64_t first_arrival = first->arrival_ns;
+
+  // The candidates in scheduling order, up to a full batch.
+  size_t available = 0;
+  for (const Level& level : levels_) {
+    for (const auto* queue : {&level.normal, &level.delayed})
+      for (const QueuedRequest& r : *queue)
+        if (r.shape_key == key && available < max) ++available;
+  }
+  size_t take = 0;
+  if (max == 1 || available >= max) {
+    take = std::min(available, max);
+  } else {
+    for (auto it = policy_.preferred_batch_sizes.rbegin();
+         it != policy_.preferred_batch_sizes.rend() && take == 0; ++it)
+      if (static_cast<size_t>(*it) <= available) take = static_cast<size_t>(*it);
+    if (take == 0 && now - first_arrival >= policy_.max_queue_delay_us * 1000) take = available;
+  }
+  std::vector<uint64_t> batch;
+  for (Level& level : levels_) {
+    for (auto* queue : {&level.normal, &level.delayed})
+      for (auto it = queue->begin(); it != queue->end() && batch.size() < take;) {
+        if (it->shape_key == key) {
+          batch.push_back(it->id);
+          it = queue->erase(it);
+          --size_;
+        } else {
+          ++it;
+        }
+      }
+  }
+  return batch;
+}
+
+int64_t BatchQueue::next_event(bool with_delay) const {
+  int64_t next = 0;
+  auto consider = [&next](int64_t t) {
+    if (t > 0 && (next == 0 || t < next)) next = t;
+  };
+  for (const Level& level : levels_)
+    for (const QueuedRequest& r : level.normal) consider(r.deadline_ns);
+  if (with_delay)
+    if (const QueuedRequest* first = head())
+      consider(first->arrival_ns + policy_.max_queue_delay_us * 1000);
+  return next;
+}
+
+std::vector<uint64_t> BatchQueue::take_all() {
+  std::vector<uint64_t> ids;
+  for (Level& level : levels_) {
+    for (auto* queue : {&level.normal, &level.delayed})
+      for (const QueuedRequest& r : *queue) ids.push_back(r.id);
+    level.normal.clear();
+    level.delayed.clear();
+  }
+  size_ = 0;
+  return ids;
+}
+
+}  // namespace troupe::actors

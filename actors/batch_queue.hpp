@@ -1,0 +1,68 @@
+#pragma once
+
+// The scheduler's decisions, apart from the actor that acts on them: which waiting requests run
+// next and together, which are refused, which have timed out. Time is a parameter (steady-clock
+// ns), so the policy is tested with a fake clock.
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/graph/scheduling_policy.hpp"
+
+namespace troupe::actors {
+
+/// A request waiting in the scheduler.
+struct QueuedRequest {
+  uint64_t id = 0;
+  int level = 0;  // 0 = highest priority
+  int64_t arrival_ns = 0;
+  int64_t deadline_ns = 0;  // 0 = no timeout
+  uint64_t shape_key = 0;   // requests merge only with equal keys (their input shapes and types)
+};
+
+/// Priority queues with Triton's dynamic-batching rules. Order: level 1 first; within a level,
+/// arrival order, then the requests whose DELAY timeout passed. A batch is the first request in
+/// that order plus the following ones with its shape key, up to max_batch_size. It leaves at once
+/// when it is full or reaches a preferred size (the largest it can), otherwise once its first
+/// request has waited max_queue_delay.
+class BatchQueue {
+ public:
+  explicit BatchQueue(detail::SchedulingPolicy policy);
+
+  /// Takes effect for the next decisions; queued requests keep their place (levels beyond the new
+  /// count move to the lowest level).
+  void set_policy(const detail::SchedulingPolicy& policy);
+  const detail::SchedulingPolicy& policy() const { return policy_; }
+
+  /// False (and nothing queued) when the request's level already holds max_queue_size requests.
+  bool push(const QueuedRequest& request);
+
+  /// Handles the timeouts that passed at `now`: returns the ids of REJECT requests (removed);
+  /// DELAY requests move behind the others of their level.
+  std::vector<uint64_t> expire(int64_t now);
+
+  /// The ids of the batch that should run now, removed from the queue; empty when none should.
+  std::vector<uint64_t> next_batch(int64_t now);
+
+  /// The earliest time something may change without a new request: a timeout, or (when
+  /// `with_delay`) the moment the first request's batch delay ends. 0 = none.
+  int64_t next_event(bool with_delay) const;
+
+  size_t size() const { return size_; }
+  size_t size(int level) const;
+  /// Removes and returns every queued id (shutdown).
+  std::vector<uint64_t> take_all();
+
+ private:
+  struct Level {
+    std::deque<QueuedRequest> normal, delayed;
+  };
+  const QueuedRequest* head() const;
+
+  detail::SchedulingPolicy policy_;
+  std::vector<Level> levels_;
+  size_t size_ = 0;
+};
+
+}  // namespace troupe::actors

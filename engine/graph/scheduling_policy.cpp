@@ -1,0 +1,159 @@
+#include "engine/graph/scheduling_policy.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "troupe/error.hpp"
+
+namespace troupe::detail {
+
+namespace {
+
+constexpr const char* k_max_batch_size = "max_batch_size";
+constexpr const char* k_preferred = "preferred_batch_size";
+constexpr const char* k_delay = "max_queue_delay_microseconds";
+constexpr const char* k_ordering = "preserve_ordering";
+constexpr const char* k_levels = "priority_levels";
+constexpr const char* k_default_level = "default_priority_level";
+constexpr const char* k_queue_size = "max_queue_size";
+constexpr const char* k_timeout = "default_timeout_microseconds";
+constexpr const char* k_action = "timeout_action";
+constexpr const char* k_override = "allow_timeout_override";
+
+int64_t in_range(const std::string& key, const Any& value, int64_t lo, int64_t hi) {
+  const int64_t n = value.as_int();
+  if (n < lo || n > hi)
+    throw InvalidArgument("property " + key + ": '" + value.as_string() +
+                          "' is not allowed (allowed: " + std::to_string(lo) + ".." +
+                          std::to_string(hi) + ")");
+  return n;
+}
+
+std::vector<int64_t> parse_sizes(const std::string& key, const Any& value) {
+  std::vector<std::string> words;
+  if (std::holds_alternative<std::vector<std::string>>(value.storage())) {
+    words = value.as_strings();
+  } else {
+    std::string text = value.as_string();
+    std::replace(text.begin(), text.end(), ',', ' ');
+    words = Any(text).as_strings();
+  }
+  std::vector<int64_t> sizes;
+  for (const std::string& w : words) sizes.push_back(in_range(key, Any(w), 1, 4096));
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+int SchedulingPolicy::level_of(int64_t priority) const {
+  if (priority == 0) return (default_priority_level > 0 ? default_priority_level : levels()) - 1;
+  if (priority < 0 || priority > levels())
+    throw InvalidArgument("request priority " + std::to_string(priority) +
+                          " is not allowed (allowed: 1.." + std::to_string(levels()) +
+                          ", 1 = highest, or 0 for the default)");
+  return static_cast<int>(priority) - 1;
+}
+
+int64_t SchedulingPolicy::timeout_of(int64_t timeout_us) const {
+  if (timeout_us < 0)
+    throw InvalidArgument("request timeout " + std::to_string(timeout_us) +
+                          " us is not allowed (allowed: >= 0)");
+  if (timeout_us == 0 || !queue.allow_timeout_override) return queue.default_timeout_us;
+  if (queue.default_timeout_us == 0) return timeout_us;
+  return std::min(timeout_us, queue.default_timeout_us);
+}
+
+bool SchedulingPolicy::is_default() const {
+  return max_batch_size <= 1 && priority_levels == 0 && queue.max_queue_size == 0 &&
+         queue.default_timeout_us == 0 && !queue.allow_timeout_override && !preserve_ordering;
+}
+
+const std::vector<std::string>& scheduling_property_names() {
+  static const std::vector<std::string> names = {
+      k_max_batch_size, k_preferred,  k_delay,   k_ordering, k_levels,
+      k_default_level,  k_queue_size, k_timeout, k_action,   k_override};
+  return names;
+}
+
+bool is_scheduling_property(const std::string& key) {
+  const auto& names = scheduling_property_names();
+  return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+void apply_scheduling_property(SchedulingPolicy& p, const std::string& key, const Any& value) {
+  try {
+    if (key == k_max_batch_size) {
+      p.max_batch_size = static_cast<int>(in_range(key, value, 1, 256));
+    } else if (key == k_preferred) {
+      p.preferred_batch_sizes = parse_sizes(key, value);
+    } else if (key == k_delay) {
+      p.max_queue_delay_us = in_range(key, value, 0, 60'000'000);
+    } else if (key == k_ordering) {
+      p.preserve_ordering = value.as_bool();
+    } else if (key == k_levels) {
+      p.priority_levels = static_cast<int>(in_range(key, value, 0, 64));
+    } else if (key == k_default_level) {
+      p.default_priority_level = static_cast<int>(in_range(key, value, 0, 64));
+    } else if (key == k_queue_size) {
+      p.queue.max_queue_size = in_range(key, value, 0, 1'000'000);
+    } else if (key == k_timeout) {
+      p.queue.default_timeout_us = in_range(key, value, 0, 3'600'000'000LL);
+    } else if (key == k_action) {
+      const std::string a = upper(value.as_string());
+      if (a == "REJECT")
+        p.queue.timeout_action = TimeoutAction::reject;
+      else if (a == "DELAY")
+        p.queue.timeout_action = TimeoutAction::delay;
+      else
+        throw InvalidArgument("property " + key + ": '" + value.as_string() +
+                              "' is not allowed (allowed: REJECT, DELAY)");
+    } else if (key == k_override) {
+      p.queue.allow_timeout_override = value.as_bool();
+    } else {
+      throw InvalidArgument("property " + key + " is not a scheduling property");
+    }
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    if (what.rfind("property ", 0) == 0) throw;
+    throw InvalidArgument("property " + key + ": " + what);
+  }
+}
+
+void validate(const SchedulingPolicy& p) {
+  if (p.default_priority_level > p.levels() ||
+      (p.priority_levels == 0 && p.default_priority_level > 1))
+    throw InvalidArgument("property " + std::string(k_default_level) + ": " +
+                          std::to_string(p.default_priority_level) +
+                          " is not allowed (allowed: 1.." + std::to_string(p.levels()) +
+                          " with priority_levels=" + std::to_string(p.priority_levels) + ")");
+  for (int64_t s : p.preferred_batch_sizes)
+    if (s > p.max_batch_size)
+      throw InvalidArgument("property " + std::string(k_preferred) + ": " + std::to_string(s) +
+                            " is larger than max_batch_size " + std::to_string(p.max_batch_size));
+}
+
+AnyMap scheduling_properties(const SchedulingPolicy& p) {
+  AnyMap m;
+  m[k_max_batch_size] = p.max_batch_size;
+  std::vector<std::string> preferred;
+  for (int64_t s : p.preferred_batch_sizes) preferred.push_back(std::to_string(s));
+  m[k_preferred] = preferred;
+  m[k_delay] = p.max_queue_delay_us;
+  m[k_ordering] = p.preserve_ordering;
+  m[k_levels] = p.priority_levels;
+  m[k_default_level] = p.default_priority_level;
+  m[k_queue_size] = p.queue.max_queue_size;
+  m[k_timeout] = p.queue.default_timeout_us;
+  m[k_action] = std::string(p.queue.timeout_action == TimeoutAction::reject ? "REJECT" : "DELAY");
+  m[k_override] = p.queue.allow_timeout_override;
+  return m;
+}
+
+}  // namespace troupe::detail

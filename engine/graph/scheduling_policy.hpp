@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "troupe/any.hpp"
+
+namespace troupe::detail {
+
+/// What happens to a request whose queue timeout passes before it is scheduled.
+enum class TimeoutAction { reject, delay };
+
+/// Queue policy of the scheduler (Triton's `default_queue_policy`), for every priority level.
+struct QueuePolicy {
+  int64_t max_queue_size = 0;      // requests waiting per level; 0 = unbounded
+  int64_t default_timeout_us = 0;  // 0 = no timeout
+  TimeoutAction timeout_action = TimeoutAction::reject;
+  bool allow_timeout_override = false;  // a request may set a shorter timeout of its own
+};
+
+/// How the pipeline's scheduler (the actor in front of the stages) orders, batches and refuses
+/// requests: Triton's `dynamic_batching` settings, under their Triton names as properties. The
+/// defaults schedule like a plain FIFO: no batching, no priorities, no timeouts, no bound.
+struct SchedulingPolicy {
+  int max_batch_size = 1;  // requests merged into one run; 1 = no batching
+  std::vector<int64_t> preferred_batch_sizes;
+  int64_t max_queue_delay_us = 0;  // how long the oldest request may wait for a batch
+  bool preserve_ordering = false;  // responses leave in arrival order
+  int priority_levels = 0;         // 0 = no priorities (one level)
+  int default_priority_level = 0;  // 0 = the lowest level
+  QueuePolicy queue;
+
+  int levels() const { return priority_levels > 0 ? priority_levels : 1; }
+  /// The level (0-based, 0 = highest) of a request asking for `priority` (1-based, 0 = the
+  /// default). Throws InvalidArgument naming the priority when it is out of range.
+  int level_of(int64_t priority) const;
+  /// The timeout (µs, 0 = none) of a request asking for `timeout_us` (0 = the default).
+  int64_t timeout_of(int64_t timeout_us) const;
+  /// Whether the scheduler has anything to do beyond FIFO admission.
+  bool is_default() const;
+};
+
+/// The scheduling properties' names, as CompiledModel and config.json take them.
+const std::vector<std::string>& scheduling_property_names();
+bool is_scheduling_property(const std::string& key);
+
+/// Sets one scheduling property, validating its value (InvalidArgument naming the key and the
+/// allowed values). `max_batch_size` is AUTO_BATCH_MAX_SIZE under Triton's name.
+void apply_scheduling_property(SchedulingPolicy& policy, const std::string& key, const Any& value);
+/// Checks the policy as a whole (e.g. the default level within the levels).
+void validate(const SchedulingPolicy& policy);
+/// The policy as properties (what get_property reports).
+AnyMap scheduling_properties(const SchedulingPolicy& policy);
+
+}  // namespace troupe::detail

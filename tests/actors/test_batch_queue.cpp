@@ -1,0 +1,223 @@
+// The scheduler's policy (actors/batch_queue.hpp) on a fake clock: batch delay, preferred sizes,
+// priorities, both timeout actions, queue-full refusal, shape keys and live policy changes.
+
+#include <gmock/gmock.h>
+
+#include "actors/batch_queue.hpp"
+#include "troupe/error.hpp"
+
+using namespace troupe;
+using namespace troupe::actors;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+namespace {
+
+constexpr int64_t us = 1000;  // the queue's clock is in ns
+
+detail::SchedulingPolicy batching(int max, int64_t delay_us) {
+  detail::SchedulingPolicy p;
+  p.max_batch_size = max;
+  p.max_queue_delay_us = delay_us;
+  return p;
+}
+
+QueuedRequest request(uint64_t id, int64_t at_ns, int level = 0, uint64_t key = 7,
+                      int64_t deadline_ns = 0) {
+  QueuedRequest r;
+  r.id = id;
+  r.arrival_ns = at_ns;
+  r.level = level;
+  r.shape_key = key;
+  r.deadline_ns = deadline_ns;
+  return r;
+}
+
+}  // namespace
+
+TEST(BatchQueue, WithoutBatchingItIsFifoOneAtATime) {
+  BatchQueue q{detail::SchedulingPolicy{}};
+  for (uint64_t id = 1; id <= 3; ++id) ASSERT_TRUE(q.push(request(id, 0)));
+  EXPECT_THAT(q.next_batch(0), ElementsAre(1));
+  EXPECT_THAT(q.next_batch(0), ElementsAre(2));
+  EXPECT_THAT(q.next_batch(0), ElementsAre(3));
+  EXPECT_THAT(q.next_batch(0), IsEmpty());
+  EXPECT_EQ(q.next_event(true), 0);
+}
+
+TEST(BatchQueue, TheOldestWaitsAtMostTheDelayForItsBatchToFill) {
+  BatchQueue q{batching(4, 100)};
+  q.push(request(1, 0));
+  q.push(request(2, 10 * us));
+  EXPECT_THAT(q.next_batch(50 * us), IsEmpty());
+  EXPECT_EQ(q.next_event(true), 100 * us);  // the first request's delay ends
+  EXPECT_EQ(q.next_event(false), 0);        // no credit: only timeouts would wake it
+  EXPECT_THAT(q.next_batch(99 * us), IsEmpty());
+  EXPECT_THAT(q.next_batch(100 * us), ElementsAre(1, 2));
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(BatchQueue, AFullBatchLeavesAtOnceAndTheRestWaitsAgain) {
+  BatchQueue q{batching(3, 1000)};
+  for (uint64_t id = 1; id <= 5; ++id) q.push(request(id, static_cast<int64_t>(id) * us));
+  EXPECT_THAT(q.next_batch(6 * us), ElementsAre(1, 2, 3));
+  EXPECT_THAT(q.next_batch(6 * us), IsEmpty());  // 4 and 5: not full, delay not over
+  EXPECT_EQ(q.next_event(true), 1004 * us);
+  EXPECT_THAT(q.next_batch(1004 * us), ElementsAre(4, 5));
+}
+
+TEST(BatchQueue, ZeroDelayTakesWhatIsWaiting) {
+  BatchQueue q{batching(8, 0)};
+  q.push(request(1, 0));
+  q.push(request(2, 0));
+  EXPECT_THAT(q.next_batch(0), ElementsAre(1, 2));
+}
+
+TEST(BatchQueue, TheLargestPreferredSizeThatCanFormLeavesBeforeTheDelay) {
+  auto p = batching(8, 1000);
+  p.preferred_batch_sizes = {2, 4};
+  BatchQueue q{p};
+  for (uint64_t id = 1; id <= 5; ++id) q.push(request(id, 0));
+  EXPECT_THAT(q.next_batch(1 * us), ElementsAre(1, 2, 3, 4));
+  EXPECT_THAT(q.next_batch(1 * us), IsEmpty());  // one left: below every preferred size
+  EXPECT_THAT(q.next_batch(1000 * us), ElementsAre(5));
+}
+
+TEST(BatchQueue, OnlyRequestsWithTheFirstOnesShapesJoinItsBatch) {
+  BatchQueue q{batching(4, 0)};
+  q.push(request(1, 0, 0, /*key=*/1));
+  q.push(request(2, 0, 0, /*key=*/2));
+  q.push(request(3, 0, 0, /*key=*/1));
+  EXPECT_THAT(q.next_batch(0), ElementsAre(1, 3));
+  EXPECT_THAT(q.next_batch(0), ElementsAre(2));
+}
+
+TEST(BatchQueue, HigherPriorityRunsFirstAndLowerOnesAreNotStarvedWhenItIsIdle) {
+  auto p = batching(2, 0);
+  p.priority_levels = 3;
+  BatchQueue q{p};
+  q.push(request(1, 0, /*level=*/2));
+  q.push(request(2, 1, /*level=*/1));
+  q.push(request(3, 2, /*level=*/0));
+  q.push(request(4, 3, /*level=*/0));
+  q.push(request(5, 4, /*level=*/2));
+  EXPECT_THAT(q.next_batch(10), ElementsAre(3, 4));
+  // The batch is led by the highest waiting request and filled in priority order.
+  EXPECT_THAT(q.next_batch(10), ElementsAre(2, 1));
+  EXPECT_THAT(q.next_batch(10), ElementsAre(5));
+}
+
+TEST(BatchQueue, AFullLevelRefusesWhileOthersStillAccept) {
+  auto p = batching(1, 0);
+  p.priority_levels = 2;
+  p.queue.max_queue_size = 2;
+  BatchQueue q{p};
+  EXPECT_TRUE(q.push(request(1, 0, 1)));
+  EXPECT_TRUE(q.push(request(2, 0, 1)));
+  EXPECT_FALSE(q.push(request(3, 0, 1)));
+  EXPECT_EQ(q.size(1), 2u);
+  EXPECT_TRUE(q.push(request(4, 0, 0)));
+  q.next_batch(0);  // 4
+  q.next_batch(0);  // 1: level 1 has room again
+  EXPECT_TRUE(q.push(request(5, 0, 1)));
+}
+
+TEST(BatchQueue, RejectTimeoutsLeaveTheQueueAtTheirDeadline) {
+  auto p = batching(4, 1000);
+  p.queue.timeout_action = detail::TimeoutAction::reject;
+  BatchQueue q{p};
+  q.push(request(1, 0, 0, 7, /*deadline=*/50 * us));
+  q.push(request(2, 0, 0, 7, /*deadline=*/0));
+  EXPECT_EQ(q.next_event(false), 50 * us);
+  EXPECT_THAT(q.expire(49 * us), IsEmpty());
+  EXPECT_THAT(q.expire(50 * us), ElementsAre(1));
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_THAT(q.next_batch(1000 * us), ElementsAre(2));
+}
+
+TEST(BatchQueue, DelayedTimeoutsGoBehindTheOthersOfTheirLevel) {
+  auto p = batching(1, 0);
+  p.priority_levels = 2;
+  p.queue.timeout_action = detail::TimeoutAction::delay;
+  BatchQueue q{p};
+  q.push(request(1, 0, 0, 7, /*deadline=*/10 * us));
+  q.push(request(2, 1, 0));
+  q.push(request(3, 2, 1));
+  EXPECT_THAT(q.expire(10 * us), IsEmpty());  // DELAY: nobody is refused
+  EXPECT_EQ(q.size(), 3u);
+  EXPECT_THAT(q.next_batch(10 * us), ElementsAre(2));
+  EXPECT_THAT(q.next_batch(10 * us), ElementsAre(1));  // after its level's others
+  EXPECT_THAT(q.next_batch(10 * us), ElementsAre(3));
+  EXPECT_EQ(q.next_event(true), 0);
+}
+
+TEST(BatchQueue, APolicyChangeAppliesToTheNextDecisionAndKeepsEveryRequest) {
+  auto p = batching(1, 0);
+  p.priority_levels = 3;
+  BatchQueue q{p};
+  q.push(request(1, 0, 2));
+  q.push(request(2, 0, 1));
+  q.push(request(3, 0, 2));
+  auto bigger = batching(4, 0);  // one level: levels beyond it join the lowest, in order
+  q.set_policy(bigger);
+  EXPECT_EQ(q.size(), 3u);
+  EXPECT_THAT(q.next_batch(0), ElementsAre(2, 1, 3));
+}
+
+TEST(BatchQueue, TakeAllEmptiesEveryLevel) {
+  auto p = batching(2, 1000);
+  p.priority_levels = 2;
+  BatchQueue q{p};
+  q.push(request(1, 0, 0));
+  q.push(request(2, 0, 1));
+  EXPECT_THAT(q.take_all(), ElementsAre(1, 2));
+  EXPECT_EQ(q.size(), 0u);
+  EXPECT_EQ(q.next_event(true), 0);
+}
+
+TEST(SchedulingPolicy, PropertiesAreValidatedAndNamed) {
+  detail::SchedulingPolicy p;
+  detail::apply_scheduling_property(p, "preferred_batch_size", Any("8, 4"));
+  EXPECT_THAT(p.preferred_batch_sizes, ElementsAre(4, 8));
+  detail::apply_scheduling_property(p, "preferred_batch_size",
+                                    Any(std::vector<std::string>{"2", "16"}));
+  EXPECT_THAT(p.preferred_batch_sizes, ElementsAre(2, 16));
+  detail::apply_scheduling_property(p, "timeout_action", Any("delay"));
+  EXPECT_EQ(p.queue.timeout_action, detail::TimeoutAction::delay);
+  auto fails = [&](const char* key, Any value, const char* words) {
+    try {
+      detail::apply_scheduling_property(p, key, value);
+      ADD_FAILURE() << key << " accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(key));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(words));
+    }
+  };
+  fails("max_batch_size", Any(0), "1..256");
+  fails("timeout_action", Any("DROP"), "REJECT, DELAY");
+  fails("max_queue_delay_microseconds", Any(-1), "allowed");
+  fails("preferred_batch_size", Any("4 x"), "preferred_batch_size");
+  p.max_batch_size = 8;
+  EXPECT_THROW(detail::validate(p), InvalidArgument);  // preferred 16 > max 8
+  p.preferred_batch_sizes = {4};
+  p.priority_levels = 2;
+  p.default_priority_level = 3;
+  EXPECT_THROW(detail::validate(p), InvalidArgument);
+  p.default_priority_level = 2;
+  detail::validate(p);
+  EXPECT_EQ(p.level_of(0), 1);  // the default level, 0-based
+  EXPECT_EQ(p.level_of(1), 0);
+  EXPECT_THROW(p.level_of(3), InvalidArgument);
+}
+
+TEST(SchedulingPolicy, ARequestMayOnlyShortenItsTimeoutWhenAllowed) {
+  detail::SchedulingPolicy p;
+  p.queue.default_timeout_us = 500;
+  EXPECT_EQ(p.timeout_of(0), 500);
+  EXPECT_EQ(p.timeout_of(100), 500);  // not allowed: the default holds
+  p.queue.allow_timeout_override = true;
+  EXPECT_EQ(p.timeout_of(100), 100);
+  EXPECT_EQ(p.timeout_of(900), 500);  // never longer than the default
+  p.queue.default_timeout_us = 0;
+  EXPECT_EQ(p.timeout_of(900), 900);
+}
