@@ -15,6 +15,7 @@ struct UploadState {
   std::vector<int> free_slots;
   std::vector<int> busy_per_stream;  // slots taken per stream
   std::deque<batch_msg> waiting;     // batches that found no stream with enough free slots
+  int next_stream = 0;               // where the round-robin among equally loaded streams resumes
 };
 
 namespace {
@@ -26,12 +27,17 @@ int free_on(const UploadState& st, const PipelineContext& ctx, int stream) {
 }
 
 // The stream for a batch of `k` requests: the one with the fewest slots taken among those with
-// `k` free slots, so streams share the load; -1 when none has room.
-int choose_stream(const UploadState& st, const PipelineContext& ctx, int k) {
+// `k` free slots, so streams share the load; ties go round-robin, so requests that arrive one at a
+// time still use every stream. -1 when none has room.
+int choose_stream(UploadState& st, const PipelineContext& ctx, int k) {
+  const int streams = static_cast<int>(st.busy_per_stream.size());
   int best = -1;
-  for (int s = 0; s < static_cast<int>(st.busy_per_stream.size()); ++s)
+  for (int i = 0; i < streams; ++i) {
+    const int s = (st.next_stream + i) % streams;
     if (free_on(st, ctx, s) >= k && (best < 0 || st.busy_per_stream[s] < st.busy_per_stream[best]))
       best = s;
+  }
+  if (best >= 0) st.next_stream = (best + 1) % streams;
   return best;
 }
 

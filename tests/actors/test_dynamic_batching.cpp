@@ -187,7 +187,7 @@ TEST(DynamicBatching, HigherPriorityRequestsOvertakeWaitingOnes) {
     requests[i] = compiled.create_infer_request();
     requests[i].set_tensor("x", sample(static_cast<unsigned>(i)));
   }
-  // Six of the default (lowest) level: two enter the stages (the scheduler's credits), four wait.
+  // Six of the default (lowest) level: one enters the stages (the scheduler's credit), five wait.
   for (int i = 0; i < 6; ++i) log.start(requests[i], i);
   ASSERT_TRUE(gate.wait_executing(1));
   for (int i = 6; i < 8; ++i) {
@@ -216,26 +216,27 @@ TEST(DynamicBatching, AFullQueueRefusesAtOnceWithQueueFull) {
   auto compiled = core.compile_model(make_linear_model(), "CPU",
                                      {{"max_queue_size", 2}, {props::num_streams, 1}});
   ExecuteGate gate(compiled);
-  std::vector<InferRequest> requests(5);
-  for (int i = 0; i < 5; ++i) {
+  std::vector<InferRequest> requests(4);
+  for (int i = 0; i < 4; ++i) {
     requests[i] = compiled.create_infer_request();
     requests[i].set_tensor("x", sample(static_cast<unsigned>(i)));
   }
-  // Two in the stages (credits), two in the queue, the fifth refused while execute is held.
-  for (int i = 0; i < 4; ++i) requests[i].start_async();
+  // One in the stages (the stream's credit), two in the queue, the fourth refused while execute
+  // is held.
+  for (int i = 0; i < 3; ++i) requests[i].start_async();
   ASSERT_TRUE(gate.wait_executing(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  requests[4].start_async();
+  requests[3].start_async();
   try {
     // wait_for rethrows the request's error once it completed: refused while execute is held.
-    requests[4].wait_for(std::chrono::seconds(5));
-    ADD_FAILURE() << "a fifth request was queued";
+    requests[3].wait_for(std::chrono::seconds(5));
+    ADD_FAILURE() << "a fourth request was queued";
   } catch (const QueueFull& e) {
     EXPECT_THAT(e.what(), HasSubstr("max_queue_size 2"));
   }
   gate.open();
-  for (int i = 0; i < 4; ++i) requests[i].wait();
-  requests[4].infer();  // room again
+  for (int i = 0; i < 3; ++i) requests[i].wait();
+  requests[3].infer();  // room again
 }
 
 TEST(DynamicBatching, ARejectTimeoutFailsTheRequestBeforeItEverRuns) {
@@ -251,14 +252,13 @@ TEST(DynamicBatching, ARejectTimeoutFailsTheRequestBeforeItEverRuns) {
     requests[i].set_tensor("x", sample(static_cast<unsigned>(i)));
     requests[i].start_async();
   }
-  // The three beyond the two credits time out while execute is held.
-  for (int i = 2; i < 5; ++i)  // wait_for rethrows the error of a completed request
+  // The four behind the stream's one credit time out while execute is held.
+  for (int i = 1; i < 5; ++i)  // wait_for rethrows the error of a completed request
     EXPECT_THROW(requests[i].wait_for(std::chrono::seconds(5)), RequestTimeout);
   gate.open();
   requests[0].wait();
-  requests[1].wait();
-  EXPECT_EQ(gate.executed().size(), 2u) << "a timed-out request reached execute";
-  EXPECT_EQ(compiled.counters().failure, 3u);
+  EXPECT_EQ(gate.executed().size(), 1u) << "a timed-out request reached execute";
+  EXPECT_EQ(compiled.counters().failure, 4u);
 }
 
 TEST(DynamicBatching, ADelayTimeoutKeepsTheRequestAndRunsItAfterTheOthers) {
@@ -273,7 +273,7 @@ TEST(DynamicBatching, ADelayTimeoutKeepsTheRequestAndRunsItAfterTheOthers) {
     requests[i] = compiled.create_infer_request();
     requests[i].set_tensor("x", sample(static_cast<unsigned>(i)));
   }
-  log.start(requests[0], 0);  // two fill the credits
+  log.start(requests[0], 0);  // held at execute
   log.start(requests[1], 1);
   requests[2].set_timeout(std::chrono::microseconds(10'000));
   log.start(requests[2], 2);

@@ -304,3 +304,49 @@ def test_readme_curl_examples(tmp_path):
         assert '"model_name":"default"' in out.stdout and '"probabilities"' in out.stdout
     finally:
         assert s.stop() == 0, s.output()
+
+
+def test_scheduling_config_priorities_queue_full_and_timeouts(tmp_path):
+    """A served model's config.json takes the scheduler's settings. With a 2 s batch delay two
+    requests wait in the queue, so a third is refused at once with 503 'queue full'; a request
+    timeout shorter than the delay fails with 503 before it runs; a priority beyond the model's
+    levels is a 400 naming it. The waiting requests are still answered, bit-exact."""
+    root = tmp_path / "repo"
+    write_add_model(root / "sched" / "1" / "model.onnx")
+    (root / "sched" / "config.json").write_text(json.dumps({
+        "max_batch_size": 8, "max_queue_delay_microseconds": 2_000_000, "max_queue_size": 2,
+        "priority_levels": 2, "allow_timeout_override": True, "NUM_STREAMS": 1}))
+    s = Server(tmp_path, ["--model-repository", str(root), "--http-port", "0",
+                          "--grpc-port", "-1", "--metrics-port", "-1"])
+    try:
+        url = s.url("/v2/models/sched/infer")
+        xs = [np.full((1, WIDTH), i, dtype=np.float32) for i in range(3)]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            waiting = [pool.submit(requests.post, url, json=infer_body(x, parameters={"priority": 1}),
+                                   timeout=30) for x in xs[:2]]
+            time.sleep(0.5)  # both reach the scheduler's queue and wait for the 2 s delay
+            assert not any(f.done() for f in waiting)
+            t0 = time.monotonic()
+            # max_queue_size holds per priority level: the third asks for the same level.
+            full = requests.post(url, json=infer_body(xs[2], parameters={"priority": 1}),
+                                 timeout=30)
+            assert full.status_code == 503, full.text
+            assert "queue full" in full.json()["error"]
+            assert time.monotonic() - t0 < 1.5, "refused only after the batch delay"
+            for x, f in zip(xs[:2], waiting):
+                r = f.result()
+                assert r.status_code == 200, r.text
+                y = np.array(r.json()["outputs"][0]["data"], dtype=np.float32).reshape(1, WIDTH)
+                np.testing.assert_array_equal(y, expected(x)[0])
+        t0 = time.monotonic()
+        late = requests.post(url, json=infer_body(xs[0], parameters={"timeout": 100_000}),
+                             timeout=30)
+        assert late.status_code == 503, late.text
+        assert "timed out" in late.json()["error"]
+        assert time.monotonic() - t0 < 1.5
+        bad = requests.post(url, json=infer_body(xs[0], parameters={"priority": 3}), timeout=10)
+        assert bad.status_code == 400 and "priority 3" in bad.json()["error"], bad.text
+        bad = requests.post(url, json=infer_body(xs[0], parameters={"priority": -1}), timeout=10)
+        assert bad.status_code == 400 and "priority" in bad.json()["error"], bad.text
+    finally:
+        assert s.stop() == 0, s.output()
