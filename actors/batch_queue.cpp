@@ -123,6 +123,18 @@ int64_t BatchQueue::next_event(bool with_delay) const {
   return next;
 }
 
+bool BatchQueue::remove(uint64_t id) {
+  for (Level& level : levels_)
+    for (auto* queue : {&level.normal, &level.delayed})
+      for (auto it = queue->begin(); it != queue->end(); ++it)
+        if (it->id == id) {
+          queue->erase(it);
+          --size_;
+          return true;
+        }
+  return false;
+}
+
 std::vector<uint64_t> BatchQueue::take_all() {
   std::vector<uint64_t> ids;
   for (Level& level : levels_) {

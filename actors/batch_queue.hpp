@@ -51,6 +51,8 @@ class BatchQueue {
 
   size_t size() const { return size_; }
   size_t size(int level) const;
+  /// Removes the request with this id, wherever it waits; false when it is not queued.
+  bool remove(uint64_t id);
   /// Removes and returns every queued id (shutdown).
   std::vector<uint64_t> take_all();
 

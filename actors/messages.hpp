@@ -29,6 +29,8 @@ using complete_atom = caf::atom_constant<caf::atom("complete")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 /// owner -> scheduler: a new SchedulingPolicy for the next decisions.
 using reconfigure_atom = caf::atom_constant<caf::atom("reconfig")>;
+/// owner -> scheduler: a request was cancelled; complete the cancelled ones that wait.
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 /// scheduler -> itself: a batch delay or a timeout may have passed.
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 

@@ -65,6 +65,10 @@ void Pipeline::submit(std::shared_ptr<detail::RequestState> state) {
   submit_request(*context_, actors_->handles->scheduler, std::move(state));
 }
 
+void Pipeline::cancel_waiting() {
+  caf::anon_send(actors_->handles->scheduler, cancel_atom::value);
+}
+
 void Pipeline::reconfigure(const detail::SchedulingPolicy& policy) {
   caf::anon_send(actors_->handles->scheduler, reconfigure_atom::value, policy);
 }

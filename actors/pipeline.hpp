@@ -31,6 +31,8 @@ class Pipeline {
 
   /// Sends a request into the pipeline (the caller has marked it busy).
   void submit(std::shared_ptr<detail::RequestState> state);
+  /// Asks the scheduler to complete the waiting requests that were cancelled.
+  void cancel_waiting();
   /// Hands the scheduler a new policy for its next decisions.
   void reconfigure(const detail::SchedulingPolicy& policy);
   /// The typed front actor, as an untyped handle (cast with caf::actor_cast<model_actor>).

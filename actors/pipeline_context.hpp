@@ -7,10 +7,10 @@
 #include <mutex>
 #include <vector>
 
-#include "engine/graph/compile_config.hpp"
-#include "engine/graph/compiled_graph.hpp"
 #include "actors/pipeline_stats.hpp"
 #include "actors/request_state.hpp"
+#include "engine/graph/compile_config.hpp"
+#include "engine/graph/compiled_graph.hpp"
 #include "engine/graph/stream_executor.hpp"
 #include "troupe/pre_post_processor.hpp"
 

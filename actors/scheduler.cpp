@@ -139,6 +139,18 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
         ++self->state.credits;
         dispatch(self, *ctx, *next);
       },
+      [self, ctx, next](cancel_atom) {
+        auto& st = self->state;
+        for (auto it = st.waiting.begin(); it != st.waiting.end();) {
+          if (it->second.state->cancel_requested.load() && st.queue.remove(it->first)) {
+            request_msg msg = std::move(it->second);
+            it = st.waiting.erase(it);
+            cancel_now(*ctx, *next, self, std::move(msg), "infer request was cancelled");
+          } else {
+            ++it;
+          }
+        }
+      },
       [self, ctx, next](tick_atom, int64_t at) {
         if (at == self->state.timer_at) self->state.timer_at = 0;
         dispatch(self, *ctx, *next);

@@ -143,8 +143,14 @@ void InferRequest::set_callback(std::function<void(std::exception_ptr)> callback
 
 void InferRequest::cancel() {
   auto& st = checked(state_);
-  std::lock_guard<std::mutex> lock(st.mutex);
-  if (st.busy) st.cancel_requested.store(true);
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (!st.busy) return;
+    st.cancel_requested.store(true);
+  }
+  // A request waiting in the scheduler's queue (for a batch to fill, a credit, its priority)
+  // completes now rather than when its batch would have left.
+  model_->pipeline().cancel_waiting();
 }
 
 void InferRequest::set_priority(int64_t priority) {

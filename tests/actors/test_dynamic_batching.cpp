@@ -480,3 +480,25 @@ TEST(DynamicBatching, DestroyingTheModelWhileRequestsWaitForABatchCompletesEachO
   EXPECT_EQ(callbacks.load(), n);
   EXPECT_EQ(cancelled.load(), n);  // all were still waiting for the 10 s delay
 }
+
+TEST(DynamicBatching, CancellingAWaitingRequestCompletesItAtOnce) {
+  Core core;
+  auto compiled = core.compile_model(make_linear_model(), "CPU",
+                                     {{"max_batch_size", 8},
+                                      {"max_queue_delay_microseconds", 10'000'000},
+                                      {props::num_streams, 1}});
+  std::vector<InferRequest> requests(3);
+  for (unsigned i = 0; i < 3; ++i) {
+    requests[i] = compiled.create_infer_request();
+    requests[i].set_tensor("x", sample(i));
+    requests[i].start_async();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto t0 = std::chrono::steady_clock::now();
+  requests[1].cancel();
+  EXPECT_THROW(requests[1].wait_for(std::chrono::seconds(5)), Cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3))
+      << "the cancel waited for the 10 s batch delay";
+  // The others still wait for their batch; they are cancelled when the model goes.
+  EXPECT_FALSE(requests[0].wait_for(std::chrono::milliseconds(0)));
+}
