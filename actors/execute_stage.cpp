@@ -152,6 +152,8 @@ void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
     if (!msg.error) group.push_back(&msg);
   }
   if (group.empty()) return;
+  // The scheduler groups by a hash of the input shapes; a collision must not reach run_merged,
+  // which sizes every request's share by the first one's.
   const ExecuteSlot& lead = ctx.slots[static_cast<size_t>(group.front()->slot)];
   for (request_msg* msg : group)
     if (!same_input_shapes(lead, ctx.slots[static_cast<size_t>(msg->slot)])) {

@@ -53,7 +53,8 @@ caf::result<NamedTensors> start(front_actor_type::stateful_pointer<FrontState> s
   // Bounded: a client flooding the actor gets an error instead of an ever-growing queue.
   if (st.pending.size() >= static_cast<size_t>(4 * ctx->config.max_in_flight))
     return make_actor_error(ActorErrc::pipeline_full,
-                            std::to_string(st.pending.size()) + " requests already waiting");
+                            "queue full: " + std::to_string(st.pending.size()) +
+                                " requests already wait at the model actor");
   auto request = std::make_shared<detail::RequestState>();
   request->inputs.resize(ctx->inputs.size());
   request->outputs.resize(ctx->outputs.size());
@@ -97,9 +98,7 @@ front_actor_type::behavior_type front_actor(front_actor_type::stateful_pointer<F
       },
       [self, ctx, next](infer_atom, NamedTensors& inputs, int64_t priority,
                         int64_t timeout_us) -> caf::result<NamedTensors> {
-        if (priority < 0 || timeout_us < 0)
-          return make_actor_error(ActorErrc::invalid_input,
-                                  "priority and timeout must not be negative");
+        // Checked by the scheduler against the model's policy (InvalidArgument naming them).
         return start(self, ctx, next, inputs, priority, timeout_us);
       },
       [self, ctx](done_atom, uint64_t token) {

@@ -47,7 +47,7 @@ void PipelineStats::accumulate(const RequestTrace& trace, bool failed) {
     StageCounter& counter = totals_.stages[i];
     ++counter.runs;
     counter.busy_ns += duration / static_cast<uint64_t>(batch);
-    const int64_t ready = i == 0 ? trace.submitted_ns : trace.stages[i - 1].end_ns;
+    const int64_t ready = trace.ready_ns(i);
     if (ready > 0 && span.start_ns > ready)
       counter.queue_ns += static_cast<uint64_t>(span.start_ns - ready);
     if (i == static_cast<size_t>(Stage::execute)) {
@@ -118,7 +118,7 @@ PipelineSummary PipelineStats::summary() const {
       runs += share;
       if (i == static_cast<size_t>(Stage::execute))
         s.stages[i].batch_runs[std::max(1, span.batch)] += share;
-      int64_t ready = i == 0 ? t.submitted_ns : t.stages[i - 1].end_ns;
+      const int64_t ready = t.ready_ns(i);
       if (ready > 0) {
         wait += static_cast<double>(span.start_ns - ready) / 1e3;
         ++waits;

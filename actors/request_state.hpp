@@ -33,6 +33,12 @@ struct RequestTrace {
   int64_t completed_ns = 0;
   std::array<StageSpan, stage_count> stages{};
   std::vector<OpTiming> ops;  // per executed node, when profiling
+
+  /// When the request was ready for `stage`: submitted (the first stage) or the previous stage's
+  /// end; its start minus this is the wait before it. 0 when not reached.
+  int64_t ready_ns(size_t stage) const {
+    return stage == 0 ? submitted_ns : stages[stage - 1].end_ns;
+  }
 };
 
 /// The state of one infer request, shared by its InferRequest handle and the pipeline message.

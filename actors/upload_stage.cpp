@@ -20,12 +20,6 @@ struct UploadState {
 
 namespace {
 
-int free_on(const UploadState& st, const PipelineContext& ctx, int stream) {
-  int n = 0;
-  for (int slot : st.free_slots) n += ctx.slots[static_cast<size_t>(slot)].stream == stream;
-  return n;
-}
-
 // The stream for a batch of `k` requests: the one with the fewest slots taken among those with
 // `k` free slots, so streams share the load; ties go round-robin, so requests that arrive one at a
 // time still use every stream. -1 when none has room.
@@ -34,7 +28,8 @@ int choose_stream(UploadState& st, const PipelineContext& ctx, int k) {
   int best = -1;
   for (int i = 0; i < streams; ++i) {
     const int s = (st.next_stream + i) % streams;
-    if (free_on(st, ctx, s) >= k && (best < 0 || st.busy_per_stream[s] < st.busy_per_stream[best]))
+    if (ctx.config.slots_per_stream - st.busy_per_stream[s] >= k &&
+        (best < 0 || st.busy_per_stream[s] < st.busy_per_stream[best]))
       best = s;
   }
   if (best >= 0) st.next_stream = (best + 1) % streams;

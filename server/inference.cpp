@@ -20,9 +20,7 @@ ServeError serve_error_of(caf::actor_system& system, const caf::error& error) {
     switch (static_cast<ActorErrc>(error.code())) {
       case ActorErrc::invalid_input:
         return ServeError(ServeErrc::bad_request, message);
-      case ActorErrc::pipeline_full:
-        return ServeError(ServeErrc::unavailable,
-                          message.rfind("queue full", 0) == 0 ? message : "queue full: " + message);
+      case ActorErrc::pipeline_full:  // the message says "queue full: ..."
       case ActorErrc::timeout:
         return ServeError(ServeErrc::unavailable, message);
       case ActorErrc::cancelled:

@@ -156,18 +156,12 @@ void InferRequest::cancel() {
 void InferRequest::set_priority(int64_t priority) {
   auto& st = checked(state_);
   auto lock = lock_idle(st, "change its priority");
-  if (priority < 0)
-    throw InvalidArgument("request priority " + std::to_string(priority) +
-                          " is not allowed (allowed: 0 = default, 1 = highest, ...)");
   st.priority = priority;
 }
 
 void InferRequest::set_timeout(std::chrono::microseconds timeout) {
   auto& st = checked(state_);
   auto lock = lock_idle(st, "change its timeout");
-  if (timeout.count() < 0)
-    throw InvalidArgument("request timeout " + std::to_string(timeout.count()) +
-                          " us is not allowed (allowed: >= 0, 0 = the default)");
   st.timeout_us = timeout.count();
 }
 
@@ -189,7 +183,7 @@ std::vector<ProfilingInfo> InferRequest::profiling_info() const {
       p.status = ProfilingInfo::Status::executed;
       p.real_time_us = (span.end_ns - span.start_ns) / 1000;
       p.cpu_time_us = span.cpu_ns / 1000;
-      const int64_t ready = i == 0 ? t.submitted_ns : t.stages[i - 1].end_ns;
+      const int64_t ready = t.ready_ns(i);
       if (ready != 0) p.queue_us = std::max<int64_t>(0, span.start_ns - ready) / 1000;
       if (i == static_cast<size_t>(detail::Stage::execute)) p.batch_size = span.batch;
     }

@@ -11,6 +11,7 @@
 #include "engine/runtime/compiled_model_impl.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
+#include "troupe/model_builder.hpp"
 #include "troupe/properties.hpp"
 
 namespace troupe::test {
@@ -18,6 +19,20 @@ namespace troupe::test {
 /// Test-only access to a compiled model's stage hook (delays and failures inside stages).
 inline void set_stage_hook(CompiledModel& compiled, actors::StageHook hook) {
   compiled.impl()->context().hook = std::move(hook);
+}
+
+/// Width of make_linear_model's input and output.
+inline constexpr int64_t features = 16, classes = 8;
+
+/// y = Relu(x · W + b) on x [?, 16]: each output row depends on its input row only, so requests
+/// can be batched along the leading dimension.
+inline std::shared_ptr<Model> make_linear_model() {
+  ModelBuilder b("linear");
+  auto x = b.input("x", ElementType::f32, {Shape::dynamic, features});
+  auto w = b.constant("w", random_tensor({features, classes}, 7));
+  auto bias = b.constant("b", random_tensor({classes}, 8));
+  b.output(b.op("Relu", {b.op("Add", {b.op("MatMul", {x, w}), bias})}), "y");
+  return b.build();
 }
 
 inline Tensor make_input(float base, int64_t width = 16, int64_t batch = 1) {

@@ -20,18 +20,6 @@ using ::testing::HasSubstr;
 
 namespace {
 
-constexpr int64_t features = 16, classes = 8;
-
-// y = Relu(x · W + b) on x [?, 16]: each output row depends on its input row only.
-std::shared_ptr<Model> make_linear_model() {
-  ModelBuilder b("linear");
-  auto x = b.input("x", ElementType::f32, {Shape::dynamic, features});
-  auto w = b.constant("w", random_tensor({features, classes}, 7));
-  auto bias = b.constant("b", random_tensor({classes}, 8));
-  b.output(b.op("Relu", {b.op("Add", {b.op("MatMul", {x, w}), bias})}), "y");
-  return b.build();
-}
-
 Tensor sample(unsigned seed) {
   return random_tensor({1, features}, seed);
 }

@@ -34,12 +34,13 @@ inline constexpr const char* exclusive_async_requests = "EXCLUSIVE_ASYNC_REQUEST
 inline constexpr const char* inference_precision = "INFERENCE_PRECISION_HINT";
 /// Upper bound of requests inside one compiled model's pipeline at once (credits).
 inline constexpr const char* max_requests_in_flight = "MAX_REQUESTS_IN_FLIGHT";
-/// Automatic batching: up to this many requests waiting at the same execute stream run as one
-/// batch, concatenated along their leading dimension, and their outputs are split back. Only
-/// requests already waiting are merged (no request is held back to fill a batch), only requests
-/// whose inputs have the same shapes, and only for models whose every input and output has a
-/// dynamic leading (batch) dimension; the caller asserts that samples along it are independent.
-/// 1 (the default) never merges; a compiled model that cannot batch reports 1.
+/// Batching by the scheduler, the same setting as Triton's name `max_batch_size`: up to this many
+/// waiting requests run as one batch, concatenated along their leading dimension, and their
+/// outputs are split back. Without max_queue_delay_microseconds only requests already waiting
+/// are merged. Only requests whose inputs have the same shapes merge, and only for models whose
+/// every input and output has a dynamic leading (batch) dimension; the caller asserts that
+/// samples along it are independent. 1 (the default) never merges; a compiled model that cannot
+/// batch reports 1. The other scheduling properties: README, "Scheduling".
 inline constexpr const char* auto_batch_max_size = "AUTO_BATCH_MAX_SIZE";
 /// Directory of the model cache used by Core::compile_model(model_path, ...); empty = no cache.
 inline constexpr const char* cache_dir = "CACHE_DIR";
