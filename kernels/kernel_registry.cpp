@@ -38,6 +38,7 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_pooling(registry);
   reference::register_normalization(registry);
   reference::register_resize(registry);
+  reference::register_recurrent(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {

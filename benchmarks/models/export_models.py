@@ -11,24 +11,46 @@ output for it, so troupe's results can be compared with PyTorch's.
                 Conv1d(64, 64, 3) dilated 1, 2, 4, ..., 32: input f32[N,64,1024] -> output
                 f32[N,64,1024] (dilated 1-D convolutions run on oneDNN's gemm path on AVX2)
 
+and the zoo (zoo_models.py), every torchvision classification family that exports to ONNX plus
+the other shapes of model users bring:
+
+  resnet18 resnext50 wide_resnet50 mobilenet_v3_large mobilenet_v3_small efficientnet_b0
+  efficientnet_v2_s regnet_y_400mf regnet_x_400mf densenet121 googlenet inception_v3 squeezenet
+  shufflenet_v2 mnasnet convnext_tiny vgg11 alexnet vit swin_t
+                torchvision, input f32[N,3,H,W] (224; Inception 299, EfficientNetV2-S 288)
+  deeplabv3_mobilenet  DeepLabV3 (MobileNetV3 backbone, ASPP, a Resize to a computed size)
+  recurrent     two LSTM layers and a bidirectional GRU over f32[1,64,128]
+  bert_tokens   a BERT encoder taking input_ids and attention_mask (i64[1,128]): Gather
+                embeddings, the mask turned into an additive bias
+  gpt_decoder   a GPT-2-style decoder (causal mask by Where, tanh GELU, a tied LM head) over
+                input_ids i64[1,128]
+
 For each model NAME it writes
   OUT_DIR/NAME.onnx
   OUT_DIR/NAME/inputs/<onnx input name>.npy     a fixed seeded input
-  OUT_DIR/NAME/expected/<onnx output name>.npy  torch's float32 output for that input
+  OUT_DIR/NAME/expected/<onnx output name>.npy  torch's output for that input, computed in
+                                                float64 and rounded to float32
+  OUT_DIR/NAME/reference_error.json             how far torch's own float32 output was from it
 
 --reduced writes small variants of the same architectures (the same op mix) that export and run
 in seconds: ResNet with one or two bottlenecks per stage and narrow groups, MobileNetV2 at width
 0.25, both at 64x64; the encoder with 2 layers, hidden 128, 4 heads, sequence 16; the TCN with 32
 channels over 256 steps.
 
+The zoo's reduced variants keep each family's blocks at 64x64 (96x96 where the architecture
+needs more), narrow widths and one or two blocks per stage.
+
 Nothing is downloaded: weights come from torch's initializers under torch.manual_seed, with
 BatchNorm statistics and LayerNorm affine parameters also drawn at random so that folding them is
-really exercised. Every model is exported in eval mode, opset 17, with constant folding.
+really exercised; the zoo's BatchNorm statistics are then re-estimated on random batches, so deep
+networks keep their activations at a sane scale. Every model is exported in eval mode, opset 17, with constant folding.
 
 Usage: /usr/bin/python3 benchmarks/models/export_models.py OUT_DIR [--only NAME ...] [--reduced]
 (needs Debian's python3-torch, python3-torchvision, python3-onnx, python3-numpy)
 """
 import argparse
+import copy
+import json
 import math
 import os
 import sys
@@ -43,6 +65,8 @@ try:
     import torch.nn.functional as F
     import torchvision
     from torch import nn
+
+    import zoo_models
 except ImportError as e:
     sys.exit(f"{sys.argv[0]}: {e}: this script needs Debian's python3-torch, python3-torchvision, "
              "python3-onnx and python3-numpy under /usr/bin/python3 (scripts/setup.sh installs "
@@ -171,14 +195,55 @@ def make_tcn(reduced):
     return net, [1, channels, length]
 
 
-# name -> (factory, input name, whether the batch axis is dynamic)
+def single_input(factory, input_name):
+    """Adapts a factory of this file (module, shape) to the zoo's (module, [(name, tensor)])."""
+
+    def make(reduced):
+        net, shape = factory(reduced)
+        return net, [(input_name, torch.randn(shape))]
+
+    return make
+
+
+# name -> (factory, whether the batch axis is dynamic, how the weights are conditioned)
 MODELS = {
-    "resnet50": (make_resnet50, "input", True),
-    "mobilenet_v2": (make_mobilenet_v2, "input", True),
-    "bert_encoder": (make_bert_encoder, "hidden", False),
-    "mlp": (make_mlp, "input", True),
-    "tcn": (make_tcn, "input", True),
+    "resnet50": (single_input(make_resnet50, "input"), True, "random_norms"),
+    "mobilenet_v2": (single_input(make_mobilenet_v2, "input"), True, "random_norms"),
+    "bert_encoder": (single_input(make_bert_encoder, "hidden"), False, "as_built"),
+    "mlp": (single_input(make_mlp, "input"), True, "random_norms"),
+    "tcn": (single_input(make_tcn, "input"), True, "random_norms"),
 }
+# The zoo: every torchvision classification family, a segmentation model, recurrent layers, a BERT
+# with token ids and a mask, a GPT-style decoder (zoo_models.py).
+for _name, (_factory, _dynamic) in zoo_models.ZOO.items():
+    MODELS[_name] = (_factory, _dynamic,
+                     "transformer" if _name in ("bert_tokens", "gpt_decoder") else "calibrated")
+
+
+def calibrate_batch_norms(net, inputs, batches=4):
+    """Re-estimates BatchNorm statistics on random batches (after drawing its affine parameters),
+    so a deep network with random weights keeps its activations at a sane scale: with torch's
+    initial statistics a DenseNet or EfficientNet outputs ~0 and every comparison would pass."""
+    # Heads initialized to zero (ViT's) would make the output 0 whatever the network computes.
+    for m in net.modules():
+        if isinstance(m, nn.Linear) and not m.weight.detach().any():
+            with torch.no_grad():
+                m.weight.normal_(0.0, 1.0 / math.sqrt(m.in_features))
+    randomize_norms(net)
+    norms = [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average over the calibration batches
+    net.train()
+    generator = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+        for _ in range(batches):
+            net(*[torch.randn((4,) + tuple(t.shape[1:]), generator=generator)
+                  if t.is_floating_point() else t.repeat(4, *([1] * (t.dim() - 1)))
+                  for _, t in inputs])
+    net.eval()
 
 
 def graph_io_names(path):
@@ -189,36 +254,69 @@ def graph_io_names(path):
     return inputs, [o.name for o in graph.output]
 
 
+def exact_reference(net, tensors, torch_f32):
+    """The expected output computed in float64 (rounded to float32), and how far torch's own
+    float32 result is from it (max abs). A deep network in float32 drifts by more than 1e-4 of its
+    output's scale in any correct implementation (Inception-v3: 1.3e-4); the checker allows troupe
+    a small multiple of torch's own drift instead of failing both."""
+    try:
+        net64 = copy.deepcopy(net).double()
+        with torch.no_grad():
+            exact = net64(*[t.double() if t.is_floating_point() else t for t in tensors])
+        exact = exact.detach().numpy()
+    except RuntimeError:  # an op without a float64 kernel: torch's float32 is the reference
+        return torch_f32, 0.0
+    return exact.astype(np.float32), float(np.max(np.abs(torch_f32 - exact)))
+
+
 def export(name, out_dir, reduced):
-    factory, input_name, dynamic_batch = MODELS[name]
+    factory, dynamic_batch, conditioning = MODELS[name]
     # One seed per model, so `--only NAME` writes the same files as a full run.
     seed = zlib.crc32(name.encode())
     torch.manual_seed(seed)
-    net, shape = factory(reduced)
-    if name != "bert_encoder":
+    net, example = factory(reduced)
+    # The example inputs' values are drawn again from a generator of their own, so they do not
+    # depend on how many numbers the factory drew.
+    generator = torch.Generator().manual_seed(seed + 1)
+    inputs = [(n, torch.randn(t.shape, generator=generator) if t.is_floating_point() else t)
+              for n, t in example]
+    if conditioning == "random_norms":
         randomize_norms(net)
+    elif conditioning == "calibrated":
+        calibrate_batch_norms(net, inputs)
+    elif conditioning == "transformer":
+        init_encoder(net)
     net.eval()
-    x = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float32)
+    tensors = tuple(t for _, t in inputs)
     with torch.no_grad():
-        expected = net(x).detach().to(torch.float32).numpy()
+        torch_f32 = net(*tensors).detach().to(torch.float32).numpy()
+    expected, torch_error = exact_reference(net, tensors, torch_f32)
 
     path = os.path.join(out_dir, name + ".onnx")
-    dynamic_axes = {input_name: {0: "batch"}, "output": {0: "batch"}} if dynamic_batch else None
-    with warnings.catch_warnings(), torch.no_grad():
+    names = [n for n, _ in inputs]
+    dynamic_axes = None
+    if dynamic_batch:
+        dynamic_axes = {n: {0: "batch"} for n in names + ["output"]}
+    # Not under no_grad: there, eval-mode nn.MultiheadAttention (ViT) takes its fused fast path,
+    # which has no ONNX export.
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(net, (x,), path, opset_version=OPSET, do_constant_folding=True,
-                          training=torch.onnx.TrainingMode.EVAL, input_names=[input_name],
+        torch.onnx.export(net, tensors, path, opset_version=OPSET, do_constant_folding=True,
+                          training=torch.onnx.TrainingMode.EVAL, input_names=names,
                           output_names=["output"], dynamic_axes=dynamic_axes)
     onnx.checker.check_model(path)
 
-    inputs, outputs = graph_io_names(path)
-    if inputs != [input_name] or outputs != ["output"]:
-        raise RuntimeError(f"{name}: unexpected ONNX inputs {inputs} / outputs {outputs}")
+    graph_inputs, outputs = graph_io_names(path)
+    if graph_inputs != names or outputs != ["output"]:
+        raise RuntimeError(f"{name}: unexpected ONNX inputs {graph_inputs} / outputs {outputs}")
     for sub in ("inputs", "expected"):
         os.makedirs(os.path.join(out_dir, name, sub), exist_ok=True)
-    np.save(os.path.join(out_dir, name, "inputs", input_name + ".npy"), x.numpy())
+    for n, t in inputs:
+        np.save(os.path.join(out_dir, name, "inputs", n + ".npy"), t.numpy())
     np.save(os.path.join(out_dir, name, "expected", "output.npy"), expected)
-    return list(x.shape), list(expected.shape)
+    with open(os.path.join(out_dir, name, "reference_error.json"), "w") as f:
+        json.dump({"output": torch_error}, f)
+    return [list(t.shape) for t in tensors], list(expected.shape)
 
 
 def main():

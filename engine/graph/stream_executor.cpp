@@ -8,6 +8,7 @@
 #include "engine/graph/layout_assignment.hpp"
 #include "engine/graph/memory_plan.hpp"
 #include "engine/graph/thread_policy.hpp"
+#include "engine/graph/transformations/transformations.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
@@ -40,6 +41,9 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     auto concrete = graph_->model->clone();
     for (size_t i = 0; i < input_shapes.size(); ++i)
       concrete->value(concrete->inputs()[i]).shape = input_shapes[i];
+    // With the input shapes known, the shape computations (Shape -> Gather -> Concat -> Reshape)
+    // become constants: the targets shape inference could only partly follow are now known.
+    transformations::fold_constants_unvalidated(*concrete);
     concrete->validate();
     model = std::move(concrete);
   }

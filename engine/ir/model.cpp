@@ -1,6 +1,7 @@
 #include "troupe/model.hpp"
 
 #include <deque>
+#include <map>
 #include <set>
 
 #include "engine/ops/op_schema.hpp"
@@ -143,6 +144,8 @@ void Model::validate() {
   nodes_ = std::move(sorted);
 
   const auto& schemas = OpSchemaRegistry::instance();
+  // Computed shapes known in part (Shape of a dynamic input and what is built from it).
+  std::map<ValueId, PartialInts> partial_values;
   for (const Node& node : nodes_) {
     const OpSchema* schema = schemas.find(node.op_type);
     if (!schema)
@@ -167,6 +170,8 @@ void Model::validate() {
         auto c = constants_.find(in);
         ctx.constant_inputs.push_back(c == constants_.end() ? nullptr : &c->second);
       }
+      auto p = in == no_value ? partial_values.end() : partial_values.find(in);
+      ctx.partial_inputs.push_back(p == partial_values.end() ? nullptr : &p->second);
     }
     std::vector<ValueInfo> inferred;
     try {
@@ -184,6 +189,9 @@ void Model::validate() {
       out.type = inferred[o].type;
       out.shape = inferred[o].shape;
     }
+    if (node.outputs.size() == 1 && node.outputs[0] != no_value)
+      if (auto partial = infer_partial_value(ctx, inferred[0]))
+        partial_values[node.outputs[0]] = std::move(*partial);
   }
   if (outputs_.empty()) throw ModelError("model '" + name_ + "' has no outputs");
   for (ValueId out : outputs_)

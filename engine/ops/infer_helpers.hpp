@@ -134,6 +134,16 @@ inline std::optional<std::vector<int64_t>> constant_ints(const ShapeInferContext
   return tensor_ints(ctx, *t, what);
 }
 
+/// The values of integer input i as far as shape inference knows them: all of a constant's, the
+/// tracked entries of a list computed from shapes (PartialInts), std::nullopt when nothing is
+/// known.
+inline std::optional<PartialInts> partial_ints(const ShapeInferContext& ctx, size_t i,
+                                               const std::string& what) {
+  if (auto known = constant_ints(ctx, i, what)) return PartialInts(known->begin(), known->end());
+  if (const PartialInts* partial = ctx.partial(i)) return *partial;
+  return std::nullopt;
+}
+
 /// Product of two dimensions where either may be dynamic.
 inline int64_t mul_dims(int64_t a, int64_t b) {
   if (a == 0 || b == 0) return 0;

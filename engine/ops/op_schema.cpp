@@ -20,6 +20,7 @@ OpSchemaRegistry::OpSchemaRegistry() {
   register_shape_ops(*this);
   register_reduction_ops(*this);
   register_resize_ops(*this);
+  register_recurrent_ops(*this);
 }
 
 void OpSchemaRegistry::add(OpSchema schema) {

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,12 +11,20 @@
 
 namespace troupe {
 
+/// The values of a small integer tensor (a shape being computed) as far as shape inference knows
+/// them: std::nullopt for an entry known only at run time. Shape(x) of an x of shape [?,3,8,8] is
+/// {nullopt, 3, 8, 8}; a Reshape whose target is built from it still knows three of its dimensions.
+using PartialInts = std::vector<std::optional<int64_t>>;
+
 /// What shape inference sees of one node: its attributes and its inputs' types and shapes, plus
 /// the data of inputs that are constants (Reshape's target shape, Slice's starts, ...).
 struct ShapeInferContext {
   const Node& node;
   std::vector<ValueInfo> inputs;               // ValueInfo{} for an omitted optional input
   std::vector<const Tensor*> constant_inputs;  // nullptr where the input is not a constant
+  /// Per input, its partially known values (a computed shape), or nullptr; may be shorter than
+  /// `inputs` (then the rest are unknown).
+  std::vector<const PartialInts*> partial_inputs = {};
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const {
@@ -25,6 +34,9 @@ struct ShapeInferContext {
   ElementType type(size_t i) const { return inputs.at(i).type; }
   const Tensor* constant(size_t i) const {
     return i < constant_inputs.size() ? constant_inputs[i] : nullptr;
+  }
+  const PartialInts* partial(size_t i) const {
+    return i < partial_inputs.size() ? partial_inputs[i] : nullptr;
   }
   /// Throws ModelError "<op_type> node '<name>': <message>".
   [[noreturn]] void fail(const std::string& message) const;
@@ -44,6 +56,14 @@ struct OpSchema {
   size_t max_outputs = 1;
   ShapeInferFn infer;
 };
+
+/// The partially known values of a node's single output when it is a small integer list computed
+/// from shapes (Shape, Gather, Concat, Slice, Unsqueeze, Cast, integer arithmetic, Equal, Where on
+/// such lists); std::nullopt when nothing is known. `output` is the output's inferred type and
+/// shape. Model::validate tracks these so that a Reshape, Expand, ConstantOfShape, Tile or Resize
+/// whose target is computed from a dynamic input's shape still knows its static dimensions.
+std::optional<PartialInts> infer_partial_value(const ShapeInferContext& ctx,
+                                               const ValueInfo& output);
 
 /// All op schemas by op type. The built-in ones are registered on first use.
 class OpSchemaRegistry {
@@ -69,6 +89,7 @@ void register_normalization_ops(OpSchemaRegistry& registry);
 void register_shape_ops(OpSchemaRegistry& registry);
 void register_reduction_ops(OpSchemaRegistry& registry);
 void register_resize_ops(OpSchemaRegistry& registry);
+void register_recurrent_ops(OpSchemaRegistry& registry);
 
 /// numpy-style broadcast of two shapes; throws via ctx.fail when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const ShapeInferContext& ctx);

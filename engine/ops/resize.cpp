@@ -117,6 +117,18 @@ std::vector<ValueInfo> infer_resize(const ShapeInferContext& ctx) {
                std::to_string(2 * rank) + " values (starts then ends for every axis of X)");
   }
   const Tensor* scales = constant_values(ctx, 2, "scales");
+  if (const PartialInts* partial = ctx.constant(3) ? nullptr : ctx.partial(3)) {
+    // sizes computed from another tensor's shape (a decoder resizing to its skip connection's
+    // size): the entries shape inference can follow are known, the rest wait for the run.
+    if (scales != nullptr)
+      ctx.fail("exactly one of the inputs scales and sizes must be given (and non-empty)");
+    if (partial->size() != rank)
+      ctx.fail("input sizes has " + std::to_string(partial->size()) + " values but X " +
+               x.to_string() + " has rank " + std::to_string(rank));
+    std::vector<int64_t> dims;
+    for (const auto& d : *partial) dims.push_back(d && *d >= 1 ? *d : Shape::dynamic);
+    return {ValueInfo{"", type, Shape(dims)}};
+  }
   const Tensor* sizes = constant_values(ctx, 3, "sizes");
   if ((scales == nullptr) == (sizes == nullptr))
     ctx.fail("exactly one of the inputs scales and sizes must be given (and non-empty)");

@@ -51,47 +51,60 @@ std::vector<ValueInfo> same_as_input(const ShapeInferContext& ctx) {
 std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
   infer::require_type(ctx, 1, TypeClass::index);
-  const Tensor* shape_tensor = ctx.constant(1);
-  if (shape_tensor == nullptr)
-    infer::unsupported(ctx, "the target shape (" + infer::input_label(ctx, 1) +
-                                ") must be a constant; shapes computed at run time are not "
-                                "supported");
-  if (shape_tensor->shape().rank() != 1)
-    ctx.fail("the target shape must be 1-D, got shape " + shape_tensor->shape().to_string());
-  const std::vector<int64_t> target = infer::tensor_ints(ctx, *shape_tensor, "the target shape");
-  const bool allow_zero = ctx.node.attributes.get_int_or("allowzero", 0) != 0;
+  if (ctx.shape(1).rank() != 1)
+    ctx.fail("the target shape must be 1-D, got shape " + ctx.shape(1).to_string());
   const Shape& in = ctx.shape(0);
+  const std::optional<PartialInts> partial = infer::partial_ints(ctx, 1, "the target shape");
+  if (!partial) {
+    // Computed at run time from values shape inference cannot follow: the rank is all it knows;
+    // the stream learns the rest when it specializes the graph for a request's shapes.
+    const int64_t n = list_length(ctx, 1);
+    if (n == Shape::dynamic)
+      infer::unsupported(ctx, "the target shape (" + infer::input_label(ctx, 1) +
+                                  ") is computed at run time and its length is unknown");
+    return {infer::value_info(ctx.type(0), infer::dynamic_shape(static_cast<size_t>(n)))};
+  }
+  const PartialInts& target = *partial;
+  auto target_string = [&] {
+    std::string text = "[";
+    for (size_t i = 0; i < target.size(); ++i)
+      text += (i ? "," : "") + (target[i] ? std::to_string(*target[i]) : std::string("?"));
+    return text + "]";
+  };
+  const bool allow_zero = ctx.node.attributes.get_int_or("allowzero", 0) != 0;
+  const bool all_known =
+      std::all_of(target.begin(), target.end(), [](const auto& v) { return v.has_value(); });
 
-  std::vector<int64_t> out(target.size());
+  std::vector<int64_t> out(target.size(), Shape::dynamic);
   std::optional<size_t> inferred;
   bool has_zero = false;
   for (size_t i = 0; i < target.size(); ++i) {
-    const int64_t v = target[i];
+    if (!target[i]) continue;  // known at run time only
+    const int64_t v = *target[i];
     if (v == -1) {
-      if (inferred) ctx.fail("target shape " + ints_to_string(target) + " has more than one -1");
+      if (inferred) ctx.fail("target shape " + target_string() + " has more than one -1");
       inferred = i;
     } else if (v == 0 && !allow_zero) {
       if (i >= in.rank())
-        ctx.fail("target shape " + ints_to_string(target) + " has 0 at position " +
-                 std::to_string(i) + ", which copies input dimension " + std::to_string(i) +
-                 ", but the input " + in.to_string() + " has rank " + std::to_string(in.rank()));
+        ctx.fail("target shape " + target_string() + " has 0 at position " + std::to_string(i) +
+                 ", which copies input dimension " + std::to_string(i) + ", but the input " +
+                 in.to_string() + " has rank " + std::to_string(in.rank()));
       out[i] = in[i];
     } else if (v < 0) {
-      ctx.fail("target shape " + ints_to_string(target) + " has invalid entry " +
-               std::to_string(v));
+      ctx.fail("target shape " + target_string() + " has invalid entry " + std::to_string(v));
     } else {
       has_zero = has_zero || v == 0;
       out[i] = v;
     }
   }
   if (inferred && has_zero)
-    ctx.fail("target shape " + ints_to_string(target) +
+    ctx.fail("target shape " + target_string() +
              " has both -1 and 0 with allowzero=1; the -1 cannot be inferred");
 
-  if (inferred) {
+  if (inferred && all_known) {
     // The -1 takes what is left: the input dimensions not copied by a 0 entry, divided by the
     // explicit target dimensions (the copied ones cancel, even when dynamic).
-    auto copied = [&](size_t i) { return !allow_zero && i < target.size() && target[i] == 0; };
+    auto copied = [&](size_t i) { return !allow_zero && i < target.size() && *target[i] == 0; };
     int64_t in_rest = 1;
     bool rest_known = true;
     for (size_t i = 0; i < in.rank(); ++i) {
@@ -103,17 +116,15 @@ std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
     }
     int64_t out_rest = 1;
     for (size_t i = 0; i < target.size(); ++i)
-      if (i != *inferred && !copied(i)) out_rest *= target[i];
-    if (!rest_known) {
-      out[*inferred] = Shape::dynamic;
-    } else {
+      if (i != *inferred && !copied(i)) out_rest *= *target[i];
+    if (rest_known) {
       if (out_rest == 0 || in_rest % out_rest != 0)
-        ctx.fail("cannot reshape " + in.to_string() + " to " + ints_to_string(target) +
+        ctx.fail("cannot reshape " + in.to_string() + " to " + target_string() +
                  ": the remaining " + std::to_string(in_rest) +
                  " elements do not divide evenly by " + std::to_string(out_rest));
       out[*inferred] = in_rest / out_rest;
     }
-  } else if (in.is_static()) {
+  } else if (!inferred && all_known && in.is_static()) {
     int64_t out_count = 1;
     for (int64_t d : out) out_count *= d;
     if (out_count != in.element_count())
@@ -275,13 +286,31 @@ std::vector<ValueInfo> infer_expand(const ShapeInferContext& ctx) {
                  std::to_string(d));
     return {infer::value_info(ctx.type(0), broadcast_shapes(in, Shape(*target), ctx))};
   }
-  const int64_t n = list_length(ctx, 1);
+  const auto partial = ctx.partial(1);
+  const int64_t n = partial ? static_cast<int64_t>(partial->size()) : list_length(ctx, 1);
   if (n == Shape::dynamic) ctx.fail("the target shape is not a constant and its length is unknown");
-  // Unknown target: a dimension of the input larger than 1 survives, others are unknown.
+  // Unknown target entries: a dimension of the input larger than 1 survives, others are unknown;
+  // a known entry broadcasts with the input's dimension as usual.
   const size_t rank = std::max(in.rank(), static_cast<size_t>(n));
   std::vector<int64_t> out(rank, Shape::dynamic);
   for (size_t i = 0; i < in.rank(); ++i)
     if (in[i] > 1) out[rank - in.rank() + i] = in[i];
+  if (partial)
+    for (size_t i = 0; i < partial->size(); ++i) {
+      const size_t o = rank - partial->size() + i;
+      const auto& t = (*partial)[i];
+      if (!t) continue;
+      if (*t < 0) ctx.fail("target shape has negative entry " + std::to_string(*t));
+      const size_t in_axis = o + in.rank() - rank;  // wraps when o is left of the input's axes
+      const int64_t d = o + in.rank() >= rank ? in[in_axis] : 1;
+      if (d == 1 || d == *t || (d == Shape::dynamic && *t > 1))
+        out[o] = *t;
+      else if (d != Shape::dynamic && *t != 1)
+        ctx.fail("cannot expand " + in.to_string() + ": target dimension " + std::to_string(*t) +
+                 " against " + std::to_string(d));
+      else if (*t == 1)
+        out[o] = d;
+    }
   return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
 }
 
@@ -289,7 +318,13 @@ std::vector<ValueInfo> infer_tile(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
   const Shape& in = ctx.shape(0);
   const auto repeats = list_input(ctx, 1, "the repeats");
-  if (!repeats) return {infer::value_info(ctx.type(0), infer::dynamic_shape(in.rank()))};
+  if (!repeats) {
+    std::vector<int64_t> out(in.rank(), Shape::dynamic);
+    if (const PartialInts* partial = ctx.partial(1); partial && partial->size() == in.rank())
+      for (size_t i = 0; i < in.rank(); ++i)
+        if ((*partial)[i] && *(*partial)[i] >= 0) out[i] = infer::mul_dims(in[i], *(*partial)[i]);
+    return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+  }
   if (repeats->size() != in.rank())
     ctx.fail("repeats " + ints_to_string(*repeats) + " has " + std::to_string(repeats->size()) +
              " entries but the input " + in.to_string() + " has rank " + std::to_string(in.rank()));
@@ -324,6 +359,11 @@ std::vector<ValueInfo> infer_constant_of_shape(const ShapeInferContext& ctx) {
   }
   const auto dims = list_input(ctx, 0, "the shape");
   if (!dims) {
+    if (const PartialInts* partial = ctx.partial(0)) {
+      std::vector<int64_t> out;
+      for (const auto& d : *partial) out.push_back(d && *d >= 0 ? *d : Shape::dynamic);
+      return {infer::value_info(type, Shape(std::move(out)))};
+    }
     const int64_t n = list_length(ctx, 0);
     if (n == Shape::dynamic)
       ctx.fail("the shape input is not a constant and its length is unknown");

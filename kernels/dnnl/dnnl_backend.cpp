@@ -11,6 +11,7 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_normalization(registry);
   onednn::register_binary(registry);
   onednn::register_transpose(registry);
+  onednn::register_recurrent(registry);
 }
 
 }  // namespace troupe::kernels

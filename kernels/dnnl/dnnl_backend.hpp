@@ -20,6 +20,7 @@ void register_softmax(KernelRegistry& registry);  // Softmax LogSoftmax
 void register_normalization(KernelRegistry& registry);  // BatchNormalization LayerNormalization
 void register_binary(KernelRegistry& registry);         // Add Sub Mul Div Max Min
 void register_transpose(KernelRegistry& registry);      // Transpose
+void register_recurrent(KernelRegistry& registry);      // RNN GRU LSTM (sgemm)
 
 }  // namespace onednn
 

@@ -15,5 +15,6 @@ void register_convolution(KernelRegistry& registry);     // Conv
 void register_pooling(KernelRegistry& registry);         // MaxPool AveragePool GlobalAveragePool
 void register_normalization(KernelRegistry& registry);   // BatchNormalization
 void register_resize(KernelRegistry& registry);          // Resize
+void register_recurrent(KernelRegistry& registry);       // RNN GRU LSTM
 
 }  // namespace troupe::kernels::reference

@@ -781,6 +781,57 @@ std::vector<Case> normalization_cases(Rng& rng) {
   return cases;
 }
 
+// RNN, GRU and LSTM: both directions and bidirectional, both layouts, ragged sequence_lens,
+// initial states, biases, peepholes, clip, input_forget and linear_before_reset.
+std::vector<Case> recurrent_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 36; ++k) {
+    const char* op = k % 3 == 0 ? "RNN" : k % 3 == 1 ? "GRU" : "LSTM";
+    const int64_t gates = k % 3 == 0 ? 1 : k % 3 == 1 ? 3 : 4;
+    const int64_t seq = rng.integer(1, 6), batch = rng.integer(1, 4);
+    const int64_t input = rng.integer(1, 9), hidden = rng.integer(1, 9);
+    const char* direction = (k / 3) % 3 == 0   ? "forward"
+                            : (k / 3) % 3 == 1 ? "reverse"
+                                               : "bidirectional";
+    const int64_t dirs = (k / 3) % 3 == 2 ? 2 : 1;
+    const bool batch_major = rng.chance(0.3);
+    Attributes attrs;
+    attrs.set("hidden_size", hidden);
+    attrs.set("direction", std::string(direction));
+    if (batch_major) attrs.set("layout", int64_t{1});
+    if (rng.chance(0.3)) attrs.set("clip", rng.real(0.5, 3.0));
+    if (gates == 3 && rng.chance(0.5)) attrs.set("linear_before_reset", int64_t{1});
+    if (gates == 4 && rng.chance(0.2)) attrs.set("input_forget", int64_t{1});
+    Case c;
+    c.node = make_node(op, attrs, gates == 4 ? 3 : 2);
+    const ints x = batch_major ? ints{batch, seq, input} : ints{seq, batch, input};
+    const ints state = batch_major ? ints{batch, dirs, hidden} : ints{dirs, batch, hidden};
+    c.inputs = {rng.tensor(x, -2, 2), rng.tensor({dirs, gates * hidden, input}, -1, 1),
+                rng.tensor({dirs, gates * hidden, hidden}, -1, 1)};
+    c.inputs.push_back(rng.chance(0.7) ? rng.tensor({dirs, 2 * gates * hidden}, -1, 1) : Tensor());
+    if (rng.chance(0.4)) {
+      std::vector<int32_t> lengths;
+      for (int64_t b = 0; b < batch; ++b)
+        lengths.push_back(static_cast<int32_t>(rng.integer(0, seq)));
+      c.inputs.push_back(Tensor::from_vector<int32_t>(Shape{batch}, lengths));
+    } else {
+      c.inputs.push_back(Tensor());
+    }
+    c.inputs.push_back(rng.chance(0.5) ? rng.tensor(state, -1, 1) : Tensor());
+    if (gates == 4) {
+      c.inputs.push_back(rng.chance(0.5) ? rng.tensor(state, -1, 1) : Tensor());
+      c.inputs.push_back(rng.chance(0.4) ? rng.tensor({dirs, 3 * hidden}, -1, 1) : Tensor());
+    }
+    while (!c.inputs.empty() && c.inputs.back().empty()) c.inputs.pop_back();
+    c.constant.assign(c.inputs.size(), false);
+    for (size_t i = 1; i < c.inputs.size() && i < 4; ++i) c.constant[i] = true;
+    c.num_outputs = gates == 4 ? 3 : 2;
+    c.tolerance = {1e-4, 1e-5};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 void run_family(const std::string& title, const std::vector<Case>& cases) {
   Tally tally;
   for (const Case& c : cases) check_case(c, tally);
@@ -1074,6 +1125,11 @@ TEST(BackendConsistency, Normalization) {
 }
 
 // Every op type the dnnl backend registers is covered by a family above.
+TEST(BackendConsistency, Recurrent) {
+  Rng rng(base_seed() + 17);
+  run_family("recurrent", recurrent_cases(rng));
+}
+
 TEST(BackendConsistency, EveryDnnlOpIsCovered) {
   const std::vector<std::string> covered = {"Relu",
                                             "Sigmoid",
@@ -1108,7 +1164,10 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
                                             "GlobalMaxPool",
                                             "BatchNormalization",
                                             "LayerNormalization",
-                                            "Transpose"};
+                                            "Transpose",
+                                            "RNN",
+                                            "GRU",
+                                            "LSTM"};
   const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
   EXPECT_FALSE(ops.empty());
   for (const std::string& op : ops)
