@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <new>
+#include <string>
+#include <unordered_map>
 
 #include "engine/graph/clock.hpp"
 #include "engine/graph/layout_assignment.hpp"
@@ -93,6 +95,15 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     const std::shared_ptr<void>& storage = buffers[static_cast<size_t>(buffer)];
     values[v] = Tensor(model->value(v).type, model->value(v).shape, storage, storage.get());
   }
+  std::unordered_map<std::string, size_t> graph_index;
+  const auto& graph_nodes = graph_->model->nodes();
+  for (size_t n = 0; n < graph_nodes.size(); ++n) graph_index.emplace(graph_nodes[n].name, n);
+  for (const Node& node : model->nodes()) {
+    auto it = graph_index.find(node.name);
+    if (it == graph_index.end())
+      throw ExecutionError("specialized node '" + node.name + "' is not in the compiled graph");
+    s.graph_node.push_back(it->second);
+  }
   s.planned_bytes = plan.total_bytes();
   s.kernels = std::move(kernels);
   s.values = std::move(values);
@@ -147,7 +158,7 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
       outputs[o] = Tensor(info.type, info.shape);
     values[id] = outputs[o];
   }
-  if (timings) timings->assign(kernels.size(), {});
+  if (timings) timings->assign(graph_model.nodes().size(), {});
   std::vector<Tensor> in;
   std::vector<Tensor> out;
   for (size_t n = 0; n < kernels.size(); ++n) {
@@ -165,7 +176,7 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     } catch (const std::exception& e) {
       throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
     }
-    if (timings) (*timings)[n] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
+    if (timings) (*timings)[active.graph_node[n]] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
   }
   // Model outputs that are inputs or constants: copy (the caller owns its output buffers).
   for (size_t o = 0; o < model.outputs().size(); ++o) {

@@ -57,6 +57,10 @@ class StreamExecutor {
     std::vector<Tensor> values;
     size_t planned_bytes = 0;
     std::vector<kernels::TensorLayout> value_layouts;  // by ValueId; empty: all plain
+    /// Per node of `model`, its index in the compiled graph: a specialization folds the shape
+    /// computations its input shapes make constant, so it may run fewer nodes, and timings are
+    /// reported against the compiled graph's nodes.
+    std::vector<size_t> graph_node;
   };
 
   /// The specialization of the last run; null before the first run of a dynamic graph.
