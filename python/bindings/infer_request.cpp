@@ -266,6 +266,24 @@ output tensors, which the next run overwrites).
       .def_property_readonly("inputs", [](const Handle& h) { return h.inputs(); })
       .def_property_readonly("outputs", [](const Handle& h) { return h.outputs(); })
       .def(
+          "_time_cpp_infer",
+          [](Handle& h, size_t runs) {
+            // For benchmarks/python/overhead.py: the same request's C++ infer() timed in a loop
+            // without Python in between (the inputs stay bound), in nanoseconds per run.
+            std::vector<int64_t> ns;
+            ns.reserve(runs);
+            py::gil_scoped_release release;
+            for (size_t i = 0; i < runs; ++i) {
+              const auto start = std::chrono::steady_clock::now();
+              h.request().infer();
+              ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
+            }
+            return ns;
+          },
+          py::arg("runs"))
+      .def(
           "set_priority", [](Handle& h, int64_t p) { h.request().set_priority(p); },
           py::arg("priority"), "Scheduling priority of the next runs (1 highest; 0 default).")
       .def(
