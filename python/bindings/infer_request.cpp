@@ -56,7 +56,30 @@ void call_from_troupe(const SharedObject& callable, const char* where,
 }  // namespace
 
 InferRequestHandle::InferRequestHandle(CompiledModel& model)
-    : request_(model.create_infer_request()), inputs_(model.inputs()), outputs_(model.outputs()) {}
+    : request_(model.create_infer_request()), inputs_(model.inputs()), outputs_(model.outputs()) {
+  install_callback(SharedObject());
+}
+
+void InferRequestHandle::install_callback(SharedObject callback) {
+  // Always installed, also without a Python callback: it ends the run's count (run_finished).
+  std::shared_ptr<SharedObject> data = userdata_;
+  request_.set_callback([callback, data](std::exception_ptr) {
+    if (callback)
+      call_from_troupe(callback, "troupe.InferRequest callback",
+                       [&](py::object& f) { f(data->get()); });
+    run_finished();
+  });
+}
+
+void InferRequestHandle::start_counted() {
+  run_started();
+  try {
+    request_.start_async();
+  } catch (...) {
+    run_finished();  // not started: no completion will come
+    throw;
+  }
+}
 
 InferRequestHandle::~InferRequestHandle() {
   py::gil_scoped_release release;
@@ -102,7 +125,8 @@ py::dict InferRequestHandle::infer(py::handle inputs, bool share_inputs, bool sh
   set_inputs(inputs, share_inputs);
   {
     py::gil_scoped_release release;
-    request_.infer();
+    start_counted();
+    request_.wait();
   }
   return results(share_outputs);
 }
@@ -113,7 +137,7 @@ void InferRequestHandle::start_async(py::handle inputs, py::handle userdata, boo
   if (reset_userdata || !userdata.is_none())
     *userdata_ = SharedObject(py::reinterpret_borrow<py::object>(userdata));
   py::gil_scoped_release release;
-  request_.start_async();
+  start_counted();
 }
 
 void InferRequestHandle::wait() {
@@ -128,19 +152,18 @@ bool InferRequestHandle::wait_for(int64_t timeout_ms) {
 
 void InferRequestHandle::set_callback(py::handle callback, py::handle userdata) {
   if (callback.is_none()) {
-    request_.set_callback(nullptr);
+    install_callback(SharedObject());
     return;
   }
   if (!userdata.is_none()) *userdata_ = SharedObject(py::reinterpret_borrow<py::object>(userdata));
-  SharedObject fn(py::reinterpret_borrow<py::object>(callback));
-  std::shared_ptr<SharedObject> data = userdata_;
-  request_.set_callback([fn, data](std::exception_ptr) {
-    call_from_troupe(fn, "troupe.InferRequest callback", [&](py::object& f) { f(data->get()); });
-  });
+  install_callback(SharedObject(py::reinterpret_borrow<py::object>(callback)));
 }
 
 void InferRequestHandle::set_native_callback(std::function<void(std::exception_ptr)> callback) {
-  request_.set_callback(std::move(callback));
+  request_.set_callback([callback = std::move(callback)](std::exception_ptr error) {
+    callback(error);
+    run_finished();
+  });
 }
 
 void InferRequestHandle::cancel() {
@@ -275,7 +298,8 @@ output tensors, which the next run overwrites).
             py::gil_scoped_release release;
             for (size_t i = 0; i < runs; ++i) {
               const auto start = std::chrono::steady_clock::now();
-              h.request().infer();
+              h.start_counted();
+              h.request().wait();
               ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - start)
                                .count());

@@ -37,9 +37,12 @@ class InferRequestHandle {
   void wait();
   bool wait_for(int64_t timeout_ms);
   void set_callback(py::handle callback, py::handle userdata);
-  /// Installs a C++ completion callback (AsyncInferQueue's).
+  /// Installs a C++ completion callback (AsyncInferQueue's) instead of a Python one.
   void set_native_callback(std::function<void(std::exception_ptr)> callback);
   void cancel();
+  /// request().start_async(), counted for the interpreter's exit (run_started / run_finished).
+  /// Every start of a request made here goes through it: its callback ends the count.
+  void start_counted();
 
   size_t input_index(py::handle key) const;
   size_t output_index(py::handle key) const;
@@ -52,6 +55,8 @@ class InferRequestHandle {
   const std::shared_ptr<SharedObject>& userdata() const { return userdata_; }
 
  private:
+  void install_callback(SharedObject callback);
+
   InferRequest request_;
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;

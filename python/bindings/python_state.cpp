@@ -16,6 +16,7 @@ std::atomic<bool> have_released{false};
 
 std::atomic<bool> exiting{false};
 std::atomic<int> callbacks_inside{0};
+std::atomic<int64_t> runs_in_flight{0};
 
 }  // namespace
 
@@ -61,12 +62,20 @@ void leave_python() {
   callbacks_inside.fetch_sub(1);
 }
 
+void run_started() {
+  runs_in_flight.fetch_add(1);
+}
+void run_finished() {
+  runs_in_flight.fetch_sub(1);
+}
+
 void on_interpreter_exit() {
   exiting.store(true);
   py::gil_scoped_release release;
   // Bounded: a callback stuck in user code must not hang the interpreter's exit forever.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (callbacks_inside.load() > 0 && std::chrono::steady_clock::now() < deadline)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((callbacks_inside.load() > 0 || runs_in_flight.load() > 0) &&
+         std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 

@@ -44,7 +44,14 @@ class SharedObject {
 bool enter_python();
 void leave_python();
 
-/// Registered with atexit: stops new callbacks and waits (GIL released) for running ones.
+/// Counts the runs started from Python until their completion callback has returned. A run still
+/// in flight when the process exits would execute kernels whose code and tables the C++ static
+/// destructors are freeing, so on_interpreter_exit waits for the count to reach zero.
+void run_started();
+void run_finished();
+
+/// Registered with atexit: stops new Python callbacks, then waits (GIL released) for running
+/// callbacks and for runs in flight.
 void on_interpreter_exit();
 
 /// Reports the Python exception in flight as unraisable (sys.unraisablehook) with `where`.
