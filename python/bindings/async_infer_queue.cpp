@@ -43,8 +43,8 @@ class AsyncInferQueue {
 
   void start_async(py::handle inputs, py::handle userdata, bool share_inputs) {
     drain_released_references();
-    size_t i;
-    {
+    size_t i = take_idle_now();
+    if (i == none_idle) {
       py::gil_scoped_release release;
       std::unique_lock<std::mutex> lock(state_->mutex);
       state_->changed.wait(lock, [&] { return !state_->idle.empty(); });
@@ -106,6 +106,18 @@ class AsyncInferQueue {
   }
 
  private:
+  static constexpr size_t none_idle = static_cast<size_t>(-1);
+
+  // An idle request without releasing the GIL (the mutex is never held by a thread that waits
+  // for the GIL), or none_idle.
+  size_t take_idle_now() {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->idle.empty()) return none_idle;
+    const size_t i = state_->idle.front();
+    state_->idle.pop_front();
+    return i;
+  }
+
   struct State {
     std::mutex mutex;
     std::condition_variable changed;

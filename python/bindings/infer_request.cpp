@@ -56,7 +56,10 @@ void call_from_troupe(const SharedObject& callable, const char* where,
 }  // namespace
 
 InferRequestHandle::InferRequestHandle(CompiledModel& model)
-    : request_(model.create_infer_request()), inputs_(model.inputs()), outputs_(model.outputs()) {
+    : request_(model.create_infer_request()),
+      bound_(model.inputs().size()),
+      inputs_(model.inputs()),
+      outputs_(model.outputs()) {
   install_callback(SharedObject());
 }
 
@@ -69,6 +72,33 @@ void InferRequestHandle::install_callback(SharedObject callback) {
                        [&](py::object& f) { f(data->get()); });
     run_finished();
   });
+}
+
+InferRequestHandle::BoundArray InferRequestHandle::describe_array(py::handle value) {
+  BoundArray b;
+  if (!py::isinstance<py::array>(value)) return b;
+  auto array = py::reinterpret_borrow<py::array>(value);
+  b.array = value.ptr();
+  b.data = array.data();
+  b.dtype = array.dtype().ptr();
+  b.shape.assign(array.shape(), array.shape() + array.ndim());
+  return b;
+}
+
+void InferRequestHandle::bind_input(size_t index, py::handle value, bool share) {
+  BoundArray& bound = bound_[index];
+  if (share && bound.array == value.ptr() && bound.array) {
+    const BoundArray now = describe_array(value);
+    if (now.data == bound.data && now.dtype == bound.dtype && now.shape == bound.shape) return;
+  }
+  bool wrapped = false;
+  Tensor tensor = tensor_from_python(value, inputs_[index], share, &wrapped);
+  request_.set_input_tensor(index, tensor);
+  bound = wrapped ? describe_array(value) : BoundArray();
+}
+
+void InferRequestHandle::bind_output(size_t index, py::handle value) {
+  request_.set_output_tensor(index, tensor_from_python(value, outputs_[index], true));
 }
 
 void InferRequestHandle::start_counted() {
@@ -99,18 +129,17 @@ void InferRequestHandle::set_inputs(py::handle inputs, bool share) {
   if (py::isinstance<py::dict>(inputs)) {
     for (auto [key, value] : py::reinterpret_borrow<py::dict>(inputs)) {
       const size_t i = input_index(key);
-      request_.set_input_tensor(i, tensor_from_python(value, inputs_[i], share));
+      bind_input(i, value, share);
     }
   } else if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
     auto seq = py::reinterpret_borrow<py::sequence>(inputs);
     if (seq.size() > inputs_.size())
       throw InvalidArgument(std::to_string(seq.size()) + " inputs given; the model has " +
                             std::to_string(inputs_.size()) + " (" + known(inputs_) + ")");
-    for (size_t i = 0; i < seq.size(); ++i)
-      request_.set_input_tensor(i, tensor_from_python(seq[i], inputs_[i], share));
+    for (size_t i = 0; i < seq.size(); ++i) bind_input(i, seq[i], share);
   } else {
     if (inputs_.empty()) throw InvalidArgument("the model has no inputs");
-    request_.set_input_tensor(0, tensor_from_python(inputs, inputs_[0], share));
+    bind_input(0, inputs, share);
   }
 }
 
@@ -242,13 +271,9 @@ output tensors, which the next run overwrites).
                                          ? key.cast<const ValueInfo&>().name
                                          : key.cast<std::string>();
             for (size_t i = 0; i < h.inputs().size(); ++i)
-              if (h.inputs()[i].name == name)
-                return h.request().set_input_tensor(i,
-                                                    tensor_from_python(value, h.inputs()[i], true));
+              if (h.inputs()[i].name == name) return h.bind_input(i, value, true);
             for (size_t i = 0; i < h.outputs().size(); ++i)
-              if (h.outputs()[i].name == name)
-                return h.request().set_output_tensor(
-                    i, tensor_from_python(value, h.outputs()[i], true));
+              if (h.outputs()[i].name == name) return h.bind_output(i, value);
             h.request().set_tensor(name, Tensor());  // raises, naming the known tensors
           },
           py::arg("name"), py::arg("tensor"),
@@ -265,7 +290,7 @@ output tensors, which the next run overwrites).
           [](Handle& h, size_t i, py::handle value) {
             drain_released_references();
             if (i >= h.inputs().size()) h.input_index(py::int_(i));  // raises
-            h.request().set_input_tensor(i, tensor_from_python(value, h.inputs()[i], true));
+            h.bind_input(i, value, true);
           },
           py::arg("index"), py::arg("tensor"))
       .def(
@@ -273,7 +298,7 @@ output tensors, which the next run overwrites).
           [](Handle& h, size_t i, py::handle value) {
             drain_released_references();
             if (i >= h.outputs().size()) h.output_index(py::int_(i));  // raises
-            h.request().set_output_tensor(i, tensor_from_python(value, h.outputs()[i], true));
+            h.bind_output(i, value);
           },
           py::arg("index"), py::arg("tensor"))
       .def_property_readonly(

@@ -44,6 +44,11 @@ class InferRequestHandle {
   /// Every start of a request made here goes through it: its callback ends the count.
   void start_counted();
 
+  /// Binds one input. Binding the array already bound (same object, memory, shape and dtype) is
+  /// skipped: the request's tensor wraps that memory already.
+  void bind_input(size_t index, py::handle value, bool share);
+  void bind_output(size_t index, py::handle value);
+
   size_t input_index(py::handle key) const;
   size_t output_index(py::handle key) const;
 
@@ -57,7 +62,18 @@ class InferRequestHandle {
  private:
   void install_callback(SharedObject callback);
 
+  // What an input's tensor wraps when it wraps a caller's array in place; the tensor holds a
+  // reference to the array, so the pointers stay valid while bound.
+  struct BoundArray {
+    PyObject* array = nullptr;
+    const void* data = nullptr;
+    PyObject* dtype = nullptr;
+    std::vector<py::ssize_t> shape;
+  };
+  static BoundArray describe_array(py::handle value);
+
   InferRequest request_;
+  std::vector<BoundArray> bound_;  // per input
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   std::shared_ptr<SharedObject> userdata_ = std::make_shared<SharedObject>();

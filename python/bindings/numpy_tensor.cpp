@@ -103,7 +103,8 @@ Shape shape_from_python(py::handle dims) {
   return Shape(std::move(out));
 }
 
-Tensor tensor_from_python(py::handle value, const ValueInfo& expected, bool share) {
+Tensor tensor_from_python(py::handle value, const ValueInfo& expected, bool share, bool* wrapped) {
+  if (wrapped) *wrapped = false;
   if (py::isinstance<Tensor>(value)) return value.cast<Tensor>();
   py::array array;
   if (py::isinstance<py::array>(value)) {
@@ -137,6 +138,7 @@ Tensor tensor_from_python(py::handle value, const ValueInfo& expected, bool shar
   const int flags = array.flags();
   if (share && (flags & py::array::c_style) && (flags & numpy_aligned_flag)) {
     void* data = const_cast<void*>(array.data());
+    if (wrapped) *wrapped = array.ptr() == value.ptr();
     return Tensor(type, shape, share_object(array), data);
   }
   Tensor copy(type, shape);

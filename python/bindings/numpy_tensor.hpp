@@ -22,7 +22,9 @@ ElementType element_type_of(const py::dtype& dtype, ElementType wanted = Element
 /// numpy.asarray takes) fed to `expected`. A C-contiguous, aligned, native-endian array of a
 /// troupe dtype is wrapped without a copy when `share`; the tensor then keeps the array alive.
 /// Otherwise the data is copied. Throws TypeError naming `expected` for an unusable dtype.
-Tensor tensor_from_python(py::handle value, const ValueInfo& expected, bool share);
+/// `wrapped`, when given, is set to whether the tensor wraps `value`'s own memory.
+Tensor tensor_from_python(py::handle value, const ValueInfo& expected, bool share,
+                          bool* wrapped = nullptr);
 
 /// An array of a tensor's elements: a view whose base keeps the tensor's memory alive (`share`,
 /// possible when the tensor owns its memory) or a copy.

@@ -171,3 +171,25 @@ def test_tensor_class():
     assert troupe.Type.from_dtype(np.dtype(np.int8)) == troupe.Type.i8
     assert troupe.Type.from_dtype(np.dtype(np.uint32)) == troupe.Type.undefined
     assert "f16[2,3]" in repr(t)
+
+
+def test_rebinding_the_same_array(mlp):
+    # The same array bound again is not rebound (it is wrapped already): its new contents count,
+    # and a copy made with share_inputs=False or a new shape/dtype rebinds.
+    request = mlp.create_infer_request()
+    x = np.ones((1, 16), np.float32)
+    first = request.infer({"x": x})["y"]
+    x[:] = 2
+    np.testing.assert_allclose(request.infer({"x": x})["y"], mlp_reference(x), rtol=1e-5,
+                               atol=1e-5)
+    assert not np.array_equal(first, request.results["y"])
+    request.infer({"x": x}, share_inputs=False)
+    assert address(request.get_input_tensor().data) != address(x)
+    request.infer({"x": x})
+    assert address(request.get_input_tensor().data) == address(x)
+    with pytest.raises(troupe.TensorMismatch, match="'x'"):
+        x.shape = (16, 1)  # the same object, another shape: checked again
+        request.infer({"x": x})
+    x.shape = (1, 16)
+    np.testing.assert_allclose(request.infer({"x": x})["y"], mlp_reference(x), rtol=1e-5,
+                               atol=1e-5)
