@@ -36,9 +36,12 @@ class AsyncInferQueue {
   }
 
   ~AsyncInferQueue() {
+    // Dropped by its own callback: that request turns idle only after this returns.
+    const size_t running_here = state_in_callback == state_.get() ? 1 : 0;
     py::gil_scoped_release release;
     std::unique_lock<std::mutex> lock(state_->mutex);
-    state_->changed.wait(lock, [&] { return state_->idle.size() == requests_.size(); });
+    state_->changed.wait(lock,
+                         [&] { return state_->idle.size() + running_here == requests_.size(); });
   }
 
   void start_async(py::handle inputs, py::handle userdata, bool share_inputs) {
@@ -135,9 +138,12 @@ class AsyncInferQueue {
       callback = state.callback;
       if (error) state.errors.push_back(error);
     }
-    if (callback)
+    if (callback) {
+      state_in_callback = &state;
       call_python_callback(callback, "troupe.AsyncInferQueue callback",
                            [&](py::object& f) { f(py::handle(request), userdata.get()); });
+      state_in_callback = nullptr;
+    }
     {
       std::lock_guard<std::mutex> lock(state.mutex);
       state.idle.push_back(i);
@@ -145,10 +151,15 @@ class AsyncInferQueue {
     state.changed.notify_all();
   }
 
+  // The queue whose callback this thread runs, if any.
+  static thread_local const State* state_in_callback;
+
   std::shared_ptr<State> state_ = std::make_shared<State>();
   std::vector<std::shared_ptr<InferRequestHandle>> requests_;
   std::vector<py::object> objects_;
 };
+
+thread_local const AsyncInferQueue::State* AsyncInferQueue::state_in_callback = nullptr;
 
 }  // namespace
 

@@ -213,3 +213,28 @@ def test_interpreter_exit_with_requests_in_flight(tmp_path, round_):
                             timeout=60)
     assert result.returncode == 0, result.stderr
     assert "exiting" in result.stdout
+
+
+def test_dropped_inside_own_callback(core):
+    """The last reference to a queue or a compiled model dropped by their own callback."""
+    compiled = core.compile_model(mlp_model())
+    holder = {"queue": troupe.AsyncInferQueue(compiled, 2)}
+    done = threading.Event()
+
+    def on_done(request, userdata):
+        holder.clear()
+        done.set()
+
+    holder["queue"].set_callback(on_done)
+    holder["queue"].start_async({"x": np.ones((1, 16), np.float32)})
+    assert done.wait(30), "the queue's destructor waited for its own callback"
+
+    models = {"compiled": core.compile_model(mlp_model())}
+    request = models["compiled"].create_infer_request()
+    dropped = threading.Event()
+    request.set_callback(lambda data: (models.clear(), dropped.set()))
+    request.start_async({"x": np.ones((1, 16), np.float32)})
+    assert dropped.wait(30)
+    request.wait()
+    np.testing.assert_array_equal(request.results["y"], compiled({"x": np.ones((1, 16),
+                                                                         np.float32)})["y"])
