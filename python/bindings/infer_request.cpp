@@ -86,6 +86,8 @@ InferRequestHandle::BoundArray InferRequestHandle::describe_array(py::handle val
 }
 
 void InferRequestHandle::bind_input(size_t index, py::handle value, bool share) {
+  if (bound_stale_.exchange(false))
+    for (auto& b : bound_) b = BoundArray();
   BoundArray& bound = bound_[index];
   if (share && bound.array == value.ptr() && bound.array) {
     const BoundArray now = describe_array(value);
@@ -123,24 +125,48 @@ size_t InferRequestHandle::output_index(py::handle key) const {
   return index_of(key, outputs_, "output");
 }
 
-void InferRequestHandle::set_inputs(py::handle inputs, bool share) {
-  drain_released_references();
+void InferRequestHandle::for_each_input(py::handle inputs,
+                                        const std::function<void(size_t, py::handle)>& bind) const {
   if (inputs.is_none()) return;
   if (py::isinstance<py::dict>(inputs)) {
-    for (auto [key, value] : py::reinterpret_borrow<py::dict>(inputs)) {
-      const size_t i = input_index(key);
-      bind_input(i, value, share);
-    }
+    for (auto [key, value] : py::reinterpret_borrow<py::dict>(inputs))
+      bind(input_index(key), value);
   } else if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
     auto seq = py::reinterpret_borrow<py::sequence>(inputs);
     if (seq.size() > inputs_.size())
       throw InvalidArgument(std::to_string(seq.size()) + " inputs given; the model has " +
                             std::to_string(inputs_.size()) + " (" + known(inputs_) + ")");
-    for (size_t i = 0; i < seq.size(); ++i) bind_input(i, seq[i], share);
+    for (size_t i = 0; i < seq.size(); ++i) bind(i, seq[i]);
   } else {
     if (inputs_.empty()) throw InvalidArgument("the model has no inputs");
-    bind_input(0, inputs, share);
+    bind(0, inputs);
   }
+}
+
+void InferRequestHandle::set_inputs(py::handle inputs, bool share) {
+  drain_released_references();
+  for_each_input(inputs, [&](size_t i, py::handle value) { bind_input(i, value, share); });
+}
+
+std::vector<std::pair<size_t, Tensor>> InferRequestHandle::input_tensors(py::handle inputs,
+                                                                         bool share) const {
+  std::vector<std::pair<size_t, Tensor>> out;
+  for_each_input(inputs, [&](size_t i, py::handle value) {
+    Tensor tensor = tensor_from_python(value, inputs_[i], share);
+    // The checks set_input_tensor makes, made here: the tensor may be bound on troupe's thread.
+    const ValueInfo& info = inputs_[i];
+    if (!info.shape.accepts(tensor.shape()))
+      throw TensorMismatch("input '" + info.name + "': tensor of shape " +
+                           tensor.shape().to_string() + " does not fit the model's shape " +
+                           info.shape.to_string());
+    if (!is_convertible(tensor.element_type(), info.type))
+      throw TensorMismatch("input '" + info.name + "': element type " +
+                           std::string(to_string(tensor.element_type())) +
+                           " cannot be converted to the model's " +
+                           std::string(to_string(info.type)));
+    out.emplace_back(i, std::move(tensor));
+  });
+  return out;
 }
 
 py::dict InferRequestHandle::results(bool share) const {

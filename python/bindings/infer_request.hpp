@@ -2,6 +2,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -27,6 +28,9 @@ class InferRequestHandle {
   /// Binds inputs given as a dict (name, index or ValueInfo -> value), a list (by position) or
   /// one value (the first input).
   void set_inputs(py::handle inputs, bool share);
+  /// The tensors set_inputs would bind, by input index, checked against the model's inputs
+  /// (TensorMismatch naming the input) without binding them.
+  std::vector<std::pair<size_t, Tensor>> input_tensors(py::handle inputs, bool share) const;
   /// Output name -> array (views of the output tensors when `share`, else copies).
   py::dict results(bool share) const;
 
@@ -48,6 +52,9 @@ class InferRequestHandle {
   /// skipped: the request's tensor wraps that memory already.
   void bind_input(size_t index, py::handle value, bool share);
   void bind_output(size_t index, py::handle value);
+  /// The inputs were bound by other means (AsyncInferQueue, on troupe's thread): bind_input must
+  /// not skip a rebinding on what it remembers.
+  void forget_bound_inputs() { bound_stale_.store(true); }
 
   size_t input_index(py::handle key) const;
   size_t output_index(py::handle key) const;
@@ -60,6 +67,8 @@ class InferRequestHandle {
   const std::shared_ptr<SharedObject>& userdata() const { return userdata_; }
 
  private:
+  /// Calls `bind(index, value)` for each input in `inputs` (see set_inputs).
+  void for_each_input(py::handle inputs, const std::function<void(size_t, py::handle)>& bind) const;
   void install_callback(SharedObject callback);
 
   // What an input's tensor wraps when it wraps a caller's array in place; the tensor holds a
@@ -74,6 +83,7 @@ class InferRequestHandle {
 
   InferRequest request_;
   std::vector<BoundArray> bound_;  // per input
+  std::atomic<bool> bound_stale_{false};
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   std::shared_ptr<SharedObject> userdata_ = std::make_shared<SharedObject>();
