@@ -34,6 +34,8 @@ LAYERS = {
     "apps": (["apps/", "benchmarks/"],
              ["ir", "kernels", "formats", "graph", "blob", "pipeline", "runtime", "server"]),
     "examples": (["examples/"], ["ir", "pipeline", "runtime"]),
+    # The Python module binds the public API only (IR and runtime headers), like an application.
+    "python": (["python/"], ["ir", "runtime"]),
 }
 PRIVATE = {"kernels/dnnl/": "kernels/", "kernels/reference/": "kernels/"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -77,8 +79,10 @@ def violations(root):
             if target_layer not in allowed:
                 yield (f"{source}:{line_no}: includes {target} ({target_layer} layer); the "
                        f"{layer} layer builds on {', '.join(LAYERS[layer][1]) or 'nothing'}")
-            if layer == "examples" and not target.startswith("engine/include/troupe/"):
-                yield f"{source}:{line_no}: includes {target}; examples use the public headers only"
+            if layer in ("examples", "python") and not target.startswith("engine/include/troupe/") \
+                    and not target.startswith(layer + "/"):
+                yield (f"{source}:{line_no}: includes {target}; {layer} uses the public headers "
+                       "only")
             for private, owner in PRIVATE.items():
                 if target.startswith(private) and not source.startswith(owner):
                     yield f"{source}:{line_no}: includes {target}, private to {owner}"

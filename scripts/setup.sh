@@ -17,6 +17,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc          # the server's gRPC (KServe v2 GRPCInferenceService)
   prometheus-cpp-dev                            # the server's /metrics
   python3-requests python3-grpcio python3-pytest curl wrk openssl  # server tests: real clients, TLS certificates
+  pybind11-dev python3-dev                      # the Python module (python/); its tests use python3-pytest
 )
 
 missing=()
