@@ -63,7 +63,8 @@ class AsyncInferQueue {
     drain_released_references();
     Job job;
     job.inputs = requests_.front()->input_tensors(inputs, share_inputs);
-    job.userdata = SharedObject(py::reinterpret_borrow<py::object>(userdata));
+    if (!userdata.is_none())  // an empty SharedObject reads as None
+      job.userdata = SharedObject(py::reinterpret_borrow<py::object>(userdata));
     size_t i = none_idle;
     {
       std::unique_lock<std::mutex> lock(state_->mutex);
