@@ -25,7 +25,7 @@ class AsyncInferQueue {
     if (jobs == 0)
       jobs = static_cast<size_t>(std::max<int64_t>(
           1, compiled.model().get_property(props::optimal_number_of_infer_requests).as_int()));
-    state_->capacity = std::max<size_t>(8, 2 * jobs);
+    state_->capacity = std::max<size_t>(16, 4 * jobs);
     for (size_t i = 0; i < jobs; ++i) {
       auto request = std::make_shared<InferRequestHandle>(compiled.model());
       py::object object = py::cast(request);
@@ -52,9 +52,9 @@ class AsyncInferQueue {
         // not take a job from a queue that is gone. Jobs not started are dropped.
         state_->closing = true;
         dropped.swap(state_->pending);
-        state_->changed.wait(lock, [&] { return state_->idle.size() + 1 == requests_.size(); });
+        state_->wait(lock, [&] { return state_->idle.size() + 1 == requests_.size(); });
       } else {
-        state_->changed.wait(lock, [&] { return state_->all_idle(); });
+        state_->wait(lock, [&] { return state_->all_idle(); });
       }
     }
   }
@@ -62,8 +62,9 @@ class AsyncInferQueue {
   void start_async(py::handle inputs, py::handle userdata, bool share_inputs) {
     drain_released_references();
     Job job;
-    job.inputs = requests_.front()->input_tensors(inputs, share_inputs);
-    job.userdata = SharedObject(py::reinterpret_borrow<py::object>(userdata));
+    job.inputs = requests_.front()->input_tensors(inputs, share_inputs, &input_cache_);
+    if (!userdata.is_none())  // an empty SharedObject reads as None
+      job.userdata = SharedObject(py::reinterpret_borrow<py::object>(userdata));
     size_t i = none_idle;
     {
       std::unique_lock<std::mutex> lock(state_->mutex);
@@ -73,7 +74,7 @@ class AsyncInferQueue {
         lock.unlock();
         py::gil_scoped_release release;
         lock.lock();
-        state_->changed.wait(lock, [&] {
+        state_->wait(lock, [&] {
           return !state_->idle.empty() || state_->pending.size() <= state_->capacity / 2;
         });
       }
@@ -97,7 +98,7 @@ class AsyncInferQueue {
     {
       py::gil_scoped_release release;
       std::unique_lock<std::mutex> lock(state_->mutex);
-      state_->changed.wait(lock, [&] { return state_->all_idle(); });
+      state_->wait(lock, [&] { return state_->all_idle(); });
       if (!state_->errors.empty()) first = state_->errors.front();
       state_->errors.clear();
     }
@@ -107,7 +108,7 @@ class AsyncInferQueue {
   size_t get_idle_request_id() {
     py::gil_scoped_release release;
     std::unique_lock<std::mutex> lock(state_->mutex);
-    state_->changed.wait(lock, [&] { return !state_->idle.empty(); });
+    state_->wait(lock, [&] { return !state_->idle.empty(); });
     return state_->idle.front();
   }
 
@@ -156,12 +157,20 @@ class AsyncInferQueue {
     std::vector<InferRequestHandle*> requests;  // borrowed from the queue
     std::deque<size_t> idle;
     std::deque<Job> pending;
-    size_t capacity = 8;
+    size_t capacity = 16;
+    int waiters = 0;  // threads in wait(): completions notify only when there is one
     bool closing = false;
     std::vector<std::exception_ptr> errors;  // failed runs since the last wait_all
     SharedObject callback;
 
     bool all_idle() const { return pending.empty() && idle.size() == requests.size(); }
+
+    template <class Predicate>
+    void wait(std::unique_lock<std::mutex>& lock, Predicate ready) {
+      ++waiters;
+      changed.wait(lock, ready);
+      --waiters;
+    }
 
     // Binds a job's inputs to request i and starts it; on troupe's thread or the caller's. A
     // job that cannot start is recorded as an error and the request takes the next one.
@@ -189,6 +198,7 @@ class AsyncInferQueue {
     // The next job for request i, or false after marking it idle.
     bool next_job(size_t i, Job& job) {
       bool got = false;
+      bool notify = false;
       {
         std::lock_guard<std::mutex> lock(mutex);
         if (!closing && !pending.empty()) {
@@ -198,8 +208,9 @@ class AsyncInferQueue {
         } else {
           idle.push_back(i);
         }
+        notify = waiters > 0;
       }
-      changed.notify_all();
+      if (notify) changed.notify_all();
       return got;
     }
   };
@@ -230,6 +241,7 @@ class AsyncInferQueue {
   std::shared_ptr<State> state_ = std::make_shared<State>();
   std::vector<std::shared_ptr<InferRequestHandle>> requests_;
   std::vector<py::object> objects_;
+  InferRequestHandle::InputCache input_cache_;  // start_async's, with the GIL
 };
 
 thread_local const AsyncInferQueue::State* AsyncInferQueue::state_in_callback = nullptr;
@@ -247,7 +259,7 @@ A pool of InferRequests of one CompiledModel for throughput:
     queue.wait_all()
 
 start_async checks and wraps the inputs at once (a bad input raises here, naming it) and returns
-when an idle request started the job or a buffer of 2 x jobs (at least 8) took it; a completing
+when an idle request started the job or a buffer of 4 x jobs (at least 16) took it; a completing
 request starts the next buffered job itself. The callback runs on troupe's thread with the GIL;
 an exception it raises is reported through sys.unraisablehook and the other requests go on.
 wait_all waits for the buffer and every request, then raises the first error of a run that

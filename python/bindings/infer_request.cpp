@@ -85,14 +85,17 @@ InferRequestHandle::BoundArray InferRequestHandle::describe_array(py::handle val
   return b;
 }
 
+bool InferRequestHandle::BoundArray::same_as(py::handle value) const {
+  if (!array || array != value.ptr()) return false;
+  const BoundArray now = describe_array(value);
+  return now.data == data && now.dtype == dtype && now.shape == shape;
+}
+
 void InferRequestHandle::bind_input(size_t index, py::handle value, bool share) {
   if (bound_stale_.exchange(false))
     for (auto& b : bound_) b = BoundArray();
   BoundArray& bound = bound_[index];
-  if (share && bound.array == value.ptr() && bound.array) {
-    const BoundArray now = describe_array(value);
-    if (now.data == bound.data && now.dtype == bound.dtype && now.shape == bound.shape) return;
-  }
+  if (share && bound.same_as(value)) return;
   bool wrapped = false;
   Tensor tensor = tensor_from_python(value, inputs_[index], share, &wrapped);
   request_.set_input_tensor(index, tensor);
@@ -149,10 +152,17 @@ void InferRequestHandle::set_inputs(py::handle inputs, bool share) {
 }
 
 std::vector<std::pair<size_t, Tensor>> InferRequestHandle::input_tensors(py::handle inputs,
-                                                                         bool share) const {
+                                                                         bool share,
+                                                                         InputCache* cache) const {
   std::vector<std::pair<size_t, Tensor>> out;
+  if (cache) cache->resize(inputs_.size());
   for_each_input(inputs, [&](size_t i, py::handle value) {
-    Tensor tensor = tensor_from_python(value, inputs_[i], share);
+    if (cache && share && (*cache)[i].first.same_as(value)) {
+      out.emplace_back(i, (*cache)[i].second);
+      return;
+    }
+    bool wrapped = false;
+    Tensor tensor = tensor_from_python(value, inputs_[i], share, &wrapped);
     // The checks set_input_tensor makes, made here: the tensor may be bound on troupe's thread.
     const ValueInfo& info = inputs_[i];
     if (!info.shape.accepts(tensor.shape()))
@@ -164,6 +174,9 @@ std::vector<std::pair<size_t, Tensor>> InferRequestHandle::input_tensors(py::han
                            std::string(to_string(tensor.element_type())) +
                            " cannot be converted to the model's " +
                            std::string(to_string(info.type)));
+    if (cache)
+      (*cache)[i] = wrapped ? std::make_pair(describe_array(value), tensor)
+                            : std::make_pair(BoundArray(), Tensor());
     out.emplace_back(i, std::move(tensor));
   });
   return out;

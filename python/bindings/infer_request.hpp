@@ -25,12 +25,28 @@ class InferRequestHandle {
   InferRequestHandle(const InferRequestHandle&) = delete;
   InferRequestHandle& operator=(const InferRequestHandle&) = delete;
 
+  /// What an input's tensor wraps when it wraps a caller's array in place; the tensor holds a
+  /// reference to the array, so the pointers stay valid while it lives.
+  struct BoundArray {
+    PyObject* array = nullptr;
+    const void* data = nullptr;
+    PyObject* dtype = nullptr;
+    std::vector<py::ssize_t> shape;
+    /// Whether `value` is still this array: same object, memory, dtype and shape.
+    bool same_as(py::handle value) const;
+  };
+  static BoundArray describe_array(py::handle value);
+  /// The last tensor made per input by input_tensors, reused while the caller passes the same
+  /// array again.
+  using InputCache = std::vector<std::pair<BoundArray, Tensor>>;
+
   /// Binds inputs given as a dict (name, index or ValueInfo -> value), a list (by position) or
   /// one value (the first input).
   void set_inputs(py::handle inputs, bool share);
   /// The tensors set_inputs would bind, by input index, checked against the model's inputs
   /// (TensorMismatch naming the input) without binding them.
-  std::vector<std::pair<size_t, Tensor>> input_tensors(py::handle inputs, bool share) const;
+  std::vector<std::pair<size_t, Tensor>> input_tensors(py::handle inputs, bool share,
+                                                       InputCache* cache = nullptr) const;
   /// Output name -> array (views of the output tensors when `share`, else copies).
   py::dict results(bool share) const;
 
@@ -70,16 +86,6 @@ class InferRequestHandle {
   /// Calls `bind(index, value)` for each input in `inputs` (see set_inputs).
   void for_each_input(py::handle inputs, const std::function<void(size_t, py::handle)>& bind) const;
   void install_callback(SharedObject callback);
-
-  // What an input's tensor wraps when it wraps a caller's array in place; the tensor holds a
-  // reference to the array, so the pointers stay valid while bound.
-  struct BoundArray {
-    PyObject* array = nullptr;
-    const void* data = nullptr;
-    PyObject* dtype = nullptr;
-    std::vector<py::ssize_t> shape;
-  };
-  static BoundArray describe_array(py::handle value);
 
   InferRequest request_;
   std::vector<BoundArray> bound_;  // per input
