@@ -2,6 +2,7 @@
 #include "engine/ops/resize.hpp"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,20 @@ const Tensor* constant_values(const ShapeInferContext& ctx, size_t i, const std:
   return values;
 }
 
+// The output sizes when given: a constant, or computed from another tensor's shape (a decoder
+// resizing to its skip connection's size), with the entries shape inference can follow known and
+// the rest waiting for the run.
+std::optional<PartialInts> size_values(const ShapeInferContext& ctx) {
+  if (ctx.has_input(3) && ctx.constant(3) == nullptr && ctx.partial(3) != nullptr)
+    return *ctx.partial(3);
+  const Tensor* sizes = constant_values(ctx, 3, "sizes");
+  if (sizes == nullptr) return std::nullopt;
+  PartialInts values;
+  for (int64_t i = 0; i < sizes->size(); ++i)
+    values.emplace_back(static_cast<int64_t>(sizes->value_at(i)));
+  return values;
+}
+
 std::vector<ValueInfo> infer_resize(const ShapeInferContext& ctx) {
   if (ctx.num_inputs() == 2)
     spatial::unsupported(ctx.node,
@@ -117,20 +132,8 @@ std::vector<ValueInfo> infer_resize(const ShapeInferContext& ctx) {
                std::to_string(2 * rank) + " values (starts then ends for every axis of X)");
   }
   const Tensor* scales = constant_values(ctx, 2, "scales");
-  if (const PartialInts* partial = ctx.constant(3) ? nullptr : ctx.partial(3)) {
-    // sizes computed from another tensor's shape (a decoder resizing to its skip connection's
-    // size): the entries shape inference can follow are known, the rest wait for the run.
-    if (scales != nullptr)
-      ctx.fail("exactly one of the inputs scales and sizes must be given (and non-empty)");
-    if (partial->size() != rank)
-      ctx.fail("input sizes has " + std::to_string(partial->size()) + " values but X " +
-               x.to_string() + " has rank " + std::to_string(rank));
-    std::vector<int64_t> dims;
-    for (const auto& d : *partial) dims.push_back(d && *d >= 1 ? *d : Shape::dynamic);
-    return {ValueInfo{"", type, Shape(dims)}};
-  }
-  const Tensor* sizes = constant_values(ctx, 3, "sizes");
-  if ((scales == nullptr) == (sizes == nullptr))
+  const std::optional<PartialInts> sizes = size_values(ctx);
+  if ((scales == nullptr) == !sizes.has_value())
     ctx.fail("exactly one of the inputs scales and sizes must be given (and non-empty)");
 
   std::vector<int64_t> dims;
@@ -147,11 +150,10 @@ std::vector<ValueInfo> infer_resize(const ShapeInferContext& ctx) {
     }
     dims = resize::scaled_dims(x.dims(), factors);
   } else {
-    if (static_cast<size_t>(sizes->size()) != rank)
+    if (sizes->size() != rank)
       ctx.fail("input sizes has " + std::to_string(sizes->size()) + " values but X " +
                x.to_string() + " has rank " + std::to_string(rank));
-    for (int64_t i = 0; i < sizes->size(); ++i)
-      dims.push_back(static_cast<int64_t>(sizes->value_at(i)));
+    for (const auto& d : *sizes) dims.push_back(d ? *d : Shape::dynamic);
   }
   for (size_t i = 0; i < rank; ++i)
     if (dims[i] != Shape::dynamic && dims[i] < 1)

@@ -43,6 +43,40 @@ int64_t list_length(const ShapeInferContext& ctx, size_t i) {
   return s[0];
 }
 
+std::string entries_to_string(const PartialInts& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + (v[i] ? std::to_string(*v[i]) : std::string("?"));
+  return s + "]";
+}
+
+// A 1-D integer list input that sizes the output (a target shape, repeats) as far as shape
+// inference knows it: a constant's entries, the entries it could follow of a list computed from
+// shapes, and std::nullopt for the rest. Refused when not even its length is known.
+PartialInts list_entries(const ShapeInferContext& ctx, size_t i, const std::string& what) {
+  list_input(ctx, i, what);  // type and rank checks
+  if (auto known = infer::partial_ints(ctx, i, what)) return *known;
+  const int64_t n = list_length(ctx, i);
+  if (n == Shape::dynamic)
+    infer::unsupported(ctx, what + " (" + infer::input_label(ctx, i) +
+                                ") is computed at run time and its length is unknown");
+  return PartialInts(static_cast<size_t>(n));
+}
+
+// Output dimensions given by a list of sizes: an unknown entry is a dynamic dimension; a negative
+// one is an error.
+std::vector<int64_t> size_entries(const ShapeInferContext& ctx, const PartialInts& entries,
+                                  const std::string& what) {
+  std::vector<int64_t> dims;
+  for (const auto& d : entries) {
+    if (d && *d < 0)
+      ctx.fail(what + " " + entries_to_string(entries) + " has negative entry " +
+               std::to_string(*d));
+    dims.push_back(d ? *d : Shape::dynamic);
+  }
+  return dims;
+}
+
 std::vector<ValueInfo> same_as_input(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
   return {infer::value_info(ctx.type(0), ctx.shape(0))};
@@ -50,27 +84,12 @@ std::vector<ValueInfo> same_as_input(const ShapeInferContext& ctx) {
 
 std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
-  infer::require_type(ctx, 1, TypeClass::index);
+  // Entries computed at run time that shape inference cannot follow stay dynamic; the stream
+  // learns them when it specializes the graph for a request's shapes.
   if (ctx.shape(1).rank() != 1)
     ctx.fail("the target shape must be 1-D, got shape " + ctx.shape(1).to_string());
+  const PartialInts target = list_entries(ctx, 1, "the target shape");
   const Shape& in = ctx.shape(0);
-  const std::optional<PartialInts> partial = infer::partial_ints(ctx, 1, "the target shape");
-  if (!partial) {
-    // Computed at run time from values shape inference cannot follow: the rank is all it knows;
-    // the stream learns the rest when it specializes the graph for a request's shapes.
-    const int64_t n = list_length(ctx, 1);
-    if (n == Shape::dynamic)
-      infer::unsupported(ctx, "the target shape (" + infer::input_label(ctx, 1) +
-                                  ") is computed at run time and its length is unknown");
-    return {infer::value_info(ctx.type(0), infer::dynamic_shape(static_cast<size_t>(n)))};
-  }
-  const PartialInts& target = *partial;
-  auto target_string = [&] {
-    std::string text = "[";
-    for (size_t i = 0; i < target.size(); ++i)
-      text += (i ? "," : "") + (target[i] ? std::to_string(*target[i]) : std::string("?"));
-    return text + "]";
-  };
   const bool allow_zero = ctx.node.attributes.get_int_or("allowzero", 0) != 0;
   const bool all_known =
       std::all_of(target.begin(), target.end(), [](const auto& v) { return v.has_value(); });
@@ -82,23 +101,24 @@ std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
     if (!target[i]) continue;  // known at run time only
     const int64_t v = *target[i];
     if (v == -1) {
-      if (inferred) ctx.fail("target shape " + target_string() + " has more than one -1");
+      if (inferred) ctx.fail("target shape " + entries_to_string(target) + " has more than one -1");
       inferred = i;
     } else if (v == 0 && !allow_zero) {
       if (i >= in.rank())
-        ctx.fail("target shape " + target_string() + " has 0 at position " + std::to_string(i) +
-                 ", which copies input dimension " + std::to_string(i) + ", but the input " +
-                 in.to_string() + " has rank " + std::to_string(in.rank()));
+        ctx.fail("target shape " + entries_to_string(target) + " has 0 at position " +
+                 std::to_string(i) + ", which copies input dimension " + std::to_string(i) +
+                 ", but the input " + in.to_string() + " has rank " + std::to_string(in.rank()));
       out[i] = in[i];
     } else if (v < 0) {
-      ctx.fail("target shape " + target_string() + " has invalid entry " + std::to_string(v));
+      ctx.fail("target shape " + entries_to_string(target) + " has invalid entry " +
+               std::to_string(v));
     } else {
       has_zero = has_zero || v == 0;
       out[i] = v;
     }
   }
   if (inferred && has_zero)
-    ctx.fail("target shape " + target_string() +
+    ctx.fail("target shape " + entries_to_string(target) +
              " has both -1 and 0 with allowzero=1; the -1 cannot be inferred");
 
   if (inferred && all_known) {
@@ -119,7 +139,7 @@ std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
       if (i != *inferred && !copied(i)) out_rest *= *target[i];
     if (rest_known) {
       if (out_rest == 0 || in_rest % out_rest != 0)
-        ctx.fail("cannot reshape " + in.to_string() + " to " + target_string() +
+        ctx.fail("cannot reshape " + in.to_string() + " to " + entries_to_string(target) +
                  ": the remaining " + std::to_string(in_rest) +
                  " elements do not divide evenly by " + std::to_string(out_rest));
       out[*inferred] = in_rest / out_rest;
@@ -277,63 +297,22 @@ std::vector<ValueInfo> infer_unsqueeze(const ShapeInferContext& ctx) {
 
 std::vector<ValueInfo> infer_expand(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
-  const Shape& in = ctx.shape(0);
-  const auto target = list_input(ctx, 1, "the target shape");
-  if (target) {
-    for (int64_t d : *target)
-      if (d < 0)
-        ctx.fail("target shape " + ints_to_string(*target) + " has negative entry " +
-                 std::to_string(d));
-    return {infer::value_info(ctx.type(0), broadcast_shapes(in, Shape(*target), ctx))};
-  }
-  const auto partial = ctx.partial(1);
-  const int64_t n = partial ? static_cast<int64_t>(partial->size()) : list_length(ctx, 1);
-  if (n == Shape::dynamic) ctx.fail("the target shape is not a constant and its length is unknown");
-  // Unknown target entries: a dimension of the input larger than 1 survives, others are unknown;
-  // a known entry broadcasts with the input's dimension as usual.
-  const size_t rank = std::max(in.rank(), static_cast<size_t>(n));
-  std::vector<int64_t> out(rank, Shape::dynamic);
-  for (size_t i = 0; i < in.rank(); ++i)
-    if (in[i] > 1) out[rank - in.rank() + i] = in[i];
-  if (partial)
-    for (size_t i = 0; i < partial->size(); ++i) {
-      const size_t o = rank - partial->size() + i;
-      const auto& t = (*partial)[i];
-      if (!t) continue;
-      if (*t < 0) ctx.fail("target shape has negative entry " + std::to_string(*t));
-      const size_t in_axis = o + in.rank() - rank;  // wraps when o is left of the input's axes
-      const int64_t d = o + in.rank() >= rank ? in[in_axis] : 1;
-      if (d == 1 || d == *t || (d == Shape::dynamic && *t > 1))
-        out[o] = *t;
-      else if (d != Shape::dynamic && *t != 1)
-        ctx.fail("cannot expand " + in.to_string() + ": target dimension " + std::to_string(*t) +
-                 " against " + std::to_string(d));
-      else if (*t == 1)
-        out[o] = d;
-    }
-  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+  // An entry known only at run time broadcasts as a dynamic dimension: an input dimension larger
+  // than 1 survives it.
+  const Shape target(size_entries(ctx, list_entries(ctx, 1, "the target shape"), "target shape"));
+  return {infer::value_info(ctx.type(0), broadcast_shapes(ctx.shape(0), target, ctx))};
 }
 
 std::vector<ValueInfo> infer_tile(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
   const Shape& in = ctx.shape(0);
-  const auto repeats = list_input(ctx, 1, "the repeats");
-  if (!repeats) {
-    std::vector<int64_t> out(in.rank(), Shape::dynamic);
-    if (const PartialInts* partial = ctx.partial(1); partial && partial->size() == in.rank())
-      for (size_t i = 0; i < in.rank(); ++i)
-        if ((*partial)[i] && *(*partial)[i] >= 0) out[i] = infer::mul_dims(in[i], *(*partial)[i]);
-    return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
-  }
-  if (repeats->size() != in.rank())
-    ctx.fail("repeats " + ints_to_string(*repeats) + " has " + std::to_string(repeats->size()) +
+  const std::vector<int64_t> repeats =
+      size_entries(ctx, list_entries(ctx, 1, "the repeats"), "repeats");
+  if (repeats.size() != in.rank())
+    ctx.fail("repeats " + ints_to_string(repeats) + " has " + std::to_string(repeats.size()) +
              " entries but the input " + in.to_string() + " has rank " + std::to_string(in.rank()));
   std::vector<int64_t> out(in.rank());
-  for (size_t i = 0; i < in.rank(); ++i) {
-    if ((*repeats)[i] < 0)
-      ctx.fail("repeats " + ints_to_string(*repeats) + " has a negative entry");
-    out[i] = infer::mul_dims(in[i], (*repeats)[i]);
-  }
+  for (size_t i = 0; i < in.rank(); ++i) out[i] = infer::mul_dims(in[i], repeats[i]);
   return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
 }
 
@@ -357,21 +336,8 @@ std::vector<ValueInfo> infer_constant_of_shape(const ShapeInferContext& ctx) {
                value.shape().to_string());
     type = value.element_type();
   }
-  const auto dims = list_input(ctx, 0, "the shape");
-  if (!dims) {
-    if (const PartialInts* partial = ctx.partial(0)) {
-      std::vector<int64_t> out;
-      for (const auto& d : *partial) out.push_back(d && *d >= 0 ? *d : Shape::dynamic);
-      return {infer::value_info(type, Shape(std::move(out)))};
-    }
-    const int64_t n = list_length(ctx, 0);
-    if (n == Shape::dynamic)
-      ctx.fail("the shape input is not a constant and its length is unknown");
-    return {infer::value_info(type, infer::dynamic_shape(static_cast<size_t>(n)))};
-  }
-  for (int64_t d : *dims)
-    if (d < 0) ctx.fail("shape " + ints_to_string(*dims) + " has a negative entry");
-  return {infer::value_info(type, Shape(*dims))};
+  return {infer::value_info(type,
+                            Shape(size_entries(ctx, list_entries(ctx, 0, "the shape"), "shape")))};
 }
 
 std::vector<ValueInfo> infer_range(const ShapeInferContext& ctx) {

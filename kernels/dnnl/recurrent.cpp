@@ -39,7 +39,13 @@ class RecurrentKernel final : public Kernel {
   std::string implementation() const override { return "dnnl:sgemm_recurrent"; }
 
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
-    const RecurrentSpec s = reference::read_recurrent_spec(node_, in[0].shape(), in[2].shape());
+    // The attributes are read once per input shape, not per run.
+    if (in[0].shape() != spec_x_ || in[2].shape() != spec_r_) {
+      spec_ = reference::read_recurrent_spec(node_, in[0].shape(), in[2].shape());
+      spec_x_ = in[0].shape();
+      spec_r_ = in[2].shape();
+    }
+    const RecurrentSpec& s = spec_;
     const int64_t G = s.gates, H = s.hidden, I = s.input, D = s.directions, N = s.batch;
     const int64_t GH = G * H;
     auto input = [&](size_t i) -> const float* {
@@ -84,70 +90,79 @@ class RecurrentKernel final : public Kernel {
       const float* Rb = B ? Wb + GH : nullptr;
       const float* P =
           s.cell == RecurrentSpec::Cell::lstm && input(7) ? input(7) + d * 3 * H : nullptr;
-      // Every step's input projection at once.
+      // Every step's input projection at once, with both biases folded in: they only add, except
+      // GRU's recurrent candidate bias with linear_before_reset, which the reset gate scales.
+      const bool gru_lbr = s.cell == RecurrentSpec::Cell::gru && s.linear_before_reset;
       gemm_bt(s.seq * N, GH, I, X, I, W, I, 0.0f, projected_.data(), GH);
-      if (Wb)
+      if (B) {
+        bias_.assign(Wb, Wb + GH);
+        for (int64_t j = 0; j < GH; ++j)
+          if (!(gru_lbr && j >= 2 * H)) bias_[j] += Rb[j];
         for (int64_t r = 0; r < s.seq * N; ++r) {
           float* p = projected_.data() + r * GH;
-          for (int64_t j = 0; j < GH; ++j) p[j] += Wb[j];
+          for (int64_t j = 0; j < GH; ++j) p[j] += bias_[j];
         }
+      }
+      const float* candidate_bias = gru_lbr && Rb ? Rb + 2 * H : nullptr;
       for (int64_t b = 0; b < N; ++b)
         for (int64_t j = 0; j < H; ++j) {
           h_[b * H + j] = initial_h ? initial_h[state_at(d, b) + j] : 0.0f;
           c_[b * H + j] = initial_c ? initial_c[state_at(d, b) + j] : 0.0f;
         }
+      // The time index row b reads at this step, -1 once its sequence has ended.
+      auto time_of = [&](int64_t b, int64_t step) -> int64_t {
+        const int64_t len = lengths[static_cast<size_t>(b)];
+        if (step >= len) return -1;
+        return backwards ? len - 1 - step : step;
+      };
       // GRU without linear_before_reset applies R_h to r * h: the first gemm covers z and r.
       const bool split_gru = s.cell == RecurrentSpec::Cell::gru && !s.linear_before_reset;
       for (int64_t step = 0; step < longest; ++step) {
         gemm_bt(N, split_gru ? 2 * H : GH, H, h_.data(), H, R, H, 0.0f, recurrent_.data(), GH);
         if (split_gru) {
-          for (int64_t b = 0; b < N; ++b)
-            for (int64_t j = 0; j < H; ++j) {
-              const int64_t len = lengths[static_cast<size_t>(b)];
-              if (step >= len) continue;
-              const int64_t t = backwards ? len - 1 - step : step;
-              const float* p = projected_.data() + row(t, b) * GH;
-              const float* q = recurrent_.data() + b * GH;
-              const float r = sigmoid(clip(s, p[H + j] + q[H + j] + (Rb ? Rb[H + j] : 0.0f)));
-              reset_h_[b * H + j] = r * h_[b * H + j];
-            }
+          for (int64_t b = 0; b < N; ++b) {
+            const int64_t t = time_of(b, step);
+            if (t < 0) continue;
+            const float* p = projected_.data() + row(t, b) * GH;
+            const float* q = recurrent_.data() + b * GH;
+            for (int64_t j = 0; j < H; ++j)
+              reset_h_[b * H + j] = sigmoid(clip(s, p[H + j] + q[H + j])) * h_[b * H + j];
+          }
           gemm_bt(N, H, H, reset_h_.data(), H, R + 2 * H * H, H, 0.0f, recurrent_.data() + 2 * H,
                   GH);
         }
         for (int64_t b = 0; b < N; ++b) {
-          const int64_t len = lengths[static_cast<size_t>(b)];
-          if (step >= len) continue;
-          const int64_t t = backwards ? len - 1 - step : step;
+          const int64_t t = time_of(b, step);
+          if (t < 0) continue;
           const float* p = projected_.data() + row(t, b) * GH;
           const float* q = recurrent_.data() + b * GH;
           float* h = h_.data() + b * H;
           float* c = c_.data() + b * H;
-          auto rb = [&](int64_t j) { return Rb ? Rb[j] : 0.0f; };
           if (s.cell == RecurrentSpec::Cell::rnn) {
-            for (int64_t j = 0; j < H; ++j) h[j] = std::tanh(clip(s, p[j] + q[j] + rb(j)));
+            for (int64_t j = 0; j < H; ++j) h[j] = std::tanh(clip(s, p[j] + q[j]));
           } else if (s.cell == RecurrentSpec::Cell::gru) {
             for (int64_t j = 0; j < H; ++j) {
-              const float z = sigmoid(clip(s, p[j] + q[j] + rb(j)));
+              const float z = sigmoid(clip(s, p[j] + q[j]));
               float candidate;
               if (split_gru) {
-                candidate = std::tanh(clip(s, p[2 * H + j] + q[2 * H + j] + rb(2 * H + j)));
+                candidate = std::tanh(clip(s, p[2 * H + j] + q[2 * H + j]));
               } else {
-                const float r = sigmoid(clip(s, p[H + j] + q[H + j] + rb(H + j)));
-                candidate = std::tanh(clip(s, p[2 * H + j] + r * (q[2 * H + j] + rb(2 * H + j))));
+                const float r = sigmoid(clip(s, p[H + j] + q[H + j]));
+                const float rb = candidate_bias ? candidate_bias[j] : 0.0f;
+                candidate = std::tanh(clip(s, p[2 * H + j] + r * (q[2 * H + j] + rb)));
               }
               h[j] = (1.0f - z) * candidate + z * h[j];
             }
           } else {
             for (int64_t j = 0; j < H; ++j) {
-              const float i = sigmoid(clip(s, p[j] + q[j] + rb(j) + (P ? P[j] * c[j] : 0.0f)));
+              const float i = sigmoid(clip(s, p[j] + q[j] + (P ? P[j] * c[j] : 0.0f)));
               const float f = s.input_forget
                                   ? 1.0f - i
-                                  : sigmoid(clip(s, p[2 * H + j] + q[2 * H + j] + rb(2 * H + j) +
+                                  : sigmoid(clip(s, p[2 * H + j] + q[2 * H + j] +
                                                         (P ? P[2 * H + j] * c[j] : 0.0f)));
-              const float cell = std::tanh(clip(s, p[3 * H + j] + q[3 * H + j] + rb(3 * H + j)));
+              const float cell = std::tanh(clip(s, p[3 * H + j] + q[3 * H + j]));
               c[j] = f * c[j] + i * cell;
-              const float o =
-                  sigmoid(clip(s, p[H + j] + q[H + j] + rb(H + j) + (P ? P[H + j] * c[j] : 0.0f)));
+              const float o = sigmoid(clip(s, p[H + j] + q[H + j] + (P ? P[H + j] * c[j] : 0.0f)));
               h[j] = o * std::tanh(c[j]);
             }
           }
@@ -170,8 +185,10 @@ class RecurrentKernel final : public Kernel {
   }
 
   Node node_;
+  RecurrentSpec spec_;
+  Shape spec_x_, spec_r_;  // the X and R shapes spec_ was read for
   // Scratch kept between runs (a kernel runs on one stream at a time).
-  std::vector<float> projected_, recurrent_, h_, c_, reset_h_;
+  std::vector<float> projected_, recurrent_, h_, c_, reset_h_, bias_;
 };
 
 std::unique_ptr<Kernel> make_recurrent(const KernelRequest& r) {
