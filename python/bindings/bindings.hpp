@@ -2,7 +2,11 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+#include <vector>
+
 #include "troupe/any.hpp"
+#include "troupe/model.hpp"
 
 namespace troupe::python {
 
@@ -25,5 +29,10 @@ Any any_from_python(const std::string& key, py::handle value);
 /// A property map from a dict (None is empty).
 AnyMap any_map_from_python(py::handle properties);
 py::object any_to_python(const Any& value);
+
+/// The position in `values` (a model's inputs or outputs) that `key` names: an index, a name or a
+/// ValueInfo. Throws InvalidArgument naming the key and, for a name, the ones there are; `what` is
+/// "input" or "output".
+size_t index_of(py::handle key, const std::vector<ValueInfo>& values, const char* what);
 
 }  // namespace troupe::python

@@ -35,36 +35,18 @@ synchronous inference, or make InferRequests (or an AsyncInferQueue) to run many
           "input",
           [](Handle& h, py::handle key) {
             const auto& ins = h.model().inputs();
-            if (key.is_none() || py::isinstance<py::int_>(key)) {
-              const size_t i = key.is_none() ? 0 : key.cast<size_t>();
-              if (i >= ins.size())
-                throw InvalidArgument("input index " + std::to_string(i) +
-                                      " out of range: the model has " + std::to_string(ins.size()) +
-                                      " inputs");
-              return ins[i];
-            }
-            const std::string name = key.cast<std::string>();
-            for (const auto& v : ins)
-              if (v.name == name) return v;
-            throw InvalidArgument("the model has no input named '" + name + "'");
+            const py::object k =
+                key.is_none() ? py::int_(0) : py::reinterpret_borrow<py::object>(key);
+            return ins[index_of(k, ins, "input")];
           },
           py::arg("key") = py::none(), "An input by index (default 0) or name.")
       .def(
           "output",
           [](Handle& h, py::handle key) {
             const auto& outs = h.model().outputs();
-            if (key.is_none() || py::isinstance<py::int_>(key)) {
-              const size_t i = key.is_none() ? 0 : key.cast<size_t>();
-              if (i >= outs.size())
-                throw InvalidArgument("output index " + std::to_string(i) +
-                                      " out of range: the model has " +
-                                      std::to_string(outs.size()) + " outputs");
-              return outs[i];
-            }
-            const std::string name = key.cast<std::string>();
-            for (const auto& v : outs)
-              if (v.name == name) return v;
-            throw InvalidArgument("the model has no output named '" + name + "'");
+            const py::object k =
+                key.is_none() ? py::int_(0) : py::reinterpret_borrow<py::object>(key);
+            return outs[index_of(k, outs, "output")];
           },
           py::arg("key") = py::none(), "An output by index (default 0) or name.")
       .def(

@@ -17,23 +17,6 @@ std::string known(const std::vector<ValueInfo>& values) {
   return out.empty() ? "none" : out;
 }
 
-size_t index_of(py::handle key, const std::vector<ValueInfo>& values, const char* what) {
-  if (py::isinstance<py::int_>(key)) {
-    const auto i = key.cast<int64_t>();
-    if (i < 0 || static_cast<size_t>(i) >= values.size())
-      throw InvalidArgument(std::string(what) + " index " + std::to_string(i) +
-                            " out of range: the model has " + std::to_string(values.size()) + " " +
-                            what + "s");
-    return static_cast<size_t>(i);
-  }
-  const std::string name =
-      py::isinstance<ValueInfo>(key) ? key.cast<const ValueInfo&>().name : key.cast<std::string>();
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].name == name) return i;
-  throw InvalidArgument("the model has no " + std::string(what) + " named '" + name + "' (" + what +
-                        "s: " + known(values) + ")");
-}
-
 // Runs a Python callable on a troupe thread; a raised exception is reported, never propagated.
 void call_from_troupe(const SharedObject& callable, const char* where,
                       const std::function<void(py::object&)>& invoke) {
@@ -54,6 +37,23 @@ void call_from_troupe(const SharedObject& callable, const char* where,
 }
 
 }  // namespace
+
+size_t index_of(py::handle key, const std::vector<ValueInfo>& values, const char* what) {
+  if (py::isinstance<py::int_>(key)) {
+    const auto i = key.cast<int64_t>();
+    if (i < 0 || static_cast<size_t>(i) >= values.size())
+      throw InvalidArgument(std::string(what) + " index " + std::to_string(i) +
+                            " out of range: the model has " + std::to_string(values.size()) + " " +
+                            what + "s");
+    return static_cast<size_t>(i);
+  }
+  const std::string name =
+      py::isinstance<ValueInfo>(key) ? key.cast<const ValueInfo&>().name : key.cast<std::string>();
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].name == name) return i;
+  throw InvalidArgument("the model has no " + std::string(what) + " named '" + name + "' (" + what +
+                        "s: " + known(values) + ")");
+}
 
 InferRequestHandle::InferRequestHandle(CompiledModel& model)
     : request_(model.create_infer_request()),

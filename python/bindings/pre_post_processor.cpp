@@ -8,6 +8,12 @@ namespace troupe::python {
 
 namespace {
 
+// mean/scale take one value for every channel or a list of one per channel.
+std::vector<float> per_channel(py::handle v) {
+  if (py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v)) return {v.cast<float>()};
+  return v.cast<std::vector<float>>();
+}
+
 // OpenVINO writes layouts as strings ("NCHW"); troupe knows the two 4-D image layouts.
 Layout layout_from_python(py::handle value) {
   if (py::isinstance<Layout>(value)) return value.cast<Layout>();
@@ -59,17 +65,13 @@ void bind_pre_post_processor(py::module_& m) {
       .def(
           "mean",
           [](PPP::PreprocessSteps& s, py::handle v) -> PPP::PreprocessSteps& {
-            if (py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v))
-              return s.mean({v.cast<float>()});
-            return s.mean(v.cast<std::vector<float>>());
+            return s.mean(per_channel(v));
           },
           self, "One value per channel, or one for all.")
       .def(
           "scale",
           [](PPP::PreprocessSteps& s, py::handle v) -> PPP::PreprocessSteps& {
-            if (py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v))
-              return s.scale({v.cast<float>()});
-            return s.scale(v.cast<std::vector<float>>());
+            return s.scale(per_channel(v));
           },
           self, "One value per channel, or one for all.")
       .def("reverse_channels", &PPP::PreprocessSteps::reverse_channels, self)
