@@ -8,11 +8,12 @@ std::vector<OpCounter> op_counters(const CompiledModel& compiled, const std::str
   detail::CompiledModelImpl& impl = *compiled.impl();
   const auto& graph = *impl.graph();
   const auto& nodes = graph.model->nodes();
+  const std::vector<std::string> implementations = impl.node_implementations();
   std::vector<OpCounter> out(nodes.size());
   for (size_t n = 0; n < nodes.size(); ++n) {
     out[n].name = nodes[n].name;
     out[n].type = nodes[n].op_type;
-    out[n].implementation = n < graph.implementations.size() ? graph.implementations[n] : "?";
+    out[n].implementation = n < implementations.size() ? implementations[n] : "?";
   }
   for (const auto& t : impl.context().stats.traces()) {
     for (size_t n = 0; n < t.ops.size() && n < out.size(); ++n) {

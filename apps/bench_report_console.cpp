@@ -115,6 +115,24 @@ void print_op_counters(const std::vector<OpCounter>& ops, const std::string& pc_
                op.implementation, op.runs, real, op.mean_cpu_us(),
                total_real > 0 ? 100.0 * real / total_real : 0.0);
   }
+  // Reference kernels are the specification, not meant for hot paths: say how much time they take
+  // (troupe's "ref", and oneDNN's own "dnnl:ref:..." which it picks where its JIT kernels decline).
+  double reference_real = 0;
+  size_t reference_nodes = 0;
+  const OpCounter* slowest = nullptr;
+  for (const auto& op : ops) {
+    const bool reference =
+        op.implementation == "ref" || op.implementation.rfind("dnnl:ref", 0) == 0;
+    if (!reference || op.runs == 0) continue;
+    ++reference_nodes;
+    reference_real += op.mean_real_us();
+    if (!slowest || op.mean_real_us() > slowest->mean_real_us()) slowest = &op;
+  }
+  fmt::print("reference kernels: {} nodes, {:.1f}% of op time{}\n", reference_nodes,
+             total_real > 0 ? 100.0 * reference_real / total_real : 0.0,
+             slowest ? fmt::format(" (slowest: {} {} {:.2f} us)", slowest->type, slowest->name,
+                                   slowest->mean_real_us())
+                     : std::string());
 }
 
 }  // namespace troupe::apps

@@ -23,6 +23,7 @@ StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph, int t
     std::vector<Shape> shapes;
     for (ValueId in : graph_->model->inputs()) shapes.push_back(graph_->model->value(in).shape);
     specializations_.push_back(specialize(shapes, std::move(prepared)));
+    record_implementations(specializations_.front());
   }
 }
 
@@ -130,6 +131,7 @@ StreamExecutor::Specialization& StreamExecutor::activate(const std::vector<Tenso
   Specialization fresh = specialize(shapes);
   while (specializations_.size() >= max_specializations_) specializations_.pop_back();
   specializations_.insert(specializations_.begin(), std::move(fresh));
+  record_implementations(specializations_.front());
   return specializations_.front();
 }
 
@@ -207,10 +209,16 @@ kernels::TensorLayout StreamExecutor::output_layout(size_t o) const {
 }
 
 std::vector<std::string> StreamExecutor::implementations() const {
-  std::vector<std::string> out;
-  if (const Specialization* s = active())
-    for (const auto& k : s->kernels) out.push_back(k->implementation());
-  return out;
+  std::lock_guard<std::mutex> lock(implementations_mutex_);
+  return implementations_;
+}
+
+void StreamExecutor::record_implementations(const Specialization& s) {
+  std::vector<std::string> names(graph_->model->nodes().size(), "folded");
+  for (size_t n = 0; n < s.kernels.size(); ++n)
+    names[s.graph_node[n]] = s.kernels[n]->implementation();
+  std::lock_guard<std::mutex> lock(implementations_mutex_);
+  implementations_ = std::move(names);
 }
 
 }  // namespace troupe::detail

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "engine/graph/compiled_graph.hpp"
@@ -35,7 +36,9 @@ class StreamExecutor {
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
            std::vector<OpTiming>* timings);
 
-  /// Implementation of each node's kernel (in execution order).
+  /// Per node of the compiled graph, the implementation of its kernel in the specialization
+  /// created last ("folded" for a shape computation the input shapes made constant); empty before
+  /// the first. Safe to call from any thread while the stream runs.
   std::vector<std::string> implementations() const;
   /// Layouts in which run() takes model input i and writes model output o (blocked ones are
   /// converted by the upload and download stages).
@@ -69,11 +72,14 @@ class StreamExecutor {
                             std::vector<std::unique_ptr<kernels::Kernel>> prepared = {}) const;
   /// Moves the specialization for these input shapes to the front, creating it if needed.
   Specialization& activate(const std::vector<Tensor>& inputs);
+  void record_implementations(const Specialization& s);
 
   std::shared_ptr<const CompiledGraph> graph_;
   int threads_ = 1;
   std::vector<Specialization> specializations_;  // most recently used first
   size_t max_specializations_ = default_specializations;
+  mutable std::mutex implementations_mutex_;
+  std::vector<std::string> implementations_;  // see implementations()
 };
 
 }  // namespace troupe::detail

@@ -145,6 +145,7 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
       cpu_us[n] += static_cast<double>(t.ops[n].cpu_ns) / 1e3;
       ++runs[n];
     }
+  const std::vector<std::string> implementations = node_implementations();
   for (size_t i = 0; i < nodes.size(); ++i) {
     Attributes& a = nodes[i].attributes;
     a.set("runs", runs[i]);
@@ -154,12 +155,22 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
     }
     a.set("layer_type", nodes[i].op_type);
     a.set("execution_order", static_cast<int64_t>(i));
-    a.set("implementation", i < graph.implementations.size() ? graph.implementations[i] : "ref");
+    a.set("implementation", i < implementations.size() ? implementations[i] : "ref");
     if (i < graph.output_layouts.size()) a.set("output_layouts", graph.output_layouts[i]);
     a.set("original_names",
           i < graph.original_names.size() ? graph.original_names[i] : std::vector<std::string>{});
   }
   return model;
+}
+
+std::vector<std::string> CompiledModelImpl::node_implementations() const {
+  // A stream's specialization knows what really runs (in a dynamic graph the shape computations
+  // compile_graph gave kernels are folded away there); before any, the graph's own description.
+  for (const auto& executor : context_->executors) {
+    std::vector<std::string> specialized = executor->implementations();
+    if (specialized.size() == graph()->implementations.size()) return specialized;
+  }
+  return graph()->implementations;
 }
 
 }  // namespace troupe::detail

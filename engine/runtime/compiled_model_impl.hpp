@@ -30,6 +30,10 @@ class CompiledModelImpl {
   Any get_property(const std::string& name) const;
   void set_property(const AnyMap& properties);
   std::shared_ptr<const Model> runtime_model() const;
+  /// Per node of the compiled graph, its kernel's implementation as a stream last specialized it
+  /// ("folded" for a shape computation the input shapes made constant). A dynamic graph's nodes
+  /// read "dynamic" until a stream has run.
+  std::vector<std::string> node_implementations() const;
 
   actors::Pipeline& pipeline() { return *pipeline_; }
   actors::PipelineContext& context() { return *context_; }

@@ -190,14 +190,15 @@ std::vector<ProfilingInfo> InferRequest::profiling_info() const {
     out.push_back(p);
   }
   if (!t.ops.empty()) {
-    const auto& graph = *model_->graph();
-    const auto& nodes = graph.model->nodes();
+    const auto& nodes = model_->graph()->model->nodes();
+    const std::vector<std::string> implementations = model_->node_implementations();
     for (size_t n = 0; n < t.ops.size() && n < nodes.size(); ++n) {
       ProfilingInfo p;
       p.name = nodes[n].name;
       p.node_type = nodes[n].op_type;
-      p.exec_type = n < graph.implementations.size() ? graph.implementations[n] : "ref";
-      p.status = ProfilingInfo::Status::executed;
+      p.exec_type = n < implementations.size() ? implementations[n] : "ref";
+      p.status = p.exec_type == "folded" ? ProfilingInfo::Status::optimized_out
+                                         : ProfilingInfo::Status::executed;
       p.real_time_us = t.ops[n].real_ns / 1000;
       p.cpu_time_us = t.ops[n].cpu_ns / 1000;
       out.push_back(p);

@@ -6,10 +6,13 @@
 
 #include <gmock/gmock.h>
 
+#include <map>
 #include "../test_util.hpp"
+
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
 #include "troupe/model_builder.hpp"
+#include "troupe/properties.hpp"
 
 using namespace troupe;
 using ::testing::HasSubstr;
@@ -25,7 +28,7 @@ Tensor ints(std::vector<int64_t> values) {
 // then Relu, so the reshaped value feeds a kernel.
 std::shared_ptr<Model> reshape_by_batch(ModelBuilder& b) {
   auto x = b.input("x", ElementType::f32, {Shape::dynamic, 6, 4});
-  auto shape = b.op("Shape", {x});
+  auto shape = b.op("Shape", {x}, {}, "shape");
   auto batch =
       b.op("Gather", {shape, b.constant("zero", Tensor::from_vector<int64_t>(Shape{}, {0}))});
   auto batch_1d = b.op("Unsqueeze", {batch, b.constant("axes", ints({0}))});
@@ -82,6 +85,26 @@ TEST(ShapeValues, AStreamSpecializesTheComputedShapePerBatch) {
     ASSERT_EQ(out.size(), in.size());
     for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(out[i], std::max(in[i], 0.0f)) << i;
   }
+}
+
+TEST(ShapeValues, CountersNameWhatTheSpecializationRuns) {
+  ModelBuilder b;
+  auto model = reshape_by_batch(b);
+  Core core;
+  CompiledModel compiled = core.compile_model(model, "CPU", {{props::enable_profiling, true}});
+  InferRequest request = compiled.create_infer_request();
+  request.set_tensor("x", test::random_tensor(Shape{3, 6, 4}, 1));
+  request.infer();
+  std::map<std::string, ProfilingInfo> by_name;
+  for (const ProfilingInfo& p : request.profiling_info()) by_name[p.name] = p;
+  ASSERT_TRUE(by_name.count("shape") && by_name.count("reshape"));
+  // The shape computation became a constant when the stream specialized for [3, 6, 4]...
+  EXPECT_EQ(by_name["shape"].exec_type, "folded");
+  EXPECT_EQ(by_name["shape"].status, ProfilingInfo::Status::optimized_out);
+  // ...and the Reshape that ran names its kernel, not "dynamic".
+  EXPECT_EQ(by_name["reshape"].status, ProfilingInfo::Status::executed);
+  EXPECT_NE(by_name["reshape"].exec_type, "dynamic");
+  EXPECT_NE(by_name["reshape"].exec_type, "folded");
 }
 
 TEST(ShapeValues, ATargetOfUnknownLengthIsRefusedByName) {
