@@ -169,7 +169,9 @@ def vit(reduced):
 
 def swin_t(reduced):
     if reduced:
-        net = tvm.swin_transformer.SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[1, 1],
+        # Two blocks per stage: every second block shifts its windows (the attention mask built
+        # with ScatterND, Roll as Slice/Concat).
+        net = tvm.swin_transformer.SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2],
                                                    num_heads=[2, 4], window_size=[4, 4],
                                                    num_classes=100)
         return net, image(True)

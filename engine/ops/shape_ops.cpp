@@ -1,6 +1,6 @@
 // Schemas of the ops that move or reinterpret data without arithmetic: Reshape, Flatten,
 // Transpose, Concat, Identity, Squeeze, Unsqueeze, Expand, Tile, Shape, ConstantOfShape, Range,
-// Gather, GatherElements, Slice, Split, Dropout, Pad, Size and Trilu.
+// Gather, GatherElements, Slice, ScatterND, Split, Dropout, Pad, Size and Trilu.
 
 #include <algorithm>
 #include <cmath>
@@ -593,6 +593,42 @@ std::vector<ValueInfo> infer_gather_elements(const ShapeInferContext& ctx) {
   return {infer::value_info(ctx.type(0), indices)};
 }
 
+// ScatterND(data, indices, updates): indices [..., k] address slices data[i_0, ..., i_k-1, :...];
+// updates has the shape indices[:-1] + data[k:]. The output is data with those slices replaced
+// (or combined by `reduction`).
+std::vector<ValueInfo> infer_scatter_nd(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_type(ctx, 1, TypeClass::index);
+  infer::require_same_type(ctx, 0, 2);
+  const std::string reduction = ctx.node.attributes.get_string_or("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    ctx.fail("attribute reduction is '" + reduction + "', expected none, add, mul, max or min");
+  const Shape& data = ctx.shape(0);
+  const Shape& indices = ctx.shape(1);
+  const Shape& updates = ctx.shape(2);
+  if (data.rank() == 0) ctx.fail("data must have rank >= 1, got a scalar");
+  if (indices.rank() == 0) ctx.fail("indices must have rank >= 1, got a scalar");
+  const int64_t k = indices[indices.rank() - 1];
+  if (k != Shape::dynamic) {
+    if (k < 1 || static_cast<size_t>(k) > data.rank())
+      ctx.fail("the last dimension of indices " + indices.to_string() + " must be 1.." +
+               std::to_string(data.rank()) + " (the rank of data " + data.to_string() + ")");
+    std::vector<int64_t> expected(indices.dims().begin(), indices.dims().end() - 1);
+    expected.insert(expected.end(), data.dims().begin() + k, data.dims().end());
+    bool ok = updates.rank() == expected.size();
+    for (size_t i = 0; ok && i < expected.size(); ++i)
+      ok = updates[i] == Shape::dynamic || expected[i] == Shape::dynamic ||
+           updates[i] == expected[i];
+    if (!ok)
+      ctx.fail("updates " + updates.to_string() + " must have the shape " +
+               Shape(expected).to_string() + " (indices " + indices.to_string() +
+               " without its last dimension, then data " + data.to_string() + " from axis " +
+               std::to_string(k) + ")");
+  }
+  return {infer::value_info(ctx.type(0), data)};
+}
+
 }  // namespace
 
 void register_shape_ops(OpSchemaRegistry& registry) {
@@ -610,6 +646,7 @@ void register_shape_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"Range", 3, 3, 1, 1, infer_range});
   registry.add(OpSchema{"Gather", 2, 2, 1, 1, infer_gather});
   registry.add(OpSchema{"Slice", 1, 5, 1, 1, infer_slice});
+  registry.add(OpSchema{"ScatterND", 3, 3, 1, 1, infer_scatter_nd});
   registry.add(OpSchema{"Split", 1, 2, 1, unbounded, infer_split});
   registry.add(OpSchema{"Dropout", 1, 3, 1, 2, infer_dropout});
   registry.add(OpSchema{"Pad", 1, 4, 1, 1, infer_pad});

@@ -437,6 +437,59 @@ void gather_elements(const Node& node, const Tensors& in, Tensors& out) {
   }
 }
 
+// ScatterND: a copy of data, then each index tuple's slice replaced by (or combined with) its
+// slice of updates, in index order (so with reduction none a repeated index keeps the last).
+void scatter_nd(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  require_output_size(node, out[0], in[0].size());
+  const std::vector<int64_t>& data_dims = in[0].shape().dims();
+  const std::vector<int64_t>& index_dims = in[1].shape().dims();
+  const auto k = static_cast<size_t>(index_dims.back());
+  int64_t slice_size = 1;
+  for (size_t d = k; d < data_dims.size(); ++d) slice_size *= data_dims[d];
+  const int64_t tuples = in[1].size() / static_cast<int64_t>(k);
+  if (in[2].size() != tuples * slice_size)
+    fail(node, "updates has " + std::to_string(in[2].size()) + " elements, expected " +
+                   std::to_string(tuples * slice_size));
+  const std::vector<int64_t> indices = read_ints(node, in[1], "indices");
+  const std::vector<int64_t> data_strides = dense_strides(data_dims);
+  const std::string reduction = node.attributes.get_string_or("reduction", "none");
+  std::memcpy(bytes(out[0]), bytes(in[0]),
+              static_cast<size_t>(in[0].size()) * element_size(in[0].element_type()));
+  dispatch_any(node, in[0].element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* updates = in[2].data<T>();
+    T* y = out[0].data<T>();
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = 0;
+      for (size_t d = 0; d < k; ++d) {
+        int64_t i = indices[static_cast<size_t>(t) * k + d];
+        const int64_t dim = data_dims[d];
+        if (i < 0) i += dim;
+        if (i < 0 || i >= dim)
+          fail(node, "index " + std::to_string(indices[static_cast<size_t>(t) * k + d]) +
+                         " is out of range for axis " + std::to_string(d) + " of size " +
+                         std::to_string(dim));
+        offset += i * data_strides[d];
+      }
+      for (int64_t e = 0; e < slice_size; ++e) {
+        T& target = y[offset + e];
+        const T update = updates[t * slice_size + e];
+        if (reduction == "add")
+          target = store<T>(load(target) + load(update));
+        else if (reduction == "mul")
+          target = store<T>(load(target) * load(update));
+        else if (reduction == "max")
+          target = store<T>(std::max(load(target), load(update)));
+        else if (reduction == "min")
+          target = store<T>(std::min(load(target), load(update)));
+        else
+          target = update;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void register_shape(KernelRegistry& registry) {
@@ -461,6 +514,7 @@ void register_shape(KernelRegistry& registry) {
       {"Size", &size},
       {"Trilu", &trilu},
       {"GatherElements", &gather_elements},
+      {"ScatterND", &scatter_nd},
   };
   for (const auto& [op_type, fn] : ops) {
     ReferenceFn f = fn;

@@ -463,6 +463,39 @@ TEST(Trilu, UpperLowerAndOffsets) {
                 {1, 2, 0, 4, 5, 6, 0, 8});
 }
 
+TEST(ScatterND, ReplacesAndCombinesSlices) {
+  // data [2, 3]; indices [[1], [0]] address whole rows; the second row of updates lands on row 0.
+  const Tensor data = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor rows = i64({2, 1}, {1, 0});
+  const Tensor updates = f32({2, 3}, {10, 20, 30, 40, 50, 60});
+  expect_tensor(run1("ScatterND", {input(data), input(rows), input(updates)}), F32, Shape{2, 3},
+                {40, 50, 60, 10, 20, 30});
+  // Element indices [[0, 2], [0, 2]] with reduction add: both updates add to data[0][2].
+  const Tensor elements = i64({2, 2}, {0, 2, 0, 2});
+  expect_tensor(run1("ScatterND", {input(data), input(elements), input(f32({2}, {100, 1000}))},
+                     {{"reduction", std::string("add")}}),
+                F32, Shape{2, 3}, {1, 2, 1103, 4, 5, 6});
+}
+
+TEST(ScatterND, ErrorsNameTheMismatch) {
+  expect_error<ModelError>(
+      [] {
+        infer("ScatterND", {declared(F32, {2, 3}), declared(I64, {2, 1}), declared(F32, {2, 4})});
+      },
+      {"ScatterND", "updates [2,4]", "[2,3]"});
+  expect_error<ModelError>(
+      [] {
+        infer("ScatterND", {declared(F32, {2, 3}), declared(I64, {2, 3}), declared(F32, {2})});
+      },
+      {"last dimension of indices"});
+  expect_error<ExecutionError>(
+      [] {
+        run1("ScatterND", {input(f32({2, 3}, {1, 2, 3, 4, 5, 6})), input(i64({1, 1}, {2})),
+                           input(f32({1, 3}, {0, 0, 0}))});
+      },
+      {"index 2", "out of range", "axis 0"});
+}
+
 TEST(GatherElements, AlongEitherAxis) {
   Tensor data = f32({2, 2}, {1, 2, 3, 4});
   expect_tensor(run1("GatherElements", {input(data), input(i64({2, 2}, {0, 0, 1, 0}))},
