@@ -12,6 +12,7 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_binary(registry);
   onednn::register_transpose(registry);
   onednn::register_recurrent(registry);
+  onednn::register_strided_copies(registry);
 }
 
 }  // namespace troupe::kernels

@@ -21,6 +21,7 @@ void register_normalization(KernelRegistry& registry);  // BatchNormalization La
 void register_binary(KernelRegistry& registry);         // Add Sub Mul Div Max Min
 void register_transpose(KernelRegistry& registry);      // Transpose
 void register_recurrent(KernelRegistry& registry);      // RNN GRU LSTM (sgemm)
+void register_strided_copies(KernelRegistry& registry);  // Slice, constant Pad (row copies)
 
 }  // namespace onednn
 

@@ -13,6 +13,7 @@
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/element_types.hpp"
 #include "kernels/reference/reference.hpp"
+#include "kernels/reference/slice_pad.hpp"
 
 namespace troupe::kernels::reference {
 
@@ -250,9 +251,10 @@ void gather(const Node& node, const Tensors& in, Tensors& out) {
   }
 }
 
-void slice(const Node& node, const Tensors& in, Tensors& out) {
-  require_output_type(node, in[0], out[0]);
-  const std::vector<int64_t>& in_dims = in[0].shape().dims();
+}  // namespace
+
+SlicePlan read_slice_plan(const Node& node, const Tensors& in,
+                          const std::vector<int64_t>& in_dims) {
   const size_t rank = in_dims.size();
   std::vector<int64_t> starts, ends, axes, steps;
   if (in.size() == 1) {  // opset < 10: attributes
@@ -271,11 +273,8 @@ void slice(const Node& node, const Tensors& in, Tensors& out) {
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     fail(node, "starts, ends, axes and steps must have the same length");
 
-  // Per dimension: the first input index taken and the step between taken indices. Starts and
-  // ends count from the back when negative and are clamped to the dimension.
-  std::vector<int64_t> first(rank, 0);
-  std::vector<int64_t> stride(rank, 1);
-  std::vector<int64_t> count = in_dims;
+  // Starts and ends count from the back when negative and are clamped to the dimension.
+  SlicePlan plan{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1), in_dims};
   for (size_t i = 0; i < starts.size(); ++i) {
     const size_t d = normalize_axis(node, axes[i], rank);
     const int64_t dim = in_dims[d];
@@ -286,25 +285,35 @@ void slice(const Node& node, const Tensors& in, Tensors& out) {
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
-      count[d] = end > start ? (end - start + step - 1) / step : 0;
+      plan.count[d] = end > start ? (end - start + step - 1) / step : 0;
     } else {
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
-      count[d] = start > end ? (start - end - step - 1) / -step : 0;
+      plan.count[d] = start > end ? (start - end - step - 1) / -step : 0;
     }
-    first[d] = start;
-    stride[d] = step;
+    plan.first[d] = start;
+    plan.step[d] = step;
   }
-  if (out[0].shape().dims() != count)
+  return plan;
+}
+
+namespace {
+
+void slice(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& in_dims = in[0].shape().dims();
+  const SlicePlan plan = read_slice_plan(node, in, in_dims);
+  if (out[0].shape().dims() != plan.count)
     fail(node, "output shape " + out[0].shape().to_string() + " does not match the slice " +
-                   Shape(count).to_string());
+                   Shape(plan.count).to_string());
 
   const std::vector<int64_t> in_strides = dense_strides(in_dims);
   const size_t es = element_size(in[0].element_type());
   for (int64_t flat = 0; flat < out[0].size(); ++flat) {
-    const std::vector<int64_t> index = unravel(flat, count);
+    const std::vector<int64_t> index = unravel(flat, plan.count);
     int64_t src = 0;
-    for (size_t d = 0; d < rank; ++d) src += (first[d] + index[d] * stride[d]) * in_strides[d];
+    for (size_t d = 0; d < in_dims.size(); ++d)
+      src += (plan.first[d] + index[d] * plan.step[d]) * in_strides[d];
     std::memcpy(bytes(out[0]) + flat * es, bytes(in[0]) + src * es, es);
   }
 }
@@ -324,13 +333,15 @@ int64_t pad_source(const std::string& mode, int64_t i, int64_t n) {
   return r < n ? r : period - r;
 }
 
-void pad(const Node& node, const Tensors& in, Tensors& out) {
-  require_output_type(node, in[0], out[0]);
-  const std::vector<int64_t>& in_dims = in[0].shape().dims();
-  const size_t rank = in_dims.size();
-  const std::string mode = node.attributes.get_string_or("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
-    fail(node, "unknown mode '" + mode + "'");
+}  // namespace
+
+PadPlan read_pad_plan(const Node& node, const Tensors& in) {
+  const size_t rank = in[0].shape().rank();
+  PadPlan plan;
+  plan.mode = node.attributes.get_string_or("mode", "constant");
+  if (plan.mode != "constant" && plan.mode != "reflect" && plan.mode != "edge" &&
+      plan.mode != "wrap")
+    fail(node, "unknown mode '" + plan.mode + "'");
 
   const std::vector<int64_t> pads = in.size() > 1 && !in[1].empty()
                                         ? read_ints(node, in[1], "pads")
@@ -342,36 +353,44 @@ void pad(const Node& node, const Tensors& in, Tensors& out) {
     for (size_t d = 0; d < rank; ++d) axes.push_back(d);
   }
   if (pads.size() != 2 * axes.size()) fail(node, "pads has the wrong length");
-  std::vector<int64_t> begin(rank, 0);
-  for (size_t i = 0; i < axes.size(); ++i) begin[axes[i]] = pads[i];
+  plan.begin.assign(rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) plan.begin[axes[i]] = pads[i];
 
   // The fill value, as one element of the data's type.
-  const size_t es = element_size(in[0].element_type());
-  Tensor fill(in[0].element_type(), Shape{});
+  plan.fill = Tensor(in[0].element_type(), Shape{});
   if (in.size() > 2 && !in[2].empty()) {
     if (in[2].element_type() != in[0].element_type())
       fail(node, "constant_value must have the data's element type");
-    std::memcpy(bytes(fill), bytes(in[2]), es);
+    std::memcpy(bytes(plan.fill), bytes(in[2]), element_size(in[0].element_type()));
   } else if (node.attributes.has("value")) {
     const double v = node.attributes.get_float("value");
     dispatch_any(node, in[0].element_type(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      fill.data<T>()[0] = store<T>(v);
+      plan.fill.data<T>()[0] = store<T>(v);
     });
   }
+  return plan;
+}
 
+namespace {
+
+void pad(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& in_dims = in[0].shape().dims();
+  const PadPlan plan = read_pad_plan(node, in);
+  const size_t es = element_size(in[0].element_type());
   const std::vector<int64_t>& out_dims = out[0].shape().dims();
   const std::vector<int64_t> in_strides = dense_strides(in_dims);
   for (int64_t flat = 0; flat < out[0].size(); ++flat) {
     const std::vector<int64_t> index = unravel(flat, out_dims);
     int64_t src = 0;
     bool inside = true;
-    for (size_t d = 0; d < rank && inside; ++d) {
-      const int64_t s = pad_source(mode, index[d] - begin[d], in_dims[d]);
+    for (size_t d = 0; d < in_dims.size() && inside; ++d) {
+      const int64_t s = pad_source(plan.mode, index[d] - plan.begin[d], in_dims[d]);
       inside = s >= 0;
       src += s * in_strides[d];
     }
-    std::memcpy(bytes(out[0]) + flat * es, inside ? bytes(in[0]) + src * es : bytes(fill), es);
+    std::memcpy(bytes(out[0]) + flat * es, inside ? bytes(in[0]) + src * es : bytes(plan.fill), es);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -781,6 +782,58 @@ std::vector<Case> normalization_cases(Rng& rng) {
   return cases;
 }
 
+// Slice (positive and negative steps, some axes, starts/ends beyond the bounds) and constant-mode
+// Pad (zero and non-zero fill, some axes): the strided copies against the reference.
+std::vector<Case> slice_pad_cases(Rng& rng) {
+  std::vector<Case> cases;
+  auto i64 = [](const ints& v) {
+    return Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(v.size())}, v);
+  };
+  for (int k = 0; k < 40; ++k) {
+    const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
+    const auto rank = static_cast<int64_t>(x.size());
+    ints starts, ends, axes, steps;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (rng.chance(0.4)) continue;
+      const int64_t step = rng.chance(0.25) ? -rng.integer(1, 3) : rng.integer(1, 3);
+      starts.push_back(rng.integer(-x[d] - 2, x[d] + 2));
+      ends.push_back(rng.chance(0.2) ? (step > 0 ? std::numeric_limits<int64_t>::max()
+                                                 : std::numeric_limits<int64_t>::min())
+                                     : rng.integer(-x[d] - 2, x[d] + 2));
+      axes.push_back(rng.chance(0.5) ? d : d - rank);
+      steps.push_back(step);
+    }
+    if (starts.empty()) {
+      starts = {0};
+      ends = {x[0]};
+      axes = {0};
+      steps = {1};
+    }
+    Case c;
+    c.node = make_node("Slice");
+    c.inputs = {rng.tensor(x), i64(starts), i64(ends), i64(axes), i64(steps)};
+    c.constant = {false, true, true, true, true};
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  for (int k = 0; k < 24; ++k) {
+    const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 7);
+    ints pads(2 * x.size());
+    for (auto& p : pads) p = rng.integer(0, 3);
+    Case c;
+    c.node = make_node("Pad");
+    c.inputs = {rng.tensor(x), i64(pads)};
+    if (rng.chance(0.5))
+      c.inputs.push_back(
+          Tensor::from_vector<float>(Shape{}, {static_cast<float>(rng.real(-2, 2))}));
+    c.constant.assign(c.inputs.size(), true);
+    c.constant[0] = false;
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // RNN, GRU and LSTM: both directions and bidirectional, both layouts, ragged sequence_lens,
 // initial states, biases, peepholes, clip, input_forget and linear_before_reset.
 std::vector<Case> recurrent_cases(Rng& rng) {
@@ -1125,6 +1178,11 @@ TEST(BackendConsistency, Normalization) {
 }
 
 // Every op type the dnnl backend registers is covered by a family above.
+TEST(BackendConsistency, SliceAndPad) {
+  Rng rng(base_seed() + 19);
+  run_family("slice_pad", slice_pad_cases(rng));
+}
+
 TEST(BackendConsistency, Recurrent) {
   Rng rng(base_seed() + 17);
   run_family("recurrent", recurrent_cases(rng));
@@ -1167,7 +1225,9 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
                                             "Transpose",
                                             "RNN",
                                             "GRU",
-                                            "LSTM"};
+                                            "LSTM",
+                                            "Slice",
+                                            "Pad"};
   const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
   EXPECT_FALSE(ops.empty());
   for (const std::string& op : ops)

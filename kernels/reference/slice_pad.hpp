@@ -1,0 +1,37 @@
+#pragma once
+
+// What a Slice or Pad node does to its input, read from its attributes and inputs: the reference
+// kernels (kernels/reference/shape.cpp) and the strided copies (kernels/dnnl/strided_copy.cpp)
+// both run from these plans.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "troupe/model.hpp"
+#include "troupe/tensor.hpp"
+
+namespace troupe::kernels::reference {
+
+/// Per input axis: the first index taken, the step between taken indices (negative: backwards)
+/// and how many are taken (the output's dimension).
+struct SlicePlan {
+  std::vector<int64_t> first, step, count;
+};
+
+/// Reads starts/ends/axes/steps (inputs 1-4, or attributes before opset 10) against the input
+/// shape `in_dims`; throws ExecutionError naming the node when they are inconsistent.
+SlicePlan read_slice_plan(const Node& node, const std::vector<Tensor>& inputs,
+                          const std::vector<int64_t>& in_dims);
+
+struct PadPlan {
+  std::string mode;            // constant, reflect, edge or wrap
+  std::vector<int64_t> begin;  // per axis, the padding before (negative: cropped)
+  Tensor fill;                 // one element of the data's type (constant mode)
+};
+
+/// Reads mode, pads, constant_value and axes (inputs 1-3 or attributes); throws ExecutionError
+/// naming the node when they are inconsistent.
+PadPlan read_pad_plan(const Node& node, const std::vector<Tensor>& inputs);
+
+}  // namespace troupe::kernels::reference
