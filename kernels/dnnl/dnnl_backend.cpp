@@ -13,6 +13,7 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_transpose(registry);
   onednn::register_recurrent(registry);
   onednn::register_strided_copies(registry);
+  onednn::register_resize(registry);
 }
 
 }  // namespace troupe::kernels

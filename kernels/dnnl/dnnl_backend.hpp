@@ -17,11 +17,12 @@ void register_matmul(KernelRegistry& registry);       // MatMul Gemm
 void register_pooling(KernelRegistry& registry);      // MaxPool AveragePool Global{Average,Max}Pool
 void register_eltwise(KernelRegistry& registry);  // Relu Sigmoid Tanh Exp Log ... Clip Gelu Round
 void register_softmax(KernelRegistry& registry);  // Softmax LogSoftmax
-void register_normalization(KernelRegistry& registry);  // BatchNormalization LayerNormalization
-void register_binary(KernelRegistry& registry);         // Add Sub Mul Div Max Min
-void register_transpose(KernelRegistry& registry);      // Transpose
-void register_recurrent(KernelRegistry& registry);      // RNN GRU LSTM (sgemm)
+void register_normalization(KernelRegistry& registry);   // BatchNormalization LayerNormalization
+void register_binary(KernelRegistry& registry);          // Add Sub Mul Div Max Min
+void register_transpose(KernelRegistry& registry);       // Transpose
+void register_recurrent(KernelRegistry& registry);       // RNN GRU LSTM (sgemm)
 void register_strided_copies(KernelRegistry& registry);  // Slice, constant Pad (row copies)
+void register_resize(KernelRegistry& registry);          // Resize (linear, half-pixel)
 
 }  // namespace onednn
 

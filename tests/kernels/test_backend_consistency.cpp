@@ -1178,6 +1178,49 @@ TEST(BackendConsistency, Normalization) {
 }
 
 // Every op type the dnnl backend registers is covered by a family above.
+// Resize, linear with half-pixel coordinates: sizes (up and down), scales (exact or rounded down,
+// which the reference takes), 1-D to 3-D spatial axes.
+std::vector<Case> resize_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 30; ++k) {
+    ints x{rng.integer(1, 2), rng.integer(1, 4)};
+    const ints spatial = rng.dims(static_cast<size_t>(rng.integer(1, 3)), 1, 9);
+    x.insert(x.end(), spatial.begin(), spatial.end());
+    Attributes attrs;
+    attrs.set("mode", std::string("linear"));
+    attrs.set("coordinate_transformation_mode",
+              std::string(rng.chance(0.5) ? "half_pixel" : "pytorch_half_pixel"));
+    Case c;
+    c.node = make_node("Resize", attrs);
+    if (rng.chance(0.5)) {
+      ints sizes{x[0], x[1]};
+      for (size_t a = 2; a < x.size(); ++a) sizes.push_back(rng.integer(2, 17));
+      c.inputs = {rng.tensor(x), Tensor(), Tensor(),
+                  Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(sizes.size())}, sizes)};
+    } else {
+      std::vector<float> scales{1.0f, 1.0f};
+      for (size_t a = 2; a < x.size(); ++a)
+        scales.push_back(x[a] >= 2 ? rng.pick(std::vector<float>{0.5f, 1.5f, 2.0f, 2.5f, 3.0f})
+                                   : rng.pick(std::vector<float>{2.0f, 3.0f}));
+      c.inputs = {rng.tensor(x), Tensor(),
+                  Tensor::from_vector<float>(Shape{static_cast<int64_t>(scales.size())}, scales)};
+    }
+    c.constant.assign(c.inputs.size(), true);
+    c.constant[0] = false;
+    c.tolerance = {1e-5, 1e-6};
+    // An output axis of 1 under pytorch_half_pixel, or a scale whose product is rounded down, is
+    // not oneDNN's to run (the reference does).
+    c.must_accept = false;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, ResizeLinear) {
+  Rng rng(base_seed() + 23);
+  run_family("resize", resize_cases(rng));
+}
+
 TEST(BackendConsistency, SliceAndPad) {
   Rng rng(base_seed() + 19);
   run_family("slice_pad", slice_pad_cases(rng));
@@ -1227,7 +1270,8 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
                                             "GRU",
                                             "LSTM",
                                             "Slice",
-                                            "Pad"};
+                                            "Pad",
+                                            "Resize"};
   const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
   EXPECT_FALSE(ops.empty());
   for (const std::string& op : ops)
