@@ -14,6 +14,7 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_recurrent(registry);
   onednn::register_strided_copies(registry);
   onednn::register_resize(registry);
+  onednn::register_reduction(registry);
 }
 
 }  // namespace troupe::kernels

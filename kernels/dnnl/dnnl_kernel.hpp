@@ -228,10 +228,10 @@ class PackedWeights {
   LayoutBridge bridge_;
 };
 
-/// Creates a kernel of type K, or nullptr when K cannot run the request.
+/// Creates a kernel of type K, or nullptr when K declines the request (Unsupported, a oneDNN
+/// error, or prepare() returning false).
 template <class K>
-std::unique_ptr<Kernel> make_kernel(const KernelRequest& request) {
-  if (!all_f32(request)) return nullptr;
+std::unique_ptr<Kernel> create_kernel(const KernelRequest& request) {
   std::unique_ptr<K> kernel;
   try {
     kernel = std::make_unique<K>(request);
@@ -242,6 +242,22 @@ std::unique_ptr<Kernel> make_kernel(const KernelRequest& request) {
   }
   if (!kernel->initialize(request)) return nullptr;
   return kernel;
+}
+
+/// Creates a kernel of type K when every input and output is f32, or nullptr.
+template <class K>
+std::unique_ptr<Kernel> make_kernel(const KernelRequest& request) {
+  return all_f32(request) ? create_kernel<K>(request) : nullptr;
+}
+
+/// Creates a kernel of type K when its data (input 0 and output 0) is f32, whatever the types of
+/// its other inputs (i64 sizes or axes), or nullptr.
+template <class K>
+std::unique_ptr<Kernel> make_kernel_for_data(const KernelRequest& request) {
+  if (request.inputs.empty() || request.inputs[0].type != ElementType::f32 ||
+      request.outputs.empty() || request.outputs[0].type != ElementType::f32)
+    return nullptr;
+  return create_kernel<K>(request);
 }
 
 }  // namespace troupe::kernels::onednn

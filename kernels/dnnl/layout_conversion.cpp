@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include "kernels/omp_threads.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/omp_threads.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::kernels {

@@ -65,23 +65,7 @@ class ResizeKernel final : public SrcDstKernel {
 }  // namespace
 
 void register_resize(KernelRegistry& registry) {
-  // Not make_kernel<>: its all-f32 check would refuse the i64 sizes input; only X and Y are data.
-  registry.add(backend_name, backend_priority, "Resize",
-               [](const KernelRequest& r) -> std::unique_ptr<Kernel> {
-                 if (r.inputs.empty() || r.inputs[0].type != ElementType::f32 ||
-                     r.outputs.empty() || r.outputs[0].type != ElementType::f32)
-                   return nullptr;
-                 std::unique_ptr<ResizeKernel> kernel;
-                 try {
-                   kernel = std::make_unique<ResizeKernel>(r);
-                 } catch (const Unsupported&) {
-                   return nullptr;
-                 } catch (const dnnl::error&) {
-                   return nullptr;
-                 }
-                 if (!kernel->initialize(r)) return nullptr;
-                 return kernel;
-               });
+  registry.add(backend_name, backend_priority, "Resize", make_kernel_for_data<ResizeKernel>);
 }
 
 }  // namespace troupe::kernels::onednn

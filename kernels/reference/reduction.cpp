@@ -10,19 +10,12 @@
 
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/element_types.hpp"
+#include "kernels/reference/reduction.hpp"
 #include "kernels/reference/reference.hpp"
 
 namespace troupe::kernels::reference {
 
-namespace {
-
-using Tensors = std::vector<Tensor>;
-
-enum class Reduction { sum, mean, max, min, prod, l1, l2, sum_square, log_sum, log_sum_exp };
-
-// Which input dimensions a Reduce* node reduces: the `axes` attribute (before opset 18; 13 for
-// ReduceSum), else the optional axes input; none given means all, unless noop_with_empty_axes.
-std::vector<bool> reduced_dims(const Node& node, const Tensors& in, size_t rank) {
+std::vector<bool> reduced_dims(const Node& node, const std::vector<Tensor>& in, size_t rank) {
   std::vector<int64_t> axes;
   if (node.attributes.has("axes"))
     axes = node.attributes.get_ints("axes");
@@ -33,6 +26,12 @@ std::vector<bool> reduced_dims(const Node& node, const Tensors& in, size_t rank)
   for (int64_t a : axes) reduced[normalize_axis(node, a, rank)] = true;
   return reduced;
 }
+
+namespace {
+
+using Tensors = std::vector<Tensor>;
+
+enum class Reduction { sum, mean, max, min, prod, l1, l2, sum_square, log_sum, log_sum_exp };
 
 void reduce(const Node& node, const Tensors& in, Tensors& out, Reduction kind) {
   dispatch_numeric(node, in[0].element_type(), [&](auto tag) {

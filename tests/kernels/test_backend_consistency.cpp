@@ -1178,6 +1178,39 @@ TEST(BackendConsistency, Normalization) {
 }
 
 // Every op type the dnnl backend registers is covered by a family above.
+// ReduceMean/Sum/Max/Min/Prod over random axes (attribute, or ReduceSum's axes input), with and
+// without keepdims, all axes when none are given.
+std::vector<Case> reduction_cases(Rng& rng) {
+  std::vector<Case> cases;
+  const std::vector<std::string> ops = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
+                                        "ReduceProd"};
+  for (int k = 0; k < 40; ++k) {
+    const std::string op = ops[static_cast<size_t>(k) % ops.size()];
+    const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
+    const auto rank = static_cast<int64_t>(x.size());
+    ints axes;
+    for (int64_t d = 0; d < rank; ++d)
+      if (rng.chance(0.5)) axes.push_back(rng.chance(0.5) ? d : d - rank);
+    Attributes attrs;
+    if (rng.chance(0.5)) attrs.set("keepdims", int64_t{0});
+    Case c;
+    const bool axes_input = op == "ReduceSum" && !axes.empty() && rng.chance(0.5);
+    if (!axes.empty() && !axes_input) attrs.set("axes", axes);
+    c.node = make_node(op, attrs);
+    // Products of many values in [0.5, 1.5] stay in range; the others take [-2, 2].
+    c.inputs = {op == "ReduceProd" ? rng.tensor(x, 0.5, 1.5) : rng.tensor(x, -2, 2)};
+    if (axes_input)
+      c.inputs.push_back(
+          Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(axes.size())}, axes));
+    c.constant.assign(c.inputs.size(), true);
+    c.constant[0] = false;
+    c.tolerance = {1e-5, 1e-5};
+    c.must_accept = false;  // a reduction over only size-1 axes is a copy, left to the reference
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // Resize, linear with half-pixel coordinates: sizes (up and down), scales (exact or rounded down,
 // which the reference takes), 1-D to 3-D spatial axes.
 std::vector<Case> resize_cases(Rng& rng) {
@@ -1219,6 +1252,11 @@ std::vector<Case> resize_cases(Rng& rng) {
 TEST(BackendConsistency, ResizeLinear) {
   Rng rng(base_seed() + 23);
   run_family("resize", resize_cases(rng));
+}
+
+TEST(BackendConsistency, Reductions) {
+  Rng rng(base_seed() + 29);
+  run_family("reduction", reduction_cases(rng));
 }
 
 TEST(BackendConsistency, SliceAndPad) {
@@ -1271,7 +1309,12 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
                                             "LSTM",
                                             "Slice",
                                             "Pad",
-                                            "Resize"};
+                                            "Resize",
+                                            "ReduceMean",
+                                            "ReduceSum",
+                                            "ReduceMax",
+                                            "ReduceMin",
+                                            "ReduceProd"};
   const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
   EXPECT_FALSE(ops.empty());
   for (const std::string& op : ops)
