@@ -39,6 +39,7 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_normalization(registry);
   reference::register_resize(registry);
   reference::register_recurrent(registry);
+  reference::register_quantization(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {

@@ -21,6 +21,7 @@ OpSchemaRegistry::OpSchemaRegistry() {
   register_reduction_ops(*this);
   register_resize_ops(*this);
   register_recurrent_ops(*this);
+  register_quantization_ops(*this);
 }
 
 void OpSchemaRegistry::add(OpSchema schema) {

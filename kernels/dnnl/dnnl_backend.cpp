@@ -15,6 +15,9 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_strided_copies(registry);
   onednn::register_resize(registry);
   onednn::register_reduction(registry);
+  onednn::register_quantized_convolution(registry);
+  onednn::register_quantized_matmul(registry);
+  onednn::register_linear_quantization(registry);
 }
 
 }  // namespace troupe::kernels

@@ -24,6 +24,9 @@ void register_recurrent(KernelRegistry& registry);       // RNN GRU LSTM (sgemm)
 void register_strided_copies(KernelRegistry& registry);  // Slice, constant Pad (row copies)
 void register_resize(KernelRegistry& registry);          // Resize (linear, half-pixel)
 void register_reduction(KernelRegistry& registry);       // ReduceMean/Sum/Max/Min/Prod
+void register_quantized_convolution(KernelRegistry& registry);  // QLinearConv (int8)
+void register_quantized_matmul(KernelRegistry& registry);       // QLinearMatMul (int8)
+void register_linear_quantization(KernelRegistry& registry);    // QuantizeLinear DequantizeLinear
 
 }  // namespace onednn
 

@@ -12,14 +12,18 @@
 namespace troupe::kernels {
 
 void convert_layout(const Tensor& src, TensorLayout from, Tensor& dst, TensorLayout to) {
-  auto stored = [](TensorLayout layout) {
-    return layout.bf16 ? ElementType::bf16 : ElementType::f32;
+  // f32 activations (bf16 where the layout says so), or the 8-bit ones of quantized models.
+  const bool byte_sized =
+      (src.element_type() == ElementType::u8 || src.element_type() == ElementType::i8) &&
+      !from.bf16 && !to.bf16;
+  auto stored = [&](TensorLayout layout) {
+    return byte_sized ? src.element_type() : layout.bf16 ? ElementType::bf16 : ElementType::f32;
   };
   if (src.shape() != dst.shape() || src.element_type() != stored(from) ||
       dst.element_type() != stored(to) || !src.is_contiguous() || !dst.is_contiguous())
     throw ExecutionError(
-        "layout conversion needs dense tensors of one shape, f32 (or bf16 where "
-        "the layout says so), got " +
+        "layout conversion needs dense tensors of one shape, f32 (bf16 where the layout says "
+        "so, or both u8 or both i8), got " +
         std::string(to_string(src.element_type())) + src.shape().to_string() + " and " +
         std::string(to_string(dst.element_type())) + dst.shape().to_string());
   if (from == to) {
@@ -29,8 +33,12 @@ void convert_layout(const Tensor& src, TensorLayout from, Tensor& dst, TensorLay
   using namespace onednn;
   const Dims dims = to_dims(src.shape());
   try {
-    dnnl::memory in(tensor_desc(dims, from), cpu_engine(), const_cast<void*>(src.raw_data()));
-    dnnl::memory out(tensor_desc(dims, to), cpu_engine(), dst.raw_data());
+    const auto byte_type = *to_dnnl(src.element_type());
+    auto desc = [&](TensorLayout layout) {
+      return byte_sized ? tensor_desc(dims, layout, byte_type) : tensor_desc(dims, layout);
+    };
+    dnnl::memory in(desc(from), cpu_engine(), const_cast<void*>(src.raw_data()));
+    dnnl::memory out(desc(to), cpu_engine(), dst.raw_data());
     // The upload and download stages call this beside the execute streams, which own the cores:
     // one thread, no OpenMP team to wake (a team made converting a 1x3x32x32 input take 35-150
     // us, as long as running the default model).

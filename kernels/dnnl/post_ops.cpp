@@ -44,11 +44,11 @@ bool supports_fused_activation(const Node& node) {
   return fused::activation(node).empty() || eltwise_of(node).has_value();
 }
 
-void append_fused_activation(const Node& node, dnnl::post_ops& ops) {
+void append_fused_activation(const Node& node, dnnl::post_ops& ops, float scale) {
   if (fused::activation(node).empty()) return;
   const std::optional<Eltwise> e = eltwise_of(node);
   if (!e) throw Unsupported{};  // callers check supports_fused_activation first
-  ops.append_eltwise(1.f, e->algorithm, e->alpha, e->beta);
+  ops.append_eltwise(scale, e->algorithm, e->alpha, e->beta);
 }
 
 }  // namespace troupe::kernels::onednn

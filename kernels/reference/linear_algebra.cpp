@@ -9,6 +9,7 @@
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/element_types.hpp"
 #include "kernels/reference/fused_post_ops.hpp"
+#include "kernels/reference/linear_algebra.hpp"
 #include "kernels/reference/reference.hpp"
 
 namespace troupe::kernels::reference {
@@ -31,6 +32,8 @@ Shape broadcast_batch(const Node& node, const Shape& a, const Shape& b) {
   }
   return Shape(std::move(dims));
 }
+
+}  // namespace
 
 void matmul(const Node& node, const Tensors& in, Tensors& out) {
   if (in[0].element_type() != in[1].element_type())
@@ -80,6 +83,8 @@ void matmul(const Node& node, const Tensors& in, Tensors& out) {
   });
   apply_fused_post_ops(node, in, out[0]);
 }
+
+namespace {
 
 void gemm(const Node& node, const Tensors& in, Tensors& out) {
   const bool has_c = in.size() > 2 && !in[2].empty();

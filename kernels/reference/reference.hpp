@@ -16,5 +16,6 @@ void register_pooling(KernelRegistry& registry);         // MaxPool AveragePool 
 void register_normalization(KernelRegistry& registry);   // BatchNormalization
 void register_resize(KernelRegistry& registry);          // Resize
 void register_recurrent(KernelRegistry& registry);       // RNN GRU LSTM
+void register_quantization(KernelRegistry& registry);     // QuantizeLinear QLinearConv ...
 
 }  // namespace troupe::kernels::reference

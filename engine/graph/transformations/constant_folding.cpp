@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/op_schema.hpp"
 #include "engine/graph/compiled_graph.hpp"
 #include "engine/graph/transformations/graph_queries.hpp"
 #include "engine/graph/transformations/transformations.hpp"
+#include "engine/ops/op_schema.hpp"
 #include "kernels/kernel_registry.hpp"
 
 namespace troupe::transformations {
@@ -148,6 +148,9 @@ size_t fold_constants_unvalidated(Model& model) {
       if (!infer_node(model, nodes[i])) continue;
       for (ValueId out : nodes[i].outputs)
         if (out != no_value) known[static_cast<size_t>(out)] = true;
+      // Quantized weights stay integer here: the QDQ fusion (run_all) reads them through their
+      // DequantizeLinear; the folding there turns whatever it leaves into float constants.
+      if (nodes[i].op_type == "DequantizeLinear") continue;
       if (try_fold(model, nodes[i])) {
         folded[i] = true;
         ++count;

@@ -65,6 +65,11 @@ inline std::vector<std::vector<int>> readers(const Model& model) {
   return result;
 }
 
+// The fused_activation attributes (engine/ops/fused_post_ops.hpp) that stand for `node` applied to
+// `input`, or nullopt when it is no activation the fused contract has (defined with the post-op
+// fusion).
+std::optional<Attributes> fused_activation_of(const Model& model, const Node& node, ValueId input);
+
 // A single-output node of `op_type` with `inputs` inputs.
 inline bool is_op(const Node& node, const char* op_type, size_t inputs) {
   return node.op_type == op_type && node.inputs.size() == inputs && node.outputs.size() == 1;

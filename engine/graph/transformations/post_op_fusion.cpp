@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/fused_post_ops.hpp"
 #include "engine/graph/transformations/graph_queries.hpp"
 #include "engine/graph/transformations/pattern_matching.hpp"
 #include "engine/graph/transformations/transformations.hpp"
+#include "engine/ops/fused_post_ops.hpp"
 
 namespace troupe::transformations {
 
@@ -29,9 +29,22 @@ bool is_anchor(const Node& node) {
          node.outputs.size() == 1 && !fused::has_sum_or_activation(node);
 }
 
+bool same_shape_but_batch(const Shape& a, const Shape& b) {
+  if (a != b || a.rank() == 0) return false;
+  for (size_t i = 1; i < a.rank(); ++i)
+    if (a[i] == Shape::dynamic) return false;
+  return true;
+}
+
+bool is_float(ElementType type) {
+  return type == ElementType::f32 || type == ElementType::f64;
+}
+
+}  // namespace
+
 // The fused_activation attributes that stand for `node` applied to `input`, or nullopt when it
 // is no activation the fused contract has (engine/ops/fused_post_ops.hpp).
-std::optional<Attributes> activation_of(const Model& model, const Node& node, ValueId input) {
+std::optional<Attributes> fused_activation_of(const Model& model, const Node& node, ValueId input) {
   if (node.outputs.size() != 1 || node.inputs.empty() || node.inputs[0] != input)
     return std::nullopt;
   Attributes a;
@@ -72,19 +85,6 @@ std::optional<Attributes> activation_of(const Model& model, const Node& node, Va
   }
   return std::nullopt;
 }
-
-bool same_shape_but_batch(const Shape& a, const Shape& b) {
-  if (a != b || a.rank() == 0) return false;
-  for (size_t i = 1; i < a.rank(); ++i)
-    if (a[i] == Shape::dynamic) return false;
-  return true;
-}
-
-bool is_float(ElementType type) {
-  return type == ElementType::f32 || type == ElementType::f64;
-}
-
-}  // namespace
 
 size_t fuse_post_ops(Model& model, OriginalNames& names) {
   const std::vector<int> consumer = single_consumers(model);
@@ -128,7 +128,7 @@ size_t fuse_post_ops(Model& model, OriginalNames& names) {
     std::optional<Attributes> activation;
     if (activation_index >= 0) {
       const Node& node = nodes[static_cast<size_t>(activation_index)];
-      activation = activation_of(model, node, result);
+      activation = fused_activation_of(model, node, result);
       // The fused activation computes in the output's type: no type-changing op.
       if (activation && model.value(node.outputs[0]).type == y.type &&
           model.value(node.outputs[0]).shape == model.value(result).shape) {

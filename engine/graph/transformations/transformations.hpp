@@ -29,6 +29,15 @@ size_t fold_constants(Model& model);
 // Concat (schemas such as Reshape's require a constant target). Leaves validation to the caller.
 size_t fold_constants_unvalidated(Model& model);
 
+// Removes Identity, inference Dropout and Cast to the input's own type, rewiring their readers.
+size_t eliminate_identities(Model& model);
+
+// Folds the QDQ form of quantized layers (DequantizeLinear -> Conv/MatMul/Gemm [-> activation] ->
+// QuantizeLinear, and a quantized residual Add after a convolution) into QLinearConv and
+// QLinearMatMul nodes with fused post-ops (engine/ops/quantized_post_ops.hpp). Runs before the
+// constant folding, which would otherwise turn the dequantized weights into float ones.
+size_t fuse_qdq(Model& model, OriginalNames& names);
+
 // Removes nodes none of whose outputs is consumed or a model output.
 size_t eliminate_dead_code(Model& model);
 

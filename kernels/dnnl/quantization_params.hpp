@@ -1,0 +1,56 @@
+#pragma once
+
+// The constant quantization parameters of a QLinearConv/QLinearMatMul node as the int8 kernels
+// hand them to oneDNN: output scales folded per output channel, zero points as the runtime s32
+// memories oneDNN 2.6's jit int8 kernels take.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/ops/quantized_post_ops.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"
+
+namespace troupe::kernels::onednn {
+
+/// What the kernels need of a quantized product's parameters, read from constant inputs.
+struct QuantizedProductParams {
+  double x_scale = 1.0;
+  int32_t x_zero_point = 0;
+  std::vector<double> w_scales;  // one, or one per output channel
+  double y_scale = 1.0;
+  int32_t y_zero_point = 0;
+  bool sum = false;  // fused residual
+  double r_scale = 1.0;
+  int32_t r_zero_point = 0;
+  /// Whether the fused activation commutes with a positive scale (Relu, LeakyRelu): then the
+  /// division by y_scale folds into the output scales instead of following the activation.
+  bool scale_before_activation = true;
+
+  /// Output scales oneDNN applies to the int32 accumulator: x_scale * w_scale[m], divided by
+  /// y_scale unless the activation must see real values.
+  std::vector<float> output_scales() const;
+  /// The scale of the sum post-op (the residual's, in the same units as the output scales).
+  float sum_scale() const;
+  /// The eltwise post-op's scale: 1 / y_scale when the activation sees real values, else 1.
+  float activation_scale() const;
+};
+
+/// Reads the parameters from the node's constant inputs at indices `x_scale`, `x_zero_point`,
+/// `w_scale`, `w_zero_point`, `y_scale`, `y_zero_point` (and the residual's after the plain
+/// inputs); throws Unsupported when one is not a constant or the weights' zero point is not 0.
+QuantizedProductParams read_quantized_params(const Node& node,
+                                             const std::vector<const Tensor*>& constants);
+
+/// A runtime s32 zero point as oneDNN takes it: one-element memory owning its value.
+class ZeroPointMemory {
+ public:
+  ZeroPointMemory() = default;
+  explicit ZeroPointMemory(int32_t value);
+  const dnnl::memory& memory() const { return memory_; }
+
+ private:
+  std::shared_ptr<int32_t> value_;
+  dnnl::memory memory_;
+};
+
+}  // namespace troupe::kernels::onednn

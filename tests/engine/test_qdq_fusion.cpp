@@ -1,0 +1,150 @@
+// The QDQ fusion (engine/graph/transformations/qdq_fusion.cpp) on the form quantizers write:
+// QuantizeLinear -> Cast to its own type (PyTorch 1.13) -> DequantizeLinear -> Conv -> Relu ->
+// QuantizeLinear -> DequantizeLinear -> Gemm -> QuantizeLinear -> DequantizeLinear. The compiled
+// model runs QLinearConv/QLinearMatMul on the int8 kernels where they are exact on this CPU, and
+// gives the integer results of the graph as written.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "kernels/int8_exactness.hpp"
+#include "transformation_test_util.hpp"
+#include "troupe/model_builder.hpp"
+
+namespace troupe {
+namespace {
+
+using test::compile_and_run;
+
+Tensor scalar(float v) {
+  return Tensor::from_vector<float>(Shape{}, {v});
+}
+
+template <class T>
+Tensor filled(ElementType type, const Shape& shape, int lo, int hi, unsigned seed) {
+  Tensor t(type, shape);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  for (int64_t i = 0; i < t.size(); ++i) t.data<T>()[i] = static_cast<T>(d(rng));
+  return t;
+}
+
+Tensor u8_scalar(uint8_t v) {
+  Tensor t(ElementType::u8, Shape{});
+  t.data<uint8_t>()[0] = v;
+  return t;
+}
+
+Tensor i8_zeros(const Shape& shape) {
+  Tensor t(ElementType::i8, shape);
+  std::fill_n(t.data<int8_t>(), t.size(), int8_t{0});
+  return t;
+}
+
+// x f32[1,8,10,10] -> Q -> Cast -> DQ -> Conv(8->16, 3x3, per-channel s8 weights, i32 bias)
+// -> Relu -> Q -> DQ -> Flatten -> Q -> DQ -> Gemm(1600 -> 10, transB) -> Q -> DQ -> y.
+// `weight_limit` bounds the weights (64: exact without VNNI; 127: the full range).
+std::shared_ptr<Model> quantized_model(int weight_limit) {
+  ModelBuilder b("qdq");
+  auto x = b.input("x", ElementType::f32, {1, 8, 10, 10});
+  auto q = [&](ValueId v, float s, uint8_t zp, const std::string& name) {
+    return b.op("QuantizeLinear",
+                {v, b.constant(name + "_s", scalar(s)), b.constant(name + "_zp", u8_scalar(zp))},
+                {}, name);
+  };
+  auto dq = [&](ValueId v, float s, uint8_t zp, const std::string& name) {
+    return b.op("DequantizeLinear",
+                {v, b.constant(name + "_s", scalar(s)), b.constant(name + "_zp", u8_scalar(zp))},
+                {}, name);
+  };
+  auto xq = q(x, 0.02f, 128, "quant");
+  auto cast = b.op("Cast", {xq}, {{"to", int64_t{2}}}, "cast");  // u8 to u8
+  auto xd = dq(cast, 0.02f, 128, "conv/dq_x");
+  Tensor w_scale(ElementType::f32, Shape{16});
+  for (int m = 0; m < 16; ++m) w_scale.data<float>()[m] = 0.002f + 0.0005f * m;
+  auto wd = b.op("DequantizeLinear",
+                 {b.constant("w", filled<int8_t>(ElementType::i8, {16, 8, 3, 3}, -weight_limit,
+                                                 weight_limit, 1)),
+                  b.constant("w_s", w_scale), b.constant("w_zp", i8_zeros({16}))},
+                 {{"axis", int64_t{0}}}, "conv/dq_w");
+  Tensor bias_scale(ElementType::f32, Shape{16});
+  for (int m = 0; m < 16; ++m) bias_scale.data<float>()[m] = 0.02f * w_scale.data<float>()[m];
+  Tensor bias_zp(ElementType::i32, Shape{16});
+  std::fill_n(bias_zp.data<int32_t>(), 16, 0);
+  auto bd = b.op("DequantizeLinear",
+                 {b.constant("bias", filled<int32_t>(ElementType::i32, {16}, -2000, 2000, 2)),
+                  b.constant("bias_s", bias_scale), b.constant("bias_zp", bias_zp)},
+                 {{"axis", int64_t{0}}}, "conv/dq_b");
+  auto conv = b.op("Conv", {xd, wd, bd}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+  auto relu = b.op("Relu", {conv}, {}, "relu");
+  auto yq = q(relu, 0.05f, 0, "conv/q");
+  auto flat = b.op("Flatten", {dq(yq, 0.05f, 0, "fc/dq_x")}, {}, "flatten");
+  auto fc_w = b.op("DequantizeLinear",
+                   {b.constant("fc_w", filled<int8_t>(ElementType::i8, {10, 1600}, -weight_limit,
+                                                      weight_limit, 3)),
+                    b.constant("fc_w_s", scalar(0.001f)), b.constant("fc_w_zp", i8_zeros({}))},
+                   {}, "fc/dq_w");
+  // PyTorch requantizes around a Flatten: DQ -> Flatten -> Q -> DQ.
+  auto flat_q = dq(q(flat, 0.05f, 0, "flatten/q"), 0.05f, 0, "fc/dq_flat");
+  auto fc = b.op("Gemm", {flat_q, fc_w, b.constant("fc_b", test::random_tensor({10}, 4))},
+                 {{"transB", int64_t{1}}}, "fc");
+  b.output(dq(q(fc, 0.1f, 100, "fc/q"), 0.1f, 100, "dequant"), "y");
+  return b.build();
+}
+
+std::map<std::string, Tensor> input() {
+  return {{"x", test::random_tensor({1, 8, 10, 10}, 7, -2.f, 2.f)}};
+}
+
+std::vector<std::string> op_types(const Model& model) {
+  return test::op_types(model);
+}
+
+// Every output within one quantization step (0.1) of the untransformed graph's: the fused
+// kernels round a value within an ulp of a tie either way.
+void expect_within_one_step(const test::RunResult& fused, const test::RunResult& plain) {
+  const std::vector<float>& a = fused.outputs.at("y");
+  const std::vector<float>& e = plain.outputs.at("y");
+  ASSERT_EQ(a.size(), e.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 0.1f + 1e-5f) << "element " << i;
+}
+
+TEST(QdqFusion, SevenBitWeightsRunAsInt8ConvAndMatMul) {
+  auto model = quantized_model(64);
+  const test::RunResult plain = compile_and_run(model, true, input());
+  const test::RunResult fused = compile_and_run(model, false, input());
+  EXPECT_THAT(op_types(*fused.runtime),
+              ::testing::ElementsAre("QuantizeLinear", "QLinearConv", "DequantizeLinear", "Flatten",
+                                     "QuantizeLinear", "QLinearMatMul", "DequantizeLinear"));
+  const Node& conv = test::node_named(*fused.runtime, "conv");
+  EXPECT_EQ(conv.attributes.get_string("fused_activation"), "Relu");
+  EXPECT_THAT(test::original_names(conv), ::testing::ElementsAre("conv", "relu", "conv/q"));
+  EXPECT_EQ(test::node_named(*fused.runtime, "fc").attributes.get_int("fused_bias"), 1);
+  expect_within_one_step(fused, plain);
+}
+
+TEST(QdqFusion, FullRangeWeightsFuseOnlyWhereExact) {
+  auto model = quantized_model(127);
+  const test::RunResult plain = compile_and_run(model, true, input());
+  const test::RunResult fused = compile_and_run(model, false, input());
+  const std::vector<std::string> ops = op_types(*fused.runtime);
+  const bool fused_conv = std::count(ops.begin(), ops.end(), "QLinearConv") == 1;
+  // Exactness is the kernels' rule (kernels/int8_exactness.hpp): with VNNI always; without it
+  // not for weights beyond 7 bits, which then run as the float graph they dequantize to.
+  EXPECT_EQ(fused_conv, kernels::effective_cpu_isa().vnni);
+  if (!fused_conv) EXPECT_EQ(std::count(ops.begin(), ops.end(), "Conv"), 1);
+  expect_within_one_step(fused, plain);
+}
+
+TEST(QdqFusion, CastToItsOwnTypeIsRemoved) {
+  auto model = quantized_model(64);
+  const test::RunResult fused = compile_and_run(model, false, input());
+  const std::vector<std::string> ops = op_types(*fused.runtime);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Cast"), 0);
+}
+
+}  // namespace
+}  // namespace troupe
