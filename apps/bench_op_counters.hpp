@@ -12,7 +12,7 @@
 namespace troupe::apps {
 
 struct OpCounter {
-  std::string name, type, implementation;
+  std::string name, type, precision, implementation;
   size_t runs = 0;
   double real_us = 0, cpu_us = 0;  // sums over the runs
 

@@ -107,12 +107,12 @@ void print_op_counters(const std::vector<OpCounter>& ops, const std::string& pc_
   double total_real = 0;
   for (const auto& op : ops) total_real += op.mean_real_us();
   fmt::print("\n[ per-op counters ] (averaged over runs; {})\n", pc_sort);
-  fmt::print("{:<24} {:<20} {:<28} {:>8} {:>11} {:>11} {:>7}\n", "node", "type", "implementation",
-             "runs", "real us", "cpu us", "%");
+  fmt::print("{:<24} {:<20} {:<5} {:<28} {:>8} {:>11} {:>11} {:>7}\n", "node", "type", "prec",
+             "implementation", "runs", "real us", "cpu us", "%");
   for (const auto& op : ops) {
     const double real = op.mean_real_us();
-    fmt::print("{:<24} {:<20} {:<28} {:>8} {:>11.2f} {:>11.2f} {:>7.1f}\n", op.name, op.type,
-               op.implementation, op.runs, real, op.mean_cpu_us(),
+    fmt::print("{:<24} {:<20} {:<5} {:<28} {:>8} {:>11.2f} {:>11.2f} {:>7.1f}\n", op.name, op.type,
+               op.precision, op.implementation, op.runs, real, op.mean_cpu_us(),
                total_real > 0 ? 100.0 * real / total_real : 0.0);
   }
   // Reference kernels are the specification, not meant for hot paths: say how much time they take

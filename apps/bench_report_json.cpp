@@ -87,6 +87,7 @@ json per_op_json(const std::vector<OpCounter>& ops) {
   for (const auto& op : ops)
     per_op.push_back({{"name", op.name},
                       {"type", op.type},
+                      {"precision", op.precision},
                       {"implementation", op.implementation},
                       {"runs", op.runs},
                       {"mean_real_us", op.mean_real_us()},

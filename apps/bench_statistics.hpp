@@ -8,8 +8,8 @@
 #include <exception>
 #include <vector>
 
-#include "apps/bench_runner.hpp"
 #include "actors/pipeline_stats.hpp"
+#include "apps/bench_runner.hpp"
 #include "troupe/compiled_model.hpp"
 
 namespace troupe::apps {

@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "actors/trace_export.hpp"
 #include "apps/bench_output_file.hpp"
 #include "engine/runtime/compiled_model_impl.hpp"
-#include "actors/trace_export.hpp"
 
 namespace troupe::apps {
 

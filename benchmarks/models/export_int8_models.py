@@ -68,10 +68,17 @@ MobileNetV3-Large at width 0.5, ShuffleNetV2 x0.5.
 observer, supported by qnnpack) instead of per tensor: DequantizeLinear of the weights then has
 a 1-D scale and zero point with axis=0.
 
+--weight-bits 7 keeps the weights in [-64, 63] (torch's observers with quant_min/quant_max; ONNX
+Runtime's quantizer calls it reduce_range, OpenVINO's a saturation fix): without VNNI, oneDNN's
+int8 kernels add two u8 x s8 products in 16 bits (vpmaddubsw), which saturates for 8-bit weights;
+troupe runs int8 layers there only when their weights fit 7 bits (kernels/int8_exactness.hpp)
+and the float form otherwise.
+
 Nothing is downloaded: weights come from torch's initializers under torch.manual_seed.
 
 Usage: /usr/bin/python3 benchmarks/models/export_int8_models.py OUT_DIR [--only NAME ...]
                                                                [--reduced] [--per-channel]
+                                                               [--weight-bits 7|8]
 (needs Debian's python3-torch, python3-torchvision, python3-onnx, python3-numpy)
 """
 import argparse
@@ -206,15 +213,21 @@ MODELS = {
 }
 
 
-def quantize(net, inputs, per_channel, seed):
+def quantize(net, inputs, per_channel, weight_bits, seed):
     """Eager post-training static quantization of a copy of `net` (left as it is): fuse, prepare,
     calibrate on seeded random batches like the input, convert."""
     qnet = copy.deepcopy(net).eval()
     qnet.fuse_model(is_qat=False)
     qconfig = tq.get_default_qconfig(ENGINE)
-    if per_channel:
-        qconfig = tq.QConfig(activation=qconfig.activation,
-                             weight=tq.default_per_channel_weight_observer)
+    if per_channel or weight_bits != 8:
+        limits = {} if weight_bits == 8 else {"quant_min": -(1 << (weight_bits - 1)),
+                                              "quant_max": (1 << (weight_bits - 1)) - 1}
+        observer = (tq.PerChannelMinMaxObserver.with_args(
+                        dtype=torch.qint8, qscheme=torch.per_channel_symmetric, **limits)
+                    if per_channel else
+                    tq.MinMaxObserver.with_args(
+                        dtype=torch.qint8, qscheme=torch.per_tensor_symmetric, **limits))
+        qconfig = tq.QConfig(activation=qconfig.activation, weight=observer)
     qnet.qconfig = qconfig
     tq.prepare(qnet, inplace=True)
     generator = torch.Generator().manual_seed(seed)
@@ -317,7 +330,7 @@ def write_case(out_dir, name, inputs, expected, extra_json):
             json.dump(content, f, indent=1)
 
 
-def export(name, out_dir, reduced, per_channel):
+def export(name, out_dir, reduced, per_channel, weight_bits):
     # One seed per model, so `--only NAME` writes the same files as a full run.
     seed = zlib.crc32(name.encode())
     torch.manual_seed(seed)
@@ -339,7 +352,7 @@ def export(name, out_dir, reduced, per_channel):
                {"reference_error.json": {"output": fp32_error}})
 
     # Int8 model, from the same float model.
-    qnet = quantize(net, inputs, per_channel, seed + 2)
+    qnet = quantize(net, inputs, per_channel, weight_bits, seed + 2)
     round_biases_for_export(qnet, tensors)
     int8, scale, zero_point = run_quantized(qnet, tensors)
     if make_exportable:
@@ -371,6 +384,9 @@ def main():
                         help="small variants of the same architectures, for CI")
     parser.add_argument("--per-channel", action="store_true",
                         help="quantize weights per output channel instead of per tensor")
+    parser.add_argument("--weight-bits", type=int, choices=(7, 8), default=8,
+                        help="7 keeps weights in [-64, 63], as quantizers do for x86 CPUs "
+                             "without VNNI (see the docstring)")
     args = parser.parse_args()
 
     if ENGINE not in torch.backends.quantized.supported_engines:
@@ -379,7 +395,7 @@ def main():
     os.makedirs(args.out_dir, exist_ok=True)
     for name in args.only or list(MODELS):
         start = time.monotonic()
-        summary = export(name, args.out_dir, args.reduced, args.per_channel)
+        summary = export(name, args.out_dir, args.reduced, args.per_channel, args.weight_bits)
         print(f"{name}: {summary} in {time.monotonic() - start:.1f} s", flush=True)
     return 0
 

@@ -22,6 +22,7 @@ struct CompileConfig {
   bool disable_transformations = false;
   bool exclusive_async_requests = false;
   ElementType inference_precision = ElementType::f32;
+  std::string execution_mode = "ACCURACY";  // EXECUTION_MODE_HINT as given
   int optimal_requests = 1;
   int max_in_flight = 8;           // credits
   int max_in_flight_override = 0;  // as set (0 = derived)

@@ -1,8 +1,8 @@
 // Schemas of the quantization ops: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (ONNX
-// opset 13 semantics) and the integer products QLinearConv, QLinearMatMul, ConvInteger,
-// MatMulInteger. The quantized products take the same attributes as Conv/MatMul and infer their
-// shapes through those schemas. What the graph compiler may fuse into them is described in
-// engine/ops/quantized_post_ops.hpp.
+// opset 13 semantics), the integer products QLinearConv, QLinearMatMul, ConvInteger,
+// MatMulInteger, and QLinearAdd and QLinearConcat. The quantized products take the same attributes
+// as Conv/MatMul and infer their shapes through those schemas. What the graph compiler may fuse
+// into them is described in engine/ops/quantized_post_ops.hpp.
 #include <string>
 #include <vector>
 
@@ -258,6 +258,62 @@ std::vector<ValueInfo> infer_matmul_integer(const ShapeInferContext& ctx) {
   return {infer::value_info(ElementType::i32, product.shape)};
 }
 
+// QLinearAdd (ONNX Runtime's contrib op, which troupe's QDQ fusion also writes): A, A_scale,
+// A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point; numpy broadcasting; an optional
+// fused activation on the real sum. Computes what DequantizeLinear, DequantizeLinear, Add, the
+// activation and QuantizeLinear compute, in the same f32 steps (quantized_post_ops.hpp).
+std::vector<ValueInfo> infer_qlinear_add(const ShapeInferContext& ctx) {
+  for (size_t i = 0; i < 8; ++i)
+    if (!ctx.has_input(i)) ctx.fail(infer::input_label(ctx, i) + " is required");
+  for (size_t i : {0, 2, 3, 5, 7}) require_8bit(ctx, i);
+  require_zero_point_type(ctx, 2, 0);
+  require_zero_point_type(ctx, 5, 3);
+  for (size_t i : {1, 4, 6}) require_scale(ctx, i);
+  for (size_t i : {1, 2, 4, 5, 6, 7}) require_scalar(ctx, i);
+  const std::string act = fused::activation(ctx.node);
+  if (!act.empty() && !fused::is_known_activation(act))
+    ctx.fail("attribute 'fused_activation' is '" + act +
+             "', expected Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, Gelu or GeluTanh");
+  return {infer::value_info(ctx.type(7), broadcast_shapes(ctx.shape(0), ctx.shape(3), ctx))};
+}
+
+// QLinearConcat (ONNX Runtime's contrib op, which troupe's QDQ fusion also writes): Y_scale,
+// Y_zero_point, then X, X_scale, X_zero_point per input; attribute axis. Each input is
+// requantized into the output's parameters in the f32 steps of DequantizeLinear and
+// QuantizeLinear (an input with the output's parameters is copied: the two steps undo each other).
+std::vector<ValueInfo> infer_qlinear_concat(const ShapeInferContext& ctx) {
+  if (ctx.num_inputs() < 5 || (ctx.num_inputs() - 2) % 3 != 0)
+    ctx.fail("has " + std::to_string(ctx.num_inputs()) +
+             " inputs; expected Y_scale, Y_zero_point and (X, X_scale, X_zero_point) per input");
+  require_scale(ctx, 0);
+  require_scalar(ctx, 0);
+  require_8bit(ctx, 1);
+  require_scalar(ctx, 1);
+  const Shape& first = ctx.shape(2);
+  const size_t rank = first.rank();
+  if (rank == 0) ctx.fail("inputs must have rank >= 1");
+  const size_t axis = infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", 1), rank);
+  std::vector<int64_t> out = first.dims();
+  out[axis] = 0;
+  for (size_t i = 2; i < ctx.num_inputs(); i += 3) {
+    require_8bit(ctx, i);
+    require_scale(ctx, i + 1);
+    require_scalar(ctx, i + 1);
+    require_zero_point_type(ctx, i + 2, i);
+    require_scalar(ctx, i + 2);
+    const Shape& x = ctx.shape(i);
+    if (x.rank() != rank)
+      ctx.fail(infer::input_label(ctx, i) + " has shape " + x.to_string() + ", expected rank " +
+               std::to_string(rank) + " like " + first.to_string());
+    for (size_t d = 0; d < rank; ++d)
+      if (d != axis && x[d] != first[d] && x[d] != Shape::dynamic && first[d] != Shape::dynamic)
+        ctx.fail(infer::input_label(ctx, i) + " has shape " + x.to_string() + " but " +
+                 first.to_string() + " differs outside axis " + std::to_string(axis));
+    out[axis] = infer::add_dims(out[axis], x[axis]);
+  }
+  return {infer::value_info(ctx.type(1), Shape(std::move(out)))};
+}
+
 }  // namespace
 
 void register_quantization_ops(OpSchemaRegistry& registry) {
@@ -266,6 +322,8 @@ void register_quantization_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"DynamicQuantizeLinear", 1, 1, 3, 3, infer_dynamic_quantize_linear});
   registry.add(OpSchema{"QLinearConv", 8, 12, 1, 1, infer_qlinear_conv});
   registry.add(OpSchema{"QLinearMatMul", 8, 12, 1, 1, infer_qlinear_matmul});
+  registry.add(OpSchema{"QLinearAdd", 8, 8, 1, 1, infer_qlinear_add});
+  registry.add(OpSchema{"QLinearConcat", 5, 2 + 3 * 1024, 1, 1, infer_qlinear_concat});
   registry.add(OpSchema{"ConvInteger", 2, 4, 1, 1, infer_conv_integer});
   registry.add(OpSchema{"MatMulInteger", 2, 4, 1, 1, infer_matmul_integer});
 }

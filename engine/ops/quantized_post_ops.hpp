@@ -14,6 +14,10 @@ namespace troupe::quantized {
 //                      and shape), r_scale and r_zero_point the three inputs after the plain ones;
 //   "fused_activation" then an activation, as for the float ops (engine/ops/fused_post_ops.hpp);
 // and outputs saturate(round_half_to_even(y / y_scale) + y_zero_point).
+//
+// QLinearAdd computes, in f32 like the chain DequantizeLinear x2 -> Add -> activation ->
+// QuantizeLinear it stands for: a = f32(A - a_zero_point) * a_scale, b likewise, y = a + b, the
+// fused activation of y, then saturate(round_half_to_even(y / c_scale) + c_zero_point).
 
 inline const char* const fused_attributes[] = {"fused_activation", "fused_activation_alpha",
                                                "fused_activation_beta", "fused_sum", "fused_bias"};

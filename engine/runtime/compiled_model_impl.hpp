@@ -14,6 +14,12 @@
 
 namespace troupe::detail {
 
+/// What a node of a compiled graph computes in, as the runtime model and `bench -pc` report it:
+/// "u8"/"i8" for the integer products (their activations' type), the inference precision for
+/// Conv/ConvTranspose/MatMul/Gemm (f32, or bf16 where the kernels round to it), else the type of
+/// the node's first output.
+std::string runtime_precision(const Model& model, const Node& node, ElementType inference);
+
 /// What a CompiledModel handle points to: the compiled graph, its configuration and its pipeline.
 class CompiledModelImpl {
  public:

@@ -62,6 +62,7 @@ const std::vector<std::string>& CpuPlugin::config_keys() {
                                   props::disable_transformations,
                                   props::exclusive_async_requests,
                                   props::inference_precision,
+                                  props::execution_mode,
                                   props::max_requests_in_flight,
                                   props::auto_batch_max_size,
                                   props::cache_dir};
@@ -150,6 +151,11 @@ void CpuPlugin::check(const std::string& key, const Any& value) {
       ElementType t = element_type_from_string(value.as_string());
       if (t != ElementType::f32 && t != ElementType::bf16)
         throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: f32, bf16)");
+    } else if (key == props::execution_mode) {
+      const std::string mode = upper(value.as_string());
+      if (mode != "PERFORMANCE" && mode != "ACCURACY")
+        throw InvalidArgument("'" + value.as_string() +
+                              "' is not allowed (allowed: PERFORMANCE, ACCURACY)");
     } else if (key == props::cache_dir) {
       const auto* path = std::get_if<std::string>(&value.storage());
       if (!path || path->find('\0') != std::string::npos)
@@ -213,6 +219,10 @@ CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
   if (auto v = get(props::num_requests)) c.num_requests_hint = static_cast<int>(v->as_int());
   if (auto v = get(props::disable_transformations)) c.disable_transformations = v->as_bool();
   if (auto v = get(props::exclusive_async_requests)) c.exclusive_async_requests = v->as_bool();
+  if (auto v = get(props::execution_mode)) c.execution_mode = upper(v->as_string());
+  // An explicit precision wins over the execution mode.
+  if (c.execution_mode == "PERFORMANCE" && bf16_available())
+    c.inference_precision = ElementType::bf16;
   if (auto v = get(props::inference_precision)) {
     c.inference_precision = element_type_from_string(v->as_string());
     // bf16 only where the CPU computes it natively; otherwise the model runs (and says it runs)
@@ -310,6 +320,7 @@ AnyMap CompileConfig::to_properties() const {
   m[props::disable_transformations] = disable_transformations;
   m[props::exclusive_async_requests] = exclusive_async_requests;
   m[props::inference_precision] = std::string(troupe::to_string(inference_precision));
+  m[props::execution_mode] = execution_mode;
   m[props::max_requests_in_flight] = max_in_flight;
   m[props::auto_batch_max_size] = auto_batch_max_size;
   m[props::cache_dir] = cache_dir;

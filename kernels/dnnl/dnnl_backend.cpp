@@ -18,6 +18,8 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_quantized_convolution(registry);
   onednn::register_quantized_matmul(registry);
   onednn::register_linear_quantization(registry);
+  onednn::register_quantized_add(registry);
+  onednn::register_quantized_concat(registry);
 }
 
 }  // namespace troupe::kernels

@@ -27,6 +27,8 @@ void register_reduction(KernelRegistry& registry);       // ReduceMean/Sum/Max/M
 void register_quantized_convolution(KernelRegistry& registry);  // QLinearConv (int8)
 void register_quantized_matmul(KernelRegistry& registry);       // QLinearMatMul (int8)
 void register_linear_quantization(KernelRegistry& registry);    // QuantizeLinear DequantizeLinear
+void register_quantized_add(KernelRegistry& registry);          // QLinearAdd (int8)
+void register_quantized_concat(KernelRegistry& registry);       // QLinearConcat (int8)
 
 }  // namespace onednn
 

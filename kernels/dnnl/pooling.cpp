@@ -1,5 +1,6 @@
 // MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool (1-D to 3-D) on oneDNN's dilated
-// pooling primitive (pooling_v2).
+// pooling primitive (pooling_v2); max pooling also of the u8/i8 activations of quantized models
+// (kept channels-last, as the int8 convolutions keep them).
 #include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
@@ -16,6 +17,8 @@ class PoolingKernel final : public SrcDstKernel {
     max_ = op == "MaxPool" || op == "GlobalMaxPool";
     // MaxPool's optional Indices output has no oneDNN counterpart.
     if (present_outputs(request) != 1 || request.inputs.empty()) throw Unsupported{};
+    type_ = *to_dnnl(request.inputs[0].type);
+    int8_ = type_ != dnnl::memory::data_type::f32;
     const size_t rank = request.inputs[0].shape.rank();
     if (rank < 3 || rank > 5) throw Unsupported{};
     if (!global_) {
@@ -56,36 +59,54 @@ class PoolingKernel final : public SrcDstKernel {
     // Pooling runs in the layout of its source; plain tensors are pooled in the blocked layout
     // too (the reorders cost less than oneDNN's plain-layout pooling, which is not vectorized).
     // A destination in another layout than the primitive's is reordered after it.
-    const dnnl::memory::desc src_md = tensor_desc(src, input_layout(0));
-    const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0));
-    const TensorLayout internal = activation_layout();
-    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
-                                        tensor_desc(src, internal), tensor_desc(dst, internal),
-                                        strides, kernel, dilation, pad_l, pad_r);
+    const dnnl::memory::desc src_md = tensor_desc(src, input_layout(0), type_);
+    const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0), type_);
+    const TensorLayout internal = layout();
+    dnnl::pooling_v2_forward::desc desc(
+        dnnl::prop_kind::forward_inference, algorithm, tensor_desc(src, internal, type_),
+        tensor_desc(dst, internal, type_), strides, kernel, dilation, pad_l, pad_r);
     dnnl::pooling_v2_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
     return adopt<dnnl::pooling_v2_forward>(pd, src_md, dst_md);
   }
 
  public:
   TensorLayout preferred_input_layout(size_t i) const override {
-    return i == 0 ? activation_layout() : TensorLayout{};
+    return i == 0 ? layout() : TensorLayout{};
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return o == 0 ? activation_layout() : TensorLayout{};
+    return o == 0 ? layout() : TensorLayout{};
   }
 
  private:
+  TensorLayout layout() const {
+    return int8_ ? TensorLayout::channels_last_order() : activation_layout();
+  }
+
+  dnnl::memory::data_type type_ = dnnl::memory::data_type::f32;
+  bool int8_ = false;
   bool global_ = false;
   bool max_ = false;
   spatial::Window window_;
   bool count_include_pad_ = false;
 };
 
+// f32 pooling, or max pooling of u8/i8 into the same type.
+std::unique_ptr<Kernel> make_pooling_kernel(const KernelRequest& request) {
+  if (all_f32(request)) return create_kernel<PoolingKernel>(request);
+  const std::string& op = request.node.op_type;
+  const bool max = op == "MaxPool" || op == "GlobalMaxPool";
+  if (!max || request.inputs.empty() || request.outputs.empty()) return nullptr;
+  const ElementType type = request.inputs[0].type;
+  if ((type != ElementType::u8 && type != ElementType::i8) || request.outputs[0].type != type)
+    return nullptr;
+  return create_kernel<PoolingKernel>(request);
+}
+
 }  // namespace
 
 void register_pooling(KernelRegistry& registry) {
   for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
-    registry.add(backend_name, backend_priority, op, make_kernel<PoolingKernel>);
+    registry.add(backend_name, backend_priority, op, make_pooling_kernel);
 }
 
 }  // namespace troupe::kernels::onednn

@@ -42,13 +42,16 @@ class LinearQuantizationKernel final : public DnnlKernel {
     rank_ = request.inputs[0].shape.rank();
   }
 
-  // The integer side may be channels-last, as the int8 convolutions keep it.
+  // The integer side channels-last, as the int8 kernels keep it; the float side in the layout
+  // the float convolutions keep activations in (a layer left in float form reads its
+  // dequantized input and writes the value to quantize that way): the one reorder converts both.
   TensorLayout preferred_input_layout(size_t i) const override {
-    return !quantize_ && i == 0 && rank_ == 4 ? TensorLayout::channels_last_order()
-                                              : TensorLayout{};
+    if (i != 0 || rank_ != 4) return {};
+    return quantize_ ? activation_layout() : TensorLayout::channels_last_order();
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return quantize_ && o == 0 && rank_ == 4 ? TensorLayout::channels_last_order() : TensorLayout{};
+    if (o != 0 || rank_ != 4) return {};
+    return quantize_ ? TensorLayout::channels_last_order() : activation_layout();
   }
 
  protected:

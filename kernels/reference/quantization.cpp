@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/ops/quantized_post_ops.hpp"
+#include "kernels/reference/broadcast.hpp"
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/convolution.hpp"
 #include "kernels/reference/fused_post_ops.hpp"
@@ -295,6 +296,67 @@ void qlinear_matmul(const Node& node, const Tensors& in, Tensors& out) {
              out.at(0));
 }
 
+// QLinearAdd: the f32 steps of DQ, DQ, Add, the activation and Q (quantized_post_ops.hpp).
+void qlinear_add(const Node& node, const Tensors& in, Tensors& out) {
+  const Tensor a = in.at(0).contiguous();
+  const Tensor b = in.at(3).contiguous();
+  const float a_scale = static_cast<float>(in.at(1).value_at(0));
+  const float b_scale = static_cast<float>(in.at(4).value_at(0));
+  const float c_scale = static_cast<float>(in.at(6).value_at(0));
+  const double a_zero = in.at(2).value_at(0);
+  const double b_zero = in.at(5).value_at(0);
+  const double c_zero = in.at(7).value_at(0);
+  const Range range = range_of(node, in.at(7).element_type());
+  const std::string activation = fused::activation(node);
+  Tensor& c = out.at(0);
+  BroadcastWalker walk(node, c.shape(), {a.shape(), b.shape()});
+  std::vector<double> result(static_cast<size_t>(c.size()));
+  for (int64_t i = 0; i < c.size(); ++i, walk.next()) {
+    const float x = static_cast<float>(a.value_at(walk.offset(0)) - a_zero) * a_scale;
+    const float y = static_cast<float>(b.value_at(walk.offset(1)) - b_zero) * b_scale;
+    float sum = x + y;
+    if (!activation.empty())
+      sum = static_cast<float>(apply_fused_activation(node, activation, sum));
+    const float q = sum / c_scale;
+    const double rounded = std::isnan(q) ? 0.0 : std::nearbyint(static_cast<double>(q));
+    result[static_cast<size_t>(i)] = std::clamp(rounded + c_zero, range.low, range.high);
+  }
+  store_integers(node, result, c);
+}
+
+// QLinearConcat: each input dequantized and quantized again with the output's parameters (the
+// f32 steps of DequantizeLinear and QuantizeLinear), placed along the axis.
+void qlinear_concat(const Node& node, const Tensors& in, Tensors& out) {
+  Tensor& y = out.at(0);
+  const float y_scale = static_cast<float>(in.at(0).value_at(0));
+  const double y_zero = in.at(1).value_at(0);
+  const Range range = range_of(node, in.at(1).element_type());
+  const size_t rank = y.shape().rank();
+  const size_t axis = normalize_axis(node, node.attributes.get_int_or("axis", 1), rank);
+  int64_t outer = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= y.shape()[d];
+  const int64_t y_row = y.size() / std::max<int64_t>(outer, 1);
+  std::vector<double> result(static_cast<size_t>(y.size()));
+  int64_t offset = 0;
+  for (size_t i = 2; i + 2 < in.size(); i += 3) {
+    const Tensor x = in[i].contiguous();
+    const float x_scale = static_cast<float>(in[i + 1].value_at(0));
+    const double x_zero = in[i + 2].value_at(0);
+    const int64_t row = x.size() / std::max<int64_t>(outer, 1);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < row; ++k) {
+        const float real = static_cast<float>(x.value_at(o * row + k) - x_zero) * x_scale;
+        const float q = real / y_scale;
+        const double rounded = std::isnan(q) ? 0.0 : std::nearbyint(static_cast<double>(q));
+        result[static_cast<size_t>(o * y_row + offset + k)] =
+            std::clamp(rounded + y_zero, range.low, range.high);
+      }
+    offset += row;
+  }
+  if (offset != y_row) fail(node, "inputs do not fill the output " + y.shape().to_string());
+  store_integers(node, result, y);
+}
+
 void store_accumulator(const Node& node, const Tensor& acc, Tensor& out) {
   std::vector<double> values(acc.data<double>(), acc.data<double>() + acc.size());
   store_integers(node, values, out);
@@ -330,6 +392,8 @@ void register_quantization(KernelRegistry& registry) {
       {"DynamicQuantizeLinear", &dynamic_quantize_linear},
       {"QLinearConv", &qlinear_conv},
       {"QLinearMatMul", &qlinear_matmul},
+      {"QLinearAdd", &qlinear_add},
+      {"QLinearConcat", &qlinear_concat},
       {"ConvInteger", &conv_integer},
       {"MatMulInteger", &matmul_integer}};
   for (const auto& [op_type, fn] : kernels)

@@ -206,6 +206,33 @@ TEST(InferencePrecision, Bf16FallsBackToF32WithoutBf16Instructions) {
   EXPECT_EQ(f32.get_property(props::inference_precision).as_string(), "f32");
 }
 
+// EXECUTION_MODE_HINT: PERFORMANCE picks bf16 exactly where the CPU computes it natively,
+// ACCURACY (the default) keeps f32, and an explicit INFERENCE_PRECISION_HINT wins over either.
+TEST(InferencePrecision, ExecutionModeChoosesThePrecision) {
+  Core core;
+  const std::string native = cpu_has_native_bf16(core) ? "bf16" : "f32";
+  auto performance =
+      core.compile_model(make_conv_matmul_model(), "CPU", {{props::execution_mode, "PERFORMANCE"}});
+  EXPECT_EQ(performance.get_property(props::inference_precision).as_string(), native);
+  EXPECT_EQ(performance.get_property(props::execution_mode).as_string(), "PERFORMANCE");
+  auto accuracy =
+      core.compile_model(make_conv_matmul_model(), "CPU", {{props::execution_mode, "accuracy"}});
+  EXPECT_EQ(accuracy.get_property(props::inference_precision).as_string(), "f32");
+  auto by_default = core.compile_model(make_conv_matmul_model(), "CPU");
+  EXPECT_EQ(by_default.get_property(props::execution_mode).as_string(), "ACCURACY");
+  auto explicit_f32 = core.compile_model(
+      make_conv_matmul_model(), "CPU",
+      {{props::execution_mode, "PERFORMANCE"}, {props::inference_precision, "f32"}});
+  EXPECT_EQ(explicit_f32.get_property(props::inference_precision).as_string(), "f32");
+  try {
+    core.compile_model(make_conv_matmul_model(), "CPU", {{props::execution_mode, "FAST"}});
+    ADD_FAILURE() << "an unknown execution mode was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("EXECUTION_MODE_HINT"));
+    EXPECT_THAT(std::string(e.what()), HasSubstr("PERFORMANCE, ACCURACY"));
+  }
+}
+
 // On CPUs without bf16 instructions TROUPE_BF16_EMULATION=1 runs the bf16 path through oneDNN's
 // emulation (AVX-512), so it is checked here end to end: property, implementations, numbers, and
 // many requests in flight through the pipeline.

@@ -1278,7 +1278,8 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "ReduceMean", "ReduceSum", "ReduceMax",
       "ReduceMin", "ReduceProd",
       // int8: tests/kernels/test_quantized_kernels.cpp
-      "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear"};
+      "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
+      "QLinearConcat"};
   const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
   EXPECT_FALSE(ops.empty());
   for (const std::string& op : ops)

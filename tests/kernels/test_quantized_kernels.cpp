@@ -335,6 +335,85 @@ std::vector<Case> linear_cases(Rng& rng) {
   return cases;
 }
 
+// QLinearAdd of same-shape tensors, Relu or none, plain or channels-last (the two operands may be
+// stored differently).
+std::vector<Case> add_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 24; ++k) {
+    const ElementType a_type = rng.chance(0.75) ? ElementType::u8 : ElementType::i8;
+    const ElementType b_type = rng.chance(0.75) ? ElementType::u8 : ElementType::i8;
+    const ElementType c_type = rng.chance(0.75) ? ElementType::u8 : ElementType::i8;
+    const ints dims = rng.chance(0.7) ? ints{rng.integer(1, 2), rng.integer(1, 20),
+                                             rng.integer(1, 9), rng.integer(1, 9)}
+                                      : ints{rng.integer(1, 50)};
+    Attributes attrs;
+    if (rng.chance(0.5)) attrs.set("fused_activation", std::string("Relu"));
+    Case c;
+    c.node = make_node("QLinearAdd", attrs);
+    c.inputs = {rng.activation(a_type, dims),
+                scalar_f32(rng.real(0.01, 0.1)),
+                zero_point(a_type, random_zero_point(rng, a_type)),
+                rng.activation(b_type, dims),
+                scalar_f32(rng.real(0.01, 0.1)),
+                zero_point(b_type, random_zero_point(rng, b_type)),
+                scalar_f32(rng.real(0.02, 0.2)),
+                zero_point(c_type, random_zero_point(rng, c_type))};
+    c.constant = {false, true, true, false, true, true, true, true};
+    auto layout = [&] {
+      return dims.size() == 4 && rng.chance(0.5) ? TensorLayout::channels_last_order()
+                                                 : TensorLayout{};
+    };
+    c.input_layouts.assign(8, TensorLayout{});
+    c.input_layouts[0] = layout();
+    c.input_layouts[3] = layout();
+    c.output_layout = layout();
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// QLinearConcat of 2 to 4 inputs, some with the output's parameters (copied), along any axis of
+// plain tensors or the channels of channels-last ones (inputs may be stored differently).
+std::vector<Case> concat_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 24; ++k) {
+    const ElementType y_type = rng.chance(0.75) ? ElementType::u8 : ElementType::i8;
+    const bool image = rng.chance(0.7);
+    ints dims = image ? ints{rng.integer(1, 2), 0, rng.integer(1, 7), rng.integer(1, 7)}
+                      : ints{rng.integer(1, 3), rng.integer(1, 5), rng.integer(1, 5)};
+    const int64_t axis = image ? 1 : rng.integer(0, 2);
+    const double y_scale = rng.real(0.02, 0.2);
+    const int64_t y_zero = random_zero_point(rng, y_type);
+    Attributes attrs;
+    attrs.set("axis", rng.chance(0.5) ? axis : axis - static_cast<int64_t>(dims.size()));
+    Case c;
+    c.node = make_node("QLinearConcat", attrs);
+    c.inputs = {scalar_f32(y_scale), zero_point(y_type, y_zero)};
+    c.constant = {true, true};
+    c.input_layouts = {TensorLayout{}, TensorLayout{}};
+    const bool channels_last = image && rng.chance(0.6);
+    const int inputs = static_cast<int>(rng.integer(2, 4));
+    for (int i = 0; i < inputs; ++i) {
+      ints x = dims;
+      x[static_cast<size_t>(axis)] = rng.integer(1, 9);
+      const bool same = rng.chance(0.4);
+      const ElementType x_type = same               ? y_type
+                                 : rng.chance(0.75) ? ElementType::u8
+                                                    : ElementType::i8;
+      c.inputs.push_back(rng.activation(x_type, x));
+      c.inputs.push_back(scalar_f32(same ? y_scale : rng.real(0.01, 0.3)));
+      c.inputs.push_back(zero_point(x_type, same ? y_zero : random_zero_point(rng, x_type)));
+      c.constant.insert(c.constant.end(), {false, true, true});
+      c.input_layouts.push_back(
+          channels_last && rng.chance(0.8) ? TensorLayout::channels_last_order() : TensorLayout{});
+      c.input_layouts.insert(c.input_layouts.end(), {TensorLayout{}, TensorLayout{}});
+    }
+    c.output_layout = channels_last ? TensorLayout::channels_last_order() : TensorLayout{};
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 unsigned seed() {
   const char* env = std::getenv("TROUPE_SEED");
   return env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10)) : 20261125u;
@@ -367,6 +446,16 @@ TEST(QuantizedKernels, QuantizeAndDequantizeMatchTheReference) {
   Rng rng(seed() + 2);
   // Dequantized f32: (x - zp) * scale computed the same way up to float rounding.
   check_family(linear_cases(rng), 1.0);
+}
+
+TEST(QuantizedKernels, QLinearAddIsTheChainBitForBit) {
+  Rng rng(seed() + 4);
+  check_family(add_cases(rng), 0.0);
+}
+
+TEST(QuantizedKernels, QLinearConcatIsTheChainBitForBit) {
+  Rng rng(seed() + 5);
+  check_family(concat_cases(rng), 0.0);
 }
 
 // Without VNNI, an i8 activation or a weight beyond 7 bits would not compute exactly (a

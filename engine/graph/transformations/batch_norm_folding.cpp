@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/fused_post_ops.hpp"
 #include "engine/graph/transformations/graph_queries.hpp"
 #include "engine/graph/transformations/transformations.hpp"
+#include "engine/ops/fused_post_ops.hpp"
 
 namespace troupe::transformations {
 

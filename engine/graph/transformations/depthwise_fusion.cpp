@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/graph/transformations/pattern_matching.hpp"
 #include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/op_schema.hpp"
-#include "engine/graph/transformations/pattern_matching.hpp"
 #include "kernels/kernel_registry.hpp"
 
 namespace troupe::transformations {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/fused_post_ops.hpp"
 #include "engine/graph/transformations/pattern_matching.hpp"
+#include "engine/ops/fused_post_ops.hpp"
 
 namespace troupe::transformations {
 

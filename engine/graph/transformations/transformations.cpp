@@ -11,10 +11,12 @@ std::vector<std::string> original_names_of(const OriginalNames& names, const std
 OriginalNames run_all(Model& model) {
   OriginalNames names;
   // Quantized layers first, while their weights are still integer constants read through
-  // DequantizeLinear. Then folding: it turns shape computations and weight preprocessing into constants, which
-  // BatchNorm folding needs (constant Conv weights) and which leaves dead producers behind.
+  // DequantizeLinear. Then folding: it turns shape computations and weight preprocessing into
+  // constants, which BatchNorm folding needs (constant Conv weights) and which leaves dead
+  // producers behind.
   eliminate_identities(model);
   fuse_qdq(model, names);
+  move_quantized_data(model, names);
   fold_constants(model);
   eliminate_dead_code(model);
   fold_batch_norm_into_conv(model, names);

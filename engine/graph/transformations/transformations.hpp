@@ -38,6 +38,10 @@ size_t eliminate_identities(Model& model);
 // constant folding, which would otherwise turn the dequantized weights into float ones.
 size_t fuse_qdq(Model& model, OriginalNames& names);
 
+// Moves data-movement ops (MaxPool, Flatten, Reshape, Transpose, Gather, Slice, Concat, ...)
+// between a DequantizeLinear and a QuantizeLinear of the same parameters onto the integers.
+size_t move_quantized_data(Model& model, OriginalNames& names);
+
 // Removes nodes none of whose outputs is consumed or a model output.
 size_t eliminate_dead_code(Model& model);
 

@@ -32,6 +32,11 @@ inline constexpr const char* num_requests = "PERFORMANCE_HINT_NUM_REQUESTS";
 inline constexpr const char* disable_transformations = "DISABLE_TRANSFORMATIONS";
 inline constexpr const char* exclusive_async_requests = "EXCLUSIVE_ASYNC_REQUESTS";
 inline constexpr const char* inference_precision = "INFERENCE_PRECISION_HINT";
+/// PERFORMANCE or ACCURACY (OpenVINO's names). Where INFERENCE_PRECISION_HINT is not given,
+/// PERFORMANCE computes in bf16 where the CPU has native bf16 instructions (AVX512_BF16, AMX) and
+/// in f32 elsewhere; ACCURACY keeps f32. troupe's default is ACCURACY: unlike OpenVINO's CPU
+/// plugin, the precision a model computes in never changes with the machine unless asked to.
+inline constexpr const char* execution_mode = "EXECUTION_MODE_HINT";
 /// Upper bound of requests inside one compiled model's pipeline at once (credits).
 inline constexpr const char* max_requests_in_flight = "MAX_REQUESTS_IN_FLIGHT";
 /// Batching by the scheduler, the same setting as Triton's name `max_batch_size`: up to this many

@@ -1,0 +1,172 @@
+// QLinearConcat: each u8/i8 input requantized into the output's parameters with the f32 steps of
+// DequantizeLinear and QuantizeLinear (engine/ops/quantization.cpp), bit for bit the reference's,
+// or copied row by row where its parameters are the output's. Runs on plain tensors along any
+// axis and on channels-last ones along the channels, as the int8 convolutions keep them
+// (GoogLeNet's and Inception's branch joins); an input stored otherwise than the output is
+// converted first. A plain loop: oneDNN 2.6's concat cannot requantize.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/dnnl/dnnl_backend.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/layout_conversion.hpp"
+
+namespace troupe::kernels::onednn {
+
+namespace {
+
+bool is_8bit(ElementType type) {
+  return type == ElementType::u8 || type == ElementType::i8;
+}
+
+double scalar(const Tensor* t) {
+  if (t == nullptr || t->size() != 1) throw Unsupported{};
+  return t->value_at(0);
+}
+
+// Nearest integer, ties to even, for |v| < 2^22 (see quantized_add.cpp).
+inline float round_even(float v) {
+  constexpr float magic = 12582912.f;
+  return (v + magic) - magic;
+}
+
+class QuantizedConcatKernel final : public Kernel {
+ public:
+  explicit QuantizedConcatKernel(const KernelRequest& request) {
+    const auto& in = request.inputs;
+    const auto& c = request.constant_inputs;
+    if (in.size() < 5 || (in.size() - 2) % 3 != 0 || request.outputs.size() != 1 ||
+        c.size() != in.size())
+      throw Unsupported{};
+    const Shape& out = request.outputs[0].shape;
+    y_type_ = request.outputs[0].type;
+    if (!is_8bit(y_type_) || !out.is_static()) throw Unsupported{};
+    rank_ = out.rank();
+    int64_t axis = request.node.attributes.get_int_or("axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(rank_);
+    axis_ = static_cast<size_t>(axis);
+    y_scale_ = static_cast<float>(scalar(c[0]));
+    y_zero_ = static_cast<float>(scalar(c[1]));
+    for (size_t i = 2; i < in.size(); i += 3) {
+      if (!is_8bit(in[i].type) || !in[i].shape.is_static()) throw Unsupported{};
+      Part p;
+      p.type = in[i].type;
+      p.scale = static_cast<float>(scalar(c[i + 1]));
+      p.zero = static_cast<int32_t>(scalar(c[i + 2]));
+      p.copy = p.type == y_type_ && p.scale == y_scale_ && static_cast<float>(p.zero) == y_zero_;
+      p.layout = request.input_layout(i);
+      parts_.push_back(p);
+    }
+    y_layout_ = request.output_layout(0);
+    channels_last_ = y_layout_.channels_last;
+    if (channels_last_ && (rank_ != 4 || axis_ != 1)) throw Unsupported{};
+  }
+
+  std::string implementation() const override { return "dnnl:loop"; }
+
+  TensorLayout preferred_input_layout(size_t i) const override {
+    return i >= 2 && (i - 2) % 3 == 0 && channels_last_capable()
+               ? TensorLayout::channels_last_order()
+               : TensorLayout{};
+  }
+  TensorLayout preferred_output_layout(size_t o) const override {
+    return o == 0 && channels_last_capable() ? TensorLayout::channels_last_order() : TensorLayout{};
+  }
+
+  void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    Tensor& y = outputs[0];
+    const Shape& shape = y.shape();
+    // Rows in storage order: channels-last concatenates channel runs of N*H*W pixels.
+    int64_t outer = 1;
+    if (channels_last_)
+      outer = shape[0] * shape[2] * shape[3];
+    else
+      for (size_t d = 0; d < axis_; ++d) outer *= shape[d];
+    const int64_t y_row = y.size() / std::max<int64_t>(outer, 1);
+    scratch_.resize(parts_.size());
+    int64_t offset = 0;
+    for (size_t k = 0; k < parts_.size(); ++k) {
+      const Part& p = parts_[k];
+      const Tensor& x = in_output_layout(inputs[2 + 3 * k], p.layout, scratch_[k]);
+      const int64_t row = x.size() / std::max<int64_t>(outer, 1);
+      if (offset + row > y_row) throw ExecutionError("QLinearConcat: inputs overrun the output");
+      auto* dst = static_cast<uint8_t*>(y.raw_data());
+      const auto* src = static_cast<const uint8_t*>(x.raw_data());
+      if (p.copy) {
+        for (int64_t o = 0; o < outer; ++o)
+          std::memcpy(dst + o * y_row + offset, src + o * row, static_cast<size_t>(row));
+      } else if (p.type == ElementType::u8) {
+        requantize(src, p, outer, row, y_row, offset, y);
+      } else {
+        requantize(reinterpret_cast<const int8_t*>(src), p, outer, row, y_row, offset, y);
+      }
+      offset += row;
+    }
+    if (offset != y_row) throw ExecutionError("QLinearConcat: inputs do not fill the output");
+  }
+
+ private:
+  struct Part {
+    ElementType type = ElementType::u8;
+    float scale = 1.f;
+    int32_t zero = 0;
+    bool copy = false;  // the output's parameters: Q(DQ(x)) = x
+    TensorLayout layout;
+  };
+
+  bool channels_last_capable() const { return rank_ == 4 && axis_ == 1; }
+
+  template <class X>
+  void requantize(const X* x, const Part& p, int64_t outer, int64_t row, int64_t y_row,
+                  int64_t offset, Tensor& y) const {
+    const bool u8 = y_type_ == ElementType::u8;
+    const float low = u8 ? 0.f : -128.f, high = u8 ? 255.f : 127.f;
+    const float q_low = low - y_zero_ - 1.f, q_high = high - y_zero_ + 1.f;
+    for (int64_t o = 0; o < outer; ++o) {
+      const X* in = x + o * row;
+      for (int64_t k = 0; k < row; ++k) {
+        const float real = static_cast<float>(static_cast<int32_t>(in[k]) - p.zero) * p.scale;
+        const float q = std::min(std::max(real / y_scale_, q_low), q_high);
+        const float v = std::min(std::max(round_even(q) + y_zero_, low), high);
+        const int64_t at = o * y_row + offset + k;
+        if (u8)
+          static_cast<uint8_t*>(y.raw_data())[at] = static_cast<uint8_t>(v);
+        else
+          static_cast<int8_t*>(y.raw_data())[at] = static_cast<int8_t>(v);
+      }
+    }
+  }
+
+  const Tensor& in_output_layout(const Tensor& t, TensorLayout layout, Tensor& scratch) const {
+    if (layout.same_order(y_layout_)) return t;
+    if (scratch.empty() || scratch.shape() != t.shape())
+      scratch = Tensor(t.element_type(), t.shape());
+    convert_layout(t, layout, scratch, y_layout_);
+    return scratch;
+  }
+
+  ElementType y_type_ = ElementType::u8;
+  float y_scale_ = 1.f, y_zero_ = 0.f;
+  size_t rank_ = 0;
+  size_t axis_ = 1;
+  bool channels_last_ = false;
+  TensorLayout y_layout_;
+  std::vector<Part> parts_;
+  std::vector<Tensor> scratch_;
+};
+
+std::unique_ptr<Kernel> make_quantized_concat(const KernelRequest& request) {
+  try {
+    return std::make_unique<QuantizedConcatKernel>(request);
+  } catch (const Unsupported&) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+void register_quantized_concat(KernelRegistry& registry) {
+  registry.add(backend_name, backend_priority, "QLinearConcat", make_quantized_concat);
+}
+
+}  // namespace troupe::kernels::onednn
