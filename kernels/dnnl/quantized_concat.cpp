@@ -119,20 +119,28 @@ class QuantizedConcatKernel final : public Kernel {
   template <class X>
   void requantize(const X* x, const Part& p, int64_t outer, int64_t row, int64_t y_row,
                   int64_t offset, Tensor& y) const {
-    const bool u8 = y_type_ == ElementType::u8;
-    const float low = u8 ? 0.f : -128.f, high = u8 ? 255.f : 127.f;
-    const float q_low = low - y_zero_ - 1.f, q_high = high - y_zero_ + 1.f;
+    if (y_type_ == ElementType::u8)
+      requantize_into(x, p, outer, row, y_row, offset, static_cast<uint8_t*>(y.raw_data()), 0.f,
+                      255.f);
+    else
+      requantize_into(x, p, outer, row, y_row, offset, static_cast<int8_t*>(y.raw_data()), -128.f,
+                      127.f);
+  }
+
+  // One branch-free loop per row, which the compiler vectorizes.
+  template <class X, class Y>
+  void requantize_into(const X* x, const Part& p, int64_t outer, int64_t row, int64_t y_row,
+                       int64_t offset, Y* y, float low, float high) const {
+    const float scale = p.scale, y_scale = y_scale_, y_zero = y_zero_;
+    const int32_t zero = p.zero;
+    const float q_low = low - y_zero - 1.f, q_high = high - y_zero + 1.f;
     for (int64_t o = 0; o < outer; ++o) {
       const X* in = x + o * row;
+      Y* out = y + o * y_row + offset;
       for (int64_t k = 0; k < row; ++k) {
-        const float real = static_cast<float>(static_cast<int32_t>(in[k]) - p.zero) * p.scale;
-        const float q = std::min(std::max(real / y_scale_, q_low), q_high);
-        const float v = std::min(std::max(round_even(q) + y_zero_, low), high);
-        const int64_t at = o * y_row + offset + k;
-        if (u8)
-          static_cast<uint8_t*>(y.raw_data())[at] = static_cast<uint8_t>(v);
-        else
-          static_cast<int8_t*>(y.raw_data())[at] = static_cast<int8_t>(v);
+        const float real = static_cast<float>(static_cast<int32_t>(in[k]) - zero) * scale;
+        const float q = std::min(std::max(real / y_scale, q_low), q_high);
+        out[k] = static_cast<Y>(std::min(std::max(round_even(q) + y_zero, low), high));
       }
     }
   }

@@ -1,8 +1,8 @@
-// Transpose as a oneDNN reorder: the input is described with the output's dims and the input's
-// strides permuted, so the reorder walks it in output order and writes the output densely.
-// A permutation that keeps the innermost axes in place (attention's [B,S,H,D] <-> [B,H,S,D])
-// moves whole rows instead: oneDNN 2.6's reorder walked such a 128x12x64 tensor element by
-// element, about 100 us where row copies take a fraction of that.
+// Transpose (f32, u8, i8) as a oneDNN reorder: the input is described with the output's dims and
+// the input's strides permuted, so the reorder walks it in output order and writes the output
+// densely. A permutation that keeps the innermost axes in place (attention's [B,S,H,D] <->
+// [B,H,S,D]) moves whole rows instead: oneDNN 2.6's reorder walked such a 128x12x64 tensor element
+// by element, about 100 us where row copies take a fraction of that.
 #include <cstring>
 #include <numeric>
 
@@ -18,6 +18,8 @@ class TransposeKernel final : public SrcDstKernel {
   explicit TransposeKernel(const KernelRequest& request)
       : SrcDstKernel(request), perm_(request.node.attributes.get_ints_or("perm", {})) {
     if (request.inputs.size() != 1 || present_outputs(request) != 1) throw Unsupported{};
+    type_ = request.inputs[0].type;
+    element_size_ = element_size(type_);
   }
 
  protected:
@@ -33,7 +35,7 @@ class TransposeKernel final : public SrcDstKernel {
     if (perm.size() != rank) return false;
     const Dims in = to_dims(inputs[0]);
     if (rank == 0) {
-      const dnnl::memory::desc md = plain_f32(in);
+      const dnnl::memory::desc md = plain_desc(in, *to_dnnl(type_));
       return adopt<dnnl::reorder>(
           dnnl::reorder::primitive_desc(cpu_engine(), md, cpu_engine(), md, primitive_attributes()),
           md, md);
@@ -56,8 +58,8 @@ class TransposeKernel final : public SrcDstKernel {
       set_impl("row_copy");
       return true;
     }
-    const dnnl::memory::desc src(out, dnnl::memory::data_type::f32, strides);
-    const dnnl::memory::desc dst = plain_f32(out);
+    const dnnl::memory::desc src(out, *to_dnnl(type_), strides);
+    const dnnl::memory::desc dst = plain_desc(out, *to_dnnl(type_));
     return adopt<dnnl::reorder>(
         dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst, primitive_attributes()),
         src, dst);
@@ -65,15 +67,16 @@ class TransposeKernel final : public SrcDstKernel {
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     if (!row_copy_) return SrcDstKernel::run(inputs, outputs);
-    const auto* src = static_cast<const float*>(inputs[0].raw_data());
-    auto* dst = static_cast<float*>(outputs[0].raw_data());
+    const auto* src = static_cast<const uint8_t*>(inputs[0].raw_data());
+    auto* dst = static_cast<uint8_t*>(outputs[0].raw_data());
     const size_t rank = outer_dims_.size();
-    const size_t row_bytes = static_cast<size_t>(row_) * sizeof(float);
+    const int64_t size = static_cast<int64_t>(element_size_);
+    const size_t row_bytes = static_cast<size_t>(row_ * size);
     std::vector<int64_t> index(rank, 0);
     int64_t offset = 0;  // of the current row in src, in elements
     for (int64_t rows = rows_; rows > 0; --rows) {
-      std::memcpy(dst, src + offset, row_bytes);
-      dst += row_;
+      std::memcpy(dst, src + offset * size, row_bytes);
+      dst += row_ * size;
       // Next output row: advance the innermost outer index, carrying into the ones before it.
       for (size_t i = rank; i-- > 0;) {
         offset += outer_strides_[i];
@@ -119,6 +122,8 @@ class TransposeKernel final : public SrcDstKernel {
   }
 
   std::vector<int64_t> perm_;
+  ElementType type_ = ElementType::f32;
+  size_t element_size_ = 4;
   bool row_copy_ = false;
   int64_t row_ = 1;     // elements per contiguous row
   int64_t rows_ = 1;    // rows in the output
@@ -126,10 +131,20 @@ class TransposeKernel final : public SrcDstKernel {
   Dims outer_strides_;  // their strides in the input, in elements
 };
 
+// f32, or the u8/i8 activations of quantized models (ShuffleNet's channel shuffle).
+std::unique_ptr<Kernel> make_transpose_kernel(const KernelRequest& request) {
+  if (all_f32(request)) return create_kernel<TransposeKernel>(request);
+  if (request.inputs.size() != 1 || request.outputs.size() != 1) return nullptr;
+  const ElementType type = request.inputs[0].type;
+  if ((type != ElementType::u8 && type != ElementType::i8) || request.outputs[0].type != type)
+    return nullptr;
+  return create_kernel<TransposeKernel>(request);
+}
+
 }  // namespace
 
 void register_transpose(KernelRegistry& registry) {
-  registry.add(backend_name, backend_priority, "Transpose", make_kernel<TransposeKernel>);
+  registry.add(backend_name, backend_priority, "Transpose", make_transpose_kernel);
 }
 
 }  // namespace troupe::kernels::onednn

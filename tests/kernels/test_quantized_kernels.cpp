@@ -414,6 +414,35 @@ std::vector<Case> concat_cases(Rng& rng) {
   return cases;
 }
 
+// Transpose of u8/i8 tensors (a quantized ShuffleNet's channel shuffle runs on the integers):
+// the reorder and the row-copy paths.
+std::vector<Case> transpose_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 16; ++k) {
+    const ElementType type = rng.chance(0.5) ? ElementType::u8 : ElementType::i8;
+    const size_t rank = static_cast<size_t>(rng.integer(2, 5));
+    ints dims(rank);
+    for (auto& d : dims) d = rng.integer(1, 6);
+    if (k % 2 == 0) dims.back() = rng.integer(16, 40);  // rows long enough to copy whole
+    std::vector<int64_t> perm(rank);
+    for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+    std::shuffle(perm.begin(), perm.end(), std::mt19937(static_cast<unsigned>(k)));
+    if (k % 2 == 0 && perm.back() != static_cast<int64_t>(rank - 1))
+      std::swap(
+          perm[static_cast<size_t>(std::find(perm.begin(), perm.end(), rank - 1) - perm.begin())],
+          perm.back());
+    Attributes attrs;
+    attrs.set("perm", perm);
+    Case c;
+    c.node = make_node("Transpose", attrs);
+    c.inputs = {rng.activation(type, dims)};
+    c.constant = {false};
+    c.input_layouts = {TensorLayout{}};
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 unsigned seed() {
   const char* env = std::getenv("TROUPE_SEED");
   return env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10)) : 20261125u;
@@ -456,6 +485,11 @@ TEST(QuantizedKernels, QLinearAddIsTheChainBitForBit) {
 TEST(QuantizedKernels, QLinearConcatIsTheChainBitForBit) {
   Rng rng(seed() + 5);
   check_family(concat_cases(rng), 0.0);
+}
+
+TEST(QuantizedKernels, TransposeOfIntegersMatchesTheReference) {
+  Rng rng(seed() + 6);
+  check_family(transpose_cases(rng), 0.0);
 }
 
 // Without VNNI, an i8 activation or a weight beyond 7 bits would not compute exactly (a
