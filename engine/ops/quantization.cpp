@@ -136,16 +136,20 @@ ValueInfo infer_as_float(const ShapeInferContext& ctx, const char* op_type,
   return schema->infer(float_ctx).at(0);
 }
 
+void check_activation(const ShapeInferContext& ctx) {
+  const std::string act = fused::activation(ctx.node);
+  if (!act.empty() && !fused::is_known_activation(act))
+    ctx.fail("attribute 'fused_activation' is '" + act +
+             "', expected Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, Gelu or GeluTanh");
+}
+
 // The fused activation and residual of QLinearConv/QLinearMatMul (quantized_post_ops.hpp):
 // inputs from `first` on are the residual R (the output's type and shape), its scale and zero
 // point.
 void check_quantized_post_ops(const ShapeInferContext& ctx, size_t plain_inputs,
                               const ValueInfo& out) {
   const Node& node = ctx.node;
-  const std::string act = fused::activation(node);
-  if (!act.empty() && !fused::is_known_activation(act))
-    ctx.fail("attribute 'fused_activation' is '" + act +
-             "', expected Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, Gelu or GeluTanh");
+  check_activation(ctx);
   const size_t expected = plain_inputs + (fused::has_sum(node) ? 3 : 0);
   if (ctx.num_inputs() > expected)
     ctx.fail("has " + std::to_string(ctx.num_inputs()) + " inputs, at most " +
@@ -191,9 +195,9 @@ std::vector<ValueInfo> infer_qlinear_conv(const ShapeInferContext& ctx) {
   return {out};
 }
 
-// QLinearMatMul: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, and
-// with attribute "fused_bias" an i32 bias [N] in units of a_scale * b_scale.
-std::vector<ValueInfo> infer_qlinear_matmul(const ShapeInferContext& ctx) {
+// The eight inputs QLinearMatMul and QLinearAdd share: two quantized operands (a, a_scale,
+// a_zero_point, b, b_scale, b_zero_point) and the output's y_scale, y_zero_point.
+void check_two_operands(const ShapeInferContext& ctx) {
   for (size_t i = 0; i < 8; ++i)
     if (!ctx.has_input(i)) ctx.fail(infer::input_label(ctx, i) + " is required");
   for (size_t i : {0, 2, 3, 5, 7}) require_8bit(ctx, i);
@@ -201,6 +205,12 @@ std::vector<ValueInfo> infer_qlinear_matmul(const ShapeInferContext& ctx) {
   require_zero_point_type(ctx, 5, 3);
   for (size_t i : {1, 4, 6}) require_scale(ctx, i);
   for (size_t i : {6, 7}) require_scalar(ctx, i);
+}
+
+// QLinearMatMul: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, and
+// with attribute "fused_bias" an i32 bias [N] in units of a_scale * b_scale.
+std::vector<ValueInfo> infer_qlinear_matmul(const ShapeInferContext& ctx) {
+  check_two_operands(ctx);
   const ValueInfo product = infer_as_float(ctx, "MatMul", {0, 3});
   const Shape& a = ctx.shape(0);
   const Shape& b = ctx.shape(3);
@@ -263,17 +273,9 @@ std::vector<ValueInfo> infer_matmul_integer(const ShapeInferContext& ctx) {
 // fused activation on the real sum. Computes what DequantizeLinear, DequantizeLinear, Add, the
 // activation and QuantizeLinear compute, in the same f32 steps (quantized_post_ops.hpp).
 std::vector<ValueInfo> infer_qlinear_add(const ShapeInferContext& ctx) {
-  for (size_t i = 0; i < 8; ++i)
-    if (!ctx.has_input(i)) ctx.fail(infer::input_label(ctx, i) + " is required");
-  for (size_t i : {0, 2, 3, 5, 7}) require_8bit(ctx, i);
-  require_zero_point_type(ctx, 2, 0);
-  require_zero_point_type(ctx, 5, 3);
-  for (size_t i : {1, 4, 6}) require_scale(ctx, i);
-  for (size_t i : {1, 2, 4, 5, 6, 7}) require_scalar(ctx, i);
-  const std::string act = fused::activation(ctx.node);
-  if (!act.empty() && !fused::is_known_activation(act))
-    ctx.fail("attribute 'fused_activation' is '" + act +
-             "', expected Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, Gelu or GeluTanh");
+  check_two_operands(ctx);
+  for (size_t i : {1, 2, 4, 5}) require_scalar(ctx, i);
+  check_activation(ctx);
   return {infer::value_info(ctx.type(7), broadcast_shapes(ctx.shape(0), ctx.shape(3), ctx))};
 }
 

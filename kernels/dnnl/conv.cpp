@@ -7,6 +7,7 @@
 
 #include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/spatial.hpp"
+#include "kernels/dnnl/conv_geometry.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/post_ops.hpp"
@@ -52,7 +53,6 @@ class ConvKernel final : public DnnlKernel {
     // plain or channel-blocked tensors, and never asks for channels-last (below).
     if (fused_dw_ && (input_layout(0).channels_last || output_layout(0).channels_last))
       return false;
-    const size_t n = src.size() - 2;
     const int64_t out_channels = weights[0];
     if (src[1] != weights[1] * group_ || out_channels % group_ != 0 || dst[1] != out_channels)
       return false;
@@ -69,22 +69,12 @@ class ConvKernel final : public DnnlKernel {
       if (dst != Dims{src[0], out_channels, (g.output[0] - 1) / s + 1, (g.output[1] - 1) / s + 1})
         return false;
     }
-    Dims strides(n), dilation(n), pad_l(n), pad_r(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (g.output[i] != conv_dst[2 + i]) return false;
-      strides[i] = window.strides[i];
-      dilation[i] = window.dilations[i] - 1;  // oneDNN counts dilation from 0
-      pad_l[i] = g.pads_begin[i];
-      pad_r[i] = g.pads_end[i];
-    }
-
-    // Plain layouts of the troupe tensors; grouped weights are [G, OC/G, IC/G, k...], which is
-    // ONNX's [OC, IC/G, k...] in the same memory.
-    Dims plain_weights = weights;
-    if (group_ > 1) {
-      plain_weights[0] = out_channels / group_;
-      plain_weights.insert(plain_weights.begin(), group_);
-    }
+    const std::optional<ConvDims> dims = conv_dims(window, g, conv_dst);
+    if (!dims) return false;
+    // Named copies: lambdas below capture them (C++17 lambdas cannot capture bindings).
+    const Dims strides = dims->strides, dilation = dims->dilation;
+    const Dims pad_l = dims->pad_l, pad_r = dims->pad_r;
+    const Dims plain_weights = grouped_weights(weights, group_);
     const dnnl::memory::desc src_md = tensor_desc(src, input_layout(0));
     const dnnl::memory::desc weights_md = plain_f32(plain_weights);
     const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0));

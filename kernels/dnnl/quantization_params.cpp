@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/layout_conversion.hpp"
+
 namespace troupe::kernels::onednn {
 
 namespace {
@@ -12,9 +14,7 @@ const Tensor& required_constant(const std::vector<const Tensor*>& constants, siz
 }
 
 double scalar(const std::vector<const Tensor*>& constants, size_t i) {
-  const Tensor& t = required_constant(constants, i);
-  if (t.size() != 1) throw Unsupported{};
-  return t.value_at(0);
+  return constant_scalar(&required_constant(constants, i));
 }
 
 int32_t zero_point(const std::vector<const Tensor*>& constants, size_t i) {
@@ -22,6 +22,20 @@ int32_t zero_point(const std::vector<const Tensor*>& constants, size_t i) {
 }
 
 }  // namespace
+
+double constant_scalar(const Tensor* t) {
+  if (t == nullptr || t->size() != 1) throw Unsupported{};
+  return t->value_at(0);
+}
+
+const Tensor& in_layout(const Tensor& t, TensorLayout layout, TensorLayout target,
+                        Tensor& scratch) {
+  if (layout.same_order(target)) return t;
+  if (scratch.empty() || scratch.shape() != t.shape())
+    scratch = Tensor(t.element_type(), t.shape());
+  convert_layout(t, layout, scratch, target);
+  return scratch;
+}
 
 QuantizedProductParams read_quantized_params(const Node& node,
                                              const std::vector<const Tensor*>& constants) {

@@ -12,6 +12,27 @@
 
 namespace troupe::kernels::onednn {
 
+/// Whether `type` is an 8-bit integer type of quantized activations (u8, i8).
+inline bool is_8bit(ElementType type) {
+  return type == ElementType::u8 || type == ElementType::i8;
+}
+
+/// The value of a constant one-element tensor (a scale, a zero point); throws Unsupported when
+/// `t` is no constant or has more elements.
+double constant_scalar(const Tensor* t);
+
+/// Rounds to the nearest integer, ties to even, for |v| < 2^22 (callers clamp first): adding and
+/// subtracting 1.5 * 2^23 leaves the float rounded in the current (nearest-even) mode, in a form
+/// the compiler vectorizes where nearbyint would stay scalar.
+inline float round_even(float v) {
+  constexpr float magic = 12582912.f;
+  return (v + magic) - magic;
+}
+
+/// `t`, stored in `layout`, as stored in `target`: itself when the orders agree, else converted
+/// into `scratch` (allocated on first use).
+const Tensor& in_layout(const Tensor& t, TensorLayout layout, TensorLayout target, Tensor& scratch);
+
 /// What the kernels need of a quantized product's parameters, read from constant inputs.
 struct QuantizedProductParams {
   double x_scale = 1.0;

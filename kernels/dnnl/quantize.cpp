@@ -14,10 +14,6 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
-bool is_8bit(ElementType type) {
-  return type == ElementType::u8 || type == ElementType::i8;
-}
-
 class LinearQuantizationKernel final : public DnnlKernel {
  public:
   explicit LinearQuantizationKernel(const KernelRequest& request) : DnnlKernel(request) {

@@ -11,28 +11,12 @@
 #include "engine/ops/quantized_post_ops.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/quantization_params.hpp"
 #include "kernels/layout_conversion.hpp"
 
 namespace troupe::kernels::onednn {
 
 namespace {
-
-bool is_8bit(ElementType type) {
-  return type == ElementType::u8 || type == ElementType::i8;
-}
-
-double scalar(const Tensor* t) {
-  if (t == nullptr || t->size() != 1) throw Unsupported{};
-  return t->value_at(0);
-}
-
-// Rounds to the nearest integer, ties to even, for |v| < 2^22 (callers clamp first): adding and
-// subtracting 1.5 * 2^23 leaves the float rounded in the current (nearest-even) mode, in a form
-// the compiler vectorizes where nearbyint would stay scalar.
-inline float round_even(float v) {
-  constexpr float magic = 12582912.f;
-  return (v + magic) - magic;
-}
 
 class QuantizedAddKernel final : public Kernel {
  public:
@@ -49,12 +33,12 @@ class QuantizedAddKernel final : public Kernel {
     relu_ = activation == "Relu";
     const auto& c = request.constant_inputs;
     if (c.size() != 8) throw Unsupported{};
-    a_scale_ = static_cast<float>(scalar(c[1]));
-    a_zero_ = static_cast<int32_t>(scalar(c[2]));
-    b_scale_ = static_cast<float>(scalar(c[4]));
-    b_zero_ = static_cast<int32_t>(scalar(c[5]));
-    c_scale_ = static_cast<float>(scalar(c[6]));
-    c_zero_ = static_cast<float>(scalar(c[7]));
+    a_scale_ = static_cast<float>(constant_scalar(c[1]));
+    a_zero_ = static_cast<int32_t>(constant_scalar(c[2]));
+    b_scale_ = static_cast<float>(constant_scalar(c[4]));
+    b_zero_ = static_cast<int32_t>(constant_scalar(c[5]));
+    c_scale_ = static_cast<float>(constant_scalar(c[6]));
+    c_zero_ = static_cast<float>(constant_scalar(c[7]));
     a_type_ = in[0].type;
     b_type_ = in[3].type;
     c_type_ = request.outputs[0].type;
@@ -74,8 +58,8 @@ class QuantizedAddKernel final : public Kernel {
   }
 
   void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
-    const Tensor& a = in_output_layout(inputs[0], a_layout_, a_scratch_);
-    const Tensor& b = in_output_layout(inputs[3], b_layout_, b_scratch_);
+    const Tensor& a = in_layout(inputs[0], a_layout_, c_layout_, a_scratch_);
+    const Tensor& b = in_layout(inputs[3], b_layout_, c_layout_, b_scratch_);
     Tensor& c = outputs[0];
     const int64_t n = c.size();
     if (a.size() != n || b.size() != n)
@@ -117,15 +101,6 @@ class QuantizedAddKernel final : public Kernel {
       const float q = std::min(std::max(sum / c_scale, q_low), q_high);
       c[i] = static_cast<C>(std::min(std::max(round_even(q) + c_zero, low), high));
     }
-  }
-
-  // The operand in the output's layout (converted into `scratch` when it is stored otherwise).
-  const Tensor& in_output_layout(const Tensor& t, TensorLayout layout, Tensor& scratch) const {
-    if (layout.same_order(c_layout_)) return t;
-    if (scratch.empty() || scratch.shape() != t.shape())
-      scratch = Tensor(t.element_type(), t.shape());
-    convert_layout(t, layout, scratch, c_layout_);
-    return scratch;
   }
 
   float a_scale_ = 1.f, b_scale_ = 1.f, c_scale_ = 1.f, c_zero_ = 0.f;

@@ -9,26 +9,12 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/quantization_params.hpp"
 #include "kernels/layout_conversion.hpp"
 
 namespace troupe::kernels::onednn {
 
 namespace {
-
-bool is_8bit(ElementType type) {
-  return type == ElementType::u8 || type == ElementType::i8;
-}
-
-double scalar(const Tensor* t) {
-  if (t == nullptr || t->size() != 1) throw Unsupported{};
-  return t->value_at(0);
-}
-
-// Nearest integer, ties to even, for |v| < 2^22 (see quantized_add.cpp).
-inline float round_even(float v) {
-  constexpr float magic = 12582912.f;
-  return (v + magic) - magic;
-}
 
 class QuantizedConcatKernel final : public Kernel {
  public:
@@ -45,14 +31,14 @@ class QuantizedConcatKernel final : public Kernel {
     int64_t axis = request.node.attributes.get_int_or("axis", 1);
     if (axis < 0) axis += static_cast<int64_t>(rank_);
     axis_ = static_cast<size_t>(axis);
-    y_scale_ = static_cast<float>(scalar(c[0]));
-    y_zero_ = static_cast<float>(scalar(c[1]));
+    y_scale_ = static_cast<float>(constant_scalar(c[0]));
+    y_zero_ = static_cast<float>(constant_scalar(c[1]));
     for (size_t i = 2; i < in.size(); i += 3) {
       if (!is_8bit(in[i].type) || !in[i].shape.is_static()) throw Unsupported{};
       Part p;
       p.type = in[i].type;
-      p.scale = static_cast<float>(scalar(c[i + 1]));
-      p.zero = static_cast<int32_t>(scalar(c[i + 2]));
+      p.scale = static_cast<float>(constant_scalar(c[i + 1]));
+      p.zero = static_cast<int32_t>(constant_scalar(c[i + 2]));
       p.copy = p.type == y_type_ && p.scale == y_scale_ && static_cast<float>(p.zero) == y_zero_;
       p.layout = request.input_layout(i);
       parts_.push_back(p);
@@ -87,7 +73,7 @@ class QuantizedConcatKernel final : public Kernel {
     int64_t offset = 0;
     for (size_t k = 0; k < parts_.size(); ++k) {
       const Part& p = parts_[k];
-      const Tensor& x = in_output_layout(inputs[2 + 3 * k], p.layout, scratch_[k]);
+      const Tensor& x = in_layout(inputs[2 + 3 * k], p.layout, y_layout_, scratch_[k]);
       const int64_t row = x.size() / std::max<int64_t>(outer, 1);
       if (offset + row > y_row) throw ExecutionError("QLinearConcat: inputs overrun the output");
       auto* dst = static_cast<uint8_t*>(y.raw_data());
@@ -143,14 +129,6 @@ class QuantizedConcatKernel final : public Kernel {
         out[k] = static_cast<Y>(std::min(std::max(round_even(q) + y_zero, low), high));
       }
     }
-  }
-
-  const Tensor& in_output_layout(const Tensor& t, TensorLayout layout, Tensor& scratch) const {
-    if (layout.same_order(y_layout_)) return t;
-    if (scratch.empty() || scratch.shape() != t.shape())
-      scratch = Tensor(t.element_type(), t.shape());
-    convert_layout(t, layout, scratch, y_layout_);
-    return scratch;
   }
 
   ElementType y_type_ = ElementType::u8;

@@ -6,6 +6,7 @@
 // kernel asks the graph compiler for channels-last and reorders whatever else it is given.
 #include "engine/ops/quantized_post_ops.hpp"
 #include "engine/ops/spatial.hpp"
+#include "kernels/dnnl/conv_geometry.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/post_ops.hpp"
@@ -15,10 +16,6 @@
 namespace troupe::kernels::onednn {
 
 namespace {
-
-bool is_8bit(ElementType type) {
-  return type == ElementType::u8 || type == ElementType::i8;
-}
 
 class QuantizedConvKernel final : public DnnlKernel {
  public:
@@ -72,20 +69,12 @@ class QuantizedConvKernel final : public DnnlKernel {
     window.kernel.assign(weights.begin() + 2, weights.end());
     const spatial::Geometry g =
         spatial::forward_geometry(node_, window, spatial::spatial_dims(inputs[0]));
-    const size_t n = rank_ - 2;
-    Dims strides(n), dilation(n), pad_l(n), pad_r(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (g.output[i] != dst[2 + i]) return false;
-      strides[i] = window.strides[i];
-      dilation[i] = window.dilations[i] - 1;
-      pad_l[i] = g.pads_begin[i];
-      pad_r[i] = g.pads_end[i];
-    }
-    Dims plain_weights = weights;
-    if (group_ > 1) {
-      plain_weights[0] = out_channels / group_;
-      plain_weights.insert(plain_weights.begin(), group_);
-    }
+    const std::optional<ConvDims> dims = conv_dims(window, g, dst);
+    if (!dims) return false;
+    // Named copies: lambdas below capture them (C++17 lambdas cannot capture bindings).
+    const Dims strides = dims->strides, dilation = dims->dilation;
+    const Dims pad_l = dims->pad_l, pad_r = dims->pad_r;
+    const Dims plain_weights = grouped_weights(weights, group_);
     with_bias_ = has_input(8);
     if (with_bias_ && inputs[8].element_count() != out_channels) return false;
 

@@ -13,10 +13,6 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
-bool is_8bit(ElementType type) {
-  return type == ElementType::u8 || type == ElementType::i8;
-}
-
 class QuantizedMatMulKernel final : public DnnlKernel {
  public:
   explicit QuantizedMatMulKernel(const KernelRequest& request) : DnnlKernel(request) {

@@ -25,7 +25,7 @@
 #include "../test_util.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "kernels/kernel_registry.hpp"
-#include "kernels/layout_conversion.hpp"
+#include "layout_test_util.hpp"
 
 namespace troupe {
 namespace {
@@ -35,6 +35,8 @@ using kernels::KernelRegistry;
 using kernels::KernelRequest;
 using kernels::TensorLayout;
 using ints = std::vector<int64_t>;
+using test::to_layout;
+using test::to_plain;
 
 unsigned base_seed() {
   const char* env = std::getenv("TROUPE_SEED");
@@ -201,22 +203,6 @@ struct Tally {
     std::cout << std::endl;
   }
 };
-
-/// `plain` (dense row-major) stored in `layout`.
-Tensor to_layout(const Tensor& plain, TensorLayout layout) {
-  if (layout.is_plain()) return plain;
-  Tensor laid(plain.element_type(), plain.shape());
-  kernels::convert_layout(plain, TensorLayout{}, laid, layout);
-  return laid;
-}
-
-/// `laid`, stored in `layout`, as a dense row-major tensor.
-Tensor to_plain(const Tensor& laid, TensorLayout layout) {
-  if (layout.is_plain()) return laid;
-  Tensor plain(laid.element_type(), laid.shape());
-  kernels::convert_layout(laid, layout, plain, TensorLayout{});
-  return plain;
-}
 
 /// The engine creates kernels on the compiling thread and runs them on execute threads: the
 /// optimized kernel runs on a thread of its own, so one that keeps state bound to the thread that

@@ -18,7 +18,7 @@
 #include "engine/ops/op_schema.hpp"
 #include "kernels/cpu_isa.hpp"
 #include "kernels/kernel_registry.hpp"
-#include "kernels/layout_conversion.hpp"
+#include "layout_test_util.hpp"
 
 namespace troupe {
 namespace {
@@ -28,6 +28,8 @@ using kernels::KernelRegistry;
 using kernels::KernelRequest;
 using kernels::TensorLayout;
 using ints = std::vector<int64_t>;
+using test::to_layout;
+using test::to_plain;
 
 class Rng {
  public:
@@ -102,20 +104,6 @@ std::string describe(const Case& c) {
   for (const TensorLayout& l : c.input_layouts) s << (l.channels_last ? " nhwc" : " plain");
   s << (c.output_layout.channels_last ? " -> nhwc" : " -> plain");
   return s.str();
-}
-
-Tensor to_layout(const Tensor& plain, TensorLayout layout) {
-  if (layout.is_plain()) return plain;
-  Tensor laid(plain.element_type(), plain.shape());
-  kernels::convert_layout(plain, TensorLayout{}, laid, layout);
-  return laid;
-}
-
-Tensor to_plain(const Tensor& laid, TensorLayout layout) {
-  if (layout.is_plain()) return laid;
-  Tensor plain(laid.element_type(), laid.shape());
-  kernels::convert_layout(laid, layout, plain, TensorLayout{});
-  return plain;
 }
 
 // Runs the case on both backends and returns the largest difference (in quantization steps for

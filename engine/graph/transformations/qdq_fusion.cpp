@@ -117,14 +117,8 @@ class QdqFusion {
     fused.op_type = "QLinearAdd";
     if (activation)
       for (const auto& [key, value] : activation->all()) fused.attributes.set(key, value);
-    fused.inputs = {a->data,
-                    a->scale,
-                    zero_point(*a, model_.value(a->data).type, a->scale_data->shape()),
-                    b->data,
-                    b->scale,
-                    zero_point(*b, model_.value(b->data).type, b->scale_data->shape()),
-                    y->scale,
-                    zero_point(*y, ElementType::u8, y->scale_data->shape())};
+    fused.inputs = {a->data,  a->scale,       zero_point(*a), b->data,
+                    b->scale, zero_point(*b), y->scale,       zero_point(*y)};
     fused.outputs = {y->data};
     rewrite_.replace(index, std::move(fused), absorbed);
   }
@@ -139,13 +133,13 @@ class QdqFusion {
     fused.name = concat.name;
     fused.op_type = "QLinearConcat";
     fused.attributes = concat.attributes;
-    fused.inputs = {y->scale, zero_point(*y, ElementType::u8, y->scale_data->shape())};
+    fused.inputs = {y->scale, zero_point(*y)};
     for (ValueId input : concat.inputs) {
       const std::optional<Linear> x = dequantizer(input);
       if (!x || !x->per_tensor()) return;
       fused.inputs.push_back(x->data);
       fused.inputs.push_back(x->scale);
-      fused.inputs.push_back(zero_point(*x, model_.value(x->data).type, x->scale_data->shape()));
+      fused.inputs.push_back(zero_point(*x));
     }
     fused.outputs = {y->data};
     rewrite_.replace(index, std::move(fused), {index, y->node});
@@ -167,10 +161,11 @@ class QdqFusion {
     return q;
   }
 
-  // The zero point of `q` as a value, a constant zero of `type` in `shape` when omitted.
-  ValueId zero_point(const Linear& q, ElementType type, const Shape& shape) {
+  // The zero point of `q` as a value: a constant zero of its integer side's type, in its scale's
+  // shape, when omitted.
+  ValueId zero_point(const Linear& q) {
     if (q.zero_point != no_value) return q.zero_point;
-    Tensor zero(type, shape);
+    Tensor zero(model_.value(q.data).type, q.scale_data->shape());
     std::fill_n(static_cast<uint8_t*>(zero.raw_data()), zero.byte_size(), uint8_t{0});
     return model_.add_constant(unique_value_name(model_, "qdq/zero_point"), zero);
   }
@@ -275,26 +270,19 @@ class QdqFusion {
     if (conv) fused.attributes = product.attributes;
     if (activation)
       for (const auto& [key, value] : activation->all()) fused.attributes.set(key, value);
-    const ElementType x_type = model_.value(x->data).type;
-    const Shape& scale_shape = w->scale_data->shape();
     ValueId weights = w->data;
     if (trans_b) {
       Tensor transposed(ElementType::i8, Shape{w_shape[1], w_shape[0]});
-      const int8_t* from = w_data.contiguous().data<int8_t>();
+      const Tensor dense = w_data.contiguous();
+      const int8_t* from = dense.data<int8_t>();
       int8_t* to = transposed.data<int8_t>();
       for (int64_t n = 0; n < w_shape[0]; ++n)
         for (int64_t k = 0; k < w_shape[1]; ++k) to[k * w_shape[0] + n] = from[n * w_shape[1] + k];
       weights = model_.add_constant(unique_value_name(model_, product.name + "/weights_kn"),
                                     std::move(transposed));
     }
-    fused.inputs = {x->data,
-                    x->scale,
-                    zero_point(*x, x_type, x->scale_data->shape()),
-                    weights,
-                    w->scale,
-                    zero_point(*w, ElementType::i8, scale_shape),
-                    y->scale,
-                    zero_point(*y, ElementType::u8, y->scale_data->shape())};
+    fused.inputs = {x->data,  x->scale,       zero_point(*x), weights,
+                    w->scale, zero_point(*w), y->scale,       zero_point(*y)};
     if (bias) {
       fused.inputs.push_back(
           model_.add_constant(unique_value_name(model_, product.name + "/bias_i32"), *bias));
