@@ -13,6 +13,7 @@ struct EltwiseAlgorithm {
   dnnl::algorithm algorithm;
   float alpha = 0.f;
   float beta = 0.f;
+  bool clip_to_unit = false;  // then clamp to [0, 1] (a second primitive)
 };
 
 // A Clip bound given as an input (opset 11+) must be a constant scalar to be baked into the
@@ -44,6 +45,10 @@ EltwiseAlgorithm choose_algorithm(const KernelRequest& request) {
   if (op == "Elu") return {alg::eltwise_elu, static_cast<float>(a.get_float_or("alpha", 1.0))};
   if (op == "Softplus") return {alg::eltwise_soft_relu};
   if (op == "HardSwish") return {alg::eltwise_hardswish};
+  // oneDNN 2.6 has no hardsigmoid: alpha * x + beta, then a clip to [0, 1].
+  if (op == "HardSigmoid")
+    return {alg::eltwise_linear, static_cast<float>(a.get_float_or("alpha", 0.2)),
+            static_cast<float>(a.get_float_or("beta", 0.5)), true};
   if (op == "Round") return {alg::eltwise_round};  // half to even, as ONNX
   if (op == "Reciprocal") return {alg::eltwise_pow, 1.f, -1.f};
   if (op == "Gelu") {
@@ -78,11 +83,29 @@ class EltwiseKernel final : public SrcDstKernel {
     dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_.algorithm, md,
                                      algorithm_.alpha, algorithm_.beta);
     dnnl::eltwise_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
+    if (algorithm_.clip_to_unit) {
+      // A second pass in place: oneDNN 2.6's jit eltwise takes no post-ops (its reference
+      // kernel, which does, wrote NaNs here).
+      dnnl::eltwise_forward::desc clip(dnnl::prop_kind::forward_inference,
+                                       dnnl::algorithm::eltwise_clip_v2, md, 0.f, 1.f);
+      clip_ = Primitive::of<dnnl::eltwise_forward>(
+          dnnl::eltwise_forward::primitive_desc(clip, primitive_attributes(), cpu_engine()));
+      clip_memory_ = unbound_memory(md);
+    }
     return adopt<dnnl::eltwise_forward>(pd, md, md);
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    SrcDstKernel::run(inputs, outputs);
+    if (!algorithm_.clip_to_unit) return;
+    bind(clip_memory_, outputs[0]);
+    clip_.execute(stream_, {{DNNL_ARG_SRC, clip_memory_}, {DNNL_ARG_DST, clip_memory_}});
   }
 
  private:
   EltwiseAlgorithm algorithm_;
+  Primitive clip_;  // HardSigmoid's clamp to [0, 1]
+  dnnl::memory clip_memory_;
 };
 
 }  // namespace
@@ -90,8 +113,9 @@ class EltwiseKernel final : public SrcDstKernel {
 void register_eltwise(KernelRegistry& registry) {
   // Not Log: oneDNN's log is accurate to about 1e-6 absolute, which misses ONNX's atol of 1e-7
   // near log(1) = 0; the reference kernel keeps it exact.
-  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Abs", "Neg", "Elu",
-                         "Softplus", "HardSwish", "Gelu", "Clip", "Round", "Reciprocal"})
+  for (const char* op :
+       {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Abs", "Neg", "Elu", "Softplus",
+        "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal"})
     registry.add(backend_name, backend_priority, op, make_kernel<EltwiseKernel>);
 }
 

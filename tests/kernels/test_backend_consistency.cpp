@@ -319,11 +319,11 @@ std::vector<Case> unary_cases(Rng& rng) {
     const char* name;
     double lo, hi;
   };
-  const std::vector<Op> ops = {{"Relu", -3, 3},       {"Sigmoid", -8, 8},   {"Tanh", -4, 4},
-                               {"Exp", -5, 5},        {"Sqrt", 0, 20},      {"Abs", -3, 3},
-                               {"Neg", -3, 3},        {"LeakyRelu", -3, 3}, {"Elu", -4, 4},
-                               {"Softplus", -10, 10}, {"HardSwish", -5, 5}, {"Gelu", -5, 5},
-                               {"Clip", -3, 3},       {"Round", -4, 4},     {"Reciprocal", 0.1, 5}};
+  const std::vector<Op> ops = {
+      {"Relu", -3, 3}, {"Sigmoid", -8, 8},    {"Tanh", -4, 4},        {"Exp", -5, 5},
+      {"Sqrt", 0, 20}, {"Abs", -3, 3},        {"Neg", -3, 3},         {"LeakyRelu", -3, 3},
+      {"Elu", -4, 4},  {"Softplus", -10, 10}, {"HardSwish", -5, 5},   {"Gelu", -5, 5},
+      {"Clip", -3, 3}, {"Round", -4, 4},      {"Reciprocal", 0.1, 5}, {"HardSigmoid", -6, 6}};
   std::vector<Case> cases;
   for (const Op& op : ops) {
     for (int k = 0; k < 12; ++k) {
@@ -343,6 +343,10 @@ std::vector<Case> unary_cases(Rng& rng) {
       if (name == "LeakyRelu" && rng.chance(0.7)) attrs.set("alpha", rng.real(0.01, 0.5));
       if (name == "Elu" && rng.chance(0.7)) attrs.set("alpha", rng.real(0.1, 2.0));
       if (name == "Gelu" && rng.chance(0.5)) attrs.set("approximate", std::string("tanh"));
+      if (name == "HardSigmoid" && rng.chance(0.7)) {  // PyTorch writes alpha 1/6
+        attrs.set("alpha", rng.real(0.1, 0.5));
+        attrs.set("beta", rng.real(0.2, 0.8));
+      }
       c.inputs = {x};
       c.constant = {false};
       if (name == "Clip") {
@@ -1258,8 +1262,8 @@ TEST(BackendConsistency, Recurrent) {
 TEST(BackendConsistency, EveryDnnlOpIsCovered) {
   const std::vector<std::string> covered = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "LeakyRelu", "Elu", "Softplus",
-      "HardSwish", "Gelu", "Clip", "Round", "Reciprocal", "Add", "Sub", "Mul", "Div", "Max", "Min",
-      "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "MaxPool", "AveragePool",
+      "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Add", "Sub", "Mul", "Div",
+      "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "MaxPool", "AveragePool",
       "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization", "LayerNormalization", "Transpose",
       "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "ReduceMean", "ReduceSum", "ReduceMax",
       "ReduceMin", "ReduceProd",
