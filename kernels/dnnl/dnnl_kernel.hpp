@@ -244,6 +244,17 @@ std::unique_ptr<Kernel> create_kernel(const KernelRequest& request) {
   return kernel;
 }
 
+/// Creates a kernel of type K that is no DnnlKernel (a plain loop deciding in its constructor), or
+/// nullptr when its constructor throws Unsupported.
+template <class K>
+std::unique_ptr<Kernel> construct_kernel(const KernelRequest& request) {
+  try {
+    return std::make_unique<K>(request);
+  } catch (const Unsupported&) {
+    return nullptr;
+  }
+}
+
 /// Creates a kernel of type K when every input and output is f32, or nullptr.
 template <class K>
 std::unique_ptr<Kernel> make_kernel(const KernelRequest& request) {

@@ -112,18 +112,10 @@ class QuantizedAddKernel final : public Kernel {
   Tensor a_scratch_, b_scratch_;
 };
 
-std::unique_ptr<Kernel> make_quantized_add(const KernelRequest& request) {
-  try {
-    return std::make_unique<QuantizedAddKernel>(request);
-  } catch (const Unsupported&) {
-    return nullptr;
-  }
-}
-
 }  // namespace
 
 void register_quantized_add(KernelRegistry& registry) {
-  registry.add(backend_name, backend_priority, "QLinearAdd", make_quantized_add);
+  registry.add(backend_name, backend_priority, "QLinearAdd", construct_kernel<QuantizedAddKernel>);
 }
 
 }  // namespace troupe::kernels::onednn

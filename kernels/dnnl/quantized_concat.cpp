@@ -141,18 +141,11 @@ class QuantizedConcatKernel final : public Kernel {
   std::vector<Tensor> scratch_;
 };
 
-std::unique_ptr<Kernel> make_quantized_concat(const KernelRequest& request) {
-  try {
-    return std::make_unique<QuantizedConcatKernel>(request);
-  } catch (const Unsupported&) {
-    return nullptr;
-  }
-}
-
 }  // namespace
 
 void register_quantized_concat(KernelRegistry& registry) {
-  registry.add(backend_name, backend_priority, "QLinearConcat", make_quantized_concat);
+  registry.add(backend_name, backend_priority, "QLinearConcat",
+               construct_kernel<QuantizedConcatKernel>);
 }
 
 }  // namespace troupe::kernels::onednn

@@ -99,6 +99,26 @@ class QdqFusion {
   }
 
  private:
+  // What a fused node writes: the activation alone reading `value` (if any) and the per-tensor
+  // QuantizeLinear after it, with the nodes they absorb appended to `absorbed`; nullopt when no
+  // quantizer ends the chain.
+  struct QuantizedOutput {
+    std::optional<Attributes> activation;
+    Linear y;
+  };
+  std::optional<QuantizedOutput> quantized_output(ValueId value, std::vector<int>& absorbed) {
+    const std::optional<Attributes> activation = activation_after(value, absorbed);
+    const std::optional<Linear> y = quantizer(value);
+    if (!y) return std::nullopt;
+    absorbed.push_back(y->node);
+    return QuantizedOutput{activation, *y};
+  }
+
+  static void set_activation(Node& node, const std::optional<Attributes>& activation) {
+    if (activation)
+      for (const auto& [key, value] : activation->all()) node.attributes.set(key, value);
+  }
+
   // DQ(a) + DQ(b) [-> activation] -> Q  =>  QLinearAdd (the same f32 steps in one pass).
   void fuse_add(int index) {
     const Node add = rewrite_.node(index);
@@ -107,19 +127,16 @@ class QdqFusion {
     const std::optional<Linear> b = dequantizer(add.inputs[1]);
     if (!a || !b || !a->per_tensor() || !b->per_tensor()) return;
     std::vector<int> absorbed{index};
-    ValueId result = add.outputs[0];
-    const std::optional<Attributes> activation = activation_after(result, absorbed);
-    const std::optional<Linear> y = quantizer(result);
-    if (!y) return;
-    absorbed.push_back(y->node);
+    const std::optional<QuantizedOutput> out = quantized_output(add.outputs[0], absorbed);
+    if (!out) return;
+    const Linear& y = out->y;
     Node fused;
     fused.name = add.name;
     fused.op_type = "QLinearAdd";
-    if (activation)
-      for (const auto& [key, value] : activation->all()) fused.attributes.set(key, value);
+    set_activation(fused, out->activation);
     fused.inputs = {a->data,  a->scale,       zero_point(*a), b->data,
-                    b->scale, zero_point(*b), y->scale,       zero_point(*y)};
-    fused.outputs = {y->data};
+                    b->scale, zero_point(*b), y.scale,        zero_point(y)};
+    fused.outputs = {y.data};
     rewrite_.replace(index, std::move(fused), absorbed);
   }
 
@@ -245,11 +262,7 @@ class QdqFusion {
       if (w->zero_at(m) != 0.0) return;  // oneDNN's int8 weights are symmetric
     const bool depthwise =
         conv && w_shape[1] == 1 && product.attributes.get_int_or("group", 1) == channels;
-    if (!kernels::int8_product_is_exact(model_.value(x->data).type, w_data, depthwise)) return;
-    // Without VNNI oneDNN 2.6's int8 depthwise kernel widens every product to 32 bits and runs
-    // about 3x slower than its f32 one (MobileNetV2's 3x3 depthwise layers on AVX2): leave those
-    // in float form there.
-    if (depthwise && !kernels::effective_cpu_isa().vnni) return;
+    if (!kernels::int8_product_pays(model_.value(x->data).type, w_data, depthwise)) return;
 
     std::optional<Tensor> bias;
     if (product.inputs.size() > 2 && product.inputs[2] != no_value) {
@@ -258,18 +271,15 @@ class QdqFusion {
     }
 
     std::vector<int> absorbed{index};
-    ValueId result = product.outputs[0];
-    const std::optional<Attributes> activation = activation_after(result, absorbed);
-    const std::optional<Linear> y = quantizer(result);
-    if (!y) return;
-    absorbed.push_back(y->node);
+    const std::optional<QuantizedOutput> out = quantized_output(product.outputs[0], absorbed);
+    if (!out) return;
+    const Linear& y = out->y;
 
     Node fused;
     fused.name = product.name;
     fused.op_type = conv ? "QLinearConv" : "QLinearMatMul";
     if (conv) fused.attributes = product.attributes;
-    if (activation)
-      for (const auto& [key, value] : activation->all()) fused.attributes.set(key, value);
+    set_activation(fused, out->activation);
     ValueId weights = w->data;
     if (trans_b) {
       Tensor transposed(ElementType::i8, Shape{w_shape[1], w_shape[0]});
@@ -282,13 +292,13 @@ class QdqFusion {
                                     std::move(transposed));
     }
     fused.inputs = {x->data,  x->scale,       zero_point(*x), weights,
-                    w->scale, zero_point(*w), y->scale,       zero_point(*y)};
+                    w->scale, zero_point(*w), y.scale,        zero_point(y)};
     if (bias) {
       fused.inputs.push_back(
           model_.add_constant(unique_value_name(model_, product.name + "/bias_i32"), *bias));
       if (!conv) fused.attributes.set("fused_bias", int64_t{1});
     }
-    fused.outputs = {y->data};
+    fused.outputs = {y.data};
     rewrite_.replace(index, std::move(fused), absorbed);
   }
 
