@@ -6,6 +6,8 @@
 
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/tensor_checks.hpp"
 
 namespace troupe::actors {
@@ -90,6 +92,28 @@ caf::result<NamedTensors> start(front_actor_type::stateful_pointer<FrontState> s
   return promise;
 }
 
+nlohmann::json describe_values(const std::vector<ValueInfo>& values) {
+  auto list = nlohmann::json::array();
+  for (const ValueInfo& v : values)
+    list.push_back(
+        {{"name", v.name}, {"type", std::string(to_string(v.type))}, {"shape", v.shape.dims()}});
+  return list;
+}
+
+// What a client of this actor (a remote node in particular) needs to act like a local compiled
+// model: names, types and shapes of the inputs and outputs, and the properties it reports.
+std::string describe(const PipelineContext& ctx) {
+  nlohmann::json properties = nlohmann::json::object();
+  for (const auto& [key, value] : ctx.config.to_properties()) properties[key] = value.as_string();
+  properties["OPTIMAL_NUMBER_OF_INFER_REQUESTS"] = std::to_string(ctx.config.optimal_requests);
+  properties["NETWORK_NAME"] = ctx.name;
+  return nlohmann::json{{"name", ctx.name},
+                        {"inputs", describe_values(ctx.inputs)},
+                        {"outputs", describe_values(ctx.outputs)},
+                        {"properties", properties}}
+      .dump();
+}
+
 front_actor_type::behavior_type front_actor(front_actor_type::stateful_pointer<FrontState> self,
                                             Context ctx, Handles next) {
   return {
@@ -101,6 +125,7 @@ front_actor_type::behavior_type front_actor(front_actor_type::stateful_pointer<F
         // Checked by the scheduler against the model's policy (InvalidArgument naming them).
         return start(self, ctx, next, inputs, priority, timeout_us);
       },
+      [ctx](describe_atom) { return describe(*ctx); },
       [self, ctx](done_atom, uint64_t token) {
         auto it = self->state.pending.find(token);
         if (it == self->state.pending.end()) return;

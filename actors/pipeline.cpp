@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "actors/front_actor.hpp"
+#include "actors/router_stage.hpp"
 #include "actors/stage.hpp"
 
 namespace troupe::actors {
@@ -21,10 +22,16 @@ Pipeline::Pipeline(caf::actor_system& system, std::shared_ptr<void> system_owner
   Handles next = actors_->handles;
   h.scheduler = spawn_scheduler(system, context_, next);
   h.preprocess = system.spawn(preprocess_stage, context_, next);
-  h.upload = spawn_upload_stage(system, context_, next);
-  for (int s = 0; s < context_->config.num_streams; ++s)
-    h.execute.push_back(spawn_execute_stage(system, context_, next, s));
-  h.download = system.spawn(download_stage, context_, next);
+  if (context_->remote) {
+    // A remote-backed model: the router stands in for upload, execute and download.
+    h.upload = spawn_router_stage(system, context_, next);
+    h.download = h.upload;
+  } else {
+    h.upload = spawn_upload_stage(system, context_, next);
+    for (int s = 0; s < context_->config.num_streams; ++s)
+      h.execute.push_back(spawn_execute_stage(system, context_, next, s));
+    h.download = system.spawn(download_stage, context_, next);
+  }
   h.postprocess = system.spawn(postprocess_stage, context_, next);
   h.completion = spawn_completion_actor(system, context_, next);
   h.front = caf::actor_cast<caf::actor>(spawn_front_actor(system, context_, next));

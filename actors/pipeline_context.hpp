@@ -5,9 +5,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "actors/pipeline_stats.hpp"
+#include "actors/remote_replicas.hpp"
 #include "actors/request_state.hpp"
 #include "engine/graph/compile_config.hpp"
 #include "engine/graph/compiled_graph.hpp"
@@ -60,6 +62,7 @@ using StageHook = std::function<void(detail::Stage stage, uint64_t request_id)>;
 /// construction or owned by exactly one actor (executors by their stream, slots by the stage that
 /// holds the request assigned to them).
 struct PipelineContext {
+  std::string name;  // the model's name (NETWORK_NAME)
   std::shared_ptr<const detail::CompiledGraph> graph;
   detail::CompileConfig config;
   std::vector<ValueInfo> inputs;  // what the caller binds (after pre/postprocessing declarations)
@@ -80,6 +83,9 @@ struct PipelineContext {
   InFlight in_flight;
   StageHook hook;
   std::atomic<uint64_t> next_request_id{1};
+  // A remote-backed pipeline (Core::connect_remote): no graph, no executors, no slots; a router
+  // stage sends each request to a replica in place of upload, execute and download.
+  std::shared_ptr<RemoteReplicas> remote;
 
   PipelineContext(std::shared_ptr<const detail::CompiledGraph> g, detail::CompileConfig c)
       : graph(std::move(g)), config(c), stats(c.num_streams) {}

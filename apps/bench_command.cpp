@@ -20,7 +20,7 @@ namespace troupe::apps {
 namespace {
 
 int bench(const BenchOptions& o) {
-  Core core;
+  Core core = make_bench_core(o);
   BenchModel model = load_bench_model(core, o);
   Workload workload = make_workload(model, o);
   print_config(o, model, workload);
@@ -34,11 +34,14 @@ int bench(const BenchOptions& o) {
   print_results(results, model);
 
   std::vector<OpCounter> ops;
-  if (o.perf_counts) {
+  if (o.perf_counts && !model.remote) {  // a remote model's ops run, and are counted, on its node
     ops = op_counters(model.compiled, o.pc_sort);
     print_op_counters(ops, o.pc_sort);
   }
-  if (!o.exec_graph_path.empty()) write_exec_graph(o.exec_graph_path, model.compiled);
+  if (!o.exec_graph_path.empty() && model.remote)
+    std::cerr << "troupe bench: -exec_graph_path: the model is remote; its graph is on its node\n";
+  else if (!o.exec_graph_path.empty())
+    write_exec_graph(o.exec_graph_path, model.compiled);
   if (!o.trace_path.empty()) write_chrome_trace(o.trace_path, model.compiled);
   if (!o.timeline_path.empty()) write_timeline(o.timeline_path, model.compiled);
   if (!o.report.empty()) write_json_report(o.report[1], o, model, workload, results, ops);

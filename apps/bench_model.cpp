@@ -148,12 +148,44 @@ int int_property(const CompiledModel& compiled, const std::string& name) {
   return static_cast<int>(compiled.get_property(name).as_int());
 }
 
+// The model -m names on the nodes --remote gives (and --local-replica here): compiled there, so
+// only the settings of this side's pipeline apply.
+CompiledModel connect(Core& core, const BenchOptions& o) {
+  if (o.model_path.empty()) throw InvalidArgument("--remote needs -m NAME, the published model");
+  if (needs_pre_post(o) || o.reshape || !o.infer_precision.empty() || o.auto_batch > 0 ||
+      !o.cache_dir.empty() || !o.load_config.empty() ||
+      (o.local_replica.empty() && (o.nstreams > 0 || o.nthreads > 0)))
+    throw InvalidArgument(
+        "with --remote the model is compiled on its node: -ip/-op/-mean_values/-scale_values, "
+        "--reshape, -infer_precision, -auto_batch, -cache_dir and -load_config do not apply "
+        "(-nstreams and -nthreads only to a --local-replica)");
+  CompiledModel local;
+  if (!o.local_replica.empty()) {
+    AnyMap local_config;
+    local_config[props::performance_mode] = upper(o.hint);
+    if (o.nstreams > 0) local_config[props::num_streams] = o.nstreams;
+    if (o.nthreads > 0) local_config[props::inference_num_threads] = o.nthreads;
+    local = core.compile_model(o.local_replica, o.device, local_config);
+  }
+  AnyMap properties;
+  if (o.perf_counts) properties[props::enable_profiling] = true;
+  return core.connect_replicas(o.model_path, o.remote, local, properties);
+}
+
 }  // namespace
+
+Core make_bench_core(const BenchOptions& o) {
+  if (o.remote.empty()) return Core();
+  NodeOptions node;
+  if (!o.tls_cert.empty() || !o.tls_key.empty() || !o.tls_ca.empty())
+    node.tls = TlsOptions{o.tls_cert, o.tls_key, o.tls_ca, ""};
+  return Core(node);
+}
 
 BenchModel load_bench_model(Core& core, const BenchOptions& o) {
   BenchModel m;
   const auto compile_start = BenchClock::now();
-  m.compiled = compile(core, o);
+  m.compiled = o.remote.empty() ? compile(core, o) : connect(core, o);
   m.compile_ms = ms_since(compile_start);
 
   const CompiledModel& c = m.compiled;
@@ -169,6 +201,7 @@ BenchModel load_bench_model(Core& core, const BenchOptions& o) {
   m.cache_dir = cache_dir_of(c);
   m.loaded_from_cache = c.get_property(props::loaded_from_cache).as_bool();
   m.execute_on_scheduler = c.impl()->config().execute_on_scheduler;
+  m.remote = c.impl()->is_remote();
   return m;
 }
 

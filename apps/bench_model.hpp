@@ -30,7 +30,11 @@ struct BenchModel {
   bool loaded_from_cache = false;
   // Execute runs on the scheduler's workers, with the other stages, not on a thread per stream.
   bool execute_on_scheduler = false;
+  bool remote = false;  // a model published by another node (--remote): no graph here
 };
+
+/// The Core `bench` runs in: a networked one (TLS with --tls-*) for --remote.
+Core make_bench_core(const BenchOptions& options);
 
 /// Compiles the model the options name (the embedded default model without -m; a compiled blob is
 /// imported), with -ip/-op/-mean_values/-scale_values as pre/post-processing steps and, with

@@ -33,6 +33,19 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
                   "from `troupe compile`. Default: the embedded CNN, image f32[1,3,32,32] -> "
                   "probabilities f32[1,10]")
       ->option_text("PATH");
+  cmd->add_option("--remote", o.remote,
+                  "Benchmark the model -m NAME that the node at HOST:PORT publishes (troupe "
+                  "serve --actor-port) through a remote compiled model; the round trip is the "
+                  "execute stage. Repeat for replicas on several nodes")
+      ->option_text("HOST:PORT");
+  cmd->add_option("--local-replica", o.local_replica,
+                  "With --remote: compile this model file here too (-nstreams/-nthreads apply) "
+                  "and use it as one more replica")
+      ->option_text("PATH");
+  cmd->add_option("--tls-cert", o.tls_cert, "With --remote: this node's PEM certificate");
+  cmd->add_option("--tls-key", o.tls_key, "With --remote: its PEM private key");
+  cmd->add_option("--tls-ca", o.tls_ca,
+                  "With --remote: PEM CA file the server's certificate must chain to");
   cmd->add_option("-d,--device", o.device, "Device to compile for (default CPU)")
       ->option_text("NAME");
   cmd->add_option("--hint", o.hint,

@@ -13,7 +13,10 @@ class App;
 namespace troupe::apps {
 
 struct BenchOptions {
-  std::string model_path;  // empty: the embedded default model
+  std::string model_path;  // empty: the embedded default model; with --remote, the model's name
+  std::vector<std::string> remote;  // HOST:PORT of nodes' actor ports (troupe serve --actor-port)
+  std::string local_replica;        // with --remote: also run this model file here as a replica
+  std::string tls_cert, tls_key, tls_ca;  // this node's certificate, key and the peers' CA
   std::string device = "CPU";
   std::string hint = "throughput";
   int nireq = 0;     // 0: the compiled model's OPTIMAL_NUMBER_OF_INFER_REQUESTS

@@ -4,6 +4,9 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "troupe/properties.hpp"
 
 namespace troupe::apps {
 
@@ -101,6 +104,21 @@ void print_results(const RunResults& r, const BenchModel& model) {
   print_row("mean requests in flight", fmt::format("{:.2f}", r.pipeline.mean_in_flight));
   print_row("stage overlap",
             fmt::format("{:.2f} (sum of stage busy time / wall time)", r.pipeline.stage_overlap));
+  if (model.remote) {
+    // The router's side of the run: where requests went and what the replicas' losses cost.
+    const CompiledModel& c = model.compiled;
+    auto count = [&](const char* name) { return c.get_property(name).as_int(); };
+    print_row(
+        "replicas",
+        fmt::format("{}", fmt::join(c.get_property(props::execution_devices).as_strings(), ", ")));
+    print_row("remote requests",
+              fmt::format("{} sent, {} retried on another replica, {} failed unanswered",
+                          count(props::remote_sent_requests), count(props::remote_retried_requests),
+                          count(props::remote_unavailable_requests)));
+    print_row("replicas lost",
+              fmt::format("{} ({} found again)", count(props::remote_replicas_lost),
+                          count(props::remote_reconnects)));
+  }
 }
 
 void print_op_counters(const std::vector<OpCounter>& ops, const std::string& pc_sort) {

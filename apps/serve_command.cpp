@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include <CLI/CLI.hpp>
@@ -31,13 +33,14 @@ bool is_loopback(const std::string& host) {
 }
 
 // Written once every port listens, then renamed into place, so a reader never sees half a file.
-void write_ready_file(const std::string& path, int http, int grpc, int metrics) {
+void write_ready_file(const std::string& path, int http, int grpc, int metrics, int actor) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
     out << nlohmann::json{{"http_port", http},
                           {"grpc_port", grpc},
                           {"metrics_port", metrics},
+                          {"actor_port", actor},
                           {"pid", static_cast<int>(getpid())}}
                .dump()
         << "\n";
@@ -63,6 +66,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeOptions& o) {
                   "Prometheus /metrics port (0: any free port, -1: no metrics)");
   cmd->add_option("--tls-cert", o.tls_cert, "PEM certificate: serve HTTPS and gRPC over TLS");
   cmd->add_option("--tls-key", o.tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--actor-port", o.actor_port,
+                  "Publish every model's typed actor on this port (CAF middleman; 0: any free "
+                  "port). Off loopback it needs --tls-cert, --tls-key and --tls-ca");
+  cmd->add_option("--tls-ca", o.tls_ca,
+                  "PEM CA file: the actor port accepts only peers with a certificate it signed");
   cmd->add_option("--http-threads", o.http_threads, "Network I/O threads of the HTTP server")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--ready-file", o.ready_file,
@@ -98,8 +106,30 @@ int run_serve(const ServeOptions& o) {
   if (!is_loopback(o.host) && o.tls_cert.empty())
     std::cerr << "troupe serve: warning: serving on " << o.host
               << " without TLS: anyone on the network can read and send tensors\n";
+  // The actor port carries tensors between CAF nodes: off loopback, only with both sides
+  // verified. Checked before anything listens.
+  const bool actor_tls = !o.tls_ca.empty();
+  if (o.actor_port >= 0 && !is_loopback(o.host) &&
+      (o.tls_cert.empty() || o.tls_key.empty() || o.tls_ca.empty())) {
+    std::cerr << "troupe serve: refusing --actor-port on " << o.host
+              << " without --tls-cert, --tls-key and --tls-ca: CAF would fall back to an "
+                 "anonymous cipher that anyone on the path can read and inject into\n";
+    return 2;
+  }
+  if (actor_tls && o.tls_cert.empty()) {
+    std::cerr << "troupe serve: --tls-ca needs --tls-cert and --tls-key\n";
+    return 2;
+  }
   try {
-    Core core;
+    std::unique_ptr<Core> networked;
+    if (o.actor_port >= 0) {
+      NodeOptions node;
+      if (actor_tls) node.tls = TlsOptions{o.tls_cert, o.tls_key, o.tls_ca, ""};
+      networked = std::make_unique<Core>(node);
+    } else {
+      networked = std::make_unique<Core>();
+    }
+    Core& core = *networked;
     // A server has many clients: each model is compiled for throughput (several streams) and its
     // pipeline takes 64 requests (and queues 4x that) before it answers "queue full".
     // --property or a model's config.json may say otherwise.
@@ -139,13 +169,21 @@ int run_serve(const ServeOptions& o) {
     if (o.metrics_port >= 0) metrics.emplace(repository, o.host, o.metrics_port);
     if (o.http_port >= 0) http.emplace(context, o.host, o.http_port, o.http_threads, tls);
     if (o.grpc_port >= 0) grpc.emplace(context, o.host, o.grpc_port, tls);
+    int actor_port = -1;
+    if (o.actor_port >= 0) {
+      std::map<std::string, CompiledModel> published;
+      for (const auto& served : repository.loaded())
+        published[served->name()] = repository.find(served->name())->compiled();
+      actor_port = core.publish(published, static_cast<uint16_t>(o.actor_port), o.host);
+    }
     const int http_port = http ? http->port() : -1;
     const int grpc_port = grpc ? grpc->port() : -1;
     const int metrics_port = metrics ? metrics->port() : -1;
     std::cerr << "troupe serve: listening on " << o.host << (tls.enabled() ? " with TLS" : "")
               << ": HTTP " << http_port << ", gRPC " << grpc_port << ", metrics " << metrics_port
-              << "\n";
-    if (!o.ready_file.empty()) write_ready_file(o.ready_file, http_port, grpc_port, metrics_port);
+              << ", actors " << actor_port << (actor_tls ? " (TLS)" : "") << "\n";
+    if (!o.ready_file.empty())
+      write_ready_file(o.ready_file, http_port, grpc_port, metrics_port, actor_port);
 
     int received = 0;
     sigwait(&signals, &received);

@@ -19,7 +19,9 @@ struct ServeOptions {
   int http_port = 8000;                 // 0: choose a free port; -1: no HTTP
   int grpc_port = 8001;                 // 0: choose; -1: no gRPC
   int metrics_port = 8002;              // 0: choose; -1: no metrics
-  std::string tls_cert, tls_key;        // PEM files: HTTPS and gRPC over TLS
+  std::string tls_cert, tls_key;        // PEM files: HTTPS and gRPC over TLS (and the actor port)
+  std::string tls_ca;                   // PEM file: CA of the peers on the actor port
+  int actor_port = -1;                  // CAF middleman port publishing the models; -1: none
   int http_threads = 2;                 // network I/O threads (never run inference)
   std::string ready_file;               // written with the bound ports once serving
   std::vector<std::string> properties;  // KEY=VALUE compile properties for every model

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds the unit tests with a sanitizer into build-<kind>/ and runs them.
-#   address  ASan + UBSan (halt_on_error): the engine, actors, serialization and kernels suites
-#   thread   TSan: the actors and engine suites, with tests/tsan.supp (each suppression justified
-#            there)
+#   address  ASan + UBSan (halt_on_error): the engine, actors, remote, serialization and kernels
+#            suites
+#   thread   TSan: the actors, remote and engine suites, with tests/tsan.supp (each suppression
+#            justified there)
 # Usage: scripts/sanitize.sh address|thread [ctest arguments]   (.ci/run runs `address`)
 # Environment: TROUPE_SANITIZE_BUILD_DIR (default: build-<kind>/), TROUPE_JOBS (default: nproc).
 set -euo pipefail
 kind="${1:-}"
 case "$kind" in
-  address) labels="engine|actors|serialization|kernels" ;;
-  thread) labels="engine|actors" ;;
+  address) labels="engine|actors|remote|serialization|kernels" ;;
+  thread) labels="engine|actors|remote" ;;
   *) echo "usage: $0 address|thread [ctest arguments]" >&2; exit 2 ;;
 esac
 shift

@@ -27,6 +27,9 @@ ServeError serve_error_of(caf::actor_system& system, const caf::error& error) {
         return ServeError(ServeErrc::unavailable, message);
       case ActorErrc::execution_failed:
         return ServeError(ServeErrc::internal, message);
+      case ActorErrc::unknown_model:  // a directory's answer; a served model never gives it
+      case ActorErrc::remote_unavailable:
+        return ServeError(ServeErrc::unavailable, message);
     }
   }
   return ServeError(ServeErrc::unavailable,

@@ -58,6 +58,9 @@ std::shared_ptr<const Model> CompiledModel::runtime_model() const {
 
 void CompiledModel::export_model(std::ostream& stream) const {
   const auto& impl = checked(impl_);
+  if (impl.is_remote())
+    throw InvalidArgument("model '" + impl.name() +
+                          "' is remote: export it on the node that compiled it");
   serialization::write_compiled_blob(stream, *impl.graph(), impl.config(),
                                      detail::CpuPlugin::device_name,
                                      detail::CpuPlugin::capabilities());

@@ -27,6 +27,7 @@ CompiledModelImpl::CompiledModelImpl(
       context_(std::make_shared<actors::PipelineContext>(graph, fitted(config, *graph, *runtime_))),
       loaded_from_cache_(loaded_from_cache) {
   const Model& model = *context_->graph->model;
+  context_->name = model.name();
   for (ValueId in : model.inputs()) context_->graph_inputs.push_back(model.value(in));
   for (ValueId out : model.outputs()) context_->graph_outputs.push_back(model.value(out));
   context_->inputs = context_->graph_inputs;
@@ -70,6 +71,19 @@ CompiledModelImpl::CompiledModelImpl(
   pipeline_ = std::make_unique<actors::Pipeline>(runtime_->system(), runtime_, context_);
 }
 
+CompiledModelImpl::CompiledModelImpl(std::shared_ptr<Runtime> runtime, RemoteModelSpec remote)
+    : runtime_(std::move(runtime)),
+      context_(std::make_shared<actors::PipelineContext>(nullptr, remote.config)),
+      loaded_from_cache_(false),
+      remote_properties_(std::move(remote.remote_properties)) {
+  context_->name = remote.name;
+  context_->inputs = context_->graph_inputs = remote.inputs;
+  context_->outputs = context_->graph_outputs = remote.outputs;
+  context_->remote = std::move(remote.replicas);
+  scheduling_ = context_->config.scheduling;
+  pipeline_ = std::make_unique<actors::Pipeline>(runtime_->system(), runtime_, context_);
+}
+
 void CompiledModelImpl::set_property(const AnyMap& properties) {
   for (const auto& [key, value] : properties) get_property(key);  // UnknownProperty, by name
   std::lock_guard<std::mutex> lock(scheduling_mutex_);
@@ -108,12 +122,32 @@ CompiledModelImpl::~CompiledModelImpl() {
 }
 
 Any CompiledModelImpl::get_property(const std::string& name) const {
-  const Model& model = *context_->graph->model;
-  if (name == props::model_name) return Any(model.name());
+  if (name == props::model_name) return Any(context_->name);
   if (name == props::optimal_number_of_infer_requests) return Any(config().optimal_requests);
-  if (name == props::execution_devices) return Any(std::vector<std::string>{"CPU"});
   if (name == props::loaded_from_cache) return Any(loaded_from_cache_);
+  if (name == props::execution_devices) {
+    if (!context_->remote) return Any(std::vector<std::string>{"CPU"});
+    std::vector<std::string> devices;
+    for (const auto& replica : context_->remote->replicas)
+      devices.push_back(replica.endpoint.empty() ? "CPU" : "CPU@" + replica.endpoint);
+    return Any(devices);
+  }
   AnyMap config_props = config().to_properties();
+  if (const auto& remote = context_->remote) {
+    // What the node that compiled it reports, then what this side decides.
+    AnyMap merged = remote_properties_;
+    merged[props::enable_profiling] = config().enable_profiling;
+    merged[props::max_requests_in_flight] = config().max_in_flight;
+    merged[props::remote_timeout_ms] = static_cast<int64_t>(remote->request_timeout.count());
+    merged[props::remote_sent_requests] = remote->counters.sent.load();
+    merged[props::remote_retried_requests] = remote->counters.retried.load();
+    merged[props::remote_unavailable_requests] = remote->counters.unavailable.load();
+    merged[props::remote_replicas_lost] = remote->counters.replicas_lost.load();
+    merged[props::remote_reconnects] = remote->counters.reconnects.load();
+    merged.erase(props::model_name);
+    merged.erase(props::optimal_number_of_infer_requests);
+    config_props = std::move(merged);
+  }
   {
     std::lock_guard<std::mutex> lock(scheduling_mutex_);
     for (auto& [key, value] : scheduling_properties(scheduling_)) config_props[key] = value;
@@ -146,6 +180,9 @@ std::string runtime_precision(const Model& model, const Node& node, ElementType 
 }
 
 std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
+  if (!context_->graph)
+    throw InvalidArgument("model '" + context_->name +
+                          "' is remote: its runtime model is on the node that compiled it");
   const CompiledGraph& graph = *context_->graph;
   auto model = graph.model->clone();
   auto& nodes = model->nodes();
@@ -178,6 +215,7 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
 }
 
 std::vector<std::string> CompiledModelImpl::node_implementations() const {
+  if (!context_->graph) return {};
   // A stream's specialization knows what really runs (in a dynamic graph the shape computations
   // compile_graph gave kernels are folded away there); before any, the graph's own description.
   for (const auto& executor : context_->executors) {

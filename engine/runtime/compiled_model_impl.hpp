@@ -20,6 +20,16 @@ namespace troupe::detail {
 /// the node's first output.
 std::string runtime_precision(const Model& model, const Node& node, ElementType inference);
 
+/// A model served by replicas elsewhere (Core::connect_replicas): what they said about it and
+/// the configuration of the local pipeline in front of them.
+struct RemoteModelSpec {
+  std::string name;
+  std::vector<ValueInfo> inputs, outputs;
+  AnyMap remote_properties;  // as the first replica reported them
+  CompileConfig config;
+  std::shared_ptr<actors::RemoteReplicas> replicas;
+};
+
 /// What a CompiledModel handle points to: the compiled graph, its configuration and its pipeline.
 class CompiledModelImpl {
  public:
@@ -27,7 +37,11 @@ class CompiledModelImpl {
   CompiledModelImpl(std::shared_ptr<Runtime> runtime, std::shared_ptr<const CompiledGraph> graph,
                     CompileConfig config, bool loaded_from_cache = false,
                     std::vector<std::unique_ptr<kernels::Kernel>> first_stream_kernels = {});
+  /// A remote-backed model: a pipeline whose router sends each request to a replica.
+  CompiledModelImpl(std::shared_ptr<Runtime> runtime, RemoteModelSpec remote);
   ~CompiledModelImpl();
+  bool is_remote() const { return static_cast<bool>(context_->remote); }
+  const std::string& name() const { return context_->name; }
 
   const std::vector<ValueInfo>& inputs() const { return context_->inputs; }
   const std::vector<ValueInfo>& outputs() const { return context_->outputs; }
@@ -50,6 +64,7 @@ class CompiledModelImpl {
   std::shared_ptr<actors::PipelineContext> context_;
   std::unique_ptr<actors::Pipeline> pipeline_;
   bool loaded_from_cache_;
+  AnyMap remote_properties_;
   mutable std::mutex scheduling_mutex_;
   SchedulingPolicy scheduling_;  // the policy last sent to the scheduler
 };

@@ -28,7 +28,7 @@ Core::Core() : runtime_(std::make_shared<detail::Runtime>()) {}
 
 Core::Core(caf::actor_system& system) : runtime_(std::make_shared<detail::Runtime>(system)) {}
 
-Core::~Core() = default;
+// ~Core, Core(NodeOptions) and the remote calls: core_remote.cpp.
 
 std::shared_ptr<Model> Core::read_model(const std::string& path) const {
   return serialization::read_model_file(path);

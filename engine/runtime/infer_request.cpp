@@ -42,6 +42,14 @@ std::pair<bool, size_t> locate(const detail::CompiledModelImpl& model, const std
                         "' (inputs: " + known_names(ins) + "; outputs: " + known_names(outs) + ")");
 }
 
+// Where a request's execute span ran: a stream here, or (a remote model) the replica it went to.
+std::string execute_place(detail::CompiledModelImpl& model, int32_t worker) {
+  const auto& remote = model.context().remote;
+  if (!remote) return "stream " + std::to_string(worker);
+  if (worker < 0 || static_cast<size_t>(worker) >= remote->replicas.size()) return "remote";
+  return "remote " + remote->replicas[static_cast<size_t>(worker)].label;
+}
+
 }  // namespace
 
 InferRequest::InferRequest(std::shared_ptr<detail::CompiledModelImpl> model,
@@ -177,7 +185,7 @@ std::vector<ProfilingInfo> InferRequest::profiling_info() const {
     p.name = stage_names[i];
     p.node_type = "Stage";
     p.exec_type = i == static_cast<size_t>(detail::Stage::execute)
-                      ? "stream " + std::to_string(span.worker)
+                      ? execute_place(*model_, span.worker)
                       : "actor";
     if (span.end_ns != 0) {
       p.status = ProfilingInfo::Status::executed;

@@ -5,11 +5,16 @@
 
 #include <caf/all.hpp>
 
+#include "engine/runtime/node.hpp"
 #include "troupe/actor_interface.hpp"
 
 namespace troupe::detail {
 
-Runtime::Runtime() : config_(std::make_unique<caf::actor_system_config>()) {
+Runtime::Runtime() : Runtime(nullptr) {}
+
+Runtime::Runtime(const NodeOptions& node) : Runtime(&node) {}
+
+Runtime::Runtime(const NodeOptions* node) : config_(std::make_unique<caf::actor_system_config>()) {
   // "sharing" wakes idle workers on a condition variable: ~10x lower hop latency than the default
   // work-stealing poll/sleep loop on few cores, and no idle spinning. Stage handlers are short;
   // the long work (execute, unless the model is small; user callbacks) runs on detached actors
@@ -21,10 +26,8 @@ Runtime::Runtime() : config_(std::make_unique<caf::actor_system_config>()) {
   config_->set("scheduler.policy", caf::atom("sharing"));
   const auto workers = std::max(2u, std::thread::hardware_concurrency() / 2);
   config_->set("scheduler.max-threads", static_cast<size_t>(workers));
-  config_->add_error_category(
-      troupe_error_category, [](uint8_t code, caf::atom_value, const caf::message& context) {
-        return "troupe error " + std::to_string(code) + " " + caf::to_string(context);
-      });
+  configure_actor_system(*config_, node ? *node : NodeOptions{}, node != nullptr);
+  if (node) node_ = *node;
   owned_ = std::make_unique<caf::actor_system>(*config_);
   system_ = owned_.get();
 }

@@ -8,6 +8,7 @@
 #include "troupe/actor_protocol.hpp"
 #include "troupe/compiled_model.hpp"
 #include "troupe/core.hpp"
+#include "troupe/remote.hpp"
 #include "troupe/tensor.hpp"
 
 namespace troupe {
@@ -15,6 +16,13 @@ namespace troupe {
 /// The typed actor handle of a compiled model. The CompiledModel must stay alive while the handle
 /// is used; afterwards the actor replies with ActorErrc::cancelled or is gone.
 model_actor as_actor(const CompiledModel& model);
+
+/// Prepares an application's actor system config for troupe on the network: registers troupe's
+/// message types (NamedTensors, model_actor, model_directory), loads CAF's middleman and, with
+/// `node.tls` set, the OpenSSL module with its certificates. Give the system to Core(system) to
+/// publish and connect through it. Throws InvalidArgument naming a certificate file it cannot
+/// read.
+void configure_actor_system(caf::actor_system_config& config, const NodeOptions& node = {});
 
 /// The actor system troupe's pipelines run in (the one given to Core(caf::actor_system&), or the
 /// one Core made), so an application can spawn its own actors beside them.

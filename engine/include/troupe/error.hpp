@@ -75,6 +75,13 @@ class ExecutionError : public Error {
   using Error::Error;
 };
 
+/// A remote model could not answer: no replica reachable, or the one that had the request was
+/// lost (disconnected, killed, or silent past the request timeout) and no other could take it.
+class RemoteUnavailable : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A serialized model or compiled blob is malformed or does not belong to this build/device.
 class FormatError : public Error {
  public:

@@ -54,6 +54,16 @@ inline constexpr const char* model_name = "NETWORK_NAME";
 inline constexpr const char* optimal_number_of_infer_requests = "OPTIMAL_NUMBER_OF_INFER_REQUESTS";
 inline constexpr const char* execution_devices = "EXECUTION_DEVICES";
 inline constexpr const char* loaded_from_cache = "LOADED_FROM_CACHE";
+// Remote compiled models (Core::connect_remote / connect_replicas)
+/// Milliseconds a replica may take to answer one request (default: NodeOptions::request_timeout).
+inline constexpr const char* remote_timeout_ms = "REMOTE_TIMEOUT_MS";
+/// Read-only counters of a remote model's router: requests sent to a replica, sent again after
+/// a replica was lost, failed because none answered; replicas lost and found again.
+inline constexpr const char* remote_sent_requests = "REMOTE_SENT_REQUESTS";
+inline constexpr const char* remote_retried_requests = "REMOTE_RETRIED_REQUESTS";
+inline constexpr const char* remote_unavailable_requests = "REMOTE_UNAVAILABLE_REQUESTS";
+inline constexpr const char* remote_replicas_lost = "REMOTE_REPLICAS_LOST";
+inline constexpr const char* remote_reconnects = "REMOTE_RECONNECTS";
 }  // namespace props
 
 /// A property map is written as `{{props::num_streams, 2}, {props::performance_mode,
