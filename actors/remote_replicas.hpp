@@ -17,6 +17,8 @@ namespace troupe::actors {
 struct Replica {
   model_actor actor;     // invalid while lost
   std::string endpoint;  // "host:port" of the node's model directory; empty for a local replica
+  std::string host;      // the endpoint's parts
+  uint16_t port = 0;
   std::string model;     // the name the directory publishes it under
   std::string label;     // "local" or the endpoint, as reports and errors name it
 };

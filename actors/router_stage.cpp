@@ -122,12 +122,10 @@ class Router {
   void reconnect(size_t r) {
     Replica& replica = remote_.replicas[r];
     if (replica.actor || self_->state.connecting[r]) return;
-    const auto colon = replica.endpoint.rfind(':');
-    const std::string host = replica.endpoint.substr(0, colon);
-    const auto port = static_cast<uint16_t>(std::stoi(replica.endpoint.substr(colon + 1)));
     self_->state.connecting[r] = true;
     const auto timeout = remote_.request_timeout;
-    self_->request(remote_.connector, timeout, caf::connect_atom::value, host, port)
+    self_->request(remote_.connector, timeout, caf::connect_atom::value, replica.host,
+                   replica.port)
         .then(
             [this, r, timeout](caf::node_id&, caf::strong_actor_ptr& ptr,
                                std::set<std::string>& interface) {
@@ -206,14 +204,18 @@ class Router {
         retry_or_fail(token, e, replica);
       }
     };
-    const model_actor& target = remote_.replicas[*r].actor;
+    const Replica& replica = remote_.replicas[*r];
+    // A local replica is not timed out: it cannot be lost, and it may still read the caller's
+    // input tensor (shared, not copied) after a retry elsewhere had completed the request.
+    const caf::duration timeout = replica.endpoint.empty()
+                                      ? caf::duration(caf::infinite)
+                                      : caf::duration(remote_.request_timeout);
     if (priority != 0)
-      self_
-          ->request(target, remote_.request_timeout, infer_atom::value, std::move(inputs), priority,
-                    int64_t{0})
+      self_->request(replica.actor, timeout, infer_atom::value, std::move(inputs), priority,
+                     int64_t{0})
           .then(on_reply, on_error);
     else
-      self_->request(target, remote_.request_timeout, infer_atom::value, std::move(inputs))
+      self_->request(replica.actor, timeout, infer_atom::value, std::move(inputs))
           .then(on_reply, on_error);
   }
 

@@ -119,6 +119,9 @@ void CompiledModelImpl::set_property(const AnyMap& properties) {
 
 CompiledModelImpl::~CompiledModelImpl() {
   pipeline_.reset();
+  // A local replica is released here, on the owner's thread, not with the router's state on a
+  // worker of the actor system it may be the last user of.
+  if (context_->remote) context_->remote->keep_alive.reset();
 }
 
 Any CompiledModelImpl::get_property(const std::string& name) const {

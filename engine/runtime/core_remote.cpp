@@ -70,6 +70,8 @@ Contact reach(caf::actor_system& system, NodeLink& link, const std::string& endp
   c.replica.model = model;
   c.replica.label = endpoint;
   const auto [host, port] = parse_endpoint(endpoint);
+  c.replica.host = host;
+  c.replica.port = port;
   try {
     model_directory directory = link.connect(host, port);
     caf::scoped_actor self{system};

@@ -109,6 +109,12 @@ check_output() {
         return 1
       fi
       ;;
+    remote_node)  # one reply through InferRequest, one through the CAF application's own actor
+      if ! grep -q '^remote scores \[0.9' "$out" || ! grep -q '^actor scores \[0.0' "$out"; then
+        echo "expected 'remote scores [0.9...' and 'actor scores [0.0...', got: $(head -c 300 "$out")"
+        return 1
+      fi
+      ;;
   esac
   return 0
 }
