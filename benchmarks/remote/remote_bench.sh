@@ -33,7 +33,9 @@ serve() {  # serve ID NAME MODEL CPUS [serve args...] -> prints the actor port
     "$work/$id.json"
 }
 field() { grep -E "^$1" | head -1 | awk '{print $'"$2"'}'; }
-lo_bytes() { awk '/^ *lo:/ {print $2 + $10}' /proc/net/dev; }
+# Loopback counts each byte once received and once sent: the received bytes are the wire bytes
+# (payload and TCP/IP headers, both directions of the exchange).
+lo_bytes() { awk '/^ *lo:/ {printf "%.0f\n", $2}' /proc/net/dev; }
 
 echo "== 1. remote hop on $(basename "$small"), one request at a time"
 port=$(serve small small "$small" 0-1 -p PERFORMANCE_HINT=LATENCY)
@@ -50,14 +52,14 @@ for r in $(seq "$rounds"); do
 done
 /usr/bin/python3 - "$small" <<'PY'
 import sys, onnx
-from onnx import TensorProto, helper
+from onnx import mapping
 m = onnx.load(sys.argv[1])
 init = {i.name for i in m.graph.initializer}
 def size(v):
     n = 1
     for d in v.type.tensor_type.shape.dim:
         n *= d.dim_value if d.dim_value > 0 else 1
-    return n * helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type).itemsize
+    return n * mapping.TENSOR_TYPE_TO_NP_TYPE[v.type.tensor_type.elem_type].itemsize
 ins = sum(size(v) for v in m.graph.input if v.name not in init)
 outs = sum(size(v) for v in m.graph.output)
 print(f"tensor bytes per request: {ins} in + {outs} out = {ins + outs}")
