@@ -153,5 +153,48 @@ TEST(QdqFusion, CastToItsOwnTypeIsRemoved) {
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "Cast"), 0);
 }
 
+// x -> Q -> DQ -> Conv(8->16) -> Relu -> Q -> DQ -> Conv(16->16) -> Q -> DQ -> y, 7-bit weights
+// (int8 on every CPU).
+std::shared_ptr<Model> quantized_conv_chain() {
+  ModelBuilder b("qdq_chain");
+  auto x = b.input("x", ElementType::f32, {1, 8, 10, 10});
+  auto qdq = [&](ValueId v, float s, uint8_t zp, const std::string& name) {
+    auto q = b.op("QuantizeLinear",
+                  {v, b.constant(name + "_qs", scalar(s)), b.constant(name + "_qz", u8_scalar(zp))},
+                  {}, name + "/q");
+    return b.op("DequantizeLinear",
+                {q, b.constant(name + "_ds", scalar(s)), b.constant(name + "_dz", u8_scalar(zp))},
+                {}, name + "/dq");
+  };
+  auto conv = [&](ValueId v, int64_t in, int64_t out, unsigned seed, const std::string& name) {
+    auto w = b.op(
+        "DequantizeLinear",
+        {b.constant(name + "_w", filled<int8_t>(ElementType::i8, {out, in, 3, 3}, -64, 64, seed)),
+         b.constant(name + "_ws", scalar(0.003f)), b.constant(name + "_wz", i8_zeros({}))},
+        {}, name + "/dq_w");
+    return b.op("Conv", {v, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, name);
+  };
+  auto c1 = b.op("Relu", {conv(qdq(x, 0.02f, 128, "in"), 8, 16, 11, "conv1")}, {}, "relu1");
+  auto c2 = conv(qdq(c1, 0.05f, 0, "mid"), 16, 16, 12, "conv2");
+  b.output(qdq(c2, 0.1f, 100, "out"), "y");
+  return b.build();
+}
+
+// The u8 activation between two int8 convolutions stays channels-last, the layout both kernels
+// compute in, instead of being reordered to plain after one and back before the next.
+TEST(QdqFusion, ActivationsBetweenInt8ConvolutionsStayChannelsLast) {
+  auto model = quantized_conv_chain();
+  const test::RunResult plain = compile_and_run(model, true, input());
+  const test::RunResult fused = compile_and_run(model, false, input());
+  EXPECT_THAT(op_types(*fused.runtime), ::testing::ElementsAre("QuantizeLinear", "QLinearConv",
+                                                               "QLinearConv", "DequantizeLinear"));
+  const Node& first = test::node_named(*fused.runtime, "conv1");
+  EXPECT_EQ(fused.runtime->value(first.outputs[0]).type, ElementType::u8);
+  EXPECT_EQ(first.attributes.get_string("output_layouts"), "nhwc");
+  EXPECT_EQ(test::node_named(*fused.runtime, "in/q").attributes.get_string("output_layouts"),
+            "nhwc");
+  expect_within_one_step(fused, plain);
+}
+
 }  // namespace
 }  // namespace troupe
