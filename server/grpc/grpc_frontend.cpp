@@ -6,6 +6,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
@@ -20,6 +21,8 @@ namespace {
 
 // In-flight calls get this long to be answered once shutdown() begins; later ones are cancelled.
 constexpr std::chrono::seconds shutdown_grace{30};
+// How long after the last answer the connections stay open, for clients to read it.
+constexpr std::chrono::milliseconds shutdown_linger{200};
 
 std::string read_pem(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
@@ -102,9 +105,18 @@ void GrpcFrontend::shutdown() {
   std::lock_guard<std::mutex> lock(impl_->shutdown_mutex);
   if (impl_->stopped || !impl_->server) return;
   impl_->stopped = true;
-  // New calls are refused at once; Shutdown returns when every call in progress has finished
-  // (inference replies always come: the model actor answers or errors).
-  impl_->server->Shutdown(std::chrono::system_clock::now() + shutdown_grace);
+  // New calls are refused at once, and every inference call in progress is answered (replies
+  // always come: the model actor answers or errors). Only then does gRPC close the connections,
+  // after a short linger: a connection closed while a client's frames are still unread is reset
+  // (TCP RST), and the client then loses a reply it had not read yet (seen on loopback under
+  // load: "recvmsg: Connection reset by peer" for an answered call).
+  const auto start = std::chrono::steady_clock::now();
+  const auto last_answer = impl_->service.drain(start + shutdown_grace);
+  std::this_thread::sleep_until(last_answer + shutdown_linger);
+  impl_->server->Shutdown(
+      std::chrono::system_clock::now() +
+      std::max<std::chrono::steady_clock::duration>(
+          std::chrono::seconds(1), start + shutdown_grace - std::chrono::steady_clock::now()));
   impl_->server->Wait();
 }
 

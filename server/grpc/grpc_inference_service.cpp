@@ -13,14 +13,6 @@ namespace troupe::server {
 
 namespace {
 
-// Answers a call whose response `fill` computes inline.
-template <class F>
-grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* call, F&& fill) {
-  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
-  reactor->Finish(status_of_call(std::forward<F>(fill)));
-  return reactor;
-}
-
 void fill_tensor_metadata(const ValueInfo& value,
                           inference::ModelMetadataResponse::TensorMetadata& tensor) {
   tensor.set_name(value.name);
@@ -28,7 +20,46 @@ void fill_tensor_metadata(const ValueInfo& value,
   for (int64_t d : value.shape) tensor.add_shape(d);  // Shape::dynamic is the protocol's -1
 }
 
+grpc::Status shutting_down() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+}
+
 }  // namespace
+
+// Answers a call whose response `fill` computes inline (refused while draining).
+template <class F>
+grpc::ServerUnaryReactor* InferenceService::answer(grpc::CallbackServerContext* call, F&& fill) {
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  bool draining = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draining = draining_;
+  }
+  reactor->Finish(draining ? shutting_down() : status_of_call(std::forward<F>(fill)));
+  return reactor;
+}
+
+bool InferenceService::enter() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (draining_) return false;
+  ++in_flight_;
+  return true;
+}
+
+void InferenceService::leave() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  --in_flight_;
+  last_answer_ = std::chrono::steady_clock::now();
+  answered_.notify_all();
+}
+
+std::chrono::steady_clock::time_point InferenceService::drain(
+    std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  draining_ = true;
+  answered_.wait_until(lock, deadline, [this] { return in_flight_ == 0; });
+  return last_answer_;
+}
 
 grpc::ServerUnaryReactor* InferenceService::ServerLive(grpc::CallbackServerContext* call,
                                                        const inference::ServerLiveRequest*,
@@ -102,11 +133,13 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
   grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
   const int64_t start_ns = steady_now_ns();
   std::shared_ptr<ServedModel> model;
+  const bool entered = enter();
+  bool handed_off = false;  // the model's reply finishes the call (and leaves)
   const grpc::Status refused = status_of_call([&] {
     model = context_.repository.find(request->model_name(), request->model_version());
     // A request refused before it reached the model still counts as a failure of that model (as
     // in Triton's statistics and the REST front end).
-    if (!context_.accepting.load()) {
+    if (!entered || !context_.accepting.load()) {
       record_failure(*model, ServeErrc::unavailable, start_ns);
       throw ServeError(ServeErrc::unavailable, "the server is shutting down");
     }
@@ -123,16 +156,19 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
     response->set_id(request->id());
     // From here the reply finishes the call; it may do so before this method returns, which the
     // callback API allows. `response` lives until the reactor is done, i.e. after Finish.
-    infer_async(context_.system, std::move(ticket), std::move(decoded.inputs), decoded.scheduling,
-                start_ns,
-                [reactor, response, names = std::move(decoded.outputs)](InferenceResult result) {
-                  reactor->Finish(status_of_call([&] {
-                    if (result.error) throw *result.error;
-                    encode_infer_outputs(result.outputs, names, *response);
-                  }));
-                });
+    infer_async(
+        context_.system, std::move(ticket), std::move(decoded.inputs), decoded.scheduling, start_ns,
+        [this, reactor, response, names = std::move(decoded.outputs)](InferenceResult result) {
+          reactor->Finish(status_of_call([&] {
+            if (result.error) throw *result.error;
+            encode_infer_outputs(result.outputs, names, *response);
+          }));
+          leave();
+        });
+    handed_off = true;
   });
   if (!refused.ok()) reactor->Finish(refused);
+  if (entered && !handed_off) leave();
   return reactor;
 }
 
