@@ -105,8 +105,11 @@ class QuantizedConvKernel final : public DnnlKernel {
       dnnl::primitive_attr attr = primitive_attributes(ops);
       const std::vector<float> scales = params_.output_scales();
       attr.set_output_scales(scales.size() == 1 ? 0 : 1 << 1, scales);
-      attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-      attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+      // Zero points only where they are not 0 (a ReLU's output usually has 0): oneDNN 2.6's
+      // brgemm convolutions take no source zero point and would leave the layer to the slower
+      // jit_int8 kernel.
+      if (params_.x_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+      if (params_.y_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
       return dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
     };
     dnnl::convolution_forward::primitive_desc pd = create(true);
@@ -134,9 +137,11 @@ class QuantizedConvKernel final : public DnnlKernel {
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},
-        {DNNL_ARG_WEIGHTS, weights_.get(inputs[3], stream_)},
-        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zero_point_.memory()},
-        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zero_point_.memory()}};
+        {DNNL_ARG_WEIGHTS, weights_.get(inputs[3], stream_)}};
+    if (params_.x_zero_point != 0)
+      args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = src_zero_point_.memory();
+    if (params_.y_zero_point != 0)
+      args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = dst_zero_point_.memory();
     if (with_bias_) {
       bind(bias_, inputs[8]);
       args[DNNL_ARG_BIAS] = bias_;
