@@ -1,9 +1,9 @@
 // QLinearAdd of two same-shape u8/i8 tensors with a Relu or no activation, as one pass of f32
 // arithmetic: exactly the steps of the DequantizeLinear/Add/Relu/QuantizeLinear chain it stands
 // for (engine/ops/quantized_post_ops.hpp), so it matches the reference bit for bit. oneDNN 2.6's
-// binary primitive takes scales but no zero points, so this one is a plain loop the compiler
-// vectorizes; the tensors may be channels-last like the int8 convolutions around them (the
-// operation is element-wise: any layout, as long as all three agree).
+// binary primitive takes scales but no zero points, so this one is a loop the compiler vectorizes
+// for each ISA (below); the tensors may be channels-last like the int8 convolutions around them
+// (the operation is element-wise: any layout, as long as all three agree).
 #include <algorithm>
 #include <cmath>
 #include <cstring>

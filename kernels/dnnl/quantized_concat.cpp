@@ -3,7 +3,7 @@
 // or copied row by row where its parameters are the output's. Runs on plain tensors along any
 // axis and on channels-last ones along the channels, as the int8 convolutions keep them
 // (GoogLeNet's and Inception's branch joins); an input stored otherwise than the output is
-// converted first. A plain loop: oneDNN 2.6's concat cannot requantize.
+// converted first. A loop vectorized for each ISA (below): oneDNN 2.6's concat cannot requantize.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
