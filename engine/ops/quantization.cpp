@@ -316,6 +316,20 @@ std::vector<ValueInfo> infer_qlinear_concat(const ShapeInferContext& ctx) {
   return {infer::value_info(ctx.type(1), Shape(std::move(out)))};
 }
 
+// QLinearLookup (troupe's own, written by the QDQ fusion): X (u8/i8), Table (u8/i8, 256
+// entries). Y[i] = Table[X[i]] for u8 X, Table[X[i] + 128] for i8 X: what a chain of element-wise
+// float ops between a per-tensor DequantizeLinear and QuantizeLinear computes, tabulated once for
+// every possible input.
+std::vector<ValueInfo> infer_qlinear_lookup(const ShapeInferContext& ctx) {
+  require_8bit(ctx, 0);
+  require_8bit(ctx, 1);
+  const Shape& table = ctx.shape(1);
+  if (table.rank() != 1 || (table[0] != 256 && table[0] != Shape::dynamic))
+    ctx.fail(infer::input_label(ctx, 1) + " has shape " + table.to_string() +
+             ", expected [256] (one entry per 8-bit input)");
+  return {infer::value_info(ctx.type(1), ctx.shape(0))};
+}
+
 }  // namespace
 
 void register_quantization_ops(OpSchemaRegistry& registry) {
@@ -326,6 +340,7 @@ void register_quantization_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"QLinearMatMul", 8, 12, 1, 1, infer_qlinear_matmul});
   registry.add(OpSchema{"QLinearAdd", 8, 8, 1, 1, infer_qlinear_add});
   registry.add(OpSchema{"QLinearConcat", 5, 2 + 3 * 1024, 1, 1, infer_qlinear_concat});
+  registry.add(OpSchema{"QLinearLookup", 2, 2, 1, 1, infer_qlinear_lookup});
   registry.add(OpSchema{"ConvInteger", 2, 4, 1, 1, infer_conv_integer});
   registry.add(OpSchema{"MatMulInteger", 2, 4, 1, 1, infer_matmul_integer});
 }

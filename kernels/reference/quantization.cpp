@@ -383,6 +383,23 @@ void matmul_integer(const Node& node, const Tensors& in, Tensors& out) {
   store_accumulator(node, acc[0], out.at(0));
 }
 
+// QLinearLookup: Y[i] = Table[X[i]] (i8 X indexes from -128).
+void qlinear_lookup(const Node&, const Tensors& in, Tensors& out) {
+  const Tensor x = in.at(0).contiguous();
+  const Tensor table = in.at(1).contiguous();
+  if (table.size() != 256)
+    throw ExecutionError("QLinearLookup: the table has " + std::to_string(table.size()) +
+                         " entries, expected 256");
+  const int offset = x.element_type() == ElementType::i8 ? 128 : 0;
+  const auto* entries = static_cast<const uint8_t*>(table.raw_data());
+  const auto* bytes = static_cast<const uint8_t*>(x.raw_data());
+  auto* y = static_cast<uint8_t*>(out.at(0).raw_data());
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const int value = offset ? static_cast<int>(static_cast<int8_t>(bytes[i])) : bytes[i];
+    y[i] = entries[value + offset];
+  }
+}
+
 }  // namespace
 
 void register_quantization(KernelRegistry& registry) {
@@ -394,6 +411,7 @@ void register_quantization(KernelRegistry& registry) {
       {"QLinearMatMul", &qlinear_matmul},
       {"QLinearAdd", &qlinear_add},
       {"QLinearConcat", &qlinear_concat},
+      {"QLinearLookup", &qlinear_lookup},
       {"ConvInteger", &conv_integer},
       {"MatMulInteger", &matmul_integer}};
   for (const auto& [op_type, fn] : kernels)

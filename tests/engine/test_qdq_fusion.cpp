@@ -196,5 +196,65 @@ TEST(QdqFusion, ActivationsBetweenInt8ConvolutionsStayChannelsLast) {
   expect_within_one_step(fused, plain);
 }
 
+// x -> Q -> [DQ -> HardSigmoid, DQ] -> Mul -> Q -> DQ -> Sigmoid -> Q -> DQ -> y: Hardswish as
+// PyTorch writes it (each reader its own DQ of the same u8 tensor), then a plain chain. With
+// `leak`, the Hardswish's HardSigmoid output is also a model output.
+std::shared_ptr<Model> quantized_elementwise(bool leak) {
+  ModelBuilder b("qdq_elementwise");
+  auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
+  auto q = [&](ValueId v, float s, uint8_t zp, const std::string& name) {
+    return b.op("QuantizeLinear",
+                {v, b.constant(name + "_s", scalar(s)), b.constant(name + "_z", u8_scalar(zp))}, {},
+                name);
+  };
+  auto dq = [&](ValueId v, float s, uint8_t zp, const std::string& name) {
+    return b.op("DequantizeLinear",
+                {v, b.constant(name + "_s", scalar(s)), b.constant(name + "_z", u8_scalar(zp))}, {},
+                name);
+  };
+  auto xq = q(x, 0.03f, 120, "in/q");
+  auto hs = b.op("HardSigmoid", {dq(xq, 0.03f, 120, "hs/dq")},
+                 {{"alpha", 1.f / 6.f}, {"beta", 0.5f}}, "hardsigmoid");
+  auto mul = b.op("Mul", {dq(xq, 0.03f, 120, "mul/dq"), hs}, {}, "hardswish");
+  auto hq = q(mul, 0.02f, 30, "hardswish/q");
+  auto sig = b.op("Sigmoid", {dq(hq, 0.02f, 30, "sig/dq")}, {}, "sigmoid");
+  b.output(dq(q(sig, 1.f / 255.f, 0, "sigmoid/q"), 1.f / 255.f, 0, "out/dq"), "y");
+  if (leak) b.output(hs, "gate");
+  return b.build();
+}
+
+// Element-wise float ops between DQs of one u8 tensor and a Q become one table read, computing
+// what the nodes as written compute.
+TEST(QdqFusion, ElementWiseOpsBetweenDqAndQAreOneTable) {
+  auto model = quantized_elementwise(false);
+  const std::map<std::string, Tensor> in = {{"x", test::random_tensor({1, 4, 6, 6}, 9, -4.f, 4.f)}};
+  const test::RunResult plain = compile_and_run(model, true, in);
+  const test::RunResult fused = compile_and_run(model, false, in);
+  EXPECT_THAT(op_types(*fused.runtime),
+              ::testing::ElementsAre("QuantizeLinear", "QLinearLookup", "QLinearLookup",
+                                     "DequantizeLinear"));
+  const Node& hardswish = test::node_named(*fused.runtime, "hardswish");
+  EXPECT_EQ(hardswish.attributes.get_string("runtime_precision"), "u8");
+  EXPECT_THAT(test::original_names(hardswish),
+              ::testing::UnorderedElementsAre("hs/dq", "hardsigmoid", "mul/dq", "hardswish",
+                                              "hardswish/q"));
+  const std::vector<float>& a = fused.outputs.at("y");
+  const std::vector<float>& e = plain.outputs.at("y");
+  ASSERT_EQ(a.size(), e.size());
+  // One output step (1/255) at most: the kernels of the graph as written may round a float an
+  // ulp apart from the reference kernels the table was computed with.
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1.f / 255.f + 1e-6f) << i;
+}
+
+// A value the caller reads (or another node outside) keeps its nodes as written.
+TEST(QdqFusion, AnElementWiseValueReadElsewhereIsNotTabulated) {
+  auto model = quantized_elementwise(true);
+  const std::map<std::string, Tensor> in = {{"x", test::random_tensor({1, 4, 6, 6}, 9, -4.f, 4.f)}};
+  const test::RunResult fused = compile_and_run(model, false, in);
+  const std::vector<std::string> ops = op_types(*fused.runtime);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "QLinearLookup"), 1) << "only the Sigmoid";
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "HardSigmoid"), 1);
+}
+
 }  // namespace
 }  // namespace troupe

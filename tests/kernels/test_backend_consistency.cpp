@@ -1269,7 +1269,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "ReduceMin", "ReduceProd",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
-      "QLinearConcat"};
+      "QLinearConcat", "QLinearLookup"};
   const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
   EXPECT_FALSE(ops.empty());
   for (const std::string& op : ops)

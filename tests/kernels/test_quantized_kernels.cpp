@@ -431,6 +431,25 @@ std::vector<Case> transpose_cases(Rng& rng) {
   return cases;
 }
 
+// QLinearLookup: u8/i8 in and out, any table, plain or channels-last.
+std::vector<Case> lookup_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 16; ++k) {
+    const ElementType in = k % 2 == 0 ? ElementType::u8 : ElementType::i8;
+    const ElementType out = k % 4 < 2 ? ElementType::u8 : ElementType::i8;
+    const ints dims = {rng.integer(1, 2), rng.integer(1, 70), rng.integer(1, 9), rng.integer(1, 9)};
+    Case c;
+    c.node = make_node("QLinearLookup", Attributes{});
+    c.inputs = {rng.activation(in, dims), rng.activation(out, {256})};
+    c.constant = {false, true};
+    const TensorLayout layout = k >= 8 ? TensorLayout::channels_last_order() : TensorLayout{};
+    c.input_layouts = {layout, TensorLayout{}};
+    c.output_layout = layout;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 unsigned seed() {
   const char* env = std::getenv("TROUPE_SEED");
   return env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10)) : 20261125u;
@@ -473,6 +492,11 @@ TEST(QuantizedKernels, QLinearAddIsTheChainBitForBit) {
 TEST(QuantizedKernels, QLinearConcatIsTheChainBitForBit) {
   Rng rng(seed() + 5);
   check_family(concat_cases(rng), 0.0);
+}
+
+TEST(QuantizedKernels, QLinearLookupMatchesTheReference) {
+  Rng rng(seed() + 7);
+  check_family(lookup_cases(rng), 0.0);
 }
 
 TEST(QuantizedKernels, TransposeOfIntegersMatchesTheReference) {

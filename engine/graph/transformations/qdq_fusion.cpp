@@ -6,7 +6,8 @@
 // computes in int8. The fused node computes what the chain specifies (the same integer result,
 // up to a rounding tie). A quantized Add, DQ(a) + DQ(b) [-> activation] -> Q, becomes one
 // QLinearAdd pass computing the same f32 steps, and a Concat of dequantized inputs followed by a
-// Q one QLinearConcat requantizing each input into its place.
+// Q one QLinearConcat requantizing each input into its place, and element-wise float ops
+// between a DQ and a Q (Hardswish, Sigmoid, Clip, ...) one QLinearLookup: a 256-entry table.
 //
 // The residual Add is not fused into the convolution before it as a sum post-op: that skips the
 // rounding of the convolution's output to its grid, and over a ResNet-18 it moved the output by
@@ -18,8 +19,11 @@
 // form, which the constant folding then turns into float weights, so it runs as the float model
 // it describes.
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,7 @@
 #include "engine/graph/transformations/transformations.hpp"
 #include "engine/ops/quantized_post_ops.hpp"
 #include "kernels/int8_exactness.hpp"
+#include "kernels/kernel_registry.hpp"
 
 namespace troupe::transformations {
 
@@ -84,7 +89,8 @@ bool is_8bit(ElementType type) {
 
 class QdqFusion {
  public:
-  QdqFusion(Model& model, OriginalNames& names) : model_(model), rewrite_(model, names) {}
+  QdqFusion(Model& model, OriginalNames& names)
+      : model_(model), rewrite_(model, names), uses_(count_uses(model)) {}
 
   size_t fuse_products() {
     for (size_t i = 0; i < rewrite_.nodes().size(); ++i) {
@@ -94,6 +100,7 @@ class QdqFusion {
       if (op == "Conv" || op == "MatMul" || op == "Gemm") fuse_product(index);
       if (op == "Add") fuse_add(index);
       if (op == "Concat") fuse_concat(index);
+      if (op == "QuantizeLinear") fuse_lookup(index);
     }
     return rewrite_.commit();
   }
@@ -160,6 +167,144 @@ class QdqFusion {
     }
     fused.outputs = {y->data};
     rewrite_.replace(index, std::move(fused), {index, y->node});
+  }
+
+  // Element-wise float ops computing a Q's input from DQs of one 8-bit value x  =>
+  // QLinearLookup(x, table). Hardswish written as DQ(x) * HardSigmoid(DQ(x)) -> Q, a Sigmoid or a
+  // Clip between a DQ and a Q: the output depends on the one 8-bit input value alone, so the
+  // nodes are tabulated for all 256 of them with the reference kernels (exactly what they compute
+  // as written) and run as one table read per element.
+  void fuse_lookup(int index) {
+    const std::optional<Linear> q = linear_node(model_, rewrite_, index, "QuantizeLinear");
+    if (!q || !q->per_tensor() || !is_8bit(model_.value(q->data).type)) return;
+    const ValueId root = rewrite_.node(index).inputs[0];
+    if (root == no_value || uses_[static_cast<size_t>(root)] != 1) return;
+    // The nodes behind the Q's input, up to DQ nodes of one value.
+    std::set<int> members;
+    std::vector<int> pending{rewrite_.producer(root)};
+    ValueId source = no_value;
+    bool computes = false;  // some node besides the DQs: DQ -> Q alone is a requantization
+    while (!pending.empty()) {
+      const int n = pending.back();
+      pending.pop_back();
+      if (n < 0) return;
+      if (!members.insert(n).second) continue;
+      const Node& node = rewrite_.node(n);
+      if (node.op_type == "DequantizeLinear") {
+        const std::optional<Linear> dq = dequantizer(node.outputs[0]);
+        if (!dq || !dq->per_tensor() || (source != no_value && dq->data != source)) return;
+        source = dq->data;
+        continue;
+      }
+      if (!is_tabulable(node)) return;
+      computes = true;
+      for (ValueId in : node.inputs)
+        if (in != no_value && !model_.is_constant(in)) pending.push_back(rewrite_.producer(in));
+    }
+    if (!computes || source == no_value || members.size() > 64) return;
+    // Nothing outside reads what the members compute (the Q reads the root).
+    std::map<ValueId, int> reads;
+    for (int n : members)
+      for (ValueId in : rewrite_.node(n).inputs)
+        if (in != no_value) ++reads[in];
+    for (int n : members)
+      for (ValueId out : rewrite_.node(n).outputs)
+        if (out != root &&
+            (is_model_output(model_, out) || reads[out] != uses_[static_cast<size_t>(out)]))
+          return;
+    std::vector<int> order(members.begin(), members.end());  // node order is topological
+    order.push_back(index);
+    const std::optional<Tensor> table = tabulate(order, source, model_.value(q->data).type);
+    if (!table) return;
+    Node fused;
+    fused.name = rewrite_.node(order[order.size() - 2]).name;
+    fused.op_type = "QLinearLookup";
+    fused.inputs = {source,
+                    model_.add_constant(unique_value_name(model_, fused.name + "/table"), *table)};
+    fused.outputs = {q->data};
+    rewrite_.replace(index, std::move(fused), order);
+  }
+
+  // A node whose output element is a function of the same elements of its non-constant inputs
+  // alone: a unary float op, Clip with constant bounds, or arithmetic with constant scalars.
+  bool is_tabulable(const Node& node) const {
+    static const std::set<std::string> unary = {
+        "Abs",       "Relu",      "Sign",       "Neg",   "Sqrt",
+        "Exp",       "Log",       "Reciprocal", "Floor", "Ceil",
+        "Round",     "Erf",       "Sin",        "Cos",   "Sigmoid",
+        "Tanh",      "LeakyRelu", "Elu",        "Selu",  "HardSigmoid",
+        "HardSwish", "Softplus",  "Softsign",   "Gelu",  "ThresholdedRelu",
+        "Celu",      "Shrink",    "Clip"};
+    static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+    const bool is_unary = unary.count(node.op_type) > 0;
+    if ((!is_unary && !binary.count(node.op_type)) || node.outputs.size() != 1 ||
+        node.inputs.empty() || model_.value(node.outputs[0]).type != ElementType::f32)
+      return false;
+    const Shape& shape = model_.value(node.outputs[0]).shape;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ValueId in = node.inputs[i];
+      if (in == no_value) continue;
+      if (model_.is_constant(in)) {
+        // Clip's bounds; an operand of the arithmetic only as a scalar (no broadcast along x).
+        if (i == 0 || (!is_unary && model_.constants().at(in).size() != 1)) return false;
+      } else if ((is_unary && i > 0) || model_.value(in).shape != shape) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Runs `order` (the DQs and element-wise nodes, then the Q) on every value of `source`'s type
+  // with the reference kernels; entry k is the output for input k (u8) or k - 128 (i8). nullopt
+  // when a node cannot be evaluated (the nodes then stay as written).
+  std::optional<Tensor> tabulate(const std::vector<int>& order, ValueId source,
+                                 ElementType out_type) {
+    const ElementType in_type = model_.value(source).type;
+    std::map<ValueId, Tensor> values;
+    Tensor x(in_type, Shape{256});
+    auto* bytes = static_cast<uint8_t*>(x.raw_data());
+    for (int k = 0; k < 256; ++k)
+      bytes[k] = static_cast<uint8_t>(in_type == ElementType::u8 ? k : k - 128);
+    values.emplace(source, std::move(x));
+    for (size_t c = 0; c < order.size(); ++c) {
+      const Node& node = rewrite_.node(order[c]);
+      kernels::KernelRequest request{node, {}, {}};
+      std::vector<Tensor> inputs;
+      for (ValueId in : node.inputs) {
+        const auto computed = in == no_value ? values.end() : values.find(in);
+        if (computed != values.end()) {
+          request.inputs.push_back(
+              ValueInfo{"", computed->second.element_type(), computed->second.shape()});
+          request.constant_inputs.push_back(nullptr);
+          inputs.push_back(computed->second);
+        } else if (in != no_value && model_.is_constant(in)) {
+          const Tensor& constant = model_.constants().at(in);
+          request.inputs.push_back(model_.value(in));
+          request.constant_inputs.push_back(&constant);
+          inputs.push_back(constant);
+        } else if (in == no_value) {
+          request.inputs.push_back(ValueInfo{});
+          request.constant_inputs.push_back(nullptr);
+          inputs.emplace_back();
+        } else {
+          return std::nullopt;
+        }
+      }
+      const ElementType type = c + 1 == order.size() ? out_type : ElementType::f32;
+      request.outputs.push_back(ValueInfo{"", type, Shape{256}});
+      std::vector<Tensor> outputs;
+      outputs.emplace_back(type, Shape{256});
+      try {
+        auto kernel = kernels::KernelRegistry::instance().create_with("reference", request);
+        if (!kernel) return std::nullopt;
+        kernel->execute(inputs, outputs);
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+      values[node.outputs[0]] = std::move(outputs[0]);
+      if (c + 1 == order.size()) return values[node.outputs[0]];
+    }
+    return std::nullopt;
   }
 
   // The DequantizeLinear producing `value`, with per-tensor parameters unless `per_axis_ok`.
@@ -304,6 +449,8 @@ class QdqFusion {
 
   Model& model_;
   Rewrite rewrite_;
+  std::vector<int>
+      uses_;  // readers per value of the model as it came (conservative after rewrites)
 };
 
 }  // namespace
