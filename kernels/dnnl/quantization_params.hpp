@@ -3,8 +3,10 @@
 // The constant quantization parameters of a QLinearConv/QLinearMatMul node as the int8 kernels
 // hand them to oneDNN: output scales folded per output channel, zero points as the runtime s32
 // memories oneDNN 2.6's jit int8 kernels take.
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/ops/quantized_post_ops.hpp"
@@ -27,6 +29,17 @@ double constant_scalar(const Tensor* t);
 inline float round_even(float v) {
   constexpr float magic = 12582912.f;
   return (v + magic) - magic;
+}
+
+/// QuantizeLinear's steps after the division by the scale, into u8 or i8: clamp (before
+/// rounding: the same integer, and within round_even's range), round half to even, add the zero
+/// point, saturate. Inlined into the vectorized loops of QLinearAdd and QLinearConcat.
+template <class Y>
+[[gnu::always_inline]] inline Y quantize_scaled(float q, float zero) {
+  constexpr float low = std::is_same_v<Y, uint8_t> ? 0.f : -128.f;
+  constexpr float high = std::is_same_v<Y, uint8_t> ? 255.f : 127.f;
+  q = std::min(std::max(q, low - zero - 1.f), high - zero + 1.f);
+  return static_cast<Y>(std::min(std::max(round_even(q) + zero, low), high));
 }
 
 /// `t`, stored in `layout`, as stored in `target`: itself when the orders agree, else converted

@@ -27,25 +27,21 @@ struct AddParams {
 };
 
 // The chain's f32 steps: DQ of each operand, their sum, Relu, then Q's division, rounding and
-// saturation (clamped before rounding: the same integer, and within round_even's range). This
+// saturation. This
 // file is compiled with -ffp-contract=off: a fused multiply-add (AVX2, AVX-512) would round
 // differently from the chain.
 template <class A, class B, class C>
 [[gnu::always_inline]] inline void add_loop(const A* a, const B* b, C* c, int64_t n,
                                             const AddParams& p) {
-  constexpr float low = std::is_same_v<C, uint8_t> ? 0.f : -128.f;
-  constexpr float high = std::is_same_v<C, uint8_t> ? 255.f : 127.f;
   const float a_scale = p.a_scale, b_scale = p.b_scale, c_scale = p.c_scale, c_zero = p.c_zero;
   const int32_t a_zero = p.a_zero, b_zero = p.b_zero;
   const bool relu = p.relu;
-  const float q_low = low - c_zero - 1.f, q_high = high - c_zero + 1.f;
   for (int64_t i = 0; i < n; ++i) {
     const float x = static_cast<float>(static_cast<int32_t>(a[i]) - a_zero) * a_scale;
     const float y = static_cast<float>(static_cast<int32_t>(b[i]) - b_zero) * b_scale;
     float sum = x + y;
     if (relu) sum = sum < 0.f ? 0.f : sum;
-    const float q = std::min(std::max(sum / c_scale, q_low), q_high);
-    c[i] = static_cast<C>(std::min(std::max(round_even(q) + c_zero, low), high));
+    c[i] = quantize_scaled<C>(sum / c_scale, c_zero);
   }
 }
 

@@ -30,18 +30,14 @@ template <class X, class Y>
 [[gnu::always_inline]] inline void requantize_into(const X* x, Y* y, int64_t outer, int64_t row,
                                                    int64_t y_row, int64_t offset,
                                                    const Requantization& r) {
-  constexpr float low = std::is_same_v<Y, uint8_t> ? 0.f : -128.f;
-  constexpr float high = std::is_same_v<Y, uint8_t> ? 255.f : 127.f;
   const float scale = r.scale, y_scale = r.y_scale, y_zero = r.y_zero;
   const int32_t zero = r.zero;
-  const float q_low = low - y_zero - 1.f, q_high = high - y_zero + 1.f;
   for (int64_t o = 0; o < outer; ++o) {
     const X* in = x + o * row;
     Y* out = y + o * y_row + offset;
     for (int64_t k = 0; k < row; ++k) {
       const float real = static_cast<float>(static_cast<int32_t>(in[k]) - zero) * scale;
-      const float q = std::min(std::max(real / y_scale, q_low), q_high);
-      out[k] = static_cast<Y>(std::min(std::max(round_even(q) + y_zero, low), high));
+      out[k] = quantize_scaled<Y>(real / y_scale, y_zero);
     }
   }
 }

@@ -63,21 +63,15 @@ bool fold_by_evaluation(Model& model, const Node& node) {
   }
   if (elements > max_folded_elements) return false;
 
-  std::vector<Tensor> outputs;
-  try {
-    const kernels::KernelRequest request = detail::make_kernel_request(model, node);
-    auto kernel = kernels::KernelRegistry::instance().create_with("reference", request);
-    if (!kernel) return false;
-    std::vector<Tensor> inputs;
-    for (ValueId in : node.inputs)
-      inputs.push_back(in == no_value ? Tensor() : model.constants().at(in));
-    for (ValueId out : node.outputs)
-      outputs.emplace_back(model.value(out).type, model.value(out).shape);
-    kernel->execute(inputs, outputs);
-  } catch (const std::exception&) {
-    return false;  // the node stays and fails (or not) at run time as without folding
-  }
-  for (size_t i = 0; i < node.outputs.size(); ++i) model.set_constant(node.outputs[i], outputs[i]);
+  std::vector<Tensor> inputs;
+  for (ValueId in : node.inputs)
+    inputs.push_back(in == no_value ? Tensor() : model.constants().at(in));
+  // Without a result the node stays and fails (or not) at run time as without folding.
+  const std::optional<std::vector<Tensor>> outputs =
+      run_reference_kernel(detail::make_kernel_request(model, node), inputs);
+  if (!outputs) return false;
+  for (size_t i = 0; i < node.outputs.size(); ++i)
+    model.set_constant(node.outputs[i], (*outputs)[i]);
   return true;
 }
 
@@ -124,6 +118,20 @@ bool infer_node(Model& model, const Node& node) {
 }
 
 }  // namespace
+
+std::optional<std::vector<Tensor>> run_reference_kernel(const kernels::KernelRequest& request,
+                                                        const std::vector<Tensor>& inputs) {
+  try {
+    auto kernel = kernels::KernelRegistry::instance().create_with("reference", request);
+    if (!kernel) return std::nullopt;
+    std::vector<Tensor> outputs;
+    for (const ValueInfo& out : request.outputs) outputs.emplace_back(out.type, out.shape);
+    kernel->execute(inputs, outputs);
+    return outputs;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
 
 size_t fold_constants_unvalidated(Model& model) {
   const std::vector<Node>& nodes = model.nodes();

@@ -19,7 +19,6 @@
 // form, which the constant folding then turns into float weights, so it runs as the float model
 // it describes.
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <map>
 #include <optional>
@@ -292,16 +291,9 @@ class QdqFusion {
       }
       const ElementType type = c + 1 == order.size() ? out_type : ElementType::f32;
       request.outputs.push_back(ValueInfo{"", type, Shape{256}});
-      std::vector<Tensor> outputs;
-      outputs.emplace_back(type, Shape{256});
-      try {
-        auto kernel = kernels::KernelRegistry::instance().create_with("reference", request);
-        if (!kernel) return std::nullopt;
-        kernel->execute(inputs, outputs);
-      } catch (const std::exception&) {
-        return std::nullopt;
-      }
-      values[node.outputs[0]] = std::move(outputs[0]);
+      std::optional<std::vector<Tensor>> outputs = run_reference_kernel(request, inputs);
+      if (!outputs) return std::nullopt;
+      values[node.outputs[0]] = std::move((*outputs)[0]);
       if (c + 1 == order.size()) return values[node.outputs[0]];
     }
     return std::nullopt;

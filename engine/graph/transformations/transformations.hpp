@@ -1,10 +1,15 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "troupe/model.hpp"
+
+namespace troupe::kernels {
+struct KernelRequest;
+}
 
 namespace troupe::transformations {
 
@@ -19,6 +24,12 @@ using OriginalNames = std::map<std::string, std::vector<std::string>>;
 
 // The source nodes a node of the transformed graph stands for.
 std::vector<std::string> original_names_of(const OriginalNames& names, const std::string& node);
+
+// Runs the reference kernel of `request.node` on `inputs`, into tensors of the request's output
+// types and shapes; nullopt when it has none for this request or it throws. Constant folding and
+// the QDQ fusion's tables compute with it, so both are what the node as written computes.
+std::optional<std::vector<Tensor>> run_reference_kernel(const kernels::KernelRequest& request,
+                                                        const std::vector<Tensor>& inputs);
 
 // Evaluates, with its reference kernel, every deterministic node whose inputs are all constants
 // (and Shape/Size of values with a static shape) and turns its outputs into constants.
