@@ -256,5 +256,23 @@ TEST(QdqFusion, AnElementWiseValueReadElsewhereIsNotTabulated) {
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "HardSigmoid"), 1);
 }
 
+// A QLinearLookup whose table is not one entry per 8-bit value is refused when the model is
+// built, naming the node and the input.
+TEST(QdqFusion, ALookupTableOfTheWrongSizeIsNamed) {
+  ModelBuilder b("bad_lookup");
+  auto x = b.input("x", ElementType::u8, {1, 4});
+  b.output(b.op("QLinearLookup",
+                {x, b.constant("table", filled<uint8_t>(ElementType::u8, {100}, 0, 255, 5))}, {},
+                "lookup"),
+           "y");
+  try {
+    b.build();
+    FAIL() << "a 100-entry table was accepted";
+  } catch (const ModelError& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("lookup"));
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("expected [256]"));
+  }
+}
+
 }  // namespace
 }  // namespace troupe
