@@ -74,13 +74,19 @@ class ExecuteGate {
       cv_.wait(lock, [&] { return open_; });
     });
   }
-  /// Waits (at most 10 s) until `count` requests have entered the upload stage, then a little
-  /// longer for upload to hand the last of them on: a fixed sleep instead merged fewer requests
-  /// when the machine was busy.
+  /// Waits until `count` requests have entered the upload stage, or until no more have entered
+  /// for 200 ms (how many the pipeline admits behind a held execute depends on its credits), at
+  /// most 10 s; then a little longer for upload to hand the last of them on: a fixed sleep
+  /// instead merged fewer requests when the machine was busy.
   void wait_for_uploads(size_t count) {
     {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait_for(lock, std::chrono::seconds(10), [&] { return uploaded_ >= count; });
+      while (uploaded_ < count && std::chrono::steady_clock::now() < give_up) {
+        const size_t before = uploaded_;
+        cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return uploaded_ >= count; });
+        if (uploaded_ == before) break;  // quiet: nothing more will come while execute is held
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
