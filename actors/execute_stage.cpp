@@ -214,8 +214,9 @@ void run_batch_and_send(caf::event_based_actor* self, PipelineContext& ctx,
   try {
     run_batch(ctx, stream, st, batch.requests);
   } catch (...) {
+    const std::exception_ptr error = stage_error(detail::Stage::execute, std::current_exception());
     for (request_msg& msg : batch.requests)
-      if (!msg.error) msg.error = std::current_exception();
+      if (!msg.error) msg.error = error;
   }
   self->send(next.download, stage_atom::value, std::move(batch));
 }

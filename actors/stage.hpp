@@ -22,6 +22,12 @@ struct StageHandles {
 using Context = std::shared_ptr<PipelineContext>;
 using Handles = std::shared_ptr<const StageHandles>;
 
+/// The error a request fails with when `error` escaped its `stage`: a troupe::Error as it is, and
+/// anything else (std::bad_alloc from an allocation, a library's std::exception, a test hook's
+/// injection) as an ExecutionError naming the stage and what was thrown, so every caller catches
+/// one hierarchy.
+std::exception_ptr stage_error(detail::Stage stage, std::exception_ptr error);
+
 /// Runs `work` for a request that has not failed, stamping the stage span around it and turning any
 /// exception into the request's error. The thread's CPU time is a system call (two per stage and
 /// request, measurable on a small model), so it is taken only when profiling (PERF_COUNT).
@@ -36,7 +42,7 @@ void timed_stage(detail::Stage stage, request_msg& msg, int32_t worker, bool mea
     try {
       work();
     } catch (...) {
-      msg.error = std::current_exception();
+      msg.error = stage_error(stage, std::current_exception());
     }
   }
   span.cpu_ns = measure_cpu ? detail::thread_cpu_ns() - cpu0 : 0;

@@ -228,8 +228,8 @@ TEST(Pipeline, AStageExceptionFailsOnlyThatRequest) {
     try {
       requests[i].wait();
       expect_add_relu_output(inputs[i], requests[i].get_tensor("y"));
-    } catch (const std::runtime_error& e) {
-      EXPECT_THAT(e.what(), HasSubstr("injected failure"));
+    } catch (const ExecutionError& e) {  // typed, naming the stage the exception escaped
+      EXPECT_THAT(e.what(), HasSubstr(" stage: injected failure"));
       ++failed;
     }
   }
