@@ -19,6 +19,11 @@ packages=(
   python3-requests python3-grpcio python3-pytest curl wrk openssl  # server tests: real clients, TLS certificates
   pybind11-dev python3-dev                      # the Python module (python/); its tests use python3-pytest
 )
+# `setup.sh --fuzz` (scripts/fuzz.sh) also installs clang's libFuzzer toolchain; the build and the
+# tests (CI) never need it. libomp: clang's OpenMP for the library's find_package(OpenMP).
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang-14 libclang-rt-14-dev libomp-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
