@@ -232,6 +232,14 @@ ExternalRegion locate_external_data(const onnx::TensorProto& proto, const std::s
   return {full, offset};
 }
 
+// A shape's `dim` (or a tensor's `dims`) is a repeated field a file can make as long as it likes;
+// every later pass over shapes is at least linear in the rank, some quadratic.
+void check_rank(int rank, const std::string& what) {
+  if (rank > onnx_max_rank)
+    throw ModelError(what + " has rank " + std::to_string(rank) + ", more than troupe's limit of " +
+                     std::to_string(onnx_max_rank) + " dimensions");
+}
+
 // The repeated field that holds a tensor's values when it has no raw_data, and its length.
 int typed_field_size(const onnx::TensorProto& proto, ElementType type) {
   switch (type) {
@@ -273,6 +281,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
   if (proto.has_segment())
     throw UnsupportedOperation(what + " is stored in segments, which troupe does not support");
   const ElementType type = require_element_type(proto.data_type(), what);
+  check_rank(proto.dims_size(), what);
   std::vector<int64_t> dims;
   int64_t count = 1;
   constexpr int64_t max_bytes = int64_t{1} << 40;
@@ -523,6 +532,7 @@ class OnnxImporter {
   }
 
   Shape shape_from_proto(const onnx::TensorShapeProto& shape, const std::string& what) const {
+    check_rank(shape.dim_size(), what);
     std::vector<int64_t> dims;
     for (const auto& dim : shape.dim()) {
       if (dim.has_dim_value()) {

@@ -28,6 +28,10 @@ namespace troupe::serialization {
 /// Name of the int attribute the reader puts on every node: the model's default-domain opset.
 inline constexpr const char* onnx_opset_attribute = "opset";
 
+/// The largest rank a tensor or value of an ONNX model may have (ONNX sets none; NumPy's is 32
+/// and 64 since NumPy 2). A longer `dims` or `shape.dim` is refused with a ModelError naming it.
+inline constexpr int onnx_max_rank = 64;
+
 /// Reads an ONNX model file; external data files are looked up relative to its directory.
 std::shared_ptr<Model> read_onnx_model(const std::string& path);
 

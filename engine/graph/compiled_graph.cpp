@@ -1,5 +1,9 @@
 #include "engine/graph/compiled_graph.hpp"
 
+#include <unistd.h>
+
+#include <limits>
+
 #include "engine/graph/layout_assignment.hpp"
 #include "engine/graph/thread_policy.hpp"
 #include "engine/graph/transformations/transformations.hpp"
@@ -70,6 +74,35 @@ void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kern
   }
 }
 
+int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return std::numeric_limits<int64_t>::max();  // unknown
+  return static_cast<int64_t>(pages) * static_cast<int64_t>(page_size);
+}
+
+void check_values_fit_memory(const Model& model) {
+  const int64_t memory = physical_memory_bytes();
+  std::vector<const Node*> producer(model.values().size(), nullptr);
+  for (const Node& node : model.nodes())
+    for (ValueId out : node.outputs)
+      if (out != no_value) producer[static_cast<size_t>(out)] = &node;
+  for (size_t id = 0; id < model.values().size(); ++id) {
+    const ValueInfo& value = model.values()[id];
+    if (!value.shape.is_static()) continue;  // bounded per request, when its shape is known
+    // Model::validate has checked that the byte size fits int64.
+    const int64_t bytes =
+        value.shape.element_count() * static_cast<int64_t>(element_size(value.type));
+    if (bytes <= memory) continue;
+    const Node* node = producer[id];
+    throw ModelError("model '" + model.name() + "': value '" + value.name + "' " +
+                     (node ? "(output of " + node->op_type + " node '" + node->name + "') " : "") +
+                     std::string(to_string(value.type)) + " " + value.shape.to_string() +
+                     " needs " + std::to_string(bytes) + " bytes, more than this machine's " +
+                     std::to_string(memory) + " bytes of memory");
+  }
+}
+
 std::shared_ptr<CompiledGraph> compile_graph(
     const Model& source, const CompileConfig& config,
     std::vector<std::unique_ptr<kernels::Kernel>>* kernels) {
@@ -79,6 +112,7 @@ std::shared_ptr<CompiledGraph> compile_graph(
   // feed a Reshape's target).
   if (!config.disable_transformations) transformations::fold_constants_unvalidated(*model);
   model->validate();
+  check_values_fit_memory(*model);
   transformations::OriginalNames original_names;
   if (!config.disable_transformations) original_names = transformations::run_all(*model);
   auto graph = std::make_shared<CompiledGraph>();

@@ -57,6 +57,15 @@ class KernelRequests {
 void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kernels::Kernel>>& k,
                       const std::vector<kernels::TensorLayout>& layouts, CompiledGraph& graph);
 
+/// Throws ModelError naming the first value of `model` (and the node making it) whose static
+/// shape needs more bytes than this machine has memory (physical RAM): such a model can never run
+/// here, and a hostile file declares one to make troupe attempt an absurd allocation. Called when
+/// a model is compiled and when a blob is imported, before anything of that size is allocated.
+void check_values_fit_memory(const Model& model);
+
+/// Physical memory of this machine in bytes (the bound check_values_fit_memory applies).
+int64_t physical_memory_bytes();
+
 /// Copies, transforms (unless disabled) and validates `model`, and checks that every node has a
 /// kernel. Throws UnsupportedOperation naming each node no backend can run. The check creates the
 /// kernels of every static node; when `kernels` is given they are moved there (in node order, only

@@ -1,5 +1,6 @@
 #include "troupe/model.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
@@ -82,6 +83,19 @@ void Model::rename_value(ValueId id, const std::string& name) {
   value_by_name_[name] = id;
 }
 
+namespace {
+
+// Whether a value's byte size (when its shape is static) fits int64: a shape from a file may
+// multiply past it and wrap to a small size, which every later allocation would then trust.
+bool byte_size_fits(const ValueInfo& value) {
+  int64_t bytes = static_cast<int64_t>(std::max<size_t>(element_size(value.type), 1));
+  for (int64_t d : value.shape.dims())
+    if (d > 0 && __builtin_mul_overflow(bytes, d, &bytes)) return false;
+  return true;
+}
+
+}  // namespace
+
 void Model::validate() {
   const size_t n = nodes_.size();
   std::vector<int> producer(values_.size(), -1);
@@ -101,7 +115,12 @@ void Model::validate() {
     }
   }
   std::vector<bool> available(values_.size(), false);
-  for (ValueId id : inputs_) available[id] = true;
+  for (ValueId id : inputs_) {
+    available[id] = true;
+    if (!byte_size_fits(values_[id]))
+      throw ModelError("model '" + name_ + "': input '" + values_[id].name + "' " +
+                       values_[id].shape.to_string() + " has more bytes than int64 can count");
+  }
   for (const auto& [id, tensor] : constants_) available[id] = true;
 
   // Kahn's algorithm over node dependencies; the original order breaks ties, so a model that is
@@ -188,6 +207,9 @@ void Model::validate() {
       ValueInfo& out = values_[node.outputs[o]];
       out.type = inferred[o].type;
       out.shape = inferred[o].shape;
+      if (!byte_size_fits(out))
+        throw ModelError(where + ": output '" + out.name + "' " + out.shape.to_string() +
+                         " has more bytes than int64 can count");
     }
     if (node.outputs.size() == 1 && node.outputs[0] != no_value)
       if (auto partial = infer_partial_value(ctx, inferred[0]))

@@ -14,7 +14,9 @@ int64_t Shape::element_count() const {
   int64_t n = 1;
   for (int64_t d : dims_) {
     if (d < 0) throw InvalidArgument("element_count of dynamic shape " + to_string());
-    n *= d;
+    // A shape read from a file may multiply past int64 (and wrap to a small count).
+    if (__builtin_mul_overflow(n, d, &n))
+      throw InvalidArgument("shape " + to_string() + " has more elements than int64 can count");
   }
   return n;
 }

@@ -340,6 +340,11 @@ std::shared_ptr<detail::CompiledGraph> graph_from_payload(const unsigned char* p
                       " compiled nodes for a graph of " + std::to_string(cg.graph().nodes_size()) +
                       " nodes");
   validate_loaded(*model, source);
+  try {
+    detail::check_values_fit_memory(*model);
+  } catch (const ModelError& e) {
+    throw FormatError(source + ": " + e.what());
+  }
 
   auto graph = std::make_shared<detail::CompiledGraph>();
   for (int i = 0; i < cg.nodes_size(); ++i) {
