@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the unit tests with a sanitizer into build-<kind>/ and runs them.
 #   address  ASan + UBSan (halt_on_error): the engine, actors, remote, serialization and kernels
-#            suites
+#            suites, and the fuzz corpora replayed (tests/fuzz/)
 #   thread   TSan: the actors, remote and engine suites, with tests/tsan.supp (each suppression
 #            justified there)
 # Usage: scripts/sanitize.sh address|thread [ctest arguments]   (.ci/run runs `address`)
@@ -9,7 +9,7 @@
 set -euo pipefail
 kind="${1:-}"
 case "$kind" in
-  address) labels="engine|actors|remote|serialization|kernels" ;;
+  address) labels="engine|actors|remote|serialization|kernels|fuzz" ;;
   thread) labels="engine|actors|remote" ;;
   *) echo "usage: $0 address|thread [ctest arguments]" >&2; exit 2 ;;
 esac
