@@ -287,11 +287,15 @@ Tensor parse_npy(const unsigned char* data, size_t size, const std::string& sour
          "order (np.ascontiguousarray) (shape " +
              shape.to_string() + ")");
 
+  // `extent`, the product of the non-zero dimensions, is bounded as numpy bounds it: with a zero
+  // dimension the array is empty, but its strides still multiply the other dimensions.
   uint64_t count = 1;
+  uint64_t extent = element_size(type);
   for (int64_t d : dims) {
-    if (d != 0 && count > std::numeric_limits<uint64_t>::max() / element_size(type) /
-                              static_cast<uint64_t>(d))
+    if (d != 0 && extent > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) /
+                               static_cast<uint64_t>(d))
       fail(source, "shape " + shape.to_string() + " is too large");
+    if (d != 0) extent *= static_cast<uint64_t>(d);
     count *= static_cast<uint64_t>(d);
   }
   const uint64_t data_bytes = count * element_size(type);

@@ -284,11 +284,15 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
   check_rank(proto.dims_size(), what);
   std::vector<int64_t> dims;
   int64_t count = 1;
+  // The product of the non-zero dimensions: a zero dimension makes the tensor empty, but the
+  // strides still multiply the others, so they are bounded too.
+  int64_t extent = 1;
   constexpr int64_t max_bytes = int64_t{1} << 40;
   for (int64_t d : proto.dims()) {
     if (d < 0) throw ModelError(what + " has negative dimension " + std::to_string(d));
-    if (d != 0 && count > max_bytes / d)
+    if (d != 0 && extent > max_bytes / d)
       throw ModelError(what + " is too large (more than 2^40 elements)");
+    if (d != 0) extent *= d;
     count *= d;
     dims.push_back(d);
   }

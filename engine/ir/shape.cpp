@@ -1,5 +1,7 @@
 #include "troupe/shape.hpp"
 
+#include <algorithm>
+
 #include "troupe/error.hpp"
 
 namespace troupe {
@@ -39,7 +41,11 @@ std::string Shape::to_string() const {
 
 std::vector<int64_t> row_major_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.rank(), 1);
-  for (size_t i = shape.rank(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  // With a zero dimension the element count is 0, yet the strides of the other dimensions can
+  // still overflow (an .npy shape (0, 2^40, 2^40) did).
+  for (size_t i = shape.rank(); i-- > 1;)
+    if (__builtin_mul_overflow(strides[i], std::max<int64_t>(shape[i], 1), &strides[i - 1]))
+      throw InvalidArgument("the strides of shape " + shape.to_string() + " overflow int64");
   return strides;
 }
 

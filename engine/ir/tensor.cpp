@@ -20,7 +20,9 @@ std::shared_ptr<void> allocate(size_t bytes) {
 
 std::vector<int64_t> dense_byte_strides(const Shape& shape, ElementType type) {
   auto strides = row_major_strides(shape);
-  for (auto& s : strides) s *= static_cast<int64_t>(element_size(type));
+  for (auto& s : strides)
+    if (__builtin_mul_overflow(s, static_cast<int64_t>(element_size(type)), &s))
+      throw InvalidArgument("the byte strides of shape " + shape.to_string() + " overflow int64");
   return strides;
 }
 

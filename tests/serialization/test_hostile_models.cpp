@@ -11,6 +11,7 @@
 #include <string>
 
 #include "engine/graph/compiled_graph.hpp"
+#include "serialization/npy_format.hpp"
 #include "serialization/onnx_reader.hpp"
 #include "serialization/troupe_format.hpp"
 #include "tests/serialization/onnx_test_models.hpp"
@@ -95,6 +96,38 @@ TEST(HostileModels, InitializerWhoseShapeProductOverflowsInt64IsRefused) {
 }
 
 // ---- shapes that count past int64 ---------------------------------------------------------------
+
+TEST(HostileModels, EmptyInitializerWhoseOtherDimensionsOverflowIsRefused) {
+  // Zero elements, but strides of 2^80 bytes: found by fuzzing the .npy reader (below).
+  auto m = onnx_add_relu_model();
+  onnx::TensorProto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_raw_data();
+  w->clear_dims();
+  for (int64_t d : {int64_t{0}, int64_t{1} << 40, int64_t{1} << 40}) w->add_dims(d);
+  EXPECT_THAT(error_of<ModelError>([&] { read(m); }),
+              AllOf(HasSubstr("initializer 'w'"), HasSubstr("too large")));
+}
+
+TEST(HostileModels, EmptyNpyArrayWhoseOtherDimensionsOverflowIsRefused) {
+  // tests/fuzz/corpus/npy/crash-zero_dimension_strides_overflow.npy: UBSan reported the strides'
+  // signed overflow in Tensor's constructor.
+  const std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 922, 0, 7203685, 20, "
+      "720368547707), }";
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() + 1);
+  bytes += '\0';
+  bytes += header + "\n";
+  EXPECT_THAT(error_of<FormatError>([&] {
+                serialization::parse_npy(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                         bytes.size(), "hostile.npy");
+              }),
+              AllOf(HasSubstr("hostile.npy"), HasSubstr("shape"), HasSubstr("too large")));
+}
+
+TEST(HostileModels, StridesRefuseToWrap) {
+  EXPECT_THROW(row_major_strides(Shape({0, int64_t{1} << 40, int64_t{1} << 40})), InvalidArgument);
+}
 
 TEST(HostileModels, GraphInputWhoseShapeOverflowsInt64IsRefused) {
   auto m = onnx_model();
