@@ -29,6 +29,9 @@ using complete_atom = caf::atom_constant<caf::atom("complete")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 /// owner -> scheduler: a new SchedulingPolicy for the next decisions.
 using reconfigure_atom = caf::atom_constant<caf::atom("reconfig")>;
+/// owner -> scheduler and upload: how many execute streams take new work (1..NUM_STREAMS
+/// compiled), set live with CompiledModel::set_property(NUM_STREAMS).
+using streams_atom = caf::atom_constant<caf::atom("streams")>;
 /// owner -> scheduler: a request was cancelled; complete the cancelled ones that wait.
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 /// scheduler -> itself: a batch delay or a timeout may have passed.

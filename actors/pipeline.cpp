@@ -80,6 +80,11 @@ void Pipeline::reconfigure(const detail::SchedulingPolicy& policy) {
   caf::anon_send(actors_->handles->scheduler, reconfigure_atom::value, policy);
 }
 
+void Pipeline::set_active_streams(int streams) {
+  caf::anon_send(actors_->handles->upload, streams_atom::value, streams);
+  caf::anon_send(actors_->handles->scheduler, streams_atom::value, streams);
+}
+
 caf::actor Pipeline::front() const {
   return actors_->handles->front;
 }

@@ -35,6 +35,9 @@ class Pipeline {
   void cancel_waiting();
   /// Hands the scheduler a new policy for its next decisions.
   void reconfigure(const detail::SchedulingPolicy& policy);
+  /// Lets only the first `streams` execute streams take new work (1..the compiled count); work
+  /// already on the others finishes there.
+  void set_active_streams(int streams);
   /// The typed front actor, as an untyped handle (cast with caf::actor_cast<model_actor>).
   caf::actor front() const;
   const std::shared_ptr<PipelineContext>& context() const;

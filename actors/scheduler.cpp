@@ -18,7 +18,8 @@ namespace troupe::actors {
 
 struct SchedulerState {
   explicit SchedulerState() : queue(detail::SchedulingPolicy{}) {}
-  int credits = 0;
+  int credits = 0;       // batches the scheduler may still let in (negative after a cut)
+  int credit_total = 0;  // credits there are in all, free or with a batch in the stages
   bool draining = false;
   BatchQueue queue;
   std::unordered_map<uint64_t, request_msg> waiting;  // the queued requests, by id
@@ -97,7 +98,7 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
 }
 
 caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
-  self->state.credits = ctx->config.scheduler_credits;
+  self->state.credits = self->state.credit_total = ctx->config.scheduler_credits;
   self->state.queue.set_policy(ctx->config.scheduling);
   return {
       [self, ctx, next](submit_atom, request_msg msg) {
@@ -153,6 +154,17 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
       },
       [self, ctx, next](tick_atom, int64_t at) {
         if (at == self->state.timer_at) self->state.timer_at = 0;
+        dispatch(self, *ctx, *next);
+      },
+      [self, ctx, next](streams_atom, int streams) {
+        // With a credit per stream (batching or queue policies), fewer streams mean fewer batches
+        // let in, so requests keep waiting here, where priorities and batching apply. A credit
+        // still out with a batch is not returned to use until the count allows it again. With
+        // FIFO admission the credits bound requests in flight, whatever the streams.
+        if (!ctx->config.credit_per_stream) return;
+        auto& st = self->state;
+        st.credits += streams - st.credit_total;
+        st.credit_total = streams;
         dispatch(self, *ctx, *next);
       },
       [self, ctx, next](reconfigure_atom, const detail::SchedulingPolicy& policy) {

@@ -3,6 +3,7 @@
 // blocked into that layout. Batches wait here, in order, while no stream has room; download
 // returns slots.
 
+#include <algorithm>
 #include <deque>
 
 #include "actors/stage.hpp"
@@ -15,6 +16,7 @@ struct UploadState {
   std::vector<int> free_slots;
   std::vector<int> busy_per_stream;  // slots taken per stream
   std::deque<batch_msg> waiting;     // batches that found no stream with enough free slots
+  int active_streams = 0;            // streams that take new batches (the first ones)
   int next_stream = 0;               // where the round-robin among equally loaded streams resumes
 };
 
@@ -24,7 +26,7 @@ namespace {
 // `k` free slots, so streams share the load; ties go round-robin, so requests that arrive one at a
 // time still use every stream. -1 when none has room.
 int choose_stream(UploadState& st, const PipelineContext& ctx, int k) {
-  const int streams = static_cast<int>(st.busy_per_stream.size());
+  const int streams = st.active_streams;
   int best = -1;
   for (int i = 0; i < streams; ++i) {
     const int s = (st.next_stream + i) % streams;
@@ -69,6 +71,17 @@ bool failed(const request_msg& msg) {
   return msg.error || msg.state->cancel_requested.load();
 }
 
+// Sends on the waiting batches, in order, until one finds no room.
+template <class PassFailed, class TryProcess>
+void process_waiting(UploadState& st, PassFailed& pass_failed, TryProcess& try_process) {
+  while (!st.waiting.empty()) {
+    batch_msg& head = st.waiting.front();
+    pass_failed(head);  // cancelled while waiting
+    if (!head.requests.empty() && !try_process(head)) break;
+    st.waiting.pop_front();
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -76,6 +89,7 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
   for (size_t i = 0; i < ctx->slots.size(); ++i)
     self->state.free_slots.push_back(static_cast<int>(i));
   self->state.busy_per_stream.assign(static_cast<size_t>(ctx->config.num_streams), 0);
+  self->state.active_streams = ctx->config.num_streams;
 
   // Requests with nothing to execute go straight to download (the stage stamped, a cancel turned
   // into the error); the others leave the batch for later.
@@ -127,12 +141,11 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
           --self->state.busy_per_stream[ctx->slots[static_cast<size_t>(slot)].stream];
           self->state.free_slots.push_back(slot);
         }
-        while (!self->state.waiting.empty()) {
-          batch_msg& head = self->state.waiting.front();
-          pass_failed(head);  // cancelled while waiting
-          if (!head.requests.empty() && !try_process(head)) break;
-          self->state.waiting.pop_front();
-        }
+        process_waiting(self->state, pass_failed, try_process);
+      },
+      [self, ctx, pass_failed, try_process](streams_atom, int streams) {
+        self->state.active_streams = std::clamp(streams, 1, ctx->config.num_streams);
+        process_waiting(self->state, pass_failed, try_process);  // more streams: room now
       },
   };
 }

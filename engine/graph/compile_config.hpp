@@ -33,6 +33,7 @@ struct CompileConfig {
   SchedulingPolicy scheduling;
   // Batches (one request each without batching) the scheduler lets into the stages at once.
   int scheduler_credits = 8;
+  bool credit_per_stream = false;     // scheduler_credits is num_streams (else max_in_flight)
   bool execute_on_scheduler = false;  // execute stages share the scheduler's workers (small model)
   // With execute_on_scheduler: a request with more input elements than this (a dynamic model
   // given large shapes) runs on a thread of its own instead.

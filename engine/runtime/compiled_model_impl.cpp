@@ -88,9 +88,14 @@ void CompiledModelImpl::set_property(const AnyMap& properties) {
   for (const auto& [key, value] : properties) get_property(key);  // UnknownProperty, by name
   std::lock_guard<std::mutex> lock(scheduling_mutex_);
   SchedulingPolicy policy = scheduling_;
+  int streams = active_streams_;
   const int compiled_batch = context_->config.auto_batch_max_size;
   for (const auto& [key, value] : properties) {
     const std::string name = key == props::auto_batch_max_size ? "max_batch_size" : key;
+    if (name == props::num_streams) {
+      streams = checked_active_streams(value);
+      continue;
+    }
     if (name == "preserve_ordering")
       throw InvalidArgument(
           "property preserve_ordering is fixed at compilation (the completion "
@@ -98,7 +103,7 @@ void CompiledModelImpl::set_property(const AnyMap& properties) {
     if (!is_scheduling_property(name)) {
       throw InvalidArgument("property " + key +
                             " cannot be changed on a compiled model (it is fixed at compilation; "
-                            "changeable: max_batch_size, preferred_batch_size, "
+                            "changeable: NUM_STREAMS, max_batch_size, preferred_batch_size, "
                             "max_queue_delay_microseconds, priority_levels, "
                             "default_priority_level, max_queue_size, "
                             "default_timeout_microseconds, timeout_action, "
@@ -115,6 +120,30 @@ void CompiledModelImpl::set_property(const AnyMap& properties) {
   validate(policy);
   scheduling_ = policy;
   pipeline_->reconfigure(policy);
+  if (streams != active_streams_) {
+    active_streams_ = streams;
+    pipeline_->set_active_streams(streams);
+  }
+}
+
+int CompiledModelImpl::checked_active_streams(const Any& value) const {
+  const int compiled = context_->config.num_streams;
+  if (context_->remote)
+    throw InvalidArgument(std::string("property ") + props::num_streams +
+                          " cannot be changed on a remote model (its replicas own the streams)");
+  int64_t n = 0;
+  try {
+    n = value.as_int();
+  } catch (const Error&) {
+    n = -1;
+  }
+  if (n < 1 || n > compiled)
+    throw InvalidArgument(std::string("property ") + props::num_streams + ": '" +
+                          value.as_string() + "' is not allowed (allowed: 1.." +
+                          std::to_string(compiled) +
+                          ", the streams this model was compiled with; compile with more "
+                          "to raise it)");
+  return static_cast<int>(n);
 }
 
 CompiledModelImpl::~CompiledModelImpl() {
@@ -155,6 +184,7 @@ Any CompiledModelImpl::get_property(const std::string& name) const {
     std::lock_guard<std::mutex> lock(scheduling_mutex_);
     for (auto& [key, value] : scheduling_properties(scheduling_)) config_props[key] = value;
     config_props[props::auto_batch_max_size] = scheduling_.max_batch_size;
+    if (active_streams_ > 0) config_props[props::num_streams] = active_streams_;
   }
   if (name == props::supported_properties) {
     std::vector<std::string> names = {props::supported_properties, props::model_name,

@@ -49,6 +49,8 @@ class CompiledModelImpl {
   const std::shared_ptr<const CompiledGraph>& graph() const { return context_->graph; }
   Any get_property(const std::string& name) const;
   void set_property(const AnyMap& properties);
+  /// NUM_STREAMS as set at run time: 1..the compiled count, or InvalidArgument naming the limit.
+  int checked_active_streams(const Any& value) const;
   std::shared_ptr<const Model> runtime_model() const;
   /// Per node of the compiled graph, its kernel's implementation as a stream last specialized it
   /// ("folded" for a shape computation the input shapes made constant). A dynamic graph's nodes
@@ -67,6 +69,7 @@ class CompiledModelImpl {
   AnyMap remote_properties_;
   mutable std::mutex scheduling_mutex_;
   SchedulingPolicy scheduling_;  // the policy last sent to the scheduler
+  int active_streams_ = 0;       // NUM_STREAMS as last set (0: as compiled)
 };
 
 }  // namespace troupe::detail

@@ -246,7 +246,8 @@ CompiledModel Core::connect_replicas(const std::string& model,
   config.num_streams = std::max(static_cast<int>(remote->replicas.size()), config.max_in_flight);
   config.mode = PerformanceMode::throughput;
   config.derive_scheduler_counts();
-  config.scheduler_credits = config.max_in_flight;  // the replicas queue and batch themselves
+  config.scheduler_credits = config.max_in_flight;
+  config.credit_per_stream = false;  // the replicas queue and batch themselves
   spec.config = config;
   spec.replicas = std::move(remote);
   return CompiledModel(std::make_shared<detail::CompiledModelImpl>(runtime_, std::move(spec)));

@@ -295,6 +295,7 @@ void CompileConfig::derive_scheduler_counts() {
     // FIFO admission: a credit is a request.
     slots_per_stream = 2;
     scheduler_credits = max_in_flight;
+    credit_per_stream = false;
   } else {
     // A credit is a batch (one request without batching), one per stream: requests queue at the
     // scheduler, where priorities and batching apply, rather than inside the stages, and the next
@@ -306,6 +307,7 @@ void CompileConfig::derive_scheduler_counts() {
     // 1.63x with 1; the MLP 4.25x and 2.86x; total throughput unchanged.
     slots_per_stream = 2 * batch;
     scheduler_credits = num_streams;
+    credit_per_stream = true;
   }
 }
 

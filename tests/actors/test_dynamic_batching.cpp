@@ -330,7 +330,8 @@ TEST(DynamicBatching, SetPropertyChecksEveryKeyBeforeApplyingAny) {
     }
   };
   refused({{"max_batch_size", 16}}, "compiled for (8");
-  refused({{props::num_streams, 2}}, "fixed at compilation");
+  refused({{props::enable_profiling, true}}, "fixed at compilation");
+  refused({{"max_queue_delay_microseconds", 5}, {props::num_streams, 99}}, "compile with more");
   refused({{"preserve_ordering", true}}, "preserve_ordering");
   refused({{"max_queue_delay_microseconds", 5}, {"timeout_action", "NEVER"}}, "REJECT, DELAY");
   EXPECT_EQ(compiled.get_property("max_queue_delay_microseconds").as_int(), 100);  // none applied
@@ -435,7 +436,8 @@ TEST(DynamicBatching, ReconfiguringUnderLoadDropsFailsAndLosesNothing) {
       compiled.set_property({{"max_batch_size", batching ? 8 : 1},
                              {"max_queue_delay_microseconds", round % 2 ? 0 : 300},
                              {"priority_levels", round % 4 < 2 ? 0 : 2},
-                             {"preferred_batch_size", batching && round % 5 == 0 ? "4" : ""}});
+                             {"preferred_batch_size", batching && round % 5 == 0 ? "4" : ""},
+                             {props::num_streams, round % 7 < 3 ? 1 : 2}});
       std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
   });
@@ -443,6 +445,65 @@ TEST(DynamicBatching, ReconfiguringUnderLoadDropsFailsAndLosesNothing) {
   done = true;
   changer.join();
   EXPECT_EQ(ok.load(), 4 * 200);
+}
+
+// The execute streams that ran the requests completed since the statistics were last reset.
+std::set<int> streams_used(CompiledModel& compiled) {
+  std::set<int> used;
+  for (const auto& trace : compiled.impl()->context().stats.traces())
+    used.insert(trace.stages[static_cast<size_t>(detail::Stage::execute)].worker);
+  return used;
+}
+
+// Runs `n` requests, 8 at a time, each checked against the reference.
+void run_checked(CompiledModel& compiled, Reference& reference, int n) {
+  std::vector<InferRequest> requests(8);
+  for (auto& r : requests) r = compiled.create_infer_request();
+  for (int i = 0; i < n; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      requests[k].set_tensor("x", sample(static_cast<unsigned>(i + k)));
+      requests[k].start_async();
+    }
+    for (int k = 0; k < 8; ++k) {
+      requests[k].wait();
+      reference.expect_output_of(static_cast<unsigned>(i + k), requests[k].get_tensor("y"));
+    }
+  }
+}
+
+TEST(LiveStreams, NumStreamsChangesWhichStreamsTakeNewWorkWithinTheCompiledCount) {
+  Core core;
+  Reference reference(core);
+  for (bool batching : {false, true}) {  // a credit per request (FIFO) or per stream (batching)
+    AnyMap config = {{props::num_streams, 2}, {props::performance_mode, "THROUGHPUT"}};
+    if (batching) config["max_batch_size"] = 4;
+    auto compiled = core.compile_model(make_linear_model(), "CPU", config);
+    for (const Any& bad : {Any(0), Any(3), Any(std::string("two"))}) {
+      try {
+        compiled.set_property({{props::num_streams, bad}});
+        ADD_FAILURE() << "accepted NUM_STREAMS " << bad.as_string();
+      } catch (const InvalidArgument& e) {
+        EXPECT_THAT(e.what(), HasSubstr(props::num_streams));
+        EXPECT_THAT(e.what(), HasSubstr("allowed: 1..2"));
+      }
+    }
+    run_checked(compiled, reference, 96);
+    EXPECT_EQ(streams_used(compiled), (std::set<int>{0, 1}));
+
+    compiled.set_property({{props::num_streams, 1}});
+    EXPECT_EQ(compiled.get_property(props::num_streams).as_int(), 1);
+    run_checked(compiled, reference, 8);  // the change has reached the actors
+    compiled.impl()->context().stats.reset();
+    run_checked(compiled, reference, 96);
+    EXPECT_EQ(streams_used(compiled), std::set<int>{0}) << "batching " << batching;
+
+    compiled.set_property({{props::num_streams, 2}});
+    EXPECT_EQ(compiled.get_property(props::num_streams).as_int(), 2);
+    run_checked(compiled, reference, 8);
+    compiled.impl()->context().stats.reset();
+    run_checked(compiled, reference, 96);
+    EXPECT_EQ(streams_used(compiled), (std::set<int>{0, 1})) << "batching " << batching;
+  }
 }
 
 TEST(DynamicBatching, DestroyingTheModelWhileRequestsWaitForABatchCompletesEachOnce) {
