@@ -82,6 +82,16 @@ std::vector<ValueInfo> same_as_input(const ShapeInferContext& ctx) {
   return {infer::value_info(ctx.type(0), ctx.shape(0))};
 }
 
+// a * b of a shape's dimensions; a target shape from a file can overflow int64 (a fuzzed ONNX
+// Reshape did), which fails the node naming `shape` instead of wrapping.
+int64_t checked_product(const ShapeInferContext& ctx, int64_t a, int64_t b,
+                        const std::string& shape) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    ctx.fail("shape " + shape + " has more elements than int64 can count");
+  return product;
+}
+
 std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
   // Entries computed at run time that shape inference cannot follow stay dynamic; the stream
@@ -132,11 +142,12 @@ std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
       if (in[i] == Shape::dynamic)
         rest_known = false;
       else
-        in_rest *= in[i];
+        in_rest = checked_product(ctx, in_rest, in[i], in.to_string());
     }
     int64_t out_rest = 1;
     for (size_t i = 0; i < target.size(); ++i)
-      if (i != *inferred && !copied(i)) out_rest *= *target[i];
+      if (i != *inferred && !copied(i))
+        out_rest = checked_product(ctx, out_rest, *target[i], entries_to_string(target));
     if (rest_known) {
       if (out_rest == 0 || in_rest % out_rest != 0)
         ctx.fail("cannot reshape " + in.to_string() + " to " + entries_to_string(target) +
@@ -146,7 +157,7 @@ std::vector<ValueInfo> infer_reshape(const ShapeInferContext& ctx) {
     }
   } else if (!inferred && all_known && in.is_static()) {
     int64_t out_count = 1;
-    for (int64_t d : out) out_count *= d;
+    for (int64_t d : out) out_count = checked_product(ctx, out_count, d, Shape(out).to_string());
     if (out_count != in.element_count())
       ctx.fail("cannot reshape " + in.to_string() + " (" + std::to_string(in.element_count()) +
                " elements) to " + Shape(out).to_string() + " (" + std::to_string(out_count) +

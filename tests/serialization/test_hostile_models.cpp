@@ -149,6 +149,15 @@ TEST(HostileModels, NodeOutputWhoseShapeOverflowsInt64IsRefused) {
       AllOf(HasSubstr("node 'grow'"), HasSubstr("output 'y'"), HasSubstr("more bytes than int64")));
 }
 
+TEST(HostileModels, ReshapeTargetWhoseCountOverflowsIsRefused) {
+  // tests/fuzz/corpus/onnx_buffer/crash-reshape_target_count_overflow.onnx (UBSan: the count of
+  // the target shape overflowed; the error then claimed a wrapped count).
+  EXPECT_THAT(error_of<ModelError>([&] {
+                read(shape_op_model("Reshape", {int64_t{1} << 32, int64_t{1} << 32}));
+              }),
+              AllOf(HasSubstr("node 'grow'"), HasSubstr("more elements than int64 can count")));
+}
+
 TEST(HostileModels, ShapeElementCountRefusesToWrap) {
   EXPECT_THROW(Shape({int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31}).element_count(),
                InvalidArgument);
