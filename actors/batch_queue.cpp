@@ -31,7 +31,7 @@ size_t BatchQueue::size(int level) const {
 
 bool BatchQueue::push(const QueuedRequest& request) {
   const int level = std::clamp(request.level, 0, policy_.levels() - 1);
-  const int64_t limit = policy_.queue.max_queue_size;
+  const int64_t limit = policy_.queue_of(level).max_queue_size;
   if (limit > 0 && static_cast<int64_t>(size(level)) >= limit) return false;
   QueuedRequest r = request;
   r.level = level;
@@ -42,8 +42,10 @@ bool BatchQueue::push(const QueuedRequest& request) {
 
 std::vector<uint64_t> BatchQueue::expire(int64_t now) {
   std::vector<uint64_t> rejected;
-  const bool reject = policy_.queue.timeout_action == detail::TimeoutAction::reject;
-  for (Level& level : levels_) {
+  for (size_t l = 0; l < levels_.size(); ++l) {
+    Level& level = levels_[l];
+    const bool reject =
+        policy_.queue_of(static_cast<int>(l)).timeout_action == detail::TimeoutAction::reject;
     for (auto it = level.normal.begin(); it != level.normal.end();) {
       if (it->deadline_ns == 0 || it->deadline_ns > now) {
         ++it;

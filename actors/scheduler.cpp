@@ -116,7 +116,7 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
         try {
           const auto& policy = st.queue.policy();
           queued.level = policy.level_of(msg.state->priority);
-          const int64_t timeout_us = policy.timeout_of(msg.state->timeout_us);
+          const int64_t timeout_us = policy.timeout_of(queued.level, msg.state->timeout_us);
           queued.deadline_ns = timeout_us > 0 ? msg.trace.submitted_ns + timeout_us * 1000 : 0;
         } catch (...) {
           complete_now(*ctx, *next, self, std::move(msg), std::current_exception());
@@ -126,10 +126,11 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
         queued.arrival_ns = msg.trace.submitted_ns;
         queued.shape_key = shape_key(*msg.state);
         if (!st.queue.push(queued)) {
-          const std::string why = "queue full: " + std::to_string(st.queue.size(queued.level)) +
-                                  " requests already wait at priority level " +
-                                  std::to_string(queued.level + 1) + " (max_queue_size " +
-                                  std::to_string(st.queue.policy().queue.max_queue_size) + ")";
+          const std::string why =
+              "queue full: " + std::to_string(st.queue.size(queued.level)) +
+              " requests already wait at priority level " + std::to_string(queued.level + 1) +
+              " (max_queue_size " +
+              std::to_string(st.queue.policy().queue_of(queued.level).max_queue_size) + ")";
           complete_now(*ctx, *next, self, std::move(msg), std::make_exception_ptr(QueueFull(why)));
           return;
         }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <nlohmann/json.hpp>
+
 #include "troupe/error.hpp"
 
 namespace troupe::detail {
@@ -19,6 +21,7 @@ constexpr const char* k_queue_size = "max_queue_size";
 constexpr const char* k_timeout = "default_timeout_microseconds";
 constexpr const char* k_action = "timeout_action";
 constexpr const char* k_override = "allow_timeout_override";
+constexpr const char* k_priority_policy = "priority_queue_policy";
 
 int64_t in_range(const std::string& key, const Any& value, int64_t lo, int64_t hi) {
   const int64_t n = value.as_int();
@@ -61,30 +64,127 @@ int SchedulingPolicy::level_of(int64_t priority) const {
   return static_cast<int>(priority) - 1;
 }
 
-int64_t SchedulingPolicy::timeout_of(int64_t timeout_us) const {
+int64_t SchedulingPolicy::timeout_of(int level, int64_t timeout_us) const {
   if (timeout_us < 0)
     throw InvalidArgument("request timeout " + std::to_string(timeout_us) +
                           " us is not allowed (allowed: >= 0)");
-  if (timeout_us == 0 || !queue.allow_timeout_override) return queue.default_timeout_us;
-  if (queue.default_timeout_us == 0) return timeout_us;
-  return std::min(timeout_us, queue.default_timeout_us);
+  const QueuePolicy q = queue_of(level);
+  if (timeout_us == 0 || !q.allow_timeout_override) return q.default_timeout_us;
+  if (q.default_timeout_us == 0) return timeout_us;
+  return std::min(timeout_us, q.default_timeout_us);
 }
 
 bool SchedulingPolicy::is_default() const {
   return max_batch_size <= 1 && priority_levels == 0 && queue.max_queue_size == 0 &&
-         queue.default_timeout_us == 0 && !queue.allow_timeout_override && !preserve_ordering;
+         queue.default_timeout_us == 0 && !queue.allow_timeout_override && !preserve_ordering &&
+         priority_queue_policy.empty();
 }
 
 const std::vector<std::string>& scheduling_property_names() {
   static const std::vector<std::string> names = {
-      k_max_batch_size, k_preferred,  k_delay,   k_ordering, k_levels,
-      k_default_level,  k_queue_size, k_timeout, k_action,   k_override};
+      k_max_batch_size, k_preferred, k_delay,  k_ordering, k_levels,         k_default_level,
+      k_queue_size,     k_timeout,   k_action, k_override, k_priority_policy};
   return names;
 }
 
 bool is_scheduling_property(const std::string& key) {
   const auto& names = scheduling_property_names();
   return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+namespace {
+
+// One field of a queue policy (the queue keys above), shared by the default policy's properties
+// and the per-level objects of priority_queue_policy.
+void apply_queue_field(QueuePolicy& q, const std::string& key, const Any& value) {
+  if (key == k_queue_size) {
+    q.max_queue_size = in_range(key, value, 0, 1'000'000);
+  } else if (key == k_timeout) {
+    q.default_timeout_us = in_range(key, value, 0, 3'600'000'000LL);
+  } else if (key == k_action) {
+    const std::string a = upper(value.as_string());
+    if (a == "REJECT")
+      q.timeout_action = TimeoutAction::reject;
+    else if (a == "DELAY")
+      q.timeout_action = TimeoutAction::delay;
+    else
+      throw InvalidArgument("property " + key + ": '" + value.as_string() +
+                            "' is not allowed (allowed: REJECT, DELAY)");
+  } else if (key == k_override) {
+    q.allow_timeout_override = value.as_bool();
+  } else {
+    throw InvalidArgument("'" + key + "' is not a queue policy field (allowed: " + k_queue_size +
+                          ", " + k_timeout + ", " + k_action + ", " + k_override + ")");
+  }
+}
+
+Any any_of_json(const nlohmann::json& v) {
+  if (v.is_boolean()) return Any(v.get<bool>());
+  if (v.is_number_integer()) return Any(v.get<int64_t>());
+  if (v.is_string()) return Any(v.get<std::string>());
+  throw InvalidArgument("'" + v.dump() + "' is not a bool, integer or string");
+}
+
+// priority_queue_policy as JSON text: {"LEVEL": {FIELD: VALUE, ...}, ...}, LEVEL 1-based; the
+// fields a level leaves out are those of the default queue policy (whenever it is set). "" or
+// "{}" clears it.
+std::map<int, AnyMap> parse_priority_queue_policy(const Any& value) {
+  const std::string text = value.as_string();
+  std::map<int, AnyMap> levels;
+  if (text.empty()) return levels;
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object())
+    throw InvalidArgument("'" + text +
+                          "' is not a JSON object of priority levels, e.g. "
+                          "{\"1\": {\"max_queue_size\": 8, \"timeout_action\": \"DELAY\"}}");
+  for (const auto& [level_text, fields] : doc.items()) {
+    int level = 0;
+    try {
+      level = static_cast<int>(in_range("priority level", Any(level_text), 1, 64));
+    } catch (const InvalidArgument&) {
+      throw InvalidArgument("priority level '" + level_text +
+                            "' is not allowed (allowed: 1..64, 1 = highest)");
+    }
+    if (!fields.is_object())
+      throw InvalidArgument("priority level " + level_text + ": '" + fields.dump() +
+                            "' is not a JSON object of queue policy fields");
+    QueuePolicy scratch;  // checks each field's value now, where its level can be named
+    AnyMap& own = levels[level];
+    for (const auto& [field, v] : fields.items()) {
+      try {
+        own[field] = any_of_json(v);
+        apply_queue_field(scratch, field, own[field]);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument("priority level " + level_text + ": " + e.what());
+      }
+    }
+  }
+  return levels;
+}
+
+// What get_property reports: each level's policy in full.
+std::string priority_queue_policy_text(const SchedulingPolicy& p) {
+  if (p.priority_queue_policy.empty()) return "";
+  nlohmann::json doc = nlohmann::json::object();
+  for (const auto& [level, fields] : p.priority_queue_policy) {
+    const QueuePolicy q = p.queue_of(level - 1);
+    doc[std::to_string(level)] = {
+        {k_queue_size, q.max_queue_size},
+        {k_timeout, q.default_timeout_us},
+        {k_action, q.timeout_action == TimeoutAction::reject ? "REJECT" : "DELAY"},
+        {k_override, q.allow_timeout_override}};
+  }
+  return doc.dump();
+}
+
+}  // namespace
+
+QueuePolicy SchedulingPolicy::queue_of(int level) const {
+  QueuePolicy q = queue;
+  auto it = priority_queue_policy.find(level + 1);
+  if (it != priority_queue_policy.end())
+    for (const auto& [field, value] : it->second) apply_queue_field(q, field, value);
+  return q;
 }
 
 void apply_scheduling_property(SchedulingPolicy& p, const std::string& key, const Any& value) {
@@ -101,21 +201,10 @@ void apply_scheduling_property(SchedulingPolicy& p, const std::string& key, cons
       p.priority_levels = static_cast<int>(in_range(key, value, 0, 64));
     } else if (key == k_default_level) {
       p.default_priority_level = static_cast<int>(in_range(key, value, 0, 64));
-    } else if (key == k_queue_size) {
-      p.queue.max_queue_size = in_range(key, value, 0, 1'000'000);
-    } else if (key == k_timeout) {
-      p.queue.default_timeout_us = in_range(key, value, 0, 3'600'000'000LL);
-    } else if (key == k_action) {
-      const std::string a = upper(value.as_string());
-      if (a == "REJECT")
-        p.queue.timeout_action = TimeoutAction::reject;
-      else if (a == "DELAY")
-        p.queue.timeout_action = TimeoutAction::delay;
-      else
-        throw InvalidArgument("property " + key + ": '" + value.as_string() +
-                              "' is not allowed (allowed: REJECT, DELAY)");
-    } else if (key == k_override) {
-      p.queue.allow_timeout_override = value.as_bool();
+    } else if (key == k_queue_size || key == k_timeout || key == k_action || key == k_override) {
+      apply_queue_field(p.queue, key, value);
+    } else if (key == k_priority_policy) {
+      p.priority_queue_policy = parse_priority_queue_policy(value);
     } else {
       throw InvalidArgument("property " + key + " is not a scheduling property");
     }
@@ -133,6 +222,12 @@ void validate(const SchedulingPolicy& p) {
                           std::to_string(p.default_priority_level) +
                           " is not allowed (allowed: 1.." + std::to_string(p.levels()) +
                           " with priority_levels=" + std::to_string(p.priority_levels) + ")");
+  for (const auto& [level, q] : p.priority_queue_policy)
+    if (level > p.levels())
+      throw InvalidArgument("property " + std::string(k_priority_policy) + ": priority level " +
+                            std::to_string(level) + " is not allowed (allowed: 1.." +
+                            std::to_string(p.levels()) +
+                            " with priority_levels=" + std::to_string(p.priority_levels) + ")");
   for (int64_t s : p.preferred_batch_sizes)
     if (s > p.max_batch_size)
       throw InvalidArgument("property " + std::string(k_preferred) + ": " + std::to_string(s) +
@@ -153,6 +248,7 @@ AnyMap scheduling_properties(const SchedulingPolicy& p) {
   m[k_timeout] = p.queue.default_timeout_us;
   m[k_action] = std::string(p.queue.timeout_action == TimeoutAction::reject ? "REJECT" : "DELAY");
   m[k_override] = p.queue.allow_timeout_override;
+  m[k_priority_policy] = priority_queue_policy_text(p);
   return m;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,8 @@ namespace troupe::detail {
 /// What happens to a request whose queue timeout passes before it is scheduled.
 enum class TimeoutAction { reject, delay };
 
-/// Queue policy of the scheduler (Triton's `default_queue_policy`), for every priority level.
+/// Queue policy of the scheduler (Triton's ModelQueuePolicy): `default_queue_policy` for every
+/// priority level, or one level's own (`priority_queue_policy`).
 struct QueuePolicy {
   int64_t max_queue_size = 0;      // requests waiting per level; 0 = unbounded
   int64_t default_timeout_us = 0;  // 0 = no timeout
@@ -30,13 +32,19 @@ struct SchedulingPolicy {
   int priority_levels = 0;         // 0 = no priorities (one level)
   int default_priority_level = 0;  // 0 = the lowest level
   QueuePolicy queue;
+  // Triton's priority_queue_policy: a level's own queue policy fields (by 1-based priority
+  // level, validated), over `queue` for the requests of that level.
+  std::map<int, AnyMap> priority_queue_policy;
 
+  /// The queue policy of a 0-based level: `queue` with the level's own fields.
+  QueuePolicy queue_of(int level) const;
   int levels() const { return priority_levels > 0 ? priority_levels : 1; }
   /// The level (0-based, 0 = highest) of a request asking for `priority` (1-based, 0 = the
   /// default). Throws InvalidArgument naming the priority when it is out of range.
   int level_of(int64_t priority) const;
-  /// The timeout (µs, 0 = none) of a request asking for `timeout_us` (0 = the default).
-  int64_t timeout_of(int64_t timeout_us) const;
+  /// The timeout (µs, 0 = none) of a request of 0-based `level` asking for `timeout_us` (0 = the
+  /// level's default).
+  int64_t timeout_of(int level, int64_t timeout_us) const;
   /// Whether the scheduler has anything to do beyond FIFO admission.
   bool is_default() const;
 };

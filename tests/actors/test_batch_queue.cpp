@@ -213,11 +213,76 @@ TEST(SchedulingPolicy, PropertiesAreValidatedAndNamed) {
 TEST(SchedulingPolicy, ARequestMayOnlyShortenItsTimeoutWhenAllowed) {
   detail::SchedulingPolicy p;
   p.queue.default_timeout_us = 500;
-  EXPECT_EQ(p.timeout_of(0), 500);
-  EXPECT_EQ(p.timeout_of(100), 500);  // not allowed: the default holds
+  EXPECT_EQ(p.timeout_of(0, 0), 500);
+  EXPECT_EQ(p.timeout_of(0, 100), 500);  // not allowed: the default holds
   p.queue.allow_timeout_override = true;
-  EXPECT_EQ(p.timeout_of(100), 100);
-  EXPECT_EQ(p.timeout_of(900), 500);  // never longer than the default
+  EXPECT_EQ(p.timeout_of(0, 100), 100);
+  EXPECT_EQ(p.timeout_of(0, 900), 500);  // never longer than the default
   p.queue.default_timeout_us = 0;
-  EXPECT_EQ(p.timeout_of(900), 900);
+  EXPECT_EQ(p.timeout_of(0, 900), 900);
+}
+
+TEST(SchedulingPolicy, EachPriorityLevelMayHaveItsOwnQueuePolicy) {
+  detail::SchedulingPolicy p;
+  p.priority_levels = 3;
+  // Level 2 bounded and delayed, level 3 with its own timeout; the fields a level leaves out are
+  // the default policy's, whenever that is set (here after the levels).
+  detail::apply_scheduling_property(p, "priority_queue_policy",
+                                    Any(R"({"2": {"max_queue_size": 1, "timeout_action": "DELAY"},
+              "3": {"default_timeout_microseconds": 40, "allow_timeout_override": true}})"));
+  detail::apply_scheduling_property(p, "default_timeout_microseconds", Any(500));
+  detail::validate(p);
+  EXPECT_EQ(p.queue_of(0).max_queue_size, 0);
+  EXPECT_EQ(p.queue_of(0).default_timeout_us, 500);
+  EXPECT_EQ(p.queue_of(1).max_queue_size, 1);
+  EXPECT_EQ(p.queue_of(1).timeout_action, detail::TimeoutAction::delay);
+  EXPECT_EQ(p.queue_of(1).default_timeout_us, 500);
+  EXPECT_EQ(p.queue_of(2).default_timeout_us, 40);
+  EXPECT_EQ(p.timeout_of(2, 10), 10);   // level 3 allows a shorter one of its own
+  EXPECT_EQ(p.timeout_of(0, 10), 500);  // the default policy does not
+  EXPECT_FALSE(p.is_default());
+  // Reported in full, and what is reported reads back the same.
+  const std::string text = detail::scheduling_properties(p).at("priority_queue_policy").as_string();
+  EXPECT_THAT(text, ::testing::HasSubstr(R"("2":{"allow_timeout_override":false,)"));
+  detail::SchedulingPolicy again = p;
+  detail::apply_scheduling_property(again, "priority_queue_policy", Any(text));
+  EXPECT_EQ(again.queue_of(1).timeout_action, detail::TimeoutAction::delay);
+  EXPECT_EQ(again.queue_of(2).default_timeout_us, 40);
+
+  auto fails = [&](const std::string& value, const std::vector<std::string>& words) {
+    detail::SchedulingPolicy q = p;
+    try {
+      detail::apply_scheduling_property(q, "priority_queue_policy", Any(value));
+      detail::validate(q);
+      ADD_FAILURE() << value << " accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("priority_queue_policy")) << value;
+      for (const std::string& w : words) EXPECT_THAT(e.what(), ::testing::HasSubstr(w)) << value;
+    }
+  };
+  fails(R"({"2": {"max_queue_length": 1}})", {"priority level 2", "max_queue_length"});
+  fails(R"({"2": {"timeout_action": "DROP"}})", {"priority level 2", "REJECT, DELAY"});
+  fails(R"({"4": {"max_queue_size": 1}})", {"priority level 4", "1..3"});
+  fails(R"({"two": {}})", {"priority level"});
+  fails(R"([1, 2])", {"JSON object"});
+  detail::apply_scheduling_property(p, "priority_queue_policy", Any(""));  // cleared
+  EXPECT_EQ(p.queue_of(1).max_queue_size, 0);
+}
+
+TEST(BatchQueue, EachLevelRefusesAndTimesOutByItsOwnPolicy) {
+  detail::SchedulingPolicy p;
+  p.priority_levels = 2;
+  p.queue.timeout_action = detail::TimeoutAction::reject;
+  detail::apply_scheduling_property(
+      p, "priority_queue_policy",
+      Any(R"({"2": {"max_queue_size": 1, "timeout_action": "DELAY"}})"));
+  BatchQueue q(p);
+  EXPECT_TRUE(q.push(request(1, 0, 0, 7, 100 * us)));
+  EXPECT_TRUE(q.push(request(2, 0, 0, 7, 100 * us)));  // level 1 is unbounded
+  EXPECT_TRUE(q.push(request(3, 0, 1, 7, 100 * us)));
+  EXPECT_FALSE(q.push(request(4, 0, 1, 7, 100 * us)));  // level 2 holds one
+  // At the deadline level 1's requests are rejected, level 2's moves behind and stays.
+  EXPECT_THAT(q.expire(200 * us), ElementsAre(1, 2));
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_THAT(q.next_batch(200 * us), ElementsAre(3));
 }

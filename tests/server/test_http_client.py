@@ -350,3 +350,38 @@ def test_scheduling_config_priorities_queue_full_and_timeouts(tmp_path):
         assert bad.status_code == 400 and "priority" in bad.json()["error"], bad.text
     finally:
         assert s.stop() == 0, s.output()
+
+
+def test_scheduling_config_priority_queue_policy_per_level(tmp_path):
+    """config.json's priority_queue_policy (a JSON object, Triton's map) gives a level its own
+    queue policy: level 2 holds one waiting request and refuses the next with 503, while level 1,
+    under the default policy, keeps accepting. Every accepted request is answered, bit-exact."""
+    root = tmp_path / "repo"
+    write_add_model(root / "levels" / "1" / "model.onnx")
+    (root / "levels" / "config.json").write_text(json.dumps({
+        "max_batch_size": 8, "max_queue_delay_microseconds": 1_500_000, "priority_levels": 2,
+        "priority_queue_policy": {"2": {"max_queue_size": 1}}, "NUM_STREAMS": 1}))
+    s = Server(tmp_path, ["--model-repository", str(root), "--http-port", "0",
+                          "--grpc-port", "-1", "--metrics-port", "-1"])
+    try:
+        url = s.url("/v2/models/levels/infer")
+        xs = [np.full((1, WIDTH), i, dtype=np.float32) for i in range(4)]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+            low = pool.submit(requests.post, url,
+                              json=infer_body(xs[0], parameters={"priority": 2}), timeout=30)
+            high = [pool.submit(requests.post, url,
+                                json=infer_body(x, parameters={"priority": 1}), timeout=30)
+                    for x in xs[1:3]]
+            time.sleep(0.5)  # all three wait in the scheduler's queue for the batch delay
+            assert not low.done() and not any(f.done() for f in high)
+            full = requests.post(url, json=infer_body(xs[3], parameters={"priority": 2}),
+                                 timeout=30)
+            assert full.status_code == 503, full.text
+            assert "queue full" in full.json()["error"] and "level 2" in full.json()["error"]
+            for x, f in zip(xs, [low] + high):
+                r = f.result()
+                assert r.status_code == 200, r.text
+                y = np.array(r.json()["outputs"][0]["data"], dtype=np.float32).reshape(1, WIDTH)
+                np.testing.assert_array_equal(y, expected(x)[0])
+    finally:
+        assert s.stop() == 0, s.output()
