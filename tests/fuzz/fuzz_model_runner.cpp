@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -88,13 +89,20 @@ void compile_and_infer(const Model& model) {
 }
 
 const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("troupe_fuzz_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
-    return path.string();
+  // Never destroyed: the exit handler that removes the directory runs after static destructors.
+  static const std::string* dir = [] {
+    auto* path = new std::string(
+        (std::filesystem::temp_directory_path() / ("troupe_fuzz_" + std::to_string(::getpid())))
+            .string());
+    std::filesystem::create_directories(*path);
+    // Removed at exit, so every replay (a ctest run) does not leave a directory behind.
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(scratch_dir(), ignored);
+    });
+    return path;
   }();
-  return dir;
+  return *dir;
 }
 
 const std::string& model_dir() {
