@@ -4,11 +4,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "../test_util.hpp"
 #include "actors/pipeline_context.hpp"
+#include "engine/ops/op_schema.hpp"
 #include "engine/runtime/compiled_model_impl.hpp"
+#include "kernels/kernel_registry.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
 #include "troupe/model_builder.hpp"
@@ -19,6 +24,38 @@ namespace troupe::test {
 /// Test-only access to a compiled model's stage hook (delays and failures inside stages).
 inline void set_stage_hook(CompiledModel& compiled, actors::StageHook hook) {
   compiled.impl()->context().hook = std::move(hook);
+}
+
+/// What a checked identity op checks in its input before passing it on.
+using InputCheck = void (*)(const Node& node, const Tensor& input);
+
+/// The checks of the registered checked identity ops, by op type (reference kernels are plain
+/// functions: the kernel finds its check here).
+inline std::map<std::string, InputCheck>& input_checks() {
+  static std::map<std::string, InputCheck> checks;
+  return checks;
+}
+
+/// Registers, once per op type, a test-only op whose output is its input, after `check(node,
+/// input)` has run: a check that throws stands for a kernel that fails on some inputs.
+inline void register_checked_identity(const std::string& op_type, InputCheck check) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!input_checks().emplace(op_type, check).second) return;
+  OpSchema schema;
+  schema.op_type = op_type;
+  schema.infer = [](const ShapeInferContext& ctx) {
+    return std::vector<ValueInfo>{{"", ctx.type(0), ctx.shape(0)}};
+  };
+  OpSchemaRegistry::instance().add(schema);
+  kernels::KernelRegistry::instance().add(
+      "reference", 0, op_type, [](const kernels::KernelRequest& r) {
+        return kernels::make_reference_kernel(
+            r.node, [](const Node& node, const std::vector<Tensor>& in, std::vector<Tensor>& out) {
+              input_checks().at(node.op_type)(node, in[0]);
+              in[0].copy_to(out[0]);
+            });
+      });
 }
 
 /// Width of make_linear_model's input and output.

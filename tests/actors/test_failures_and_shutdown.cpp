@@ -2,8 +2,6 @@
 
 #include <gmock/gmock.h>
 
-#include "engine/ops/op_schema.hpp"
-#include "kernels/kernel_registry.hpp"
 #include "pipeline_fixture.hpp"
 
 using namespace troupe;
@@ -14,24 +12,9 @@ namespace {
 
 // A test-only op: identity that throws when the first element is negative.
 void register_fail_if_negative() {
-  static bool done = false;
-  if (done) return;
-  done = true;
-  OpSchema schema;
-  schema.op_type = "TestFailIfNegative";
-  schema.infer = [](const ShapeInferContext& ctx) {
-    return std::vector<ValueInfo>{{"", ctx.type(0), ctx.shape(0)}};
-  };
-  OpSchemaRegistry::instance().add(schema);
-  kernels::KernelRegistry::instance().add(
-      "reference", 0, "TestFailIfNegative", [](const kernels::KernelRequest& r) {
-        return kernels::make_reference_kernel(
-            r.node, [](const Node& node, const std::vector<Tensor>& in, std::vector<Tensor>& out) {
-              if (in[0].value_at(0) < 0)
-                throw ExecutionError("node '" + node.name + "': negative input");
-              in[0].copy_to(out[0]);
-            });
-      });
+  register_checked_identity("TestFailIfNegative", [](const Node& node, const Tensor& x) {
+    if (x.value_at(0) < 0) throw ExecutionError("node '" + node.name + "': negative input");
+  });
 }
 
 std::shared_ptr<Model> make_failing_model() {

@@ -16,8 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include "engine/ops/op_schema.hpp"
-#include "kernels/kernel_registry.hpp"
 #include "pipeline_fixture.hpp"
 
 using namespace troupe;
@@ -119,6 +117,23 @@ void expect_full_capacity(CompiledModel& compiled) {
   EXPECT_EQ(compiled.impl()->context().in_flight.count(), 0);
 }
 
+// `n` add_relu requests started at once, each with its own input (`distinct` different ones)
+// and its callbacks counted.
+struct StartedRequests {
+  StartedRequests(CompiledModel& compiled, size_t n, int distinct) : tally(n) {
+    for (size_t i = 0; i < n; ++i) {
+      requests.push_back(compiled.create_infer_request());
+      inputs.push_back(make_input(static_cast<float>(i % static_cast<size_t>(distinct))));
+      requests.back().set_tensor("x", inputs.back());
+      tally.attach(requests.back(), i);
+      requests.back().start_async();
+    }
+  }
+  std::vector<InferRequest> requests;
+  std::vector<Tensor> inputs;
+  CallbackTally tally;
+};
+
 struct StageFault {
   detail::Stage stage;
   Fault fault;
@@ -141,16 +156,8 @@ TEST_P(FaultInEachStage, FailsOnlyItsRequestsWithATypedErrorAndTheModelKeepsServ
     throw_fault(fault);
   });
   constexpr size_t n = 96;
-  std::vector<InferRequest> requests;
-  std::vector<Tensor> inputs;
-  CallbackTally tally(n);
-  for (size_t i = 0; i < n; ++i) {
-    requests.push_back(compiled.create_infer_request());
-    inputs.push_back(make_input(static_cast<float>(i % 13)));
-    requests.back().set_tensor("x", inputs.back());
-    tally.attach(requests.back(), i);
-    requests.back().start_async();
-  }
+  StartedRequests started(compiled, n, 13);
+  auto& [requests, inputs, tally] = started;
   size_t failed = 0;
   for (size_t i = 0; i < n; ++i) {
     try {
@@ -188,27 +195,13 @@ INSTANTIATE_TEST_SUITE_P(FaultInjection, FaultInEachStage,
                                   fault_name(info.param.fault);
                          });
 
-// A test-only op: identity on [?, 16] whose kernel throws std::bad_alloc when the first element
-// is negative, as an allocation inside a kernel would.
+// A test-only op: identity on [?, 16] whose kernel throws std::bad_alloc when a row starts
+// negative, as an allocation inside a kernel would.
 void register_alloc_failure_op() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    OpSchema schema;
-    schema.op_type = "TestBadAllocIfNegative";
-    schema.infer = [](const ShapeInferContext& ctx) {
-      return std::vector<ValueInfo>{{"", ctx.type(0), ctx.shape(0)}};
-    };
-    OpSchemaRegistry::instance().add(schema);
-    kernels::KernelRegistry::instance().add(
-        "reference", 0, "TestBadAllocIfNegative", [](const kernels::KernelRequest& r) {
-          return kernels::make_reference_kernel(
-              r.node, [](const Node&, const std::vector<Tensor>& in, std::vector<Tensor>& out) {
-                const int64_t rows = in[0].shape()[0], width = in[0].shape()[1];
-                for (int64_t row = 0; row < rows; ++row)
-                  if (in[0].value_at(row * width) < 0) throw std::bad_alloc();
-                in[0].copy_to(out[0]);
-              });
-        });
+  register_checked_identity("TestBadAllocIfNegative", [](const Node&, const Tensor& x) {
+    const int64_t rows = x.shape()[0], width = x.shape()[1];
+    for (int64_t row = 0; row < rows; ++row)
+      if (x.value_at(row * width) < 0) throw std::bad_alloc();
   });
 }
 
@@ -280,16 +273,8 @@ TEST_P(StallInEachStage, RequestsPastTheirTimeoutFailTypedAndTheModelKeepsServin
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
   });
   constexpr size_t n = 40;
-  std::vector<InferRequest> requests;
-  std::vector<Tensor> inputs;
-  CallbackTally tally(n);
-  for (size_t i = 0; i < n; ++i) {
-    requests.push_back(compiled.create_infer_request());
-    inputs.push_back(make_input(static_cast<float>(i % 9)));
-    requests.back().set_tensor("x", inputs.back());
-    tally.attach(requests.back(), i);
-    requests.back().start_async();
-  }
+  StartedRequests started(compiled, n, 9);
+  auto& [requests, inputs, tally] = started;
   size_t timed_out = 0;
   for (size_t i = 0; i < n; ++i) {
     try {
