@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/ops/op_schema.hpp"
+#include "troupe/error.hpp"
 
 namespace troupe::infer {
 
@@ -144,17 +145,27 @@ inline std::optional<PartialInts> partial_ints(const ShapeInferContext& ctx, siz
   return std::nullopt;
 }
 
-/// Product of two dimensions where either may be dynamic.
+/// Product of two dimensions where either may be dynamic. A model's dimensions may multiply
+/// past int64 (a hostile Tile's repeats): that is an error naming them, never a wrapped size
+/// (Model::validate adds the node).
 inline int64_t mul_dims(int64_t a, int64_t b) {
   if (a == 0 || b == 0) return 0;
   if (a == Shape::dynamic || b == Shape::dynamic) return Shape::dynamic;
-  return a * b;
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    throw InvalidArgument("dimension " + std::to_string(a) + " x " + std::to_string(b) +
+                          " overflows int64");
+  return product;
 }
 
-/// Sum of two dimensions where either may be dynamic.
+/// Sum of two dimensions where either may be dynamic (overflow: as mul_dims).
 inline int64_t add_dims(int64_t a, int64_t b) {
   if (a == Shape::dynamic || b == Shape::dynamic) return Shape::dynamic;
-  return a + b;
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum))
+    throw InvalidArgument("dimension " + std::to_string(a) + " + " + std::to_string(b) +
+                          " overflows int64");
+  return sum;
 }
 
 inline ValueInfo value_info(ElementType type, Shape shape) {
