@@ -26,6 +26,22 @@ inline void set_stage_hook(CompiledModel& compiled, actors::StageHook hook) {
   compiled.impl()->context().hook = std::move(hook);
 }
 
+/// Counts how requests completed: with their result, Cancelled, or anything else (which the
+/// shutdown tests expect never to happen).
+struct Outcomes {
+  std::atomic<int> succeeded{0}, cancelled{0}, other{0};
+  void record(std::exception_ptr error) {
+    if (!error) return void(++succeeded);
+    try {
+      std::rethrow_exception(error);
+    } catch (const Cancelled&) {
+      ++cancelled;
+    } catch (...) {
+      ++other;
+    }
+  }
+};
+
 /// What a checked identity op checks in its input before passing it on.
 using InputCheck = void (*)(const Node& node, const Tensor& input);
 

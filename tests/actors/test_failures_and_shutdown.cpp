@@ -56,7 +56,7 @@ TEST(Failures, KernelExceptionFailsOnlyThatRequest) {
 
 TEST(Shutdown, DestroyingTheModelFinishesOrCancelsEveryRequest) {
   constexpr int n = 60;
-  std::atomic<int> succeeded{0}, cancelled{0}, other{0};
+  Outcomes outcomes;
   {
     Core core;
     auto compiled =
@@ -69,27 +69,15 @@ TEST(Shutdown, DestroyingTheModelFinishesOrCancelsEveryRequest) {
     for (int i = 0; i < n; ++i) {
       requests.push_back(compiled.create_infer_request());
       requests.back().set_tensor("x", make_input(static_cast<float>(i)));
-      requests.back().set_callback([&](std::exception_ptr e) {
-        if (!e) {
-          ++succeeded;
-          return;
-        }
-        try {
-          std::rethrow_exception(e);
-        } catch (const Cancelled&) {
-          ++cancelled;
-        } catch (...) {
-          ++other;
-        }
-      });
+      requests.back().set_callback([&](std::exception_ptr e) { outcomes.record(e); });
       requests.back().start_async();
     }
     // Everything (requests, model, core) goes out of scope with most requests still queued.
   }
-  EXPECT_EQ(succeeded + cancelled, n);
-  EXPECT_EQ(other.load(), 0);
-  EXPECT_GT(cancelled.load(), 0);
-  EXPECT_GT(succeeded.load(), 0);
+  EXPECT_EQ(outcomes.succeeded + outcomes.cancelled, n);
+  EXPECT_EQ(outcomes.other.load(), 0);
+  EXPECT_GT(outcomes.cancelled.load(), 0);
+  EXPECT_GT(outcomes.succeeded.load(), 0);
 }
 
 TEST(Shutdown, LastReferenceDroppedInsideACallback) {

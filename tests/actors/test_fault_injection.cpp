@@ -312,7 +312,7 @@ TEST_P(DestroyWhileParkedInEachStage, EveryRequestCompletesOnceWithItsResultOrCa
   const detail::Stage stage = GetParam();
   constexpr size_t n = 48;
   CallbackTally tally(n);
-  std::atomic<int> succeeded{0}, cancelled{0}, other{0};
+  Outcomes outcomes;
   {
     Core core;
     auto compiled = core.compile_model(make_add_relu_model(), "CPU", {{props::num_streams, 2}});
@@ -325,23 +325,16 @@ TEST_P(DestroyWhileParkedInEachStage, EveryRequestCompletesOnceWithItsResultOrCa
       requests.back().set_tensor("x", make_input(static_cast<float>(i)));
       requests.back().set_callback([&, i](std::exception_ptr e) {
         tally.count(i);
-        if (!e) return void(++succeeded);
-        try {
-          std::rethrow_exception(e);
-        } catch (const Cancelled&) {
-          ++cancelled;
-        } catch (...) {
-          ++other;
-        }
+        outcomes.record(e);
       });
       requests.back().start_async();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   tally.expect_each_once();
-  EXPECT_EQ(succeeded + cancelled, static_cast<int>(n));
-  EXPECT_EQ(other.load(), 0);
-  EXPECT_GT(cancelled.load(), 0) << "nothing was still parked when the model went";
+  EXPECT_EQ(outcomes.succeeded + outcomes.cancelled, static_cast<int>(n));
+  EXPECT_EQ(outcomes.other.load(), 0);
+  EXPECT_GT(outcomes.cancelled.load(), 0) << "nothing was still parked when the model went";
 }
 
 INSTANTIATE_TEST_SUITE_P(FaultInjection, DestroyWhileParkedInEachStage,
@@ -355,7 +348,7 @@ INSTANTIATE_TEST_SUITE_P(FaultInjection, DestroyWhileParkedInEachStage,
 TEST(FaultInjection, TheModelDroppedInsideACallbackWhileOthersParkCompletesEachOnce) {
   constexpr size_t n = 32;
   CallbackTally tally(n);
-  std::atomic<int> succeeded{0}, cancelled{0}, other{0};
+  Outcomes outcomes;
   {
     Core core;
     auto holder = std::make_shared<std::shared_ptr<CompiledModel>>(
@@ -374,14 +367,7 @@ TEST(FaultInjection, TheModelDroppedInsideACallbackWhileOthersParkCompletesEachO
           std::lock_guard<std::mutex> lock(mutex);
           holder->reset();
         }
-        if (!e) return void(++succeeded);
-        try {
-          std::rethrow_exception(e);
-        } catch (const Cancelled&) {
-          ++cancelled;
-        } catch (...) {
-          ++other;
-        }
+        outcomes.record(e);
       });
       requests.back().start_async();
     }
@@ -393,8 +379,8 @@ TEST(FaultInjection, TheModelDroppedInsideACallbackWhileOthersParkCompletesEachO
     }
   }
   tally.expect_each_once();
-  EXPECT_EQ(succeeded + cancelled, static_cast<int>(n));
-  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(outcomes.succeeded + outcomes.cancelled, static_cast<int>(n));
+  EXPECT_EQ(outcomes.other.load(), 0);
 }
 
 }  // namespace
