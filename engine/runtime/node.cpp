@@ -12,6 +12,7 @@
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 
+#include "engine/runtime/tls_error_isolation.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::detail {
@@ -55,6 +56,7 @@ void configure_actor_system(caf::actor_system_config& config, const NodeOptions&
     config.openssl_key = node.tls.key;
     config.openssl_cafile = node.tls.ca_file;
     config.openssl_passphrase = node.tls.passphrase;
+    isolate_tls_errors_per_call();
     config.load<caf::openssl::manager>();
   }
 }

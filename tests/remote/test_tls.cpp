@@ -121,3 +121,49 @@ TEST(Tls, IncompleteOrUnreadableCertificatesAreNamed) {
   EXPECT_THAT(error_of<InvalidArgument>([&] { Core core(with_tls(missing)); }),
               HasSubstr("cannot read the CA file '" + pki.path("nowhere.pem") + "'"));
 }
+
+// A TLS link that ends (a peer gone, a handshake refused) must not take the node's other links
+// with it: every link of a node shares the middleman's thread, and OpenSSL keeps its errors per
+// thread.
+TEST(Tls, AReplicaLostUnderLoadLeavesTheOtherLinkUp) {
+  Pki pki("lost");
+  ServingNode a(with_tls(pki.issue("a")));
+  auto b = std::make_unique<ServingNode>(with_tls(pki.issue("b")));
+  Core client(with_tls(pki.issue("client")));
+  CompiledModel model = client.connect_replicas("add_relu", {a.endpoint(), b->endpoint()});
+  std::vector<std::string> errors;
+  std::thread killer([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (b->model.counters().success < 300 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    b.reset();
+  });
+  const int failed = run_checked(model, 6000, 16, 3, &errors);
+  killer.join();
+  EXPECT_EQ(failed, 0) << (errors.empty() ? "" : errors[0]);
+  EXPECT_EQ(model.get_property(props::remote_replicas_lost).as_int(), 1);
+}
+
+TEST(Tls, RefusedHandshakesLeaveEstablishedClientsServed) {
+  Pki trusted("trusted"), rogue("rogue");
+  ServingNode server(with_tls(trusted.issue("server")));
+  Core client(with_tls(trusted.issue("client")));
+  CompiledModel remote = client.connect_remote("127.0.0.1", server.port, "add_relu");
+  std::atomic<bool> done{false};
+  std::thread intruders([&] {
+    TlsOptions mixed = rogue.issue("intruder");
+    mixed.ca_file = trusted.path("ca.pem");
+    for (int i = 0; i < 20 && !done; ++i) {
+      Core intruder(with_tls(mixed));
+      try {
+        intruder.connect_remote("127.0.0.1", server.port, "add_relu");
+      } catch (const RemoteUnavailable&) {
+      }
+    }
+  });
+  std::vector<std::string> errors;
+  const int failed = run_checked(remote, 4000, 8, 2, &errors);
+  done = true;
+  intruders.join();
+  EXPECT_EQ(failed, 0) << (errors.empty() ? "" : errors[0]);
+}
