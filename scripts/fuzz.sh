@@ -43,6 +43,7 @@ corpora=("$work/corpus" "$seeds")  # libFuzzer writes new inputs into the first
 if [ "$keep" = 1 ]; then corpora=("$seeds"); fi
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
 log="$work/fuzz.log"

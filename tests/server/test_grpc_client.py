@@ -4,9 +4,11 @@ grpc_python_plugin. Every RPC, a status per error code, raw and typed tensors, 6
 each getting its own outputs, TLS, SIGTERM under load (exit code 0)."""
 import concurrent.futures
 import importlib
+import json
 import pathlib
 import subprocess
 import sys
+import time
 
 import grpc
 import numpy as np
@@ -300,3 +302,102 @@ def test_sigterm_under_load_answers_every_accepted_call(pb, models, tmp_path):
     channel.close()
     assert ok >= 21
     assert exit_code == 0, s.output()
+
+
+def write_identity_chain_model(path, width=1024, depth=256):
+    """x f32 [N, R, width] -> y = x @ I @ I ... (depth MatMuls with one identity weight): exact,
+    so y == x bit for bit, and its cost grows with R: a large R holds the stream for a while."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "R", width])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "R", width])
+    eye = numpy_helper.from_array(np.eye(width, dtype=np.float32), "eye")
+    names = ["x"] + [f"t{i}" for i in range(depth - 1)] + ["y"]
+    nodes = [helper.make_node("MatMul", [names[i], "eye"], [names[i + 1]]) for i in range(depth)]
+    graph = helper.make_graph(nodes, "identity_chain", [x], [y], [eye])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
+def test_scheduling_over_grpc_priority_order_queue_full_and_timeouts(pb, tmp_path):
+    """A served model's scheduler through ModelInfer's `priority` and `timeout` parameters
+    (int64_param). One stream, one request per batch: while a large request holds the stream,
+    two low-priority requests and then a high-priority one wait; the high one runs next (it
+    completes before both low ones). A third low-priority request finds its level's queue full
+    (UNAVAILABLE at once), a request whose timeout ends while it waits fails UNAVAILABLE 'timed
+    out' without running, a priority beyond the levels is INVALID_ARGUMENT naming it, a negative
+    or non-int64 parameter too. Every accepted request is answered bit-exact."""
+    root = tmp_path / "repo"
+    write_identity_chain_model(root / "chain" / "1" / "model.onnx")
+    (root / "chain" / "config.json").write_text(json.dumps({
+        "max_batch_size": 1, "priority_levels": 2, "default_priority_level": 2,
+        "max_queue_size": 2, "allow_timeout_override": True, "NUM_STREAMS": 1}))
+    s = Server(tmp_path, ["--model-repository", str(root), "--http-port", "-1", "--grpc-port", "0",
+                          "--metrics-port", "-1", "--max-body-mb", "16"])
+    channel, stub = open_stub(pb, s.ports["grpc_port"],
+                              options=[("grpc.max_receive_message_length", 16 << 20)])
+    try:
+        def request(x, **parameters):
+            r = pb[0].ModelInferRequest(model_name="chain")
+            r.inputs.add(name="x", datatype="FP32", shape=list(x.shape))
+            r.raw_input_contents.append(np.ascontiguousarray(x, dtype="<f4").tobytes())
+            for key, value in parameters.items():
+                if isinstance(value, int):
+                    r.parameters[key].int64_param = value
+                else:
+                    r.parameters[key].string_param = value
+            return r
+
+        rng = np.random.default_rng(18)
+        def small(i):
+            return rng.uniform(-2, 2, (1, 1, 1024)).astype(np.float32) + np.float32(i)
+
+        done_at = {}
+        def call(name, x, **parameters):
+            response = stub.ModelInfer(request(x, **parameters), timeout=TIMEOUT)
+            done_at[name] = time.monotonic()
+            y = np.frombuffer(response.raw_output_contents[0], "<f4").reshape(x.shape)
+            assert y.tobytes() == x.tobytes(), name
+            return name
+
+        # Warm-up: the first run of a shape pays for kernel creation.
+        call("warm", small(0))
+        # ~140 GFLOP in 1 MiB: it runs for 0.5-2 s on the CPUs CI meets, and arrives (gRPC
+        # flow control) within the first ~100 ms.
+        blocker = rng.uniform(-2, 2, (1, 256, 1024)).astype(np.float32)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            running = pool.submit(call, "blocker", blocker, priority=1)
+            time.sleep(0.2)
+            lows = [pool.submit(call, f"low{i}", small(i), priority=2) for i in range(2)]
+            time.sleep(0.05)
+            high = pool.submit(call, "high", small(9), priority=1)
+            time.sleep(0.05)
+            # Level 2 holds two waiting requests: a third is refused at once.
+            t0 = time.monotonic()
+            code, details = error_of(stub.ModelInfer, request(small(3), priority=2))
+            assert code == grpc.StatusCode.UNAVAILABLE and "queue full" in details, details
+            assert time.monotonic() - t0 < 0.5
+            # Level 1 is not full: a request with a 20 ms timeout waits behind the blocker and
+            # fails when its time is up, without running.
+            code, details = error_of(stub.ModelInfer, request(small(4), priority=1,
+                                                              timeout=20_000))
+            assert code == grpc.StatusCode.UNAVAILABLE and "timed out" in details, details
+            assert not running.done(), "the blocking request ended before the others queued"
+            for f in [running, high] + lows:
+                f.result(timeout=TIMEOUT)
+        assert done_at["high"] < min(done_at["low0"], done_at["low1"]), done_at
+
+        code, details = error_of(stub.ModelInfer, request(small(5), priority=3))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "priority 3" in details, details
+        code, details = error_of(stub.ModelInfer, request(small(5), priority=-1))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "priority" in details, details
+        code, details = error_of(stub.ModelInfer, request(small(5), timeout="soon"))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "timeout" in details, details
+        # Still serving.
+        call("after", small(6))
+    finally:
+        channel.close()
+        assert s.stop() == 0, s.output()
