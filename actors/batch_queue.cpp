@@ -1,6 +1,7 @@
 #include "actors/batch_queue.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace troupe::actors {
 
@@ -18,10 +19,12 @@ void BatchQueue::set_policy(const detail::SchedulingPolicy& policy) {
       for (QueuedRequest& r : levels_[l].normal) lowest.normal.push_back(r);
       for (QueuedRequest& r : levels_[l].delayed) lowest.delayed.push_back(r);
     }
-    for (QueuedRequest& r : lowest.normal) r.level = static_cast<int>(n - 1);
-    for (QueuedRequest& r : lowest.delayed) r.level = static_cast<int>(n - 1);
   }
   levels_.resize(n);
+  // The level each request asked for, within the new count.
+  for (Level& level : levels_)
+    for (auto* queue : {&level.normal, &level.delayed})
+      for (QueuedRequest& r : *queue) r.level = std::min(r.level, static_cast<int>(n - 1));
 }
 
 size_t BatchQueue::size(int level) const {
@@ -42,16 +45,14 @@ bool BatchQueue::push(const QueuedRequest& request) {
 
 std::vector<uint64_t> BatchQueue::expire(int64_t now) {
   std::vector<uint64_t> rejected;
-  for (size_t l = 0; l < levels_.size(); ++l) {
-    Level& level = levels_[l];
-    const bool reject =
-        policy_.queue_of(static_cast<int>(l)).timeout_action == detail::TimeoutAction::reject;
+  for (Level& level : levels_) {
     for (auto it = level.normal.begin(); it != level.normal.end();) {
       if (it->deadline_ns == 0 || it->deadline_ns > now) {
         ++it;
         continue;
       }
-      if (reject) {
+      // A promoted request keeps the timeout action of the level it asked for.
+      if (policy_.queue_of(it->level).timeout_action == detail::TimeoutAction::reject) {
         rejected.push_back(it->id);
         --size_;
       } else {
@@ -73,7 +74,28 @@ const QueuedRequest* BatchQueue::head() const {
   return nullptr;
 }
 
+void BatchQueue::promote(int64_t now) {
+  const int64_t step = policy_.priority_aging_us * 1000;
+  if (step <= 0) return;
+  for (size_t l = 1; l < levels_.size(); ++l) {
+    std::deque<QueuedRequest>& queue = levels_[l].normal;
+    // Arrival order: the front has waited longest, so it is the first to move.
+    while (!queue.empty()) {
+      const QueuedRequest& r = queue.front();
+      const int64_t steps = std::max<int64_t>(0, now - r.arrival_ns) / step;
+      const auto target = static_cast<size_t>(std::max<int64_t>(0, r.level - steps));
+      if (target >= l) break;
+      std::deque<QueuedRequest>& up = levels_[target].normal;
+      auto at = up.end();
+      while (at != up.begin() && std::prev(at)->arrival_ns > r.arrival_ns) --at;
+      up.insert(at, r);
+      queue.pop_front();
+    }
+  }
+}
+
 std::vector<uint64_t> BatchQueue::next_batch(int64_t now) {
+  promote(now);
   const QueuedRequest* first = head();
   if (!first) return {};
   const size_t max = static_cast<size_t>(std::max(1, policy_.max_batch_size));

@@ -15,17 +15,19 @@ namespace troupe::actors {
 /// A request waiting in the scheduler.
 struct QueuedRequest {
   uint64_t id = 0;
-  int level = 0;  // 0 = highest priority
+  int level = 0;  // 0 = highest priority; the level asked for, whichever level it waits in
   int64_t arrival_ns = 0;
   int64_t deadline_ns = 0;  // 0 = no timeout
   uint64_t shape_key = 0;   // requests merge only with equal keys (their input shapes and types)
 };
 
 /// Priority queues with Triton's dynamic-batching rules. Order: level 1 first; within a level,
-/// arrival order, then the requests whose DELAY timeout passed. A batch is the first request in
-/// that order plus the following ones with its shape key, up to max_batch_size. It leaves at once
-/// when it is full or reaches a preferred size (the largest it can), otherwise once its first
-/// request has waited max_queue_delay.
+/// arrival order, then the requests whose DELAY timeout passed. With priority_aging_us, a
+/// request that has waited k times that long moves k levels up (at the next decision), among
+/// that level's requests by arrival; its queue policy stays its own level's. A batch is the first
+/// request in that order plus the following ones with its shape key, up to max_batch_size. It
+/// leaves at once when it is full or reaches a preferred size (the largest it can), otherwise once
+/// its first request has waited max_queue_delay.
 class BatchQueue {
  public:
   explicit BatchQueue(detail::SchedulingPolicy policy);
@@ -61,6 +63,7 @@ class BatchQueue {
     std::deque<QueuedRequest> normal, delayed;
   };
   const QueuedRequest* head() const;
+  void promote(int64_t now);
 
   detail::SchedulingPolicy policy_;
   std::vector<Level> levels_;

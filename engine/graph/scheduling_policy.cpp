@@ -22,6 +22,7 @@ constexpr const char* k_timeout = "default_timeout_microseconds";
 constexpr const char* k_action = "timeout_action";
 constexpr const char* k_override = "allow_timeout_override";
 constexpr const char* k_priority_policy = "priority_queue_policy";
+constexpr const char* k_aging = "priority_aging_microseconds";
 
 int64_t in_range(const std::string& key, const Any& value, int64_t lo, int64_t hi) {
   const int64_t n = value.as_int();
@@ -77,13 +78,13 @@ int64_t SchedulingPolicy::timeout_of(int level, int64_t timeout_us) const {
 bool SchedulingPolicy::is_default() const {
   return max_batch_size <= 1 && priority_levels == 0 && queue.max_queue_size == 0 &&
          queue.default_timeout_us == 0 && !queue.allow_timeout_override && !preserve_ordering &&
-         priority_queue_policy.empty();
+         priority_queue_policy.empty() && priority_aging_us == 0;
 }
 
 const std::vector<std::string>& scheduling_property_names() {
   static const std::vector<std::string> names = {
-      k_max_batch_size, k_preferred, k_delay,  k_ordering, k_levels,         k_default_level,
-      k_queue_size,     k_timeout,   k_action, k_override, k_priority_policy};
+      k_max_batch_size, k_preferred, k_delay,  k_ordering, k_levels,          k_default_level,
+      k_queue_size,     k_timeout,   k_action, k_override, k_priority_policy, k_aging};
   return names;
 }
 
@@ -205,6 +206,8 @@ void apply_scheduling_property(SchedulingPolicy& p, const std::string& key, cons
       apply_queue_field(p.queue, key, value);
     } else if (key == k_priority_policy) {
       p.priority_queue_policy = parse_priority_queue_policy(value);
+    } else if (key == k_aging) {
+      p.priority_aging_us = in_range(key, value, 0, 3'600'000'000LL);
     } else {
       throw InvalidArgument("property " + key + " is not a scheduling property");
     }
@@ -249,6 +252,7 @@ AnyMap scheduling_properties(const SchedulingPolicy& p) {
   m[k_action] = std::string(p.queue.timeout_action == TimeoutAction::reject ? "REJECT" : "DELAY");
   m[k_override] = p.queue.allow_timeout_override;
   m[k_priority_policy] = priority_queue_policy_text(p);
+  m[k_aging] = p.priority_aging_us;
   return m;
 }
 

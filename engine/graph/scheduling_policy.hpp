@@ -31,6 +31,9 @@ struct SchedulingPolicy {
   bool preserve_ordering = false;  // responses leave in arrival order
   int priority_levels = 0;         // 0 = no priorities (one level)
   int default_priority_level = 0;  // 0 = the lowest level
+  // troupe's own, against starvation: a request that has waited k times this long competes as k
+  // levels higher, in arrival order. 0 = strict priorities, as Triton's.
+  int64_t priority_aging_us = 0;
   QueuePolicy queue;
   // Triton's priority_queue_policy: a level's own queue policy fields (by 1-based priority
   // level, validated), over `queue` for the requests of that level.

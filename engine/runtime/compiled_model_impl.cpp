@@ -107,7 +107,8 @@ void CompiledModelImpl::set_property(const AnyMap& properties) {
                             "max_queue_delay_microseconds, priority_levels, "
                             "default_priority_level, max_queue_size, "
                             "default_timeout_microseconds, timeout_action, "
-                            "allow_timeout_override)");
+                            "allow_timeout_override, priority_queue_policy, "
+                            "priority_aging_microseconds)");
     }
     apply_scheduling_property(policy, name, value);
     if (name == "max_batch_size" && policy.max_batch_size > compiled_batch)

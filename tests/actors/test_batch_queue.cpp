@@ -107,6 +107,79 @@ TEST(BatchQueue, HigherPriorityRunsFirstAndLowerOnesAreNotStarvedWhenItIsIdle) {
   EXPECT_THAT(q.next_batch(10), ElementsAre(5));
 }
 
+TEST(BatchQueue, StrictPrioritiesLetASteadyHighLevelStarveALowOne) {
+  // Triton's semantics, the default: as long as level 1 has work, level 2 waits.
+  auto p = batching(1, 0);
+  p.priority_levels = 2;
+  BatchQueue q{p};
+  q.push(request(1, 0, /*level=*/1));
+  for (uint64_t id = 2; id < 100; ++id) {
+    q.push(request(id, static_cast<int64_t>(id) * 1000 * us, /*level=*/0));
+    EXPECT_THAT(q.next_batch(static_cast<int64_t>(id) * 1000 * us), ElementsAre(id));
+  }
+  EXPECT_EQ(q.size(1), 1u);
+}
+
+TEST(BatchQueue, AgingMovesAWaitingRequestUpALevelPerPeriodAmongThatLevelsByArrival) {
+  auto p = batching(1, 0);
+  p.priority_levels = 3;
+  p.priority_aging_us = 100;
+  BatchQueue q{p};
+  q.push(request(1, 0, /*level=*/2));         // lowest, oldest
+  q.push(request(2, 50 * us, /*level=*/1));   // middle
+  q.push(request(3, 60 * us, /*level=*/0));   // highest
+  q.push(request(4, 150 * us, /*level=*/0));  // highest, newer than 1's first period
+  // At 99 us nobody has aged: strict order.
+  EXPECT_THAT(q.next_batch(99 * us), ElementsAre(3));
+  // At 160 us request 1 (waited 1 period) competes at level 2 and is older than request 2, and
+  // request 2 (waited 110 us) competes at level 1, older than request 4.
+  EXPECT_THAT(q.next_batch(160 * us), ElementsAre(2));
+  EXPECT_THAT(q.next_batch(160 * us), ElementsAre(4));
+  EXPECT_THAT(q.next_batch(160 * us), ElementsAre(1));
+  // Two periods take a lowest request to the top, ahead of level-1 requests that came later.
+  q.push(request(5, 1000 * us, /*level=*/2));
+  q.push(request(6, 1100 * us, /*level=*/0));
+  q.push(request(7, 1150 * us, /*level=*/0));
+  EXPECT_THAT(q.next_batch(1150 * us), ElementsAre(6));
+  EXPECT_THAT(q.next_batch(1200 * us), ElementsAre(5));
+  EXPECT_THAT(q.next_batch(1200 * us), ElementsAre(7));
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(BatchQueue, AgingBoundsTheWaitOfALowLevelUnderASteadyHighOne) {
+  // One request runs per 100 us; level 1 always has one waiting. With aging of 1 ms, the level-2
+  // request runs within two periods (when it has aged to level 1 and is the oldest there).
+  auto p = batching(1, 0);
+  p.priority_levels = 2;
+  p.priority_aging_us = 1000;
+  BatchQueue q{p};
+  q.push(request(1000, 0, /*level=*/1));
+  int64_t ran_at = -1;
+  for (uint64_t id = 1; id < 100 && ran_at < 0; ++id) {
+    const int64_t now = static_cast<int64_t>(id) * 100 * us;
+    q.push(request(id, now, /*level=*/0));
+    for (uint64_t ran : q.next_batch(now))
+      if (ran == 1000) ran_at = now;
+  }
+  EXPECT_GT(ran_at, 0);
+  EXPECT_LE(ran_at, 2000 * us);
+}
+
+TEST(BatchQueue, APromotedRequestKeepsItsOwnLevelsTimeoutAction) {
+  auto p = batching(1, 0);
+  p.priority_levels = 2;
+  p.priority_aging_us = 10;
+  p.priority_queue_policy[2] = {{"timeout_action", Any(std::string("DELAY"))}};
+  BatchQueue q{p};
+  q.push(request(1, 0, /*level=*/1, 7, /*deadline=*/100 * us));
+  q.push(request(2, 0, /*level=*/0, 7, /*deadline=*/100 * us));
+  q.push(request(3, 5 * us, /*level=*/0));
+  EXPECT_THAT(q.next_batch(20 * us), ElementsAre(2));  // 1 now waits at level 1, behind 2
+  // Level 1 rejects on timeout, but request 1 asked for level 2, which delays: it stays.
+  EXPECT_THAT(q.expire(100 * us), IsEmpty());
+  EXPECT_EQ(q.size(), 2u);
+}
+
 TEST(BatchQueue, AFullLevelRefusesWhileOthersStillAccept) {
   auto p = batching(1, 0);
   p.priority_levels = 2;
@@ -176,6 +249,13 @@ TEST(BatchQueue, TakeAllEmptiesEveryLevel) {
 }
 
 TEST(SchedulingPolicy, PropertiesAreValidatedAndNamed) {
+  {
+    detail::SchedulingPolicy p;
+    detail::apply_scheduling_property(p, "priority_aging_microseconds", Any(int64_t{5000}));
+    EXPECT_EQ(p.priority_aging_us, 5000);
+    EXPECT_FALSE(p.is_default());
+    EXPECT_EQ(detail::scheduling_properties(p).at("priority_aging_microseconds").as_int(), 5000);
+  }
   detail::SchedulingPolicy p;
   detail::apply_scheduling_property(p, "preferred_batch_size", Any("8, 4"));
   EXPECT_THAT(p.preferred_batch_sizes, ElementsAre(4, 8));
@@ -197,6 +277,7 @@ TEST(SchedulingPolicy, PropertiesAreValidatedAndNamed) {
   fails("timeout_action", Any("DROP"), "REJECT, DELAY");
   fails("max_queue_delay_microseconds", Any(-1), "allowed");
   fails("preferred_batch_size", Any("4 x"), "preferred_batch_size");
+  fails("priority_aging_microseconds", Any(-1), "allowed");
   p.max_batch_size = 8;
   EXPECT_THROW(detail::validate(p), InvalidArgument);  // preferred 16 > max 8
   p.preferred_batch_sizes = {4};

@@ -199,6 +199,52 @@ TEST(DynamicBatching, HigherPriorityRequestsOvertakeWaitingOnes) {
   requests[0].infer();
 }
 
+TEST(DynamicBatching, AgingSetLiveEndsTheStarvationOfALowRequestUnderSteadyHighLoad) {
+  Core core;
+  auto compiled = core.compile_model(
+      make_linear_model(), "CPU",
+      {{"priority_levels", 2}, {"default_priority_level", 2}, {props::num_streams, 1}});
+  // Each run holds the one stream for 2 ms, so the high-priority load below (16 in flight,
+  // restarted as they end) always has requests waiting when the scheduler picks the next one.
+  set_stage_hook(compiled, [](detail::Stage stage, uint64_t) {
+    if (stage == detail::Stage::execute) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  });
+  std::atomic<bool> stop{false};
+  std::atomic<int> high_done{0};
+  std::thread load([&] {
+    std::vector<InferRequest> high(16);
+    for (size_t i = 0; i < high.size(); ++i) {
+      high[i] = compiled.create_infer_request();
+      high[i].set_tensor("x", sample(static_cast<unsigned>(100 + i)));
+      high[i].set_priority(1);
+      high[i].start_async();
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!stop && std::chrono::steady_clock::now() < deadline)
+      for (auto& r : high) {
+        r.wait();
+        ++high_done;
+        r.start_async();
+      }
+    for (auto& r : high) r.wait();
+  });
+  while (high_done < 20) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  InferRequest low = compiled.create_infer_request();
+  low.set_tensor("x", sample(7));
+  low.start_async();
+  // Strict priorities (the default, as Triton's): it waits as long as level 1 has work.
+  EXPECT_FALSE(low.wait_for(std::chrono::milliseconds(300)));
+  // Aging, set while it waits: it has waited > 20 ms, so at the next decision it competes at
+  // level 1 as the oldest there, and runs while the load goes on.
+  compiled.set_property({{"priority_aging_microseconds", 20000}});
+  EXPECT_EQ(compiled.get_property("priority_aging_microseconds").as_int(), 20000);
+  const bool ran = low.wait_for(std::chrono::seconds(5));
+  stop = true;
+  load.join();
+  ASSERT_TRUE(ran);
+  Reference(core).expect_output_of(7, low.get_tensor("y"));
+}
+
 TEST(DynamicBatching, AFullQueueRefusesAtOnceWithQueueFull) {
   Core core;
   auto compiled = core.compile_model(make_linear_model(), "CPU",

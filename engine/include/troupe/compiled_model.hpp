@@ -32,7 +32,8 @@ class CompiledModel {
   /// Changes scheduling properties while requests run: max_batch_size (AUTO_BATCH_MAX_SIZE, up to
   /// the value compiled with), preferred_batch_size, max_queue_delay_microseconds,
   /// priority_levels, default_priority_level, max_queue_size, default_timeout_microseconds,
-  /// timeout_action and allow_timeout_override, and NUM_STREAMS (1..the streams compiled: the
+  /// timeout_action, allow_timeout_override, priority_queue_policy, priority_aging_microseconds,
+  /// and NUM_STREAMS (1..the streams compiled: the
   /// others take no new work, what runs there finishes). They apply to the next decisions; no
   /// request in flight or waiting is dropped, failed or reordered. Other properties are fixed
   /// at compilation (InvalidArgument names the key); all keys are checked before any applies.
