@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/strand.hpp>
@@ -227,6 +228,10 @@ struct HttpFrontend::Impl {
   InFlight in_flight;
   int threads_wanted;
   net::io_context io;
+  // Keeps the I/O threads running while no socket operation is pending: at shutdown the listener
+  // closes first, and a request whose model is still running has nothing pending until its reply
+  // is posted. Without it io.run() returned in every thread and that reply was never written.
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::optional<net::ssl::context> ssl;
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
@@ -264,6 +269,7 @@ HttpFrontend::HttpFrontend(ServerContext& context, const std::string& host, int 
     throw ServeError(ServeErrc::unavailable, "HTTP: cannot listen on " + host + ":" +
                                                  std::to_string(port) + ": " + ec.message());
   impl_->accept();
+  impl_->work.emplace(net::make_work_guard(impl_->io));
   for (int i = 0; i < impl_->threads_wanted; ++i)
     impl_->threads.emplace_back([this] { impl_->io.run(); });
 }
@@ -284,6 +290,7 @@ void HttpFrontend::shutdown() {
     });
     // Every request already read is answered before the connections close.
     impl_->in_flight.wait_zero(std::chrono::seconds(60));
+    impl_->work.reset();
     impl_->io.stop();
     for (auto& t : impl_->threads) t.join();
   });

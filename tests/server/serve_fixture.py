@@ -39,6 +39,24 @@ def write_add_model(path, bias=0.5, scale=2.0):
     onnx.save(model, str(path))
 
 
+def write_identity_chain_model(path, width=1024, depth=256):
+    """x f32 [N, R, width] -> y = x @ I @ I ... (depth MatMuls with one identity weight): exact,
+    so y == x bit for bit, and its cost grows with R: a large R holds the stream for a while."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "R", width])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "R", width])
+    eye = numpy_helper.from_array(np.eye(width, dtype=np.float32), "eye")
+    names = ["x"] + [f"t{i}" for i in range(depth - 1)] + ["y"]
+    nodes = [helper.make_node("MatMul", [names[i], "eye"], [names[i + 1]]) for i in range(depth)]
+    graph = helper.make_graph(nodes, "identity_chain", [x], [y], [eye])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
 def expected(x, bias=0.5, scale=2.0):
     x = np.asarray(x, dtype=np.float32)
     return (np.maximum(x + np.float32(bias), np.float32(0)), x * np.float32(scale))

@@ -14,7 +14,7 @@ import grpc
 import numpy as np
 import pytest
 
-from serve_fixture import Server, WIDTH, expected, write_add_model
+from serve_fixture import Server, WIDTH, expected, write_add_model, write_identity_chain_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROTO = ROOT / "server" / "grpc" / "grpc_service.proto"
@@ -302,24 +302,6 @@ def test_sigterm_under_load_answers_every_accepted_call(pb, models, tmp_path):
     channel.close()
     assert ok >= 21
     assert exit_code == 0, s.output()
-
-
-def write_identity_chain_model(path, width=1024, depth=256):
-    """x f32 [N, R, width] -> y = x @ I @ I ... (depth MatMuls with one identity weight): exact,
-    so y == x bit for bit, and its cost grows with R: a large R holds the stream for a while."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "R", width])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "R", width])
-    eye = numpy_helper.from_array(np.eye(width, dtype=np.float32), "eye")
-    names = ["x"] + [f"t{i}" for i in range(depth - 1)] + ["y"]
-    nodes = [helper.make_node("MatMul", [names[i], "eye"], [names[i + 1]]) for i in range(depth)]
-    graph = helper.make_graph(nodes, "identity_chain", [x], [y], [eye])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
 
 
 def test_scheduling_over_grpc_priority_order_queue_full_and_timeouts(pb, tmp_path):

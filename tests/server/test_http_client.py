@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import requests
 
-from serve_fixture import Server, WIDTH, expected, write_add_model
+from serve_fixture import Server, WIDTH, expected, write_add_model, write_identity_chain_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -287,6 +287,36 @@ def test_sigterm_under_load_answers_every_accepted_request(repo, tmp_path):
     assert "wrong" not in outcomes
     assert set(outcomes) <= {"ok", "refused", 503}, outcomes
     assert "draining" in s.output() and "stopped" in s.output()
+
+
+def test_sigterm_while_the_only_request_runs_still_answers_it(tmp_path):
+    """SIGTERM while one long request is the server's only work: the listener closes, and no
+    socket operation is pending while the model runs. The answer must still be written (the HTTP
+    threads used to run out of work and exit, so it never was, and shutdown waited 60 s), and the
+    server exits 0."""
+    write_identity_chain_model(tmp_path / "chain.onnx")
+    s = Server(tmp_path, ["-m", f"chain={tmp_path / 'chain.onnx'}", "--http-port", "0",
+                          "--grpc-port", "-1", "--metrics-port", "-1", "--max-body-mb", "16",
+                          "-p", "NUM_STREAMS=1"])
+    x = np.random.default_rng(17).uniform(-2, 2, (1, 256, 1024)).astype(np.float32)
+    header = json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": list(x.shape),
+                                     "parameters": {"binary_data_size": x.nbytes}}],
+                         "outputs": [{"name": "y", "parameters": {"binary_data": True}}]})
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(
+            requests.post, s.url("/v2/models/chain/infer"), data=header.encode() + x.tobytes(),
+            headers={"Inference-Header-Content-Length": str(len(header))}, timeout=60)
+        time.sleep(0.3)  # the request is read and runs (0.5-2 s on the CPUs CI meets)
+        assert not pending.done()
+        t0 = time.monotonic()
+        code = s.stop()
+        r = pending.result()
+    assert code == 0, s.output()
+    assert time.monotonic() - t0 < 30, "shutdown waited for its timeout"
+    assert r.status_code == 200, r.text
+    length = int(r.headers["Inference-Header-Content-Length"])
+    y = np.frombuffer(r.content[length:], dtype="<f4").reshape(x.shape)
+    assert y.tobytes() == x.tobytes()
 
 
 def test_readme_curl_examples(tmp_path):
