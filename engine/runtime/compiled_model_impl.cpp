@@ -101,14 +101,13 @@ void CompiledModelImpl::set_property(const AnyMap& properties) {
           "property preserve_ordering is fixed at compilation (the completion "
           "actor orders by it from the first request)");
     if (!is_scheduling_property(name)) {
+      std::string changeable = props::num_streams;
+      for (const std::string& k : scheduling_property_names())
+        if (k != "preserve_ordering") changeable += ", " + k;
       throw InvalidArgument("property " + key +
                             " cannot be changed on a compiled model (it is fixed at compilation; "
-                            "changeable: NUM_STREAMS, max_batch_size, preferred_batch_size, "
-                            "max_queue_delay_microseconds, priority_levels, "
-                            "default_priority_level, max_queue_size, "
-                            "default_timeout_microseconds, timeout_action, "
-                            "allow_timeout_override, priority_queue_policy, "
-                            "priority_aging_microseconds)");
+                            "changeable: " +
+                            changeable + ")");
     }
     apply_scheduling_property(policy, name, value);
     if (name == "max_batch_size" && policy.max_batch_size > compiled_batch)

@@ -25,36 +25,26 @@
 
 namespace {
 
-using ReadFn = int (*)(SSL*, void*, int);
-using WriteFn = int (*)(SSL*, const void*, int);
-using HandshakeFn = int (*)(SSL*);
-
-// OpenSSL's definition of `name`: the next one after troupe's in lookup order.
-void* openssl_definition(const char* name) {
-  return dlsym(RTLD_NEXT, name);
-}
+// OpenSSL's own definitions: the next ones after troupe's in lookup order, resolved once.
+struct OpenSsl {
+  int (*read)(SSL*, void*, int);
+  int (*write)(SSL*, const void*, int);
+  int (*connect)(SSL*);
+  int (*accept)(SSL*);
+};
 
 template <class Fn>
-Fn next(const char* name) {
+Fn next_definition(const char* name) {
   static_assert(sizeof(Fn) == sizeof(void*));
-  return reinterpret_cast<Fn>(openssl_definition(name));
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
 }
 
-ReadFn openssl_read() {
-  static const ReadFn fn = next<ReadFn>("SSL_read");
-  return fn;
-}
-WriteFn openssl_write() {
-  static const WriteFn fn = next<WriteFn>("SSL_write");
-  return fn;
-}
-HandshakeFn openssl_connect() {
-  static const HandshakeFn fn = next<HandshakeFn>("SSL_connect");
-  return fn;
-}
-HandshakeFn openssl_accept() {
-  static const HandshakeFn fn = next<HandshakeFn>("SSL_accept");
-  return fn;
+const OpenSsl& openssl() {
+  static const OpenSsl fns{next_definition<decltype(OpenSsl::read)>("SSL_read"),
+                           next_definition<decltype(OpenSsl::write)>("SSL_write"),
+                           next_definition<decltype(OpenSsl::connect)>("SSL_connect"),
+                           next_definition<decltype(OpenSsl::accept)>("SSL_accept")};
+  return fns;
 }
 
 }  // namespace
@@ -63,22 +53,22 @@ extern "C" {
 
 __attribute__((visibility("default"))) int SSL_read(SSL* ssl, void* buf, int num) {
   ERR_clear_error();
-  return openssl_read()(ssl, buf, num);
+  return openssl().read(ssl, buf, num);
 }
 
 __attribute__((visibility("default"))) int SSL_write(SSL* ssl, const void* buf, int num) {
   ERR_clear_error();
-  return openssl_write()(ssl, buf, num);
+  return openssl().write(ssl, buf, num);
 }
 
 __attribute__((visibility("default"))) int SSL_connect(SSL* ssl) {
   ERR_clear_error();
-  return openssl_connect()(ssl);
+  return openssl().connect(ssl);
 }
 
 __attribute__((visibility("default"))) int SSL_accept(SSL* ssl) {
   ERR_clear_error();
-  return openssl_accept()(ssl);
+  return openssl().accept(ssl);
 }
 
 }  // extern "C"
@@ -88,7 +78,8 @@ namespace troupe::detail {
 void isolate_tls_errors_per_call() {
   // Resolved here, before any link exists, so a missing definition is an error at start-up and
   // never a null call on the middleman's thread.
-  if (!openssl_read() || !openssl_write() || !openssl_connect() || !openssl_accept()) {
+  const OpenSsl& fns = openssl();
+  if (!fns.read || !fns.write || !fns.connect || !fns.accept) {
     const char* why = dlerror();
     throw ExecutionError(std::string("TLS: cannot find OpenSSL's SSL_read, SSL_write, "
                                      "SSL_connect or SSL_accept behind troupe's (") +
