@@ -94,11 +94,12 @@ void BatchQueue::promote(int64_t now) {
   }
 }
 
-std::vector<uint64_t> BatchQueue::next_batch(int64_t now) {
+std::vector<uint64_t> BatchQueue::next_batch(int64_t now, int limit) {
   promote(now);
   const QueuedRequest* first = head();
   if (!first) return {};
-  const size_t max = static_cast<size_t>(std::max(1, policy_.max_batch_size));
+  const int max_size = limit > 0 ? std::min(limit, policy_.max_batch_size) : policy_.max_batch_size;
+  const size_t max = static_cast<size_t>(std::max(1, max_size));
   const uint64_t key = first->shape_key;
   const int64_t first_arrival = first->arrival_ns;
 

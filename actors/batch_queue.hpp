@@ -45,7 +45,8 @@ class BatchQueue {
   std::vector<uint64_t> expire(int64_t now);
 
   /// The ids of the batch that should run now, removed from the queue; empty when none should.
-  std::vector<uint64_t> next_batch(int64_t now);
+  /// `limit` (> 0) caps the batch below max_batch_size; a batch that reaches it is full.
+  std::vector<uint64_t> next_batch(int64_t now, int limit = 0);
 
   /// The earliest time something may change without a new request: a timeout, or (when
   /// `with_delay`) the moment the first request's batch delay ends. 0 = none.

@@ -73,17 +73,29 @@ caf::behavior completion_actor(caf::stateful_actor<CompletionState>* self, Conte
                                Handles next) {
   const bool ordered = ctx->config.scheduling.preserve_ordering;
   return {
-      [self, ctx, ordered](complete_atom, batch_msg& batch) {
+      [self, ctx, next, ordered](complete_atom, batch_msg& batch) {
         callback_thread = true;
+        int32_t credit_size = 0;
+        int64_t credit_released_ns = -1;  // -1: the batch carries no credit
+        for (const request_msg& msg : batch.requests)
+          if (msg.carries_credit) {
+            credit_size = msg.batch_size;
+            credit_released_ns = msg.released_ns;
+          }
         if (!ordered) {
           for (request_msg& msg : batch.requests) complete(*ctx, msg);
-          return;
+        } else {
+          auto& st = self->state;
+          for (request_msg& msg : batch.requests) st.held.emplace(msg.id, std::move(msg));
+          for (auto it = st.held.begin(); it != st.held.end() && it->first == st.next_id;
+               it = st.held.erase(it), ++st.next_id)
+            complete(*ctx, it->second);
         }
-        auto& st = self->state;
-        for (request_msg& msg : batch.requests) st.held.emplace(msg.id, std::move(msg));
-        for (auto it = st.held.begin(); it != st.held.end() && it->first == st.next_id;
-             it = st.held.erase(it), ++st.next_id)
-          complete(*ctx, it->second);
+        // The credit goes back after the callbacks ran: a client that resubmits from its
+        // callback (a closed loop, AsyncInferQueue) has its requests queued before the scheduler
+        // forms the next batch, rather than one of them leaving alone on the freed credit.
+        if (credit_released_ns >= 0)
+          self->send(next->scheduler, credit_atom::value, credit_size, credit_released_ns);
       },
       [self, ctx, next](drain_atom) {
         // Every completion queued before this message has been delivered.

@@ -19,7 +19,8 @@ namespace troupe::actors {
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 /// stage -> next stage: process this batch.
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
-/// postprocess -> scheduler: a batch left the pipeline, schedule another.
+/// postprocess -> scheduler: a batch left the pipeline, schedule another (with the batch's size
+/// and when the scheduler released it, which the batch size tuner learns from).
 using credit_atom = caf::atom_constant<caf::atom("credit")>;
 /// download -> upload: these execute slots' buffers are free again.
 using release_atom = caf::atom_constant<caf::atom("release")>;
@@ -53,6 +54,9 @@ struct request_msg {
   /// Exactly one request of each scheduled batch returns the scheduler's credit when it leaves
   /// postprocess, also when a stage splits the batch.
   bool carries_credit = false;
+  /// On the credit's carrier: its batch's size and when the scheduler released it.
+  int32_t batch_size = 0;
+  int64_t released_ns = 0;
 };
 
 /// What the stages pass on: the requests the scheduler released together (one request without

@@ -1,6 +1,6 @@
 // Postprocess: converts outputs into the caller's element type and layout (declared with
 // PrePostProcessor, or implied by the tensor the caller bound), then hands the request to the
-// completion actor and returns its credit to the scheduler.
+// completion actor, which returns the batch's credit to the scheduler.
 
 #include "actors/stage.hpp"
 #include "kernels/preprocess/image_ops.hpp"
@@ -10,9 +10,7 @@ namespace troupe::actors {
 caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handles next) {
   return {
       [self, ctx, next](stage_atom, batch_msg& batch) {
-        bool credit = false;
         for (request_msg& msg : batch.requests) {
-          credit = credit || msg.carries_credit;
           run_stage(*ctx, detail::Stage::postprocess, msg, [&] {
             detail::RequestState& st = *msg.state;
             for (size_t i = 0; i < st.model_outputs.size(); ++i) {
@@ -30,7 +28,6 @@ caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handl
         self->send(next->completion, complete_atom::value, std::move(batch));
         // Only after the completion message is queued: shutdown waits on this count.
         for (size_t i = 0; i < n; ++i) ctx->in_flight.release();
-        if (credit) self->send(next->scheduler, credit_atom::value);
       },
   };
 }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "actors/batch_queue.hpp"
+#include "actors/batch_size_tuner.hpp"
 #include "actors/stage.hpp"
 
 namespace troupe::actors {
@@ -22,6 +23,7 @@ struct SchedulerState {
   int credit_total = 0;  // credits there are in all, free or with a batch in the stages
   bool draining = false;
   BatchQueue queue;
+  BatchSizeTuner tuner;  // the batch size limit, with adaptive_batch_size
   std::unordered_map<uint64_t, request_msg> waiting;  // the queued requests, by id
   int64_t timer_at = 0;                               // when the pending tick fires (0: none)
 };
@@ -71,8 +73,10 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
                        " us in the scheduler's queue (timeout_action REJECT)"));
     complete_now(ctx, next, self, std::move(msg), std::move(error));
   }
+  const auto& policy = st.queue.policy();
+  const int limit = policy.adaptive_batch_size ? st.tuner.next_limit() : 0;
   while (st.credits > 0) {
-    std::vector<uint64_t> ids = st.queue.next_batch(now);
+    std::vector<uint64_t> ids = st.queue.next_batch(now, limit);
     if (ids.empty()) break;
     batch_msg batch;
     for (uint64_t id : ids) {
@@ -85,7 +89,10 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
         batch.requests.push_back(std::move(msg));
     }
     if (batch.requests.empty()) continue;
-    batch.requests.front().carries_credit = true;
+    request_msg& carrier = batch.requests.front();
+    carrier.carries_credit = true;
+    carrier.batch_size = static_cast<int32_t>(batch.requests.size());
+    carrier.released_ns = now;
     --st.credits;
     self->send(next.preprocess, stage_atom::value, std::move(batch));
   }
@@ -100,6 +107,7 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
 caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
   self->state.credits = self->state.credit_total = ctx->config.scheduler_credits;
   self->state.queue.set_policy(ctx->config.scheduling);
+  self->state.tuner = BatchSizeTuner(ctx->config.scheduling.max_batch_size);
   return {
       [self, ctx, next](submit_atom, request_msg msg) {
         auto& st = self->state;
@@ -137,8 +145,11 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
         st.waiting.emplace(msg.id, std::move(msg));
         dispatch(self, *ctx, *next);
       },
-      [self, ctx, next](credit_atom) {
-        ++self->state.credits;
+      [self, ctx, next](credit_atom, int32_t batch_size, int64_t released_ns) {
+        auto& st = self->state;
+        if (st.queue.policy().adaptive_batch_size && released_ns > 0)
+          st.tuner.record(batch_size, detail::now_ns() - released_ns);
+        ++st.credits;
         dispatch(self, *ctx, *next);
       },
       [self, ctx, next](cancel_atom) {
@@ -169,6 +180,11 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
         dispatch(self, *ctx, *next);
       },
       [self, ctx, next](reconfigure_atom, const detail::SchedulingPolicy& policy) {
+        // What was measured under another max_batch_size still holds for the sizes both allow,
+        // but the buckets differ: the tuner starts over (small models find their size again
+        // within a few dozen batches).
+        if (policy.max_batch_size != self->state.queue.policy().max_batch_size)
+          self->state.tuner = BatchSizeTuner(policy.max_batch_size);
         self->state.queue.set_policy(policy);
         self->state.timer_at = 0;  // the delay may have changed: the next dispatch sets it anew
         dispatch(self, *ctx, *next);

@@ -23,6 +23,7 @@ constexpr const char* k_action = "timeout_action";
 constexpr const char* k_override = "allow_timeout_override";
 constexpr const char* k_priority_policy = "priority_queue_policy";
 constexpr const char* k_aging = "priority_aging_microseconds";
+constexpr const char* k_adaptive = "adaptive_batch_size";
 
 int64_t in_range(const std::string& key, const Any& value, int64_t lo, int64_t hi) {
   const int64_t n = value.as_int();
@@ -83,8 +84,9 @@ bool SchedulingPolicy::is_default() const {
 
 const std::vector<std::string>& scheduling_property_names() {
   static const std::vector<std::string> names = {
-      k_max_batch_size, k_preferred, k_delay,  k_ordering, k_levels,          k_default_level,
-      k_queue_size,     k_timeout,   k_action, k_override, k_priority_policy, k_aging};
+      k_max_batch_size,  k_preferred,  k_delay,   k_ordering, k_levels,
+      k_default_level,   k_queue_size, k_timeout, k_action,   k_override,
+      k_priority_policy, k_aging,      k_adaptive};
   return names;
 }
 
@@ -208,6 +210,8 @@ void apply_scheduling_property(SchedulingPolicy& p, const std::string& key, cons
       p.priority_queue_policy = parse_priority_queue_policy(value);
     } else if (key == k_aging) {
       p.priority_aging_us = in_range(key, value, 0, 3'600'000'000LL);
+    } else if (key == k_adaptive) {
+      p.adaptive_batch_size = value.as_bool();
     } else {
       throw InvalidArgument("property " + key + " is not a scheduling property");
     }
@@ -253,6 +257,7 @@ AnyMap scheduling_properties(const SchedulingPolicy& p) {
   m[k_override] = p.queue.allow_timeout_override;
   m[k_priority_policy] = priority_queue_policy_text(p);
   m[k_aging] = p.priority_aging_us;
+  m[k_adaptive] = p.adaptive_batch_size;
   return m;
 }
 

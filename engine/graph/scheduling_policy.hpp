@@ -26,6 +26,9 @@ struct QueuePolicy {
 /// defaults schedule like a plain FIFO: no batching, no priorities, no timeouts, no bound.
 struct SchedulingPolicy {
   int max_batch_size = 1;  // requests merged into one run; 1 = no batching
+  // troupe's own: batch only up to the size that has measured fastest (actors/batch_size_tuner),
+  // at most max_batch_size. false: every batch as large as the queue allows, as Triton's.
+  bool adaptive_batch_size = true;
   std::vector<int64_t> preferred_batch_sizes;
   int64_t max_queue_delay_us = 0;  // how long the oldest request may wait for a batch
   bool preserve_ordering = false;  // responses leave in arrival order

@@ -53,8 +53,11 @@ std::shared_ptr<Model> make_row_mixing_model() {
   return b.build();
 }
 
+// These tests check what merging does, so batches are as large as the queue allows rather than
+// the size the scheduler's tuner would learn.
 AnyMap batching(int max_size, int streams = 1) {
   return {{props::auto_batch_max_size, max_size},
+          {"adaptive_batch_size", false},
           {props::num_streams, streams},
           {props::performance_mode, "THROUGHPUT"}};
 }

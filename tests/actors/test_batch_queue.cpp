@@ -367,3 +367,16 @@ TEST(BatchQueue, EachLevelRefusesAndTimesOutByItsOwnPolicy) {
   EXPECT_EQ(q.size(), 1u);
   EXPECT_THAT(q.next_batch(200 * us), ElementsAre(3));
 }
+
+TEST(BatchQueue, ALimitBelowTheMaximumCapsTheBatchAndCountsAsFull) {
+  BatchQueue q{batching(8, 1000)};
+  for (uint64_t id = 1; id <= 5; ++id) ASSERT_TRUE(q.push(request(id, 0)));
+  // Under a limit of 2 a batch of two is full: it leaves at once, not after the 1 ms delay.
+  EXPECT_THAT(q.next_batch(1 * us, 2), ElementsAre(1, 2));
+  EXPECT_THAT(q.next_batch(1 * us, 2), ElementsAre(3, 4));
+  EXPECT_THAT(q.next_batch(1 * us, 2), IsEmpty());  // 5 waits for a partner or the delay
+  EXPECT_THAT(q.next_batch(1000 * us, 2), ElementsAre(5));
+  // A limit above max_batch_size is max_batch_size.
+  for (uint64_t id = 6; id <= 15; ++id) ASSERT_TRUE(q.push(request(id, 2000 * us)));
+  EXPECT_THAT(q.next_batch(2000 * us, 64), ElementsAre(6, 7, 8, 9, 10, 11, 12, 13));
+}

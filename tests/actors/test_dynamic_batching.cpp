@@ -120,9 +120,11 @@ int batch_of(const InferRequest& request) {
 TEST(DynamicBatching, APartialBatchWaitsForTheDelayAFullOneLeavesAtOnce) {
   Core core;
   Reference reference(core);
+  // Triton's rules exactly: batches as large as the queue allows, not the tuner's learned size.
   auto compiled = core.compile_model(make_linear_model(), "CPU",
                                      {{"max_batch_size", 4},
                                       {"max_queue_delay_microseconds", 1'000'000},
+                                      {"adaptive_batch_size", false},
                                       {props::num_streams, 1}});
   EXPECT_EQ(compiled.get_property("max_queue_delay_microseconds").as_int(), 1'000'000);
   std::vector<InferRequest> requests(4);
@@ -560,6 +562,7 @@ TEST(DynamicBatching, DestroyingTheModelWhileRequestsWaitForABatchCompletesEachO
     auto compiled = core.compile_model(make_linear_model(), "CPU",
                                        {{"max_batch_size", 64},
                                         {"max_queue_delay_microseconds", 10'000'000},
+                                        {"adaptive_batch_size", false},
                                         {props::num_streams, 1}});
     std::vector<InferRequest> requests;
     for (int i = 0; i < n; ++i) {
@@ -581,6 +584,7 @@ TEST(DynamicBatching, CancellingAWaitingRequestCompletesItAtOnce) {
   auto compiled = core.compile_model(make_linear_model(), "CPU",
                                      {{"max_batch_size", 8},
                                       {"max_queue_delay_microseconds", 10'000'000},
+                                      {"adaptive_batch_size", false},
                                       {props::num_streams, 1}});
   std::vector<InferRequest> requests(3);
   for (unsigned i = 0; i < 3; ++i) {

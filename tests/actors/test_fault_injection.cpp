@@ -219,9 +219,11 @@ std::shared_ptr<Model> make_alloc_failure_model() {
 TEST(FaultInjection, BadAllocInAKernelFailsOnlyThatRequestEvenInsideAMergedBatch) {
   Core core;
   // Dynamic batching merges waiting requests: a merged run that fails reruns each alone.
-  auto compiled = core.compile_model(
-      make_alloc_failure_model(), "CPU",
-      {{props::num_streams, 2}, {"max_batch_size", 8}, {"max_queue_delay_microseconds", 2000}});
+  auto compiled = core.compile_model(make_alloc_failure_model(), "CPU",
+                                     {{props::num_streams, 2},
+                                      {"max_batch_size", 8},
+                                      {"max_queue_delay_microseconds", 2000},
+                                      {"adaptive_batch_size", false}});
   constexpr size_t n = 80;
   std::vector<InferRequest> requests;
   std::vector<Tensor> inputs;

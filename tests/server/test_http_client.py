@@ -345,7 +345,7 @@ def test_scheduling_config_priorities_queue_full_and_timeouts(tmp_path):
     write_add_model(root / "sched" / "1" / "model.onnx")
     (root / "sched" / "config.json").write_text(json.dumps({
         "max_batch_size": 8, "max_queue_delay_microseconds": 2_000_000, "max_queue_size": 2,
-        "priority_levels": 2, "allow_timeout_override": True, "NUM_STREAMS": 1}))
+        "adaptive_batch_size": False, "priority_levels": 2, "allow_timeout_override": True, "NUM_STREAMS": 1}))
     s = Server(tmp_path, ["--model-repository", str(root), "--http-port", "0",
                           "--grpc-port", "-1", "--metrics-port", "-1"])
     try:
@@ -390,6 +390,7 @@ def test_scheduling_config_priority_queue_policy_per_level(tmp_path):
     write_add_model(root / "levels" / "1" / "model.onnx")
     (root / "levels" / "config.json").write_text(json.dumps({
         "max_batch_size": 8, "max_queue_delay_microseconds": 1_500_000, "priority_levels": 2,
+        "adaptive_batch_size": False,
         "priority_queue_policy": {"2": {"max_queue_size": 1}}, "NUM_STREAMS": 1}))
     s = Server(tmp_path, ["--model-repository", str(root), "--http-port", "0",
                           "--grpc-port", "-1", "--metrics-port", "-1"])
