@@ -73,7 +73,7 @@ caf::behavior download_stage(caf::event_based_actor* self, Context ctx, Handles 
         // queue. Measured on the ONNX MLP, one request in flight, 6 alternating runs each: the
         // wait before postprocess was 0.4-0.6x the wait before download, 1.0-1.2x with the
         // release sent first.
-        self->send(next->postprocess, stage_atom::value, std::move(batch));
+        send_batch(self, next->postprocess, stage_atom::value, std::move(batch));
         if (!slots.empty()) self->send(next->upload, release_atom::value, std::move(slots));
       },
   };

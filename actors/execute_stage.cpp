@@ -218,7 +218,7 @@ void run_batch_and_send(caf::event_based_actor* self, PipelineContext& ctx,
     for (request_msg& msg : batch.requests)
       if (!msg.error) msg.error = error;
   }
-  self->send(next.download, stage_atom::value, std::move(batch));
+  send_batch(self, next.download, stage_atom::value, std::move(batch));
 }
 
 // Runs one request without batching and sends it on, on the calling thread.
@@ -228,7 +228,7 @@ void run_and_send(caf::event_based_actor* self, PipelineContext& ctx, const Stag
   // stages too).
   const detail::ScopedOmpThreads threads(ctx.config.threads_per_stream);
   for (request_msg& msg : batch.requests) run_one(ctx, stream, msg);
-  self->send(next.download, stage_atom::value, std::move(batch));
+  send_batch(self, next.download, stage_atom::value, std::move(batch));
 }
 
 // A detached helper of execute on the scheduler: runs the requests too large for a worker.

@@ -64,6 +64,10 @@ struct request_msg {
 /// works on each request in turn, so one message and one thread wake-up serve the whole batch.
 struct batch_msg {
   std::vector<request_msg> requests;
+  /// Holds a request of the highest of several priority levels: it travels as CAF's urgent
+  /// messages do, ahead of the ordinary ones in every mailbox on its way (a flood of low-priority
+  /// submissions, refusals and their completions must not delay it).
+  bool urgent = false;
 };
 
 }  // namespace troupe::actors

@@ -25,7 +25,7 @@ caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handl
           });
         }
         const size_t n = batch.requests.size();
-        self->send(next->completion, complete_atom::value, std::move(batch));
+        send_batch(self, next->completion, complete_atom::value, std::move(batch));
         // Only after the completion message is queued: shutdown waits on this count.
         for (size_t i = 0; i < n; ++i) ctx->in_flight.release();
       },

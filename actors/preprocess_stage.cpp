@@ -41,7 +41,7 @@ caf::behavior preprocess_stage(caf::event_based_actor* self, Context ctx, Handle
               }
             }
           });
-        self->send(next->upload, stage_atom::value, std::move(batch));
+        send_batch(self, next->upload, stage_atom::value, std::move(batch));
       },
   };
 }

@@ -32,12 +32,22 @@ namespace {
 
 using SchedulerActor = caf::stateful_actor<SchedulerState>;
 
+// Whether a request waits at the highest of several priority levels: its batch is urgent.
+bool at_top_level(const detail::SchedulingPolicy& policy, const detail::RequestState& state) {
+  if (policy.levels() < 2) return false;
+  try {
+    return policy.level_of(state.priority) == 0;
+  } catch (const Error&) {
+    return false;  // out of range: refused, in no hurry
+  }
+}
+
 void complete_now(PipelineContext& ctx, const StageHandles& next, caf::event_based_actor* self,
                   request_msg msg, std::exception_ptr error) {
   if (!msg.error) msg.error = std::move(error);
   batch_msg batch;
   batch.requests.push_back(std::move(msg));
-  self->send(next.completion, complete_atom::value, std::move(batch));
+  send_batch(self, next.completion, complete_atom::value, std::move(batch));
   ctx.in_flight.release();
 }
 
@@ -88,13 +98,15 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
       else
         batch.requests.push_back(std::move(msg));
     }
+    for (const request_msg& msg : batch.requests)
+      batch.urgent = batch.urgent || at_top_level(policy, *msg.state);
     if (batch.requests.empty()) continue;
     request_msg& carrier = batch.requests.front();
     carrier.carries_credit = true;
     carrier.batch_size = static_cast<int32_t>(batch.requests.size());
     carrier.released_ns = now;
     --st.credits;
-    self->send(next.preprocess, stage_atom::value, std::move(batch));
+    send_batch(self, next.preprocess, stage_atom::value, std::move(batch));
   }
   const int64_t wake = st.queue.next_event(st.credits > 0);
   if (wake > 0 && (st.timer_at == 0 || wake < st.timer_at)) {
@@ -208,11 +220,16 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
 void submit_request(PipelineContext& ctx, const caf::actor& scheduler,
                     std::shared_ptr<detail::RequestState> state) {
   ctx.in_flight.acquire();
+  const bool urgent =
+      state->priority == 1 && ctx.priority_levels.load(std::memory_order_relaxed) > 1;
   request_msg msg;
   msg.id = ctx.next_request_id++;
   msg.state = std::move(state);
   msg.trace.submitted_ns = detail::now_ns();
-  caf::anon_send(scheduler, submit_atom::value, std::move(msg));
+  if (urgent)
+    caf::anon_send<caf::message_priority::high>(scheduler, submit_atom::value, std::move(msg));
+  else
+    caf::anon_send(scheduler, submit_atom::value, std::move(msg));
 }
 
 caf::actor spawn_scheduler(caf::actor_system& system, Context ctx, Handles next) {

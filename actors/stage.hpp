@@ -31,6 +31,15 @@ std::exception_ptr stage_error(detail::Stage stage, std::exception_ptr error);
 /// Runs `work` for a request that has not failed, stamping the stage span around it and turning any
 /// exception into the request's error. The thread's CPU time is a system call (two per stage and
 /// request, measurable on a small model), so it is taken only when profiling (PERF_COUNT).
+/// Sends a batch on to the next actor, as an urgent message when it is one.
+template <class Atom>
+void send_batch(caf::event_based_actor* self, const caf::actor& to, Atom atom, batch_msg&& batch) {
+  if (batch.urgent)
+    self->send<caf::message_priority::high>(to, atom, std::move(batch));
+  else
+    self->send(to, atom, std::move(batch));
+}
+
 template <class Work>
 void timed_stage(detail::Stage stage, request_msg& msg, int32_t worker, bool measure_cpu,
                  Work&& work) {

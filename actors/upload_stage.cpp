@@ -105,7 +105,8 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
       }
     }
     batch.requests = std::move(good);
-    if (!out.requests.empty()) self->send(next->download, stage_atom::value, std::move(out));
+    out.urgent = batch.urgent;
+    if (!out.requests.empty()) send_batch(self, next->download, stage_atom::value, std::move(out));
   };
   // Uploads the batch into slots of one stream and sends it to that stream's execute; false when
   // no stream has room (nothing done).
@@ -113,6 +114,7 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
     const int stream = choose_stream(self->state, *ctx, static_cast<int>(batch.requests.size()));
     if (stream < 0) return false;
     batch_msg failed_copies;
+    failed_copies.urgent = batch.urgent;
     std::vector<request_msg> good;
     for (request_msg& msg : batch.requests) {
       msg.slot = take_slot(self->state, *ctx, stream);
@@ -120,10 +122,11 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
       (msg.error ? failed_copies.requests : good).push_back(std::move(msg));
     }
     if (!failed_copies.requests.empty())
-      self->send(next->download, stage_atom::value, std::move(failed_copies));
+      send_batch(self, next->download, stage_atom::value, std::move(failed_copies));
     if (!good.empty()) {
       batch.requests = std::move(good);
-      self->send(next->execute[static_cast<size_t>(stream)], stage_atom::value, std::move(batch));
+      send_batch(self, next->execute[static_cast<size_t>(stream)], stage_atom::value,
+                 std::move(batch));
     }
     return true;
   };
@@ -132,9 +135,14 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
       [self, pass_failed, try_process](stage_atom, batch_msg& batch) {
         pass_failed(batch);
         if (batch.requests.empty()) return;
-        // In order: a batch never overtakes one that waits for slots.
-        if (!self->state.waiting.empty() || !try_process(batch))
-          self->state.waiting.push_back(std::move(batch));
+        // In order: a batch never overtakes one that waits for slots, except that an urgent one
+        // overtakes the ordinary ones.
+        auto& waiting = self->state.waiting;
+        const auto place = batch.urgent ? std::find_if(waiting.begin(), waiting.end(),
+                                                       [](const batch_msg& w) { return !w.urgent; })
+                                        : waiting.end();
+        if (place != waiting.begin() || !try_process(batch))
+          waiting.insert(place, std::move(batch));
       },
       [self, ctx, pass_failed, try_process](release_atom, const std::vector<int32_t>& slots) {
         for (int32_t slot : slots) {
