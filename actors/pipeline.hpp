@@ -15,7 +15,7 @@ namespace troupe::actors {
 /// The stage actors of one compiled model, wired together:
 ///
 ///   scheduler -> preprocess -> upload -> execute[stream] -> download -> postprocess -> completion
-///       ^ credits <------------------------------------------------------'   (user callbacks)
+///       ^ credits (after the user callbacks) <--------------------------------------------'
 ///                            upload <- release(slot) <- download
 ///
 /// plus the typed front actor (troupe/actor_interface.hpp). Destroying the Pipeline cancels parked
