@@ -6,6 +6,8 @@ output for it, so troupe's results can be compared with PyTorch's.
   mobilenet_v2  torchvision MobileNetV2:  input f32[N,3,224,224] (N dynamic) -> output f32[N,1000]
   bert_encoder  a BERT-base-like encoder (4 layers, hidden 768, 12 heads, intermediate 3072, GELU
                 with Erf, LayerNorm, attention as MatMul/Softmax): hidden f32[1,128,768] -> output
+  bert_encoder_batched  the same with the batch axis dynamic (hidden f32[N,128,768]), so that
+                the scheduler can batch it (benchmarks/scheduling/dynamic_batching.sh)
   mlp           256 -> 512 -> 512 -> 10 with Relu: input f32[N,256] (N dynamic) -> output f32[N,10]
   tcn           a temporal convolution network: six residual blocks x + relu(bn(conv1d(x))) with
                 Conv1d(64, 64, 3) dilated 1, 2, 4, ..., 32: input f32[N,64,1024] -> output
@@ -210,6 +212,7 @@ MODELS = {
     "resnet50": (single_input(make_resnet50, "input"), True, "random_norms"),
     "mobilenet_v2": (single_input(make_mobilenet_v2, "input"), True, "random_norms"),
     "bert_encoder": (single_input(make_bert_encoder, "hidden"), False, "as_built"),
+    "bert_encoder_batched": (single_input(make_bert_encoder, "hidden"), True, "as_built"),
     "mlp": (single_input(make_mlp, "input"), True, "random_norms"),
     "tcn": (single_input(make_tcn, "input"), True, "random_norms"),
 }

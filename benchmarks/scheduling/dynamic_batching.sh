@@ -7,7 +7,8 @@
 # Usage: benchmarks/scheduling/dynamic_batching.sh [-t SECONDS] [-r ROUNDS] [-n NIREQ]
 #            [-b MAX_BATCH] [-d DELAY_US] MODEL.onnx ...
 #   defaults: -t 5 -r 3 -n 64 -b 32 -d 0. A model batches only when its inputs and outputs all have
-#   a dynamic leading dimension (the report then says "automatic batching: ... per run").
+#   a dynamic leading dimension (the report then says "automatic batching: ... per run"): of
+#   benchmarks/models/export_models.py's, mlp, resnet50 and bert_encoder_batched, not bert_encoder.
 # Quick check that it works: benchmarks/scheduling/dynamic_batching.sh -t 1 -r 1 build/real_models/mlp.onnx
 # Environment: TROUPE_BIN (default $TROUPE_BUILD_DIR/bin/troupe, build/ by default).
 set -euo pipefail
