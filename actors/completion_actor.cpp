@@ -75,13 +75,9 @@ caf::behavior completion_actor(caf::stateful_actor<CompletionState>* self, Conte
   return {
       [self, ctx, next, ordered](complete_atom, batch_msg& batch) {
         callback_thread = true;
-        int32_t credit_size = 0;
-        int64_t credit_released_ns = -1;  // -1: the batch carries no credit
+        Credit credit;
         for (const request_msg& msg : batch.requests)
-          if (msg.carries_credit) {
-            credit_size = msg.batch_size;
-            credit_released_ns = msg.released_ns;
-          }
+          if (msg.credit.batch_size > 0) credit = msg.credit;
         if (!ordered) {
           for (request_msg& msg : batch.requests) complete(*ctx, msg);
         } else {
@@ -94,8 +90,7 @@ caf::behavior completion_actor(caf::stateful_actor<CompletionState>* self, Conte
         // The credit goes back after the callbacks ran: a client that resubmits from its
         // callback (a closed loop, AsyncInferQueue) has its requests queued before the scheduler
         // forms the next batch, rather than one of them leaving alone on the freed credit.
-        if (credit_released_ns >= 0)
-          self->send(next->scheduler, credit_atom::value, credit_size, credit_released_ns);
+        if (credit.batch_size > 0) self->send(next->scheduler, credit_atom::value, credit);
       },
       [self, ctx, next](drain_atom) {
         // Every completion queued before this message has been delivered.

@@ -19,8 +19,8 @@ namespace troupe::actors {
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 /// stage -> next stage: process this batch.
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
-/// postprocess -> scheduler: a batch left the pipeline, schedule another (with the batch's size
-/// and when the scheduler released it, which the batch size tuner learns from).
+/// completion -> scheduler: a batch left the pipeline (its callbacks ran), schedule another; the
+/// Credit is what the batch size tuner learns from.
 using credit_atom = caf::atom_constant<caf::atom("credit")>;
 /// download -> upload: these execute slots' buffers are free again.
 using release_atom = caf::atom_constant<caf::atom("release")>;
@@ -38,6 +38,12 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 /// scheduler -> itself: a batch delay or a timeout may have passed.
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
+/// A scheduler credit in flight: the batch that took it.
+struct Credit {
+  int32_t batch_size = 0;
+  int64_t released_ns = 0;
+};
+
 /// One request in flight: its id, its state, the timestamps the stages stamp on it (they become
 /// the counters) and `slot`, the execute slot (a stream's buffer set) chosen by upload.
 /// `error` set by any stage makes the following stages pass the message on without working, so
@@ -51,12 +57,10 @@ struct request_msg {
   detail::RequestTrace trace;
   int32_t slot = -1;
   std::exception_ptr error;
-  /// Exactly one request of each scheduled batch returns the scheduler's credit when it leaves
-  /// postprocess, also when a stage splits the batch.
-  bool carries_credit = false;
-  /// On the credit's carrier: its batch's size and when the scheduler released it.
-  int32_t batch_size = 0;
-  int64_t released_ns = 0;
+  /// Exactly one request of each scheduled batch carries the scheduler's credit back, once the
+  /// completion actor has run its callbacks (also when a stage splits the batch): its batch's size
+  /// and when the scheduler released it. size 0: this request carries none.
+  Credit credit;
 };
 
 /// What the stages pass on: the requests the scheduler released together (one request without
@@ -74,4 +78,5 @@ struct batch_msg {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::request_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::batch_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::Credit)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::detail::SchedulingPolicy)

@@ -18,7 +18,6 @@ Pipeline::Pipeline(caf::actor_system& system, std::shared_ptr<void> system_owner
     : actors_(std::make_unique<Actors>(Actors{system, std::make_shared<StageHandles>()})),
       context_(std::move(context)),
       system_owner_(std::move(system_owner)) {
-  context_->priority_levels.store(context_->config.scheduling.priority_levels);
   auto& h = *actors_->handles;
   Handles next = actors_->handles;
   h.scheduler = spawn_scheduler(system, context_, next);
@@ -78,7 +77,6 @@ void Pipeline::cancel_waiting() {
 }
 
 void Pipeline::reconfigure(const detail::SchedulingPolicy& policy) {
-  context_->priority_levels.store(policy.priority_levels, std::memory_order_relaxed);
   caf::anon_send(actors_->handles->scheduler, reconfigure_atom::value, policy);
 }
 

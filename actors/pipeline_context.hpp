@@ -83,9 +83,6 @@ struct PipelineContext {
   InFlight in_flight;
   StageHook hook;
   std::atomic<uint64_t> next_request_id{1};
-  // The scheduling policy's priority_levels, as last set: with two or more, a request asking for
-  // level 1 is submitted as an urgent message.
-  std::atomic<int> priority_levels{0};
   // A remote-backed pipeline (Core::connect_remote): no graph, no executors, no slots; a router
   // stage sends each request to a replica in place of upload, execute and download.
   std::shared_ptr<RemoteReplicas> remote;

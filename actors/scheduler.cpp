@@ -8,6 +8,7 @@
 // (RequestTimeout), a priority out of range (InvalidArgument), cancellation while waiting and
 // shutdown complete the request at once through the completion actor.
 
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
 
@@ -31,16 +32,6 @@ struct SchedulerState {
 namespace {
 
 using SchedulerActor = caf::stateful_actor<SchedulerState>;
-
-// Whether a request waits at the highest of several priority levels: its batch is urgent.
-bool at_top_level(const detail::SchedulingPolicy& policy, const detail::RequestState& state) {
-  if (policy.levels() < 2) return false;
-  try {
-    return policy.level_of(state.priority) == 0;
-  } catch (const Error&) {
-    return false;  // out of range: refused, in no hurry
-  }
-}
 
 void complete_now(PipelineContext& ctx, const StageHandles& next, caf::event_based_actor* self,
                   request_msg msg, std::exception_ptr error) {
@@ -98,13 +89,11 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
       else
         batch.requests.push_back(std::move(msg));
     }
-    for (const request_msg& msg : batch.requests)
-      batch.urgent = batch.urgent || at_top_level(policy, *msg.state);
+    batch.urgent =
+        std::any_of(batch.requests.begin(), batch.requests.end(),
+                    [&](const request_msg& m) { return policy.is_top_level(m.state->priority); });
     if (batch.requests.empty()) continue;
-    request_msg& carrier = batch.requests.front();
-    carrier.carries_credit = true;
-    carrier.batch_size = static_cast<int32_t>(batch.requests.size());
-    carrier.released_ns = now;
+    batch.requests.front().credit = {static_cast<int32_t>(batch.requests.size()), now};
     --st.credits;
     send_batch(self, next.preprocess, stage_atom::value, std::move(batch));
   }
@@ -157,10 +146,10 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
         st.waiting.emplace(msg.id, std::move(msg));
         dispatch(self, *ctx, *next);
       },
-      [self, ctx, next](credit_atom, int32_t batch_size, int64_t released_ns) {
+      [self, ctx, next](credit_atom, const Credit& credit) {
         auto& st = self->state;
-        if (st.queue.policy().adaptive_batch_size && released_ns > 0)
-          st.tuner.record(batch_size, detail::now_ns() - released_ns);
+        if (st.queue.policy().adaptive_batch_size)
+          st.tuner.record(credit.batch_size, detail::now_ns() - credit.released_ns);
         ++st.credits;
         dispatch(self, *ctx, *next);
       },
@@ -220,16 +209,11 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
 void submit_request(PipelineContext& ctx, const caf::actor& scheduler,
                     std::shared_ptr<detail::RequestState> state) {
   ctx.in_flight.acquire();
-  const bool urgent =
-      state->priority == 1 && ctx.priority_levels.load(std::memory_order_relaxed) > 1;
   request_msg msg;
   msg.id = ctx.next_request_id++;
   msg.state = std::move(state);
   msg.trace.submitted_ns = detail::now_ns();
-  if (urgent)
-    caf::anon_send<caf::message_priority::high>(scheduler, submit_atom::value, std::move(msg));
-  else
-    caf::anon_send(scheduler, submit_atom::value, std::move(msg));
+  caf::anon_send(scheduler, submit_atom::value, std::move(msg));
 }
 
 caf::actor spawn_scheduler(caf::actor_system& system, Context ctx, Handles next) {

@@ -28,9 +28,6 @@ using Handles = std::shared_ptr<const StageHandles>;
 /// one hierarchy.
 std::exception_ptr stage_error(detail::Stage stage, std::exception_ptr error);
 
-/// Runs `work` for a request that has not failed, stamping the stage span around it and turning any
-/// exception into the request's error. The thread's CPU time is a system call (two per stage and
-/// request, measurable on a small model), so it is taken only when profiling (PERF_COUNT).
 /// Sends a batch on to the next actor, as an urgent message when it is one.
 template <class Atom>
 void send_batch(caf::event_based_actor* self, const caf::actor& to, Atom atom, batch_msg&& batch) {
@@ -40,6 +37,9 @@ void send_batch(caf::event_based_actor* self, const caf::actor& to, Atom atom, b
     self->send(to, atom, std::move(batch));
 }
 
+/// Runs `work` for a request that has not failed, stamping the stage span around it and turning any
+/// exception into the request's error. The thread's CPU time is a system call (two per stage and
+/// request, measurable on a small model), so it is taken only when profiling (PERF_COUNT).
 template <class Work>
 void timed_stage(detail::Stage stage, request_msg& msg, int32_t worker, bool measure_cpu,
                  Work&& work) {

@@ -76,6 +76,11 @@ int64_t SchedulingPolicy::timeout_of(int level, int64_t timeout_us) const {
   return std::min(timeout_us, q.default_timeout_us);
 }
 
+bool SchedulingPolicy::is_top_level(int64_t priority) const {
+  if (levels() < 2 || priority < 0 || priority > levels()) return false;
+  return level_of(priority) == 0;
+}
+
 bool SchedulingPolicy::is_default() const {
   return max_batch_size <= 1 && priority_levels == 0 && queue.max_queue_size == 0 &&
          queue.default_timeout_us == 0 && !queue.allow_timeout_override && !preserve_ordering &&

@@ -51,6 +51,9 @@ struct SchedulingPolicy {
   /// The timeout (µs, 0 = none) of a request of 0-based `level` asking for `timeout_us` (0 = the
   /// level's default).
   int64_t timeout_of(int level, int64_t timeout_us) const;
+  /// Whether a request asking for `priority` waits at the highest of two or more levels (false
+  /// for a priority out of range: it is refused).
+  bool is_top_level(int64_t priority) const;
   /// Whether the scheduler has anything to do beyond FIFO admission.
   bool is_default() const;
 };

@@ -380,3 +380,16 @@ TEST(BatchQueue, ALimitBelowTheMaximumCapsTheBatchAndCountsAsFull) {
   for (uint64_t id = 6; id <= 15; ++id) ASSERT_TRUE(q.push(request(id, 2000 * us)));
   EXPECT_THAT(q.next_batch(2000 * us, 64), ElementsAre(6, 7, 8, 9, 10, 11, 12, 13));
 }
+
+TEST(SchedulingPolicy, TheTopLevelIsLevelOneOfTwoOrMoreAndTheDefaultWhenItIsOne) {
+  detail::SchedulingPolicy p;
+  EXPECT_FALSE(p.is_top_level(1));  // one level: nothing to overtake
+  p.priority_levels = 3;
+  EXPECT_TRUE(p.is_top_level(1));
+  EXPECT_FALSE(p.is_top_level(2));
+  EXPECT_FALSE(p.is_top_level(0));  // the default: the lowest level
+  EXPECT_FALSE(p.is_top_level(4));  // out of range (refused), no throw
+  EXPECT_FALSE(p.is_top_level(-1));
+  p.default_priority_level = 1;
+  EXPECT_TRUE(p.is_top_level(0));
+}
