@@ -1,6 +1,8 @@
-// Completion: the last actor a request visits. It records the request's trace, marks it done,
-// wakes waiters and runs the caller's callback. It is spawned detached, so a slow or blocking user
-// callback delays only other callbacks, never a stage; an exception from a callback is swallowed.
+// Completion: the last actor a request with a user callback visits. It records the request's
+// trace, marks it done, wakes waiters and runs the caller's callback. It is spawned detached, so a
+// slow or blocking user callback delays only other callbacks, never a stage; an exception from a
+// callback is swallowed. A request that runs no user code when it completes (no callback, or
+// ordered completion not asked for) is completed by postprocess instead: see completes_in_stage.
 
 #include <map>
 
@@ -16,7 +18,14 @@ bool on_callback_thread() {
   return callback_thread;
 }
 
-namespace {
+bool completes_in_stage(const PipelineContext& ctx, const batch_msg& batch) {
+  if (ctx.config.scheduling.preserve_ordering) return false;
+  for (const request_msg& msg : batch.requests) {
+    std::lock_guard<std::mutex> lock(msg.state->mutex);
+    if (msg.state->callback) return false;
+  }
+  return true;
+}
 
 void complete(PipelineContext& ctx, request_msg& msg) {
   detail::RequestState& st = *msg.state;
@@ -59,6 +68,8 @@ void complete(PipelineContext& ctx, request_msg& msg) {
   st.done_cv.notify_all();
 }
 
+namespace {
+
 struct CompletionState {
   // preserve_ordering: requests finish in id order (the order they were submitted); a request
   // that finishes early waits here for the ones before it. Every id reaches this actor exactly
@@ -75,9 +86,7 @@ caf::behavior completion_actor(caf::stateful_actor<CompletionState>* self, Conte
   return {
       [self, ctx, next, ordered](complete_atom, batch_msg& batch) {
         callback_thread = true;
-        Credit credit;
-        for (const request_msg& msg : batch.requests)
-          if (msg.credit.batch_size > 0) credit = msg.credit;
+        const Credit credit = credit_of(batch);
         if (!ordered) {
           for (request_msg& msg : batch.requests) complete(*ctx, msg);
         } else {

@@ -1,6 +1,7 @@
 // Postprocess: converts outputs into the caller's element type and layout (declared with
 // PrePostProcessor, or implied by the tensor the caller bound), then hands the request to the
-// completion actor, which returns the batch's credit to the scheduler.
+// completion actor, which returns the batch's credit to the scheduler — or, when no request of the
+// batch runs user code on completion, completes them here and returns the credit itself.
 
 #include "actors/stage.hpp"
 #include "kernels/preprocess/image_ops.hpp"
@@ -25,7 +26,13 @@ caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handl
           });
         }
         const size_t n = batch.requests.size();
-        send_batch(self, next->completion, complete_atom::value, std::move(batch));
+        if (completes_in_stage(*ctx, batch)) {
+          for (request_msg& msg : batch.requests) complete(*ctx, msg);
+          const Credit credit = credit_of(batch);
+          if (credit.batch_size > 0) self->send(next->scheduler, credit_atom::value, credit);
+        } else {
+          send_batch(self, next->completion, complete_atom::value, std::move(batch));
+        }
         // Only after the completion message is queued: shutdown waits on this count.
         for (size_t i = 0; i < n; ++i) ctx->in_flight.release();
       },

@@ -61,7 +61,8 @@ struct RequestState {
   RequestTrace last_trace;  // the last completed run (what profiling_info reports)
 
   std::function<void(std::exception_ptr)> callback;
-  /// Internal continuation (the typed actor front end), runs before the user callback.
+  /// Internal continuation (the typed actor front end), runs before the user callback. It must not
+  /// block: without a user callback, a stage's worker completes the request and runs it.
   std::function<void(RequestState&, std::exception_ptr)> on_complete;
 
   std::atomic<bool> cancel_requested{false};

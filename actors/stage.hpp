@@ -71,6 +71,23 @@ void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work
   });
 }
 
+/// Completion of one request: its trace recorded, marked done, waiters woken, the internal hook
+/// and the user callback run (completion_actor.cpp).
+void complete(PipelineContext& ctx, request_msg& msg);
+
+/// Whether a batch may complete on the stage that finished it, without the detached completion
+/// actor: no request runs user code when it completes (no callback) and responses need not wait
+/// for earlier ones (no preserve_ordering). Saves a thread wake-up per batch for synchronous
+/// callers and the typed actor front end.
+bool completes_in_stage(const PipelineContext& ctx, const batch_msg& batch);
+
+/// The credit a batch carries back to the scheduler (batch_size 0: none).
+inline Credit credit_of(const batch_msg& batch) {
+  for (const request_msg& msg : batch.requests)
+    if (msg.credit.batch_size > 0) return msg.credit;
+  return {};
+}
+
 // The stage actors, one file each.
 caf::actor spawn_scheduler(caf::actor_system& system, Context ctx, Handles next);
 caf::behavior preprocess_stage(caf::event_based_actor* self, Context ctx, Handles next);
