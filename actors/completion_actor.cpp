@@ -27,13 +27,13 @@ bool completes_in_stage(const PipelineContext& ctx, const batch_msg& batch) {
   return true;
 }
 
-void complete(PipelineContext& ctx, request_msg& msg) {
+void complete(PipelineContext& ctx, request_msg& msg, caf::execution_unit* unit) {
   detail::RequestState& st = *msg.state;
   msg.trace.run_id = msg.id;
   msg.trace.completed_ns = detail::now_ns();
   ctx.stats.record(msg.trace, msg.error != nullptr);
   std::function<void(std::exception_ptr)> callback;
-  std::function<void(detail::RequestState&, std::exception_ptr)> internal;
+  std::function<void(detail::RequestState&, std::exception_ptr, caf::execution_unit*)> internal;
   {
     std::lock_guard<std::mutex> lock(st.mutex);
     st.last_trace = std::move(msg.trace);
@@ -50,7 +50,7 @@ void complete(PipelineContext& ctx, request_msg& msg) {
   }
   if (internal) {
     try {
-      internal(st, msg.error);
+      internal(st, msg.error, unit);
     } catch (...) {
     }
   }

@@ -80,15 +80,19 @@ caf::result<NamedTensors> start(front_actor_type::stateful_pointer<FrontState> s
                               "input '" + ctx->inputs[i].name + "' is missing");
   const uint64_t token = st.next_token++;
   auto me = caf::actor_cast<caf::actor>(self);
-  request->on_complete = [me, token](detail::RequestState&, std::exception_ptr) {
-    caf::anon_send(me, done_atom::value, token);
+  request->on_complete = [me, token](detail::RequestState&, std::exception_ptr,
+                                     caf::execution_unit* unit) {
+    // Sent as from the completing worker's actor: the front actor then runs next on that worker.
+    me->enqueue(
+        caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, done_atom::value, token),
+        unit);
   };
   request->priority = priority;
   request->timeout_us = timeout_us;
   request->busy = true;
   auto promise = self->make_response_promise<NamedTensors>();
   st.pending.emplace(token, FrontState::Pending{promise, request});
-  submit_request(*ctx, next->scheduler, std::move(request));
+  submit_request(*ctx, next->scheduler, std::move(request), self->context());
   return promise;
 }
 

@@ -27,7 +27,7 @@ caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handl
         }
         const size_t n = batch.requests.size();
         if (completes_in_stage(*ctx, batch)) {
-          for (request_msg& msg : batch.requests) complete(*ctx, msg);
+          for (request_msg& msg : batch.requests) complete(*ctx, msg, self->context());
           const Credit credit = credit_of(batch);
           if (credit.batch_size > 0) self->send(next->scheduler, credit_atom::value, credit);
         } else {

@@ -12,6 +12,10 @@
 #include "troupe/profiling_info.hpp"
 #include "troupe/tensor.hpp"
 
+namespace caf {
+class execution_unit;
+}
+
 namespace troupe::detail {
 
 inline constexpr size_t stage_count = 5;
@@ -61,9 +65,10 @@ struct RequestState {
   RequestTrace last_trace;  // the last completed run (what profiling_info reports)
 
   std::function<void(std::exception_ptr)> callback;
-  /// Internal continuation (the typed actor front end), runs before the user callback. It must not
-  /// block: without a user callback, a stage's worker completes the request and runs it.
-  std::function<void(RequestState&, std::exception_ptr)> on_complete;
+  /// Internal continuation (the typed actor front end), runs before the user callback, given the
+  /// execution unit completing the request (a stage's worker, or null). It must not block: without
+  /// a user callback, a stage's worker completes the request and runs it.
+  std::function<void(RequestState&, std::exception_ptr, caf::execution_unit*)> on_complete;
 
   std::atomic<bool> cancel_requested{false};
   // Scheduling requests, set while idle and read by the scheduler (0 = the model's defaults).

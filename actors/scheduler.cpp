@@ -207,13 +207,15 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
 }  // namespace
 
 void submit_request(PipelineContext& ctx, const caf::actor& scheduler,
-                    std::shared_ptr<detail::RequestState> state) {
+                    std::shared_ptr<detail::RequestState> state, caf::execution_unit* sender) {
   ctx.in_flight.acquire();
   request_msg msg;
   msg.id = ctx.next_request_id++;
   msg.state = std::move(state);
   msg.trace.submitted_ns = detail::now_ns();
-  caf::anon_send(scheduler, submit_atom::value, std::move(msg));
+  scheduler->enqueue(caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
+                                               submit_atom::value, std::move(msg)),
+                     sender);
 }
 
 caf::actor spawn_scheduler(caf::actor_system& system, Context ctx, Handles next) {

@@ -72,8 +72,9 @@ void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work
 }
 
 /// Completion of one request: its trace recorded, marked done, waiters woken, the internal hook
-/// and the user callback run (completion_actor.cpp).
-void complete(PipelineContext& ctx, request_msg& msg);
+/// and the user callback run (completion_actor.cpp). `unit`: the execution unit completing it (a
+/// stage's context()), handed to the internal hook for the message it sends.
+void complete(PipelineContext& ctx, request_msg& msg, caf::execution_unit* unit = nullptr);
 
 /// Whether a batch may complete on the stage that finished it, without the detached completion
 /// actor: no request runs user code when it completes (no callback) and responses need not wait
@@ -99,9 +100,11 @@ caf::actor spawn_completion_actor(caf::actor_system& system, Context ctx, Handle
 
 /// Sends a request (already marked busy by its owner) to the scheduler: counts it in flight, gives
 /// it an id and stamps its submission time. Used by InferRequest (via Pipeline) and the front
-/// actor.
+/// actor. `sender`: the execution unit of the actor sending (its context()), if any, so that the
+/// message is an actor's send, which the scheduler policy need not wake another worker for.
 void submit_request(PipelineContext& ctx, const caf::actor& scheduler,
-                    std::shared_ptr<detail::RequestState> state);
+                    std::shared_ptr<detail::RequestState> state,
+                    caf::execution_unit* sender = nullptr);
 
 /// True on the thread of the completion actor (where user callbacks run).
 bool on_callback_thread();
