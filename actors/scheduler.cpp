@@ -1,12 +1,13 @@
 // Scheduler: the pipeline's ingress and its dynamic batcher. Requests wait here in priority
 // queues (actors/batch_queue.hpp decides); a batch enters the stages when one of the scheduler's
 // credits is free, so requests accumulate while the streams are busy and leave together. A credit
-// comes back when the batch leaves postprocess. Without batching a credit is one request and the
-// queue is plain FIFO, which is the admission control the pipeline always had.
+// comes back once the batch has completed (after its callbacks). Without batching a credit is one
+// request and the queue is plain FIFO, which is the admission control the pipeline always had.
 //
 // Refusals never enter the stages: a full queue (QueueFull), a timeout with action REJECT
 // (RequestTimeout), a priority out of range (InvalidArgument), cancellation while waiting and
-// shutdown complete the request at once through the completion actor.
+// shutdown complete the request at once, here when it runs no user code on completion, else
+// through the completion actor.
 
 #include <algorithm>
 #include <functional>
@@ -38,7 +39,11 @@ void complete_now(PipelineContext& ctx, const StageHandles& next, caf::event_bas
   if (!msg.error) msg.error = std::move(error);
   batch_msg batch;
   batch.requests.push_back(std::move(msg));
-  send_batch(self, next.completion, complete_atom::value, std::move(batch));
+  // As in postprocess: without user code to run, a refusal need not cross to the completion thread.
+  if (completes_in_stage(ctx, batch))
+    complete(ctx, batch.requests.front(), self->context());
+  else
+    send_batch(self, next.completion, complete_atom::value, std::move(batch));
   ctx.in_flight.release();
 }
 
