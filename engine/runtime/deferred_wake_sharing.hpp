@@ -18,8 +18,11 @@
 // The cost: a job deferred this way waits for the rest of its maker's turn, so an actor must not
 // block after it sends (troupe's stages never do; CAF forbids it anyway).
 // `scheduler.max-throughput` bounds a turn to a few messages, so an actor draining a long mailbox
-// does not hold it either.
+// does not hold it either. And sleepers look at the queue every `recheck` even unwoken: an
+// application's actor on this system that does block after a send (waiting for the very actor it
+// sent to) costs that long, not a hang; an idle worker wakes 100 times a second for it.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -32,6 +35,8 @@ namespace troupe::detail {
 
 class DeferredWakeSharing : public caf::policy::unprofiled {
  public:
+  static constexpr std::chrono::milliseconds recheck{10};
+
   struct coordinator_data {
     explicit coordinator_data(caf::scheduler::abstract_coordinator*) {}
     std::mutex lock;
@@ -79,9 +84,9 @@ class DeferredWakeSharing : public caf::policy::unprofiled {
   caf::resumable* dequeue(Worker* self) {
     auto& data = d(self->parent());
     std::unique_lock<std::mutex> guard(data.lock);
-    if (data.queue.empty()) {
+    while (data.queue.empty()) {
       ++data.sleepers;
-      data.cv.wait(guard, [&] { return !data.queue.empty(); });
+      data.cv.wait_for(guard, recheck);
       --data.sleepers;
     }
     caf::resumable* job = data.queue.front();

@@ -25,7 +25,11 @@ model_actor as_actor(const CompiledModel& model);
 void configure_actor_system(caf::actor_system_config& config, const NodeOptions& node = {});
 
 /// The actor system troupe's pipelines run in (the one given to Core(caf::actor_system&), or the
-/// one Core made), so an application can spawn its own actors beside them.
+/// one Core made), so an application can spawn its own actors beside them. In a system Core made,
+/// a worker runs the first actor its current actor sends to itself, after the current handler
+/// returns, rather than waking another worker (one worker follows a request along the pipeline),
+/// and a turn is at most 4 messages. So a handler must not block, as CAF requires anyway: one that
+/// blocks after a send delays that message (an idle worker picks it up within 10 ms).
 caf::actor_system& actor_system_of(const Core& core);
 
 }  // namespace troupe
