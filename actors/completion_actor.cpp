@@ -1,8 +1,8 @@
 // Completion: the last actor a request with a user callback visits. It records the request's
 // trace, marks it done, wakes waiters and runs the caller's callback. It is spawned detached, so a
 // slow or blocking user callback delays only other callbacks, never a stage; an exception from a
-// callback is swallowed. A request that runs no user code when it completes (no callback, or
-// ordered completion not asked for) is completed by postprocess instead: see completes_in_stage.
+// callback is swallowed. A batch that runs no user code when it completes is completed by the
+// stage that finished it instead: see finish_batch.
 
 #include <map>
 
@@ -18,6 +18,8 @@ bool on_callback_thread() {
   return callback_thread;
 }
 
+namespace {
+
 bool completes_in_stage(const PipelineContext& ctx, const batch_msg& batch) {
   if (ctx.config.scheduling.preserve_ordering) return false;
   for (const request_msg& msg : batch.requests) {
@@ -27,7 +29,17 @@ bool completes_in_stage(const PipelineContext& ctx, const batch_msg& batch) {
   return true;
 }
 
-void complete(PipelineContext& ctx, request_msg& msg, caf::execution_unit* unit) {
+// The credit a batch carries back to the scheduler (batch_size 0: none).
+Credit credit_of(const batch_msg& batch) {
+  for (const request_msg& msg : batch.requests)
+    if (msg.credit.batch_size > 0) return msg.credit;
+  return {};
+}
+
+// Completion of one request: its trace recorded, marked done, waiters woken, the internal hook
+// (given `unit`, the execution unit completing it, for the message it sends) and the user
+// callback run.
+void complete(PipelineContext& ctx, request_msg& msg, caf::execution_unit* unit = nullptr) {
   detail::RequestState& st = *msg.state;
   msg.trace.run_id = msg.id;
   msg.trace.completed_ns = detail::now_ns();
@@ -68,8 +80,6 @@ void complete(PipelineContext& ctx, request_msg& msg, caf::execution_unit* unit)
   st.done_cv.notify_all();
 }
 
-namespace {
-
 struct CompletionState {
   // preserve_ordering: requests finish in id order (the order they were submitted); a request
   // that finishes early waits here for the ones before it. Every id reaches this actor exactly
@@ -109,6 +119,17 @@ caf::behavior completion_actor(caf::stateful_actor<CompletionState>* self, Conte
         self->quit();
       },
   };
+}
+
+void finish_batch(caf::event_based_actor* self, PipelineContext& ctx, const StageHandles& next,
+                  batch_msg&& batch) {
+  if (!completes_in_stage(ctx, batch)) {
+    send_batch(self, next.completion, complete_atom::value, std::move(batch));
+    return;
+  }
+  for (request_msg& msg : batch.requests) complete(ctx, msg, self->context());
+  const Credit credit = credit_of(batch);
+  if (credit.batch_size > 0) self->send(next.scheduler, credit_atom::value, credit);
 }
 
 caf::actor spawn_completion_actor(caf::actor_system& system, Context ctx, Handles next) {

@@ -83,9 +83,7 @@ caf::result<NamedTensors> start(front_actor_type::stateful_pointer<FrontState> s
   request->on_complete = [me, token](detail::RequestState&, std::exception_ptr,
                                      caf::execution_unit* unit) {
     // Sent as from the completing worker's actor: the front actor then runs next on that worker.
-    me->enqueue(
-        caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, done_atom::value, token),
-        unit);
+    send_from(unit, me, done_atom::value, token);
   };
   request->priority = priority;
   request->timeout_us = timeout_us;

@@ -1,7 +1,7 @@
 // Postprocess: converts outputs into the caller's element type and layout (declared with
 // PrePostProcessor, or implied by the tensor the caller bound), then hands the request to the
 // completion actor, which returns the batch's credit to the scheduler — or, when no request of the
-// batch runs user code on completion, completes them here and returns the credit itself.
+// batch runs user code on completion, completes them here and returns the credit (finish_batch).
 
 #include "actors/stage.hpp"
 #include "kernels/preprocess/image_ops.hpp"
@@ -26,14 +26,8 @@ caf::behavior postprocess_stage(caf::event_based_actor* self, Context ctx, Handl
           });
         }
         const size_t n = batch.requests.size();
-        if (completes_in_stage(*ctx, batch)) {
-          for (request_msg& msg : batch.requests) complete(*ctx, msg, self->context());
-          const Credit credit = credit_of(batch);
-          if (credit.batch_size > 0) self->send(next->scheduler, credit_atom::value, credit);
-        } else {
-          send_batch(self, next->completion, complete_atom::value, std::move(batch));
-        }
-        // Only after the completion message is queued: shutdown waits on this count.
+        finish_batch(self, *ctx, *next, std::move(batch));
+        // Only after the batch is completed or queued for completion: shutdown waits on this count.
         for (size_t i = 0; i < n; ++i) ctx->in_flight.release();
       },
   };

@@ -39,11 +39,7 @@ void complete_now(PipelineContext& ctx, const StageHandles& next, caf::event_bas
   if (!msg.error) msg.error = std::move(error);
   batch_msg batch;
   batch.requests.push_back(std::move(msg));
-  // As in postprocess: without user code to run, a refusal need not cross to the completion thread.
-  if (completes_in_stage(ctx, batch))
-    complete(ctx, batch.requests.front(), self->context());
-  else
-    send_batch(self, next.completion, complete_atom::value, std::move(batch));
+  finish_batch(self, ctx, next, std::move(batch));
   ctx.in_flight.release();
 }
 
@@ -218,9 +214,7 @@ void submit_request(PipelineContext& ctx, const caf::actor& scheduler,
   msg.id = ctx.next_request_id++;
   msg.state = std::move(state);
   msg.trace.submitted_ns = detail::now_ns();
-  scheduler->enqueue(caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
-                                               submit_atom::value, std::move(msg)),
-                     sender);
+  send_from(sender, scheduler, submit_atom::value, std::move(msg));
 }
 
 caf::actor spawn_scheduler(caf::actor_system& system, Context ctx, Handles next) {

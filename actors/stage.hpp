@@ -71,23 +71,23 @@ void run_stage(PipelineContext& ctx, detail::Stage stage, request_msg& msg, Work
   });
 }
 
-/// Completion of one request: its trace recorded, marked done, waiters woken, the internal hook
-/// and the user callback run (completion_actor.cpp). `unit`: the execution unit completing it (a
-/// stage's context()), handed to the internal hook for the message it sends.
-void complete(PipelineContext& ctx, request_msg& msg, caf::execution_unit* unit = nullptr);
-
-/// Whether a batch may complete on the stage that finished it, without the detached completion
-/// actor: no request runs user code when it completes (no callback) and responses need not wait
-/// for earlier ones (no preserve_ordering). Saves a thread wake-up per batch for synchronous
-/// callers and the typed actor front end.
-bool completes_in_stage(const PipelineContext& ctx, const batch_msg& batch);
-
-/// The credit a batch carries back to the scheduler (batch_size 0: none).
-inline Credit credit_of(const batch_msg& batch) {
-  for (const request_msg& msg : batch.requests)
-    if (msg.credit.batch_size > 0) return msg.credit;
-  return {};
+/// Sends `xs` to `to` as an actor running on `unit` sends (its context()), or as anon_send does
+/// with a null unit: an actor's send is one troupe's scheduler policy need not wake another worker
+/// for (engine/runtime/deferred_wake_sharing.hpp). Call it on the thread running `unit`.
+template <class... Ts>
+void send_from(caf::execution_unit* unit, const caf::actor& to, Ts&&... xs) {
+  to->enqueue(
+      caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, std::forward<Ts>(xs)...),
+      unit);
 }
+
+/// The end of a batch's way (completion_actor.cpp): when no request runs user code on completion
+/// (no callback) and none must wait for earlier ones (no preserve_ordering), `self`, the stage
+/// that finished it, completes the requests and returns the credit, saving the wake-up of the
+/// detached completion actor; otherwise the batch goes to that actor. Used by postprocess and by
+/// the scheduler's refusals.
+void finish_batch(caf::event_based_actor* self, PipelineContext& ctx, const StageHandles& next,
+                  batch_msg&& batch);
 
 // The stage actors, one file each.
 caf::actor spawn_scheduler(caf::actor_system& system, Context ctx, Handles next);
