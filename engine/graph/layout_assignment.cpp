@@ -108,12 +108,13 @@ ValueLayouts assign_layouts(const Model& model,
     std::map<size_t, std::unique_ptr<kernels::Kernel>> recreated;
     bool failed = false;
     const detail::KernelRequests requests(model, precision, &layouts);
+    // Every kernel that declines is excluded at once: one more round, not one per kernel.
     for (size_t n : touched) {
       auto kernel = registry.create(requests(model.nodes()[n]));
       if (!kernel) {
         excluded.insert(n);
         failed = true;
-        break;
+        continue;
       }
       recreated[n] = std::move(kernel);
     }

@@ -55,8 +55,8 @@ int64_t read_group(const ShapeInferContext& ctx) {
 void check_activation(const ShapeInferContext& ctx, const char* attribute) {
   const std::string act = ctx.node.attributes.get_string_or(attribute, "");
   if (!act.empty() && !fused::is_known_activation(act))
-    ctx.fail("attribute '" + std::string(attribute) + "' is '" + act +
-             "', expected Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, Gelu or GeluTanh");
+    ctx.fail("attribute '" + std::string(attribute) + "' is '" + act + "', expected " +
+             fused::known_activations_text());
 }
 
 // The output of a Conv with a fused depthwise convolution (engine/ops/fused_post_ops.hpp), given

@@ -190,6 +190,9 @@ void register_elementwise_ops(OpSchemaRegistry& registry) {
         "Erf",  "Sin",         "Cos",       "Sigmoid",    "Tanh",     "LeakyRelu", "Elu",
         "Selu", "HardSigmoid", "HardSwish", "Softplus",   "Softsign", "Gelu"})
     registry.add(OpSchema{op, 1, 1, 1, 1, unary(TypeClass::floating)});
+  // x * Sigmoid(alpha * x) (alpha defaults to 1: SiLU). Newer ONNX opsets define it with this
+  // meaning; troupe's graph compiler also writes it for the exported pair Sigmoid, Mul.
+  registry.add(OpSchema{"Swish", 1, 1, 1, 1, unary(TypeClass::floating)});
   for (const char* op : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
                          "ThresholdedRelu", "Celu", "Shrink"})
     registry.add(OpSchema{op, 1, 1, 1, 1, unary(TypeClass::floating)});

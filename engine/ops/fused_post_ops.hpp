@@ -1,5 +1,6 @@
 #pragma once
 
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -17,6 +18,7 @@ namespace troupe::fused {
 // The activation's parameters are "fused_activation_alpha" and "fused_activation_beta":
 //   Relu, Sigmoid, Tanh, HardSwish      none
 //   LeakyRelu                           alpha = slope for x < 0 (default 0.01)
+//   Swish                               x * Sigmoid(alpha x), alpha default 1 (SiLU)
 //   Clip                                alpha = min, beta = max (absent: unbounded on that side)
 //   Gelu                                0.5 x (1 + erf(x / sqrt 2))
 //   GeluTanh                            0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -30,8 +32,19 @@ namespace troupe::fused {
 //   then the activation "fused_dw_activation" (parameters "fused_dw_activation_alpha"/"_beta").
 // Such a node has exactly 5 inputs (its own bias B, input 2, may be omitted) and no fused sum.
 
-inline const char* const activations[] = {"Relu", "LeakyRelu", "Clip", "Sigmoid",
-                                          "Tanh", "HardSwish", "Gelu", "GeluTanh"};
+inline const char* const activations[] = {"Relu",      "LeakyRelu", "Clip",     "Sigmoid", "Tanh",
+                                          "HardSwish", "Gelu",      "GeluTanh", "Swish"};
+
+// "Relu, LeakyRelu, ... or Swish", for errors naming what a fused activation may be.
+inline std::string known_activations_text() {
+  std::string text;
+  const size_t n = std::size(activations);
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) text += i + 1 == n ? " or " : ", ";
+    text += activations[i];
+  }
+  return text;
+}
 
 inline bool has_sum(const Node& node) {
   return node.attributes.get_int_or("fused_sum", 0) != 0;
@@ -72,6 +85,10 @@ inline double clip_max(const Node& node) {
 
 inline double leaky_relu_alpha(const Node& node) {
   return activation_alpha(node, 0.01);
+}
+
+inline double swish_alpha(const Node& node) {
+  return activation_alpha(node, 1.0);
 }
 
 // A kernel that computes a fused depthwise pair in one pass (not as two convolutions one after
@@ -152,8 +169,7 @@ inline void check_post_ops(const ShapeInferContext& ctx, size_t max_plain_inputs
   const Node& node = ctx.node;
   const std::string act = activation(node);
   if (!act.empty() && !is_known_activation(act))
-    ctx.fail("attribute 'fused_activation' is '" + act +
-             "', expected Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, Gelu or GeluTanh");
+    ctx.fail("attribute 'fused_activation' is '" + act + "', expected " + known_activations_text());
   if ((has_bias(node) || has_scale(node)) && node.op_type != "MatMul")
     ctx.fail("attributes 'fused_bias' and 'fused_scale' are only defined for MatMul");
   const size_t expected = max_plain_inputs + (has_bias(node) ? 1 : 0) + (has_sum(node) ? 1 : 0);

@@ -139,8 +139,8 @@ ValueInfo infer_as_float(const ShapeInferContext& ctx, const char* op_type,
 void check_activation(const ShapeInferContext& ctx) {
   const std::string act = fused::activation(ctx.node);
   if (!act.empty() && !fused::is_known_activation(act))
-    ctx.fail("attribute 'fused_activation' is '" + act +
-             "', expected Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, Gelu or GeluTanh");
+    ctx.fail("attribute 'fused_activation' is '" + act + "', expected " +
+             fused::known_activations_text());
 }
 
 // The fused activation and residual of QLinearConv/QLinearMatMul (quantized_post_ops.hpp):

@@ -26,6 +26,8 @@ std::optional<Eltwise> eltwise_of(const Node& node) {
   if (activation == "Sigmoid") return Eltwise{alg::eltwise_logistic};
   if (activation == "Tanh") return Eltwise{alg::eltwise_tanh};
   if (activation == "HardSwish") return Eltwise{alg::eltwise_hardswish};
+  if (activation == "Swish")
+    return Eltwise{alg::eltwise_swish, static_cast<float>(fused::swish_alpha(node))};
   if (activation == "Gelu") return Eltwise{alg::eltwise_gelu_erf};
   if (activation == "GeluTanh") return Eltwise{alg::eltwise_gelu_tanh};
   if (activation == "Clip") {

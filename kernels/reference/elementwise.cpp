@@ -323,6 +323,14 @@ void sigmoid(const Node& node, const Tensors& in, Tensors& out) {
   });
 }
 
+void swish(const Node& node, const Tensors& in, Tensors& out) {
+  const double alpha = node.attributes.get_float_or("alpha", 1.0);
+  unary_floating(node, in, out, [alpha](double x) {
+    const double ax = alpha * x;
+    return x * (ax >= 0 ? 1.0 / (1.0 + std::exp(-ax)) : std::exp(ax) / (1.0 + std::exp(ax)));
+  });
+}
+
 void leaky_relu(const Node& node, const Tensors& in, Tensors& out) {
   const double alpha = node.attributes.get_float_or("alpha", 0.01);
   unary_floating(node, in, out, [alpha](double x) { return x < 0 ? alpha * x : x; });
@@ -597,6 +605,7 @@ void register_elementwise(KernelRegistry& registry) {
       {"Cos", &cos},
       {"Tanh", &tanh},
       {"Sigmoid", &sigmoid},
+      {"Swish", &swish},
       {"LeakyRelu", &leaky_relu},
       {"Elu", &elu},
       {"Selu", &selu},

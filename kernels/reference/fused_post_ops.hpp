@@ -25,6 +25,10 @@ inline double apply_fused_activation(const Node& node, const std::string& name, 
   if (name == "Sigmoid")
     return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
   if (name == "Tanh") return std::tanh(x);
+  if (name == "Swish") {
+    const double ax = fused::swish_alpha(node) * x;
+    return x * (ax >= 0 ? 1.0 / (1.0 + std::exp(-ax)) : std::exp(ax) / (1.0 + std::exp(ax)));
+  }
   if (name == "HardSwish") return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
   if (name == "Gelu") return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
   if (name == "GeluTanh") {

@@ -248,10 +248,44 @@ TEST(LayoutAssignment, ValuesReadByPlainOnlyKernelsStayPlain) {
   expect_same_outputs(blocked, plain);
   const auto layouts = layouts_by_node(*blocked.runtime);
   EXPECT_EQ(layouts.at("c1"), "plain");
-  EXPECT_EQ(layouts.at("c3"), "plain");  // also read by the Add
+  EXPECT_EQ(layouts.at("c3"), layouts.at("c2"));  // the Add reads it laid out too
   EXPECT_THAT(layouts.at("c2"), ::testing::MatchesRegex(kActivationLayout));
   // 12 channels are no whole number of 8- or 16-channel blocks; channels-last takes any count.
   EXPECT_EQ(layouts.at("odd"), layouts.at("c2") == "nhwc" ? "nhwc" : "plain");
+}
+
+// A squeeze-and-excitation block (EfficientNet, MobileNetV3, RegNetY): x scaled per channel by
+// Sigmoid(fc2(Relu(fc1(GlobalAveragePool(x))))). x and the product stay in the activation layout
+// (the Mul reads x in it and the per-channel scale plain), so nothing between the two
+// convolutions is reordered. An Add of a laid-out and a plain value reorders the plain one.
+TEST(LayoutAssignment, SqueezeExcitationBlocksKeepTheActivationLayout) {
+  ModelBuilder b("squeeze_excitation");
+  auto x = b.input("x", ElementType::f32, {1, 8, 10, 10});
+  auto c1 = conv(b, x, 8, 32, 3, 1, "c1");
+  auto squeezed = b.op("GlobalAveragePool", {c1}, {}, "squeeze");
+  auto fc1 = b.op("Relu", {conv(b, squeezed, 32, 8, 1, 2, "fc1")}, {}, "fc1_relu");
+  auto scale = b.op("Sigmoid", {conv(b, fc1, 8, 32, 1, 3, "fc2")}, {}, "fc2_sigmoid");
+  auto excited = b.op("Mul", {scale, c1}, {}, "excite");  // the scale on the left
+  auto side = conv(b, x, 8, 32, 3, 5, "side");
+  auto plain_one = b.op("Sin", {side}, {}, "sin");  // a reference kernel: plain only
+  auto mixed = b.op("Add", {excited, plain_one}, {}, "mixed_add");
+  auto c2 = conv(b, mixed, 32, 32, 1, 4, "c2");
+  auto gap = b.op("GlobalAveragePool", {c2}, {}, "gap");
+  b.output(b.op("Flatten", {gap}, {{"axis", int64_t{1}}}, "flatten"), "y");
+  auto model = b.build();
+
+  const auto inputs = inputs_for(*model, 2);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome laid_out = run_all(model, {}, inputs);
+  expect_same_outputs(laid_out, plain);
+  const auto layouts = layouts_by_node(*laid_out.runtime);
+  EXPECT_THAT(layouts.at("c1"), ::testing::MatchesRegex(kActivationLayout));
+  EXPECT_EQ(layouts.at("excite"), layouts.at("c1"));
+  EXPECT_EQ(layouts.at("fc2"), "plain");  // [1, 32, 1, 1], read per channel
+  EXPECT_EQ(layouts.at("c2"), layouts.at("c1"));
+  EXPECT_EQ(layouts.at("side"), "plain");  // read by Sin only
+  EXPECT_EQ(layouts.at("sin"), "plain");
+  EXPECT_EQ(layouts.at("mixed_add"), layouts.at("c1"));
 }
 
 // Inputs and outputs with a whole number of channel blocks stay blocked inside the stream: the

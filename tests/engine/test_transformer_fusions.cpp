@@ -430,6 +430,95 @@ TEST(TransformerFusions, EveryActivationFusesIntoMatMulAndGemm) {
   }
 }
 
+// ---- SiLU ---------------------------------------------------------------------------------------
+
+// x * Sigmoid(x) as torch.nn.SiLU exports it, the Sigmoid on the left or right of the Mul.
+ValueId silu(ModelBuilder& b, ValueId x, bool sigmoid_first, const std::string& name) {
+  auto s = b.op("Sigmoid", {x}, {}, name + "_sigmoid");
+  return b.op("Mul", sigmoid_first ? std::vector<ValueId>{s, x} : std::vector<ValueId>{x, s}, {},
+              name + "_mul");
+}
+
+TEST(TransformerFusions, SiluAfterConvAndMatMulBecomesTheirActivation) {
+  // EfficientNet's convolution + SiLU, and a LLaMA-style gate projection + SiLU.
+  for (bool sigmoid_first : {false, true}) {
+    SCOPED_TRACE(sigmoid_first);
+    ModelBuilder b("silu");
+    auto x = b.input("x", ElementType::f32, {1, 3, 6, 6});
+    auto conv = b.op("Conv",
+                     {x, b.constant("w", random_tensor({8, 3, 3, 3}, 40)),
+                      b.constant("b", random_tensor({8}, 41))},
+                     {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+    b.output(silu(b, conv, sigmoid_first, "act_conv"), "y1");
+    auto t = b.input("t", ElementType::f32, {2, 5, 8});
+    auto mm = b.op("MatMul", {t, b.constant("wm", random_tensor({8, 12}, 42))}, {}, "mm");
+    b.output(silu(b, mm, sigmoid_first, "act_mm"), "y2");
+    auto model = b.build();
+
+    RunResult run = compare(model, 4.f);
+    ASSERT_THAT(op_types(*run.runtime), ElementsAre("Conv", "MatMul"));
+    for (const char* name : {"conv", "mm"}) {
+      const Node& fused = node_named(*run.runtime, name);
+      EXPECT_EQ(fused.attributes.get_string("fused_activation"), "Swish") << name;
+      EXPECT_DOUBLE_EQ(fused.attributes.get_float("fused_activation_alpha"), 1.0) << name;
+    }
+    EXPECT_THAT(original_names(node_named(*run.runtime, "conv")),
+                ElementsAre("conv", "act_conv_sigmoid", "act_conv_mul"));
+    // One element by hand: y2[0] = h * sigmoid(h), h = t[0, 0, :] . wm[:, 0].
+    const auto inputs = test::random_inputs(*model, 101, 4.f);
+    const auto tv = inputs.at("t").to_vector<float>();
+    const auto wm = random_tensor({8, 12}, 42).to_vector<float>();
+    double h = 0;
+    for (size_t k = 0; k < 8; ++k) h += tv[k] * wm[k * 12];
+    EXPECT_NEAR(run.outputs["y2"][0], h / (1.0 + std::exp(-h)), 1e-4 * std::abs(h) + 1e-5);
+  }
+}
+
+TEST(TransformerFusions, SiluWithoutProducerIsOneSwishNodeThatMayShareItsInput) {
+  // x also feeds a squeeze-and-excitation branch (GlobalAveragePool) as in EfficientNet's blocks.
+  ModelBuilder b("silu_only");
+  auto x = b.input("x", ElementType::f32, {2, 4, 3, 3});
+  b.output(silu(b, x, false, "act"), "y");
+  b.output(b.op("GlobalAveragePool", {x}, {}, "pool"), "p");
+  auto model = b.build();
+
+  RunResult run = compare(model, 6.f);
+  ASSERT_THAT(op_types(*run.runtime), ElementsAre("Swish", "GlobalAveragePool"));
+  EXPECT_THAT(original_names(node_named(*run.runtime, "act_mul")),
+              ElementsAre("act_sigmoid", "act_mul"));
+  const auto xv = test::random_inputs(*model, 101, 6.f).at("x").to_vector<float>();
+  for (size_t i : {size_t{0}, size_t{17}, size_t{71}})
+    EXPECT_NEAR(run.outputs["y"][i], xv[i] / (1.0 + std::exp(-xv[i])), 1e-5) << i;
+}
+
+TEST(TransformerFusions, SiluNotFusedWhenTheSigmoidIsReadElsewhereOrTheMulIsNoSilu) {
+  {
+    // The Sigmoid's output is also a model output: it must survive.
+    ModelBuilder b("shared_sigmoid");
+    auto x = b.input("x", ElementType::f32, {2, 5});
+    b.output(silu(b, x, false, "act"), "y");
+    auto model = b.build();
+    model->add_output(output_of(*model, "act_sigmoid"));
+    RunResult run = compare(model);
+    EXPECT_THAT(op_types(*run.runtime), ElementsAre("Sigmoid", "Mul"));
+  }
+  {
+    // Sigmoid(x) * z with z != x (a gate, as in GLU), and a broadcasting Mul Sigmoid(v) * w with
+    // v of shape [1, 5] read by a [3, 5] product: neither is SiLU.
+    ModelBuilder b("not_silu");
+    auto x = b.input("x", ElementType::f32, {2, 5});
+    auto z = b.input("z", ElementType::f32, {2, 5});
+    b.output(b.op("Mul", {b.op("Sigmoid", {x}, {}, "gate"), z}, {}, "glu"), "y1");
+    auto v = b.input("v", ElementType::f32, {1, 5});
+    auto w = b.op("Add", {v, b.constant("c", random_tensor({3, 1}, 43))}, {}, "w");
+    b.output(b.op("Mul", {b.op("Sigmoid", {v}, {}, "sv"), w}, {}, "bmul"), "y2");
+    auto model = b.build();
+    RunResult run = compare(model);
+    EXPECT_EQ(run.runtime->nodes().size(), 5u);
+    for (const Node& n : run.runtime->nodes()) EXPECT_NE(n.op_type, "Swish") << n.name;
+  }
+}
+
 TEST(TransformerFusions, ClipWithRuntimeBoundIsNotFused) {
   ModelBuilder b("clip_runtime");
   auto x = b.input("x", ElementType::f32, {3, 4});

@@ -319,11 +319,12 @@ std::vector<Case> unary_cases(Rng& rng) {
     const char* name;
     double lo, hi;
   };
-  const std::vector<Op> ops = {
-      {"Relu", -3, 3}, {"Sigmoid", -8, 8},    {"Tanh", -4, 4},        {"Exp", -5, 5},
-      {"Sqrt", 0, 20}, {"Abs", -3, 3},        {"Neg", -3, 3},         {"LeakyRelu", -3, 3},
-      {"Elu", -4, 4},  {"Softplus", -10, 10}, {"HardSwish", -5, 5},   {"Gelu", -5, 5},
-      {"Clip", -3, 3}, {"Round", -4, 4},      {"Reciprocal", 0.1, 5}, {"HardSigmoid", -6, 6}};
+  const std::vector<Op> ops = {{"Relu", -3, 3},        {"Sigmoid", -8, 8},   {"Tanh", -4, 4},
+                               {"Exp", -5, 5},         {"Sqrt", 0, 20},      {"Abs", -3, 3},
+                               {"Neg", -3, 3},         {"LeakyRelu", -3, 3}, {"Elu", -4, 4},
+                               {"Softplus", -10, 10},  {"HardSwish", -5, 5}, {"Gelu", -5, 5},
+                               {"Clip", -3, 3},        {"Round", -4, 4},     {"Reciprocal", 0.1, 5},
+                               {"HardSigmoid", -6, 6}, {"Swish", -8, 8}};
   std::vector<Case> cases;
   for (const Op& op : ops) {
     for (int k = 0; k < 12; ++k) {
@@ -343,6 +344,7 @@ std::vector<Case> unary_cases(Rng& rng) {
       if (name == "LeakyRelu" && rng.chance(0.7)) attrs.set("alpha", rng.real(0.01, 0.5));
       if (name == "Elu" && rng.chance(0.7)) attrs.set("alpha", rng.real(0.1, 2.0));
       if (name == "Gelu" && rng.chance(0.5)) attrs.set("approximate", std::string("tanh"));
+      if (name == "Swish" && rng.chance(0.5)) attrs.set("alpha", rng.real(0.5, 2.0));
       if (name == "HardSigmoid" && rng.chance(0.7)) {  // PyTorch writes alpha 1/6
         attrs.set("alpha", rng.real(0.1, 0.5));
         attrs.set("beta", rng.real(0.2, 0.8));
@@ -567,7 +569,7 @@ std::vector<TensorLayout> activation_layouts() {
 std::vector<Case> conv_sweep_cases(Rng& rng) {
   const std::vector<TensorLayout> layouts = activation_layouts();
   const std::vector<std::string> activations = {"Relu", "LeakyRelu", "Clip", "Sigmoid",
-                                                "Tanh", "HardSwish", "Gelu"};
+                                                "Tanh", "HardSwish", "Gelu", "Swish"};
   std::vector<Case> cases;
   for (int k = 0; k < 120; ++k) {
     const size_t spatial = k % 8 == 6 ? 1 : k % 8 == 7 ? 3 : 2;
@@ -677,6 +679,45 @@ std::vector<Case> pooling_layout_cases(Rng& rng) {
     c.tolerance = {1e-5, 1e-6};
     c.fast_implementation = true;
     cases.push_back(c);
+  }
+  return cases;
+}
+
+// Binary ops on 4-D activations in each layout of this ISA, as between convolutions: both operands
+// full size (the second sometimes plain), or the second (either side for commutative ops) per
+// channel [N or 1, C, 1, 1] and plain, as a squeeze-and-excitation block's Mul(x, s); channel
+// counts the block divides.
+std::vector<Case> binary_layout_cases(Rng& rng) {
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  std::vector<Case> cases;
+  int k = 0;
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    const bool commutative = std::string(op) != "Sub" && std::string(op) != "Div";
+    for (int i = 0; i < 6; ++i, ++k) {
+      const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+      const int64_t unit = layout.channel_block ? layout.channel_block : 3;
+      const ints x{rng.integer(1, 2), unit * rng.integer(1, 4), rng.integer(1, 9),
+                   rng.integer(1, 9)};
+      const bool per_channel = i % 2 == 1;
+      const bool small_left = per_channel && commutative && i % 4 == 3;
+      const ints s{rng.chance(0.5) ? 1 : x[0], x[1], 1, 1};
+      const double lo = std::string(op) == "Div" ? 0.5 : -2;
+      Tensor full = rng.tensor(x, lo, 2);
+      Tensor other = rng.tensor(per_channel ? s : x, lo, 2);
+      Case c;
+      c.node = make_node(op);
+      c.inputs = small_left ? std::vector<Tensor>{other, full} : std::vector<Tensor>{full, other};
+      c.constant = {false, false};
+      // A full-size operand may come plain (a value a plain-only kernel also reads): reordered.
+      const TensorLayout other_layout = per_channel || i == 2 ? TensorLayout{} : layout;
+      c.input_layouts = small_left ? std::vector<TensorLayout>{other_layout, layout}
+                                   : std::vector<TensorLayout>{layout, other_layout};
+      c.output_layout = layout;
+      c.must_accept = true;
+      c.fast_implementation = true;
+      c.tolerance = {1e-6, 1e-7};
+      cases.push_back(c);
+    }
   }
   return cases;
 }
@@ -919,6 +960,11 @@ TEST(BackendConsistency, PoolingInActivationLayouts) {
   run_family("pooling layouts (" + test::effective_isa_name() + ")", pooling_layout_cases(rng));
 }
 
+TEST(BackendConsistency, BinaryInActivationLayouts) {
+  Rng rng(base_seed() + 27);
+  run_family("binary layouts (" + test::effective_isa_name() + ")", binary_layout_cases(rng));
+}
+
 // Conv/MatMul/Gemm carrying the post-ops the graph compiler fuses in
 // (engine/ops/fused_post_ops.hpp): "fused_sum" adds a trailing residual input, "fused_activation"
 // = Relu follows. Gemm runs only the activation on dnnl and leaves the sum to the reference.
@@ -1028,7 +1074,7 @@ std::vector<Case> fused_activation_cases(Rng& rng) {
   base.insert(base.end(), products.begin(), products.begin() + 40);       // MatMul
   base.insert(base.end(), products.begin() + 40, products.begin() + 56);  // Gemm
   const std::vector<std::string> activations = {
-      "", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSwish", "Gelu", "GeluTanh"};
+      "", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSwish", "Gelu", "GeluTanh", "Swish"};
   std::vector<Case> cases;
   for (size_t k = 0; k < base.size(); ++k) {
     Case c = base[k];
@@ -1036,6 +1082,7 @@ std::vector<Case> fused_activation_cases(Rng& rng) {
     Attributes& a = c.node.attributes;
     if (!act.empty()) a.set("fused_activation", act);
     if (act == "LeakyRelu" && rng.chance(0.7)) a.set("fused_activation_alpha", rng.real(0.01, 0.5));
+    if (act == "Swish" && rng.chance(0.5)) a.set("fused_activation_alpha", rng.real(0.5, 2.0));
     if (act == "Clip") {
       // Either bound may be absent (unbounded on that side).
       const int which = static_cast<int>(rng.integer(0, 2));
@@ -1262,11 +1309,11 @@ TEST(BackendConsistency, Recurrent) {
 TEST(BackendConsistency, EveryDnnlOpIsCovered) {
   const std::vector<std::string> covered = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "LeakyRelu", "Elu", "Softplus",
-      "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Add", "Sub", "Mul", "Div",
-      "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "MaxPool", "AveragePool",
-      "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization", "LayerNormalization", "Transpose",
-      "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "ReduceMean", "ReduceSum", "ReduceMax",
-      "ReduceMin", "ReduceProd",
+      "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Swish", "Add", "Sub",
+      "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "MaxPool",
+      "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
+      "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize",
+      "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup"};

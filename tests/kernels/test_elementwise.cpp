@@ -192,6 +192,11 @@ TEST(ElementwiseKernels, Activations) {
   expect_tensor(run1("Softplus", {input(f32({4}, {0, 1, 100, -100}))}), F32, {4},
                 {0.6931471806, 1.3132616875, 100, 0}, 1e-5);
   expect_tensor(run1("Gelu", {input(f32({2}, {0, 1}))}), F32, {2}, {0, 0.8413447461});
+  // x * sigmoid(alpha x): 1 / (1 + e^-1) = 0.7310585786; large |x| neither overflows nor loses x.
+  expect_tensor(run1("Swish", {input(f32({4}, {0, 1, -1, 100}))}), F32, {4},
+                {0, 0.7310585786, -0.2689414214, 100});
+  expect_tensor(run1("Swish", {input(f32({3}, {1, -200, 2}))}, {{"alpha", 2.0}}), F32, {3},
+                {0.8807970780, 0, 1.9640275801});
 }
 
 TEST(ElementwiseKernels, PReluBroadcastsTheSlope) {

@@ -74,6 +74,10 @@ TEST(FusedPostOps, ActivationsOnHandValues) {
       {"HardSwish", {}, {1 * (1 / 6.0 + 0.5), -2 * (-2 / 6.0 + 0.5), 0.5 * (0.5 / 6 + 0.5), 3}},
       {"Gelu", {}, {gelu(1), gelu(-2), gelu(0.5), gelu(3)}},
       {"GeluTanh", {}, {gelu_tanh(1), gelu_tanh(-2), gelu_tanh(0.5), gelu_tanh(3)}},
+      {"Swish", {}, {sigmoid(1), -2 * sigmoid(-2), 0.5 * sigmoid(0.5), 3 * sigmoid(3)}},
+      {"Swish",
+       {{"fused_activation_alpha", 1.702}},
+       {sigmoid(1.702), -2 * sigmoid(-3.404), 0.5 * sigmoid(0.851), 3 * sigmoid(5.106)}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -106,6 +110,8 @@ TEST(FusedPostOps, EachActivationMatchesItsOpsReferenceKernel) {
       {"HardSwish", "HardSwish", {}, {}, {}},
       {"Gelu", "Gelu", {}, {}, {}},
       {"GeluTanh", "Gelu", {}, {{"approximate", std::string("tanh")}}, {}},
+      {"Swish", "Swish", {}, {}, {}},
+      {"Swish", "Swish", {{"fused_activation_alpha", 0.5}}, {{"alpha", 0.5}}, {}},
   };
   std::vector<float> grid;
   for (int i = -40; i <= 40; ++i) grid.push_back(static_cast<float>(i) * 0.2f);
@@ -144,9 +150,9 @@ TEST(FusedPostOps, SchemaChecksTheFusedAttributes) {
   };
   expect_error<ModelError>(
       [&] {
-        infer("MatMul", ab, {{"fused_activation", std::string("Swish")}});
+        infer("MatMul", ab, {{"fused_activation", std::string("Mish")}});
       },
-      {"fused_activation", "Swish"});
+      {"fused_activation", "Mish", "GeluTanh or Swish"});
   expect_error<ModelError>(
       [&] {
         infer("MatMul", with({constant(f32({3}, {1, 2, 3}))}), {{"fused_bias", int64_t{1}}});

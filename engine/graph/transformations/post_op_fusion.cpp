@@ -1,7 +1,7 @@
 // Fuses Conv / MatMul / Gemm with the residual Add and the activation (Relu, LeakyRelu, Clip,
-// Sigmoid, Tanh, HardSwish, Gelu) that follow it into one node, so that the fast backend applies
-// them as post-ops while the result is still in cache. The fused node keeps the anchor's name and
-// op type and takes over the last absorbed node's output value.
+// Sigmoid, Tanh, HardSwish, Gelu, Swish) that follow it into one node, so that the fast backend
+// applies them as post-ops while the result is still in cache. The fused node keeps the anchor's
+// name and op type and takes over the last absorbed node's output value.
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,9 +54,10 @@ std::optional<Attributes> fused_activation_of(const Model& model, const Node& no
       a.set("fused_activation", op);
       return a;
     }
-    if (op == "LeakyRelu") {
+    if (op == "LeakyRelu" || op == "Swish") {
       a.set("fused_activation", op);
-      a.set("fused_activation_alpha", node.attributes.get_float_or("alpha", 0.01));
+      a.set("fused_activation_alpha",
+            node.attributes.get_float_or("alpha", op == "LeakyRelu" ? 0.01 : 1.0));
       return a;
     }
     if (op == "Gelu") {

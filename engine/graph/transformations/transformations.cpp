@@ -21,11 +21,12 @@ OriginalNames run_all(Model& model) {
   eliminate_dead_code(model);
   fold_batch_norm_into_conv(model, names);
   // Bias before scale: the fused contract scales the biased product, s * (AB + b). Gelu before
-  // the post-op fusion, which folds the Gelu node into the MatMul before it.
+  // the post-op fusion, which folds the Gelu node into the MatMul before it; SiLU likewise.
   fuse_matmul_bias(model, names);
   fuse_matmul_scale(model, names);
   fuse_layer_norm(model, names);
   fuse_gelu(model, names);
+  fuse_silu(model, names);
   fuse_post_ops(model, names);
   fuse_depthwise_into_conv(model, names);
   eliminate_dead_code(model);

@@ -76,8 +76,12 @@ size_t fuse_layer_norm(Model& model, OriginalNames& names);
 // one Gelu node.
 size_t fuse_gelu(Model& model, OriginalNames& names);
 
+// Replaces SiLU as exported, Mul(x, Sigmoid(x)) in either operand order, by one Swish node
+// (x * Sigmoid(x)), which the post-op fusion then folds into the Conv/MatMul/Gemm computing x.
+size_t fuse_silu(Model& model, OriginalNames& names);
+
 // Fuses Conv/MatMul/Gemm with a following residual Add and/or activation (Relu, LeakyRelu, Clip,
-// Sigmoid, Tanh, HardSwish, Gelu) into one node carrying the attributes "fused_sum" and
+// Sigmoid, Tanh, HardSwish, Gelu, Swish) into one node carrying the attributes "fused_sum" and
 // "fused_activation" (see engine/ops/fused_post_ops.hpp).
 size_t fuse_post_ops(Model& model, OriginalNames& names);
 
