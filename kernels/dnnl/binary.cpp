@@ -1,13 +1,23 @@
 // Two-input element-wise ops on oneDNN's binary primitive. oneDNN broadcasts only its second
 // source, so a broadcast first operand is swapped into that place for commutative ops; other
 // cases (Sub/Div with a broadcast left side) stay with the reference kernel.
+// oneDNN 2.6's JIT kernels broadcast the second source only as a scalar or along some axes; for
+// other patterns it picks its reference kernel (a Swin transformer's shifted-window mask,
+// [1,64,3,49,49] + [1,64,1,49,49], took 23 ms there). The op then runs as rows: the
+// innermost axes where both operands are full (or the second is one scalar) are one contiguous
+// loop, the outer ones index the second operand through its broadcast strides.
 // Between convolutions a 4-D op runs in the model's activation layout, so that a
 // squeeze-and-excitation block's Mul(x, s) (x [N,C,H,W], s [N,C,1,1], EfficientNet, MobileNetV3,
 // RegNetY) and everything else that reads x keep it blocked instead of reordering it to plain and
 // back (EfficientNet-B0 on one AVX-512 core: 13.4 -> 11.1 ms, its depthwise convolutions then
 // running jit_dw on nChw16c instead of brdgmm_dw between reorders).
+#include <omp.h>
+
+#include <vector>
+
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/reference/common.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -80,8 +90,12 @@ class BinaryKernel final : public DnnlKernel {
         laid_out || b == dst ? tensor_desc(b, dst_layout) : plain_f32(b);
     dnnl::binary::desc desc(op_.algorithm, a_md, b_md, dst_md);
     dnnl::binary::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
-    // oneDNN answers layouts its JIT kernels decline with its reference kernel: then plain.
-    if (laid_out && is_reference(pd)) return false;
+    rows_ = false;
+    if (is_reference(pd)) {
+      // oneDNN answers layouts its JIT kernels decline with its reference kernel: then plain.
+      if (laid_out) return false;
+      return plan_rows(dst, b);
+    }
     primitive_ = Primitive::of<dnnl::binary>(pd);
     src0_ = LayoutBridge(tensor_desc(a, input_layout(swapped_ ? 1 : 0)), a_md);
     src1_ = b == dst ? LayoutBridge(tensor_desc(b, input_layout(swapped_ ? 0 : 1)), b_md)
@@ -92,6 +106,11 @@ class BinaryKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    if (rows_) {
+      run_rows(inputs[swapped_ ? 1 : 0].data<float>(), inputs[swapped_ ? 0 : 1].data<float>(),
+               outputs[0].data<float>());
+      return;
+    }
     bind(dst_, outputs[0]);
     primitive_.execute(stream_,
                        {{DNNL_ARG_SRC_0, src0_.to_internal(inputs[swapped_ ? 1 : 0], stream_)},
@@ -106,7 +125,81 @@ class BinaryKernel final : public DnnlKernel {
     return (s[0] == 1 || s[0] == out[0]) && s[1] == out[1] && s[2] == 1 && s[3] == 1;
   }
 
+  // The row plan for dst dims `dst` and second-operand dims `b` (each equal or 1).
+  bool plan_rows(const Dims& dst, const Dims& b) {
+    size_t rank = dst.size();
+    inner_ = 1;
+    // Innermost axes where b is full (b advances with dst), else where b is 1 (b is one scalar
+    // per row); axes of extent 1 belong to either.
+    const bool full_inner = rank > 0 && b[rank - 1] == dst[rank - 1];
+    scalar_inner_ = !full_inner;
+    while (rank > 0 && (dst[rank - 1] == 1 || (b[rank - 1] == dst[rank - 1]) == full_inner)) {
+      inner_ *= dst[rank - 1];
+      --rank;
+    }
+    outer_dims_.assign(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(rank));
+    b_strides_.assign(rank, 0);
+    int64_t stride = 1;
+    for (size_t i = dst.size(); i-- > 0;) {
+      if (i < rank) b_strides_[i] = b[i] == 1 ? 0 : stride;
+      stride *= b[i];
+    }
+    outer_ = 1;
+    for (int64_t d : outer_dims_) outer_ *= d;
+    rows_ = true;
+    set_impl("broadcast_rows");
+    return true;
+  }
+
+  template <class Op>
+  void rows(const float* a, const float* b, float* y, Op op) const {
+    const int64_t inner = inner_;
+    // Threads pay only for a few hundred thousand elements and more.
+#pragma omp parallel for schedule(static) if (outer_ * inner > (int64_t{1} << 18) && outer_ > 1)
+    for (int64_t o = 0; o < outer_; ++o) {
+      int64_t offset = 0, rest = o;
+      for (size_t d = outer_dims_.size(); d-- > 0;) {
+        offset += (rest % outer_dims_[d]) * b_strides_[d];
+        rest /= outer_dims_[d];
+      }
+      const float* ar = a + o * inner;
+      float* yr = y + o * inner;
+      if (scalar_inner_) {
+        const float s = b[offset];
+        for (int64_t i = 0; i < inner; ++i) yr[i] = op(ar[i], s);
+      } else {
+        const float* br = b + offset;
+        for (int64_t i = 0; i < inner; ++i) yr[i] = op(ar[i], br[i]);
+      }
+    }
+  }
+
+  void run_rows(const float* a, const float* b, float* y) const {
+    using alg = dnnl::algorithm;
+    switch (op_.algorithm) {
+      case alg::binary_add:
+        return rows(a, b, y, [](float u, float v) { return u + v; });
+      case alg::binary_sub:
+        return rows(a, b, y, [](float u, float v) { return u - v; });
+      case alg::binary_mul:
+        return rows(a, b, y, [](float u, float v) { return u * v; });
+      case alg::binary_div:
+        return rows(a, b, y, [](float u, float v) { return u / v; });
+      // NaN as the reference kernels (numpy's maximum and minimum).
+      case alg::binary_max:
+        return rows(a, b, y, [](float u, float v) { return reference::max_of(u, v); });
+      default:
+        return rows(a, b, y, [](float u, float v) { return reference::min_of(u, v); });
+    }
+  }
+
   BinaryOp op_;
+  bool rows_ = false;  // computed by run_rows, not a primitive
+  bool scalar_inner_ = false;
+  int64_t inner_ = 1;
+  int64_t outer_ = 1;
+  std::vector<int64_t> outer_dims_;
+  std::vector<int64_t> b_strides_;  // per outer axis; 0 where b is broadcast
   bool full_size_[2] = {false, false};
   bool lays_out_ = false;  // may read and write the activation layout (above)
   bool swapped_ = false;

@@ -358,6 +358,54 @@ TEST(Transformations, DeadCodeIsRemovedButNotOutputs) {
   EXPECT_THAT(transformed.outputs["y"], ::testing::Each(::testing::Ge(0.f)));
 }
 
+TEST(Transformations, InferenceDropoutsAreRemovedUnlessTheirMaskIsRead) {
+  // PyTorch's export since opset 12: Dropout(x, ratio, training_mode) with both constants and a
+  // mask output nothing reads. A mask something reads keeps its Dropout.
+  auto model = std::make_shared<Model>("dropouts");
+  const ValueId x = model->add_input("x", ElementType::f32, {2, 3});
+  const ValueId ratio = model->add_constant("ratio", Tensor::from_vector<float>({}, {0.1f}));
+  Tensor false_scalar(ElementType::boolean, Shape{});
+  false_scalar.data<bool>()[0] = false;
+  const ValueId off = model->add_constant("off", false_scalar);
+  auto value = [&](const std::string& name) {
+    return model->add_value(ValueInfo{name, ElementType::undefined, {}});
+  };
+  const ValueId d1 = value("d1"), mask1 = value("mask1");
+  model->add_node(Node{"drop1", "Dropout", {x, ratio, off}, {d1, mask1}, {}});
+  const ValueId d2 = value("d2");
+  model->add_node(Node{"drop2", "Dropout", {d1, ratio}, {d2}, {}});
+  const ValueId a = value("a");
+  model->add_node(Node{"abs", "Abs", {d2}, {a}, {}});
+  // Training mode with a ratio of 0 drops nothing (Swin-T's attention dropout, exported from a
+  // model left in training mode).
+  Tensor true_scalar(ElementType::boolean, Shape{});
+  true_scalar.data<bool>()[0] = true;
+  const ValueId on = model->add_constant("on", true_scalar);
+  const ValueId zero = model->add_constant("zero", Tensor::from_vector<float>({}, {0.f}));
+  const ValueId d4 = value("d4");
+  model->add_node(Node{"drop4", "Dropout", {a, zero, on}, {d4}, {}});
+  const ValueId a2 = value("a2");
+  model->add_node(Node{"relu", "Relu", {d4}, {a2}, {}});
+  const ValueId d3 = value("d3"), mask3 = value("mask3");
+  model->add_node(Node{"drop3", "Dropout", {a2, ratio, off}, {d3, mask3}, {}});
+  const ValueId y = value("y");
+  model->add_node(Node{"neg", "Neg", {d3}, {y}, {}});
+  const ValueId mask_float = value("mask_float");
+  model->add_node(Node{"mask_cast",
+                       "Cast",
+                       {mask3},
+                       {mask_float},
+                       {{"to", static_cast<int64_t>(1)}}});  // ONNX FLOAT
+  model->add_output(y);
+  model->add_output(mask_float);
+  model->validate();
+  auto [plain, transformed] = compare(model);
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Abs", "Relu", "Dropout", "Neg", "Cast"));
+  EXPECT_THAT(transformed.outputs["mask_float"], ::testing::Each(1.f));
+  const auto xv = test::random_inputs(*model, 7, 1.f).at("x").to_vector<float>();
+  EXPECT_FLOAT_EQ(transformed.outputs["y"][4], -std::abs(xv[4]));
+}
+
 TEST(Transformations, ConvWithWeightsAsModelInput) {
   // oneDNN cannot pre-pack weights that change per request; it must run them plain (or decline).
   ModelBuilder b("conv_w_input");

@@ -683,6 +683,44 @@ std::vector<Case> pooling_layout_cases(Rng& rng) {
   return cases;
 }
 
+// Broadcasts oneDNN's JIT kernels do not take (the second operand 1 along middle axes, as a
+// shifted-window attention mask [1,W,1,N,N] over [1,W,H,N,N], or along the innermost ones):
+// never oneDNN's reference kernel.
+std::vector<Case> binary_broadcast_cases(Rng& rng) {
+  std::vector<Case> cases;
+  int k = 0;
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    for (int i = 0; i < 6; ++i, ++k) {
+      const size_t rank = static_cast<size_t>(3 + k % 3);
+      ints full = rng.dims(rank, 2, 7);
+      ints small = full;
+      // At least one middle axis broadcast; the innermost kept (rows) or dropped (scalars).
+      small[1 + static_cast<size_t>(rng.integer(0, static_cast<int64_t>(rank) - 3))] = 1;
+      if (rng.chance(0.4)) small[0] = 1;
+      if (i % 4 == 3) small[rank - 1] = 1;
+      const double lo = std::string(op) == "Div" ? 0.5 : -2;
+      Case c;
+      c.node = make_node(op);
+      c.inputs = {rng.tensor(full, lo, 2), rng.tensor(small, lo, 2)};
+      c.constant = {false, rng.chance(0.5)};
+      c.must_accept = true;
+      c.fast_implementation = true;
+      c.tolerance = {1e-6, 1e-7};
+      cases.push_back(c);
+    }
+  }
+  // A Swin-T mask at its real shape.
+  Case swin;
+  swin.node = make_node("Add");
+  swin.inputs = {rng.tensor({1, 16, 3, 49, 49}), rng.tensor({1, 16, 1, 49, 49})};
+  swin.constant = {false, true};
+  swin.must_accept = true;
+  swin.implementation = "dnnl:broadcast_rows";  // oneDNN 2.6's JIT declines it on every ISA
+  swin.tolerance = {1e-6, 1e-7};
+  cases.push_back(swin);
+  return cases;
+}
+
 // Binary ops on 4-D activations in each layout of this ISA, as between convolutions: both operands
 // full size (the second sometimes plain), or the second (either side for commutative ops) per
 // channel [N or 1, C, 1, 1] and plain, as a squeeze-and-excitation block's Mul(x, s); channel
@@ -958,6 +996,11 @@ TEST(BackendConsistency, ConvShapesLayoutsAndPostOps) {
 TEST(BackendConsistency, PoolingInActivationLayouts) {
   Rng rng(base_seed() + 7);
   run_family("pooling layouts (" + test::effective_isa_name() + ")", pooling_layout_cases(rng));
+}
+
+TEST(BackendConsistency, BinaryBroadcastsBeyondOneDnnsJit) {
+  Rng rng(base_seed() + 28);
+  run_family("binary broadcasts", binary_broadcast_cases(rng));
 }
 
 TEST(BackendConsistency, BinaryInActivationLayouts) {

@@ -1,8 +1,8 @@
-// Removes nodes that pass their input through unchanged: Identity, an inference Dropout with one
-// output, and a Cast to the type its input already has (PyTorch 1.13 writes one between every
-// QuantizeLinear and DequantizeLinear of a quantized model, hiding the pair from pattern
-// matching). Their readers read the input instead; a node writing a model output stays, as the
-// output keeps its value and name.
+// Removes nodes that pass their input through unchanged: Identity, a Dropout in inference mode or
+// with a ratio of 0 (its mask output unused), and a Cast to the type its input already has
+// (PyTorch 1.13 writes one between every QuantizeLinear and DequantizeLinear of a quantized model,
+// hiding the pair from pattern matching). Their readers read the input instead; a node writing a
+// model output stays, as the output keeps its value and name.
 #include <vector>
 
 #include "engine/graph/transformations/graph_queries.hpp"
@@ -12,13 +12,37 @@ namespace troupe::transformations {
 
 namespace {
 
-bool passes_through(const Model& model, const Node& node) {
-  if (node.inputs.empty() || node.inputs[0] == no_value || node.outputs.size() != 1 ||
+// Whether a Dropout passes its input through: in inference mode (no training_mode input, opset
+// 12+, or a constant false one) or with a constant ratio of 0 (PyTorch exports a model's
+// attention dropout of 0 as training_mode true when the model was in training mode).
+bool identity_dropout(const Model& model, const Node& node) {
+  auto constant_scalar = [&](size_t i) -> const Tensor* {
+    if (i >= node.inputs.size() || node.inputs[i] == no_value || !model.is_constant(node.inputs[i]))
+      return nullptr;
+    const Tensor& t = model.constants().at(node.inputs[i]);
+    return t.size() == 1 ? &t : nullptr;
+  };
+  const bool no_mode = node.inputs.size() < 3 || node.inputs[2] == no_value;
+  if (no_mode && node.attributes.get_int_or("training_mode", 0) == 0) return true;
+  const Tensor* mode = constant_scalar(2);
+  if (mode && mode->value_at(0) == 0) return true;
+  const Tensor* ratio = constant_scalar(1);
+  return ratio && ratio->value_at(0) == 0;
+}
+
+bool passes_through(const Model& model, const Node& node, const std::vector<bool>& read) {
+  if (node.inputs.empty() || node.inputs[0] == no_value || node.outputs.empty() ||
       is_model_output(model, node.outputs[0]))
     return false;
+  if (node.op_type == "Dropout") {
+    // The mask output, if any, must go unused: in inference it would be all true.
+    const bool mask_used =
+        node.outputs.size() > 1 && node.outputs[1] != no_value &&
+        (read[static_cast<size_t>(node.outputs[1])] || is_model_output(model, node.outputs[1]));
+    return node.outputs.size() <= 2 && !mask_used && identity_dropout(model, node);
+  }
+  if (node.outputs.size() != 1) return false;
   if (node.op_type == "Identity") return true;
-  if (node.op_type == "Dropout")
-    return node.inputs.size() == 1 && node.attributes.get_int_or("training_mode", 0) == 0;
   if (node.op_type == "Cast")
     return model.value(node.inputs[0]).type == model.value(node.outputs[0]).type &&
            model.value(node.inputs[0]).type != ElementType::undefined;
@@ -28,12 +52,16 @@ bool passes_through(const Model& model, const Node& node) {
 }  // namespace
 
 size_t eliminate_identities(Model& model) {
+  std::vector<bool> read(model.values().size(), false);
+  for (const Node& node : model.nodes())
+    for (ValueId in : node.inputs)
+      if (in != no_value) read[static_cast<size_t>(in)] = true;
   std::vector<ValueId> source(model.values().size());
   for (size_t v = 0; v < source.size(); ++v) source[v] = static_cast<ValueId>(v);
   std::vector<Node> kept;
   size_t removed = 0;
   for (const Node& node : model.nodes()) {
-    if (passes_through(model, node)) {
+    if (passes_through(model, node, read)) {
       source[static_cast<size_t>(node.outputs[0])] = source[static_cast<size_t>(node.inputs[0])];
       ++removed;
       continue;

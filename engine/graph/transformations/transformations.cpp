@@ -18,6 +18,8 @@ OriginalNames run_all(Model& model) {
   fuse_qdq(model, names);
   move_quantized_data(model, names);
   fold_constants(model);
+  // Again: an exported Dropout's training_mode is a Constant node until folding.
+  eliminate_identities(model);
   eliminate_dead_code(model);
   fold_batch_norm_into_conv(model, names);
   // Bias before scale: the fused contract scales the biased product, s * (AB + b). Gelu before
