@@ -10,6 +10,7 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_softmax(registry);
   onednn::register_normalization(registry);
   onednn::register_binary(registry);
+  onednn::register_concat(registry);
   onednn::register_transpose(registry);
   onednn::register_recurrent(registry);
   onednn::register_strided_copies(registry);

@@ -19,6 +19,7 @@ void register_eltwise(KernelRegistry& registry);  // Relu Sigmoid Tanh Exp Log .
 void register_softmax(KernelRegistry& registry);  // Softmax LogSoftmax
 void register_normalization(KernelRegistry& registry);   // BatchNormalization LayerNormalization
 void register_binary(KernelRegistry& registry);          // Add Sub Mul Div Max Min
+void register_concat(KernelRegistry& registry);          // Concat (f32)
 void register_transpose(KernelRegistry& registry);       // Transpose
 void register_recurrent(KernelRegistry& registry);       // RNN GRU LSTM (sgemm)
 void register_strided_copies(KernelRegistry& registry);  // Slice, constant Pad (row copies)

@@ -721,6 +721,51 @@ std::vector<Case> binary_broadcast_cases(Rng& rng) {
   return cases;
 }
 
+// Concat of 1 to 4 f32 inputs along any axis of ranks 1-5, some inputs empty along that axis, and
+// 4-D joins along the channels in each activation layout of this ISA (whole blocks of channels).
+std::vector<Case> concat_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 24; ++k) {
+    const size_t rank = static_cast<size_t>(rng.integer(1, 5));
+    const ints base = rng.dims(rank, 1, 6);
+    const int64_t axis = rng.integer(0, static_cast<int64_t>(rank) - 1);
+    Case c;
+    Attributes attrs;
+    attrs.set("axis", rng.chance(0.3) ? axis - static_cast<int64_t>(rank) : axis);
+    c.node = make_node("Concat", attrs);
+    const int64_t n = rng.integer(1, 4);
+    for (int64_t i = 0; i < n; ++i) {
+      ints dims = base;
+      dims[static_cast<size_t>(axis)] = k % 6 == 5 && i == 0 ? 0 : rng.integer(1, 5);
+      c.inputs.push_back(rng.tensor(dims));
+      c.constant.push_back(rng.chance(0.2));
+    }
+    c.must_accept = true;
+    c.fast_implementation = true;
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  for (int k = 0; k < 12; ++k) {
+    const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+    const int64_t unit = layout.channel_block ? layout.channel_block : 3;
+    const int64_t batch = rng.integer(1, 2), h = rng.integer(1, 9), w = rng.integer(1, 9);
+    Case c;
+    c.node = make_node("Concat", Attributes{{"axis", int64_t{1}}});
+    const int64_t n = rng.integer(2, 4);
+    for (int64_t i = 0; i < n; ++i) {
+      c.inputs.push_back(rng.tensor({batch, unit * rng.integer(1, 3), h, w}));
+      c.constant.push_back(false);
+      c.input_layouts.push_back(layout);
+    }
+    c.output_layout = layout;
+    c.must_accept = true;
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // Binary ops on 4-D activations in each layout of this ISA, as between convolutions: both operands
 // full size (the second sometimes plain), or the second (either side for commutative ops) per
 // channel [N or 1, C, 1, 1] and plain, as a squeeze-and-excitation block's Mul(x, s); channel
@@ -996,6 +1041,31 @@ TEST(BackendConsistency, ConvShapesLayoutsAndPostOps) {
 TEST(BackendConsistency, PoolingInActivationLayouts) {
   Rng rng(base_seed() + 7);
   run_family("pooling layouts (" + test::effective_isa_name() + ")", pooling_layout_cases(rng));
+}
+
+TEST(BackendConsistency, Concat) {
+  Rng rng(base_seed() + 29);
+  run_family("concat (" + test::effective_isa_name() + ")", concat_cases(rng));
+}
+
+// Inputs in another layout than the output are declined: the graph compiler keeps such a join
+// plain (oneDNN's concat converted them element by element).
+TEST(BackendConsistency, ConcatDeclinesMixedLayouts) {
+  Rng rng(base_seed() + 30);
+  const TensorLayout layout = TensorLayout::blocked(native_block());
+  const int64_t unit = layout.channel_block;
+  Case c;
+  c.node = make_node("Concat", Attributes{{"axis", int64_t{1}}});
+  c.inputs = {rng.tensor({1, unit, 3, 4}), rng.tensor({1, 2 * unit, 3, 4})};
+  std::vector<const Tensor*> constants(2, nullptr);
+  const std::vector<ValueInfo> inputs = value_infos(c.inputs, "x");
+  KernelRequest request{c.node, inputs, infer_outputs(c, inputs, constants), constants};
+  request.input_layouts = {layout, layout};
+  EXPECT_EQ(KernelRegistry::instance().create_with("dnnl", request), nullptr);  // plain output
+  request.output_layouts = {layout};
+  EXPECT_NE(KernelRegistry::instance().create_with("dnnl", request), nullptr);
+  request.input_layouts = {layout, TensorLayout{}};
+  EXPECT_EQ(KernelRegistry::instance().create_with("dnnl", request), nullptr);
 }
 
 TEST(BackendConsistency, BinaryBroadcastsBeyondOneDnnsJit) {
@@ -1352,9 +1422,9 @@ TEST(BackendConsistency, Recurrent) {
 TEST(BackendConsistency, EveryDnnlOpIsCovered) {
   const std::vector<std::string> covered = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "LeakyRelu", "Elu", "Softplus",
-      "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Swish", "Add", "Sub",
-      "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "MaxPool",
-      "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
+      "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Swish", "Concat", "Add",
+      "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv",
+      "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
       "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
       // int8: tests/kernels/test_quantized_kernels.cpp
