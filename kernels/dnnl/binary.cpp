@@ -93,7 +93,8 @@ class BinaryKernel final : public DnnlKernel {
     rows_ = false;
     if (is_reference(pd)) {
       // oneDNN answers layouts its JIT kernels decline with its reference kernel: then plain.
-      if (laid_out) return false;
+      // The rows read plain tensors only.
+      if (laid_out || !input_layout(0).is_plain() || !input_layout(1).is_plain()) return false;
       return plan_rows(dst, b);
     }
     primitive_ = Primitive::of<dnnl::binary>(pd);

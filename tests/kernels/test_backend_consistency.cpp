@@ -1073,6 +1073,24 @@ TEST(BackendConsistency, BinaryBroadcastsBeyondOneDnnsJit) {
   run_family("binary broadcasts", binary_broadcast_cases(rng));
 }
 
+// The rows read plain tensors: a laid-out operand of such a broadcast is declined, not misread.
+TEST(BackendConsistency, BinaryRowsDeclineLaidOutOperands) {
+  Rng rng(base_seed() + 31);
+  const TensorLayout layout = TensorLayout::blocked(native_block());
+  Case c;
+  c.node = make_node("Add");
+  c.inputs = {rng.tensor({1, native_block(), 4, 5}), rng.tensor({1, native_block(), 4, 1})};
+  std::vector<const Tensor*> constants(2, nullptr);
+  const std::vector<ValueInfo> inputs = value_infos(c.inputs, "x");
+  KernelRequest request{c.node, inputs, infer_outputs(c, inputs, constants), constants};
+  std::unique_ptr<Kernel> plain = KernelRegistry::instance().create_with("dnnl", request);
+  ASSERT_NE(plain, nullptr);
+  if (plain->implementation() != "dnnl:broadcast_rows")
+    GTEST_SKIP() << "oneDNN runs this broadcast itself here: " << plain->implementation();
+  request.input_layouts = {layout, TensorLayout{}};
+  EXPECT_EQ(KernelRegistry::instance().create_with("dnnl", request), nullptr);
+}
+
 TEST(BackendConsistency, BinaryInActivationLayouts) {
   Rng rng(base_seed() + 27);
   run_family("binary layouts (" + test::effective_isa_name() + ")", binary_layout_cases(rng));
