@@ -31,6 +31,7 @@ cmake --build "$build_dir" -j "$jobs" "${targets[@]}"
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_suppressions=0}"
 # history_size=7: the suppressions match a CAF frame in the earlier access's stack; with the
 # default history a long test (hundreds of batches) loses that stack ("failed to restore the
 # stack") and a hand-off through CAF's uninstrumented mailbox is reported as a race.
