@@ -11,6 +11,7 @@
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/element_types.hpp"
 #include "kernels/reference/reference.hpp"
+#include "kernels/reference/sigmoid.hpp"
 
 namespace troupe::kernels::reference {
 
@@ -317,18 +318,12 @@ void tanh(const Node& node, const Tensors& in, Tensors& out) {
 }
 
 void sigmoid(const Node& node, const Tensors& in, Tensors& out) {
-  // Both branches avoid exp of a large positive number.
-  unary_floating(node, in, out, [](double x) {
-    return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
-  });
+  unary_floating(node, in, out, [](double x) { return sigmoid_of(x); });
 }
 
 void swish(const Node& node, const Tensors& in, Tensors& out) {
   const double alpha = node.attributes.get_float_or("alpha", 1.0);
-  unary_floating(node, in, out, [alpha](double x) {
-    const double ax = alpha * x;
-    return x * (ax >= 0 ? 1.0 / (1.0 + std::exp(-ax)) : std::exp(ax) / (1.0 + std::exp(ax)));
-  });
+  unary_floating(node, in, out, [alpha](double x) { return x * sigmoid_of(alpha * x); });
 }
 
 void leaky_relu(const Node& node, const Tensors& in, Tensors& out) {

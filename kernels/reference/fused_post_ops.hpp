@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/ops/fused_post_ops.hpp"
+#include "kernels/reference/sigmoid.hpp"
 #include "troupe/error.hpp"
 #include "troupe/tensor.hpp"
 
@@ -22,13 +23,9 @@ inline double apply_fused_activation(const Node& node, const std::string& name, 
     if (x > fused::clip_max(node)) x = fused::clip_max(node);
     return x;
   }
-  if (name == "Sigmoid")
-    return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
+  if (name == "Sigmoid") return sigmoid_of(x);
   if (name == "Tanh") return std::tanh(x);
-  if (name == "Swish") {
-    const double ax = fused::swish_alpha(node) * x;
-    return x * (ax >= 0 ? 1.0 / (1.0 + std::exp(-ax)) : std::exp(ax) / (1.0 + std::exp(ax)));
-  }
+  if (name == "Swish") return x * sigmoid_of(fused::swish_alpha(node) * x);
   if (name == "HardSwish") return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
   if (name == "Gelu") return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
   if (name == "GeluTanh") {
