@@ -360,6 +360,8 @@ TEST(FaultInjection, TheModelDroppedInsideACallbackWhileOthersParkCompletesEachO
     });
     std::mutex mutex;
     std::vector<InferRequest> requests;
+    // Every request exists before the first starts: once one completes, its callback drops the
+    // model, and the holder must not be read again outside the mutex.
     for (size_t i = 0; i < n; ++i) {
       requests.push_back((*holder)->create_infer_request());
       requests.back().set_tensor("x", make_input(static_cast<float>(i)));
@@ -371,8 +373,8 @@ TEST(FaultInjection, TheModelDroppedInsideACallbackWhileOthersParkCompletesEachO
         }
         outcomes.record(e);
       });
-      requests.back().start_async();
     }
+    for (auto& r : requests) r.start_async();
     for (auto& r : requests) {
       try {
         EXPECT_TRUE(r.wait_for(bounded_wait));
