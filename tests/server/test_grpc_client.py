@@ -341,39 +341,44 @@ def test_scheduling_over_grpc_priority_order_queue_full_and_timeouts(pb, tmp_pat
             return rng.uniform(-2, 2, (1, 1, 1024)).astype(np.float32) + np.float32(i)
 
         done_at = {}
-        def call(name, x, **parameters):
-            response = stub.ModelInfer(request(x, **parameters), timeout=TIMEOUT)
-            done_at[name] = time.monotonic()
+        def start(name, x, **parameters):
+            """Sends the call from this thread at once (a pool thread could start it late on a
+            loaded machine, after requests sent later), and notes when its answer arrives."""
+            future = stub.ModelInfer.future(request(x, **parameters), timeout=TIMEOUT)
+            future.add_done_callback(lambda _: done_at.setdefault(name, time.monotonic()))
+            return name, x, future
+
+        def check(started):
+            name, x, future = started
+            response = future.result(timeout=TIMEOUT)
             y = np.frombuffer(response.raw_output_contents[0], "<f4").reshape(x.shape)
             assert y.tobytes() == x.tobytes(), name
-            return name
 
         # Warm-up: the first run of a shape pays for kernel creation.
-        call("warm", small(0))
+        check(start("warm", small(0)))
         # ~140 GFLOP in 1 MiB: it runs for 0.5-2 s on the CPUs CI meets, and arrives (gRPC
         # flow control) within the first ~100 ms.
         blocker = rng.uniform(-2, 2, (1, 256, 1024)).astype(np.float32)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-            running = pool.submit(call, "blocker", blocker, priority=1)
-            time.sleep(0.2)
-            lows = [pool.submit(call, f"low{i}", small(i), priority=2) for i in range(2)]
-            time.sleep(0.05)
-            high = pool.submit(call, "high", small(9), priority=1)
-            time.sleep(0.05)
-            # Level 2 holds two waiting requests: a third is refused at once, i.e. while the
-            # blocker still runs (no wall-clock bound: below the blocker's 0.5 s it would also
-            # time a loaded machine's gRPC round trip).
-            code, details = error_of(stub.ModelInfer, request(small(3), priority=2))
-            assert code == grpc.StatusCode.UNAVAILABLE and "queue full" in details, details
-            assert not running.done(), "the refusal waited for the running request"
-            # Level 1 is not full: a request with a 20 ms timeout waits behind the blocker and
-            # fails when its time is up, without running.
-            code, details = error_of(stub.ModelInfer, request(small(4), priority=1,
-                                                              timeout=20_000))
-            assert code == grpc.StatusCode.UNAVAILABLE and "timed out" in details, details
-            assert not running.done(), "the blocking request ended before the others queued"
-            for f in [running, high] + lows:
-                f.result(timeout=TIMEOUT)
+        running = start("blocker", blocker, priority=1)
+        time.sleep(0.2)
+        lows = [start(f"low{i}", small(i), priority=2) for i in range(2)]
+        time.sleep(0.05)
+        high = start("high", small(9), priority=1)
+        time.sleep(0.05)
+        # Level 2 holds two waiting requests: a third is refused at once, i.e. while the
+        # blocker still runs (no wall-clock bound: below the blocker's 0.5 s it would also
+        # time a loaded machine's gRPC round trip).
+        code, details = error_of(stub.ModelInfer, request(small(3), priority=2))
+        assert code == grpc.StatusCode.UNAVAILABLE and "queue full" in details, details
+        assert not running[2].done(), "the refusal waited for the running request"
+        # Level 1 is not full: a request with a 20 ms timeout waits behind the blocker and
+        # fails when its time is up, without running.
+        code, details = error_of(stub.ModelInfer, request(small(4), priority=1,
+                                                          timeout=20_000))
+        assert code == grpc.StatusCode.UNAVAILABLE and "timed out" in details, details
+        assert not running[2].done(), "the blocking request ended before the others queued"
+        for started in [running, high] + lows:
+            check(started)
         assert done_at["high"] < min(done_at["low0"], done_at["low1"]), done_at
 
         code, details = error_of(stub.ModelInfer, request(small(5), priority=3))
@@ -383,7 +388,7 @@ def test_scheduling_over_grpc_priority_order_queue_full_and_timeouts(pb, tmp_pat
         code, details = error_of(stub.ModelInfer, request(small(5), timeout="soon"))
         assert code == grpc.StatusCode.INVALID_ARGUMENT and "timeout" in details, details
         # Still serving.
-        call("after", small(6))
+        check(start("after", small(6)))
     finally:
         channel.close()
         assert s.stop() == 0, s.output()
