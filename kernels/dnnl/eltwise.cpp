@@ -74,26 +74,47 @@ class EltwiseKernel final : public SrcDstKernel {
   explicit EltwiseKernel(const KernelRequest& request)
       : SrcDstKernel(request), algorithm_(choose_algorithm(request)) {
     if (present_outputs(request) != 1) throw Unsupported{};
+    const Shape& out = request.outputs[0].shape;
+    lays_out_ = out.rank() == 4 && out.is_static();
+  }
+
+  // Element by element, any layout will do: a 4-D activation stays in the model's layout, so an
+  // activation that is not fused (after a BatchNormalization, a residual Add, a join) does not
+  // send its producer and its consumers to plain tensors.
+  TensorLayout preferred_input_layout(size_t i) const override {
+    return lays_out_ && i == 0 ? activation_layout() : TensorLayout{};
+  }
+  TensorLayout preferred_output_layout(size_t o) const override {
+    return lays_out_ && o == 0 ? activation_layout() : TensorLayout{};
   }
 
  protected:
   bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
     int64_t n = outputs[0].element_count();
     if (inputs[0].element_count() != n) return false;
-    dnnl::memory::desc md = plain_f32({n});
+    // Same layout in and out (no padding: the graph compiler lays out only channels the block
+    // divides): one flat vector. Else the primitive runs in the input's layout and a reorder
+    // writes the output's.
+    const bool same_layout = input_layout(0) == output_layout(0);
+    if (!same_layout && (!lays_out_ || input_layout(0).bf16 || output_layout(0).bf16)) return false;
+    dnnl::memory::desc md =
+        same_layout ? plain_f32({n}) : tensor_desc(to_dims(inputs[0]), input_layout(0));
+    const dnnl::memory::desc dst_md =
+        same_layout ? md : tensor_desc(to_dims(outputs[0]), output_layout(0));
     dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_.algorithm, md,
                                      algorithm_.alpha, algorithm_.beta);
     dnnl::eltwise_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
     if (algorithm_.clip_to_unit) {
       // A second pass in place: oneDNN 2.6's jit eltwise takes no post-ops (its reference
-      // kernel, which does, wrote NaNs here).
+      // kernel, which does, wrote NaNs here). The output, whatever its layout, as one vector.
+      const dnnl::memory::desc flat = plain_f32({n});
       dnnl::eltwise_forward::desc clip(dnnl::prop_kind::forward_inference,
-                                       dnnl::algorithm::eltwise_clip_v2, md, 0.f, 1.f);
+                                       dnnl::algorithm::eltwise_clip_v2, flat, 0.f, 1.f);
       clip_ = Primitive::of<dnnl::eltwise_forward>(
           dnnl::eltwise_forward::primitive_desc(clip, primitive_attributes(), cpu_engine()));
-      clip_memory_ = unbound_memory(md);
+      clip_memory_ = unbound_memory(flat);
     }
-    return adopt<dnnl::eltwise_forward>(pd, md, md);
+    return adopt<dnnl::eltwise_forward>(pd, md, dst_md);
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
@@ -105,7 +126,8 @@ class EltwiseKernel final : public SrcDstKernel {
 
  private:
   EltwiseAlgorithm algorithm_;
-  Primitive clip_;  // HardSigmoid's clamp to [0, 1]
+  bool lays_out_ = false;  // a static 4-D tensor: may keep the activation layout
+  Primitive clip_;         // HardSigmoid's clamp to [0, 1]
   dnnl::memory clip_memory_;
 };
 

@@ -7,6 +7,9 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
+// A 4-D tensor may be read and written in the model's activation layout (DenseNet normalizes
+// each join before its convolution; on plain tensors oneDNN runs its unvectorized ncsp kernel and
+// every join around it went plain). An output in another layout than the input is reordered.
 class BatchNormKernel final : public DnnlKernel {
  public:
   explicit BatchNormKernel(const KernelRequest& request)
@@ -14,6 +17,15 @@ class BatchNormKernel final : public DnnlKernel {
         epsilon_(static_cast<float>(request.node.attributes.get_float_or("epsilon", 1e-5))) {
     if (request.node.attributes.get_int_or("training_mode", 0) != 0) throw Unsupported{};
     if (request.inputs.size() != 5 || present_outputs(request) != 1) throw Unsupported{};
+    const Shape& out = request.outputs[0].shape;
+    lays_out_ = out.rank() == 4 && out.is_static();
+  }
+
+  TensorLayout preferred_input_layout(size_t i) const override {
+    return lays_out_ && i == 0 ? activation_layout() : TensorLayout{};
+  }
+  TensorLayout preferred_output_layout(size_t o) const override {
+    return lays_out_ && o == 0 ? activation_layout() : TensorLayout{};
   }
 
  protected:
@@ -23,7 +35,9 @@ class BatchNormKernel final : public DnnlKernel {
     const int64_t channels = src[1];
     for (size_t i = 1; i < 5; ++i)
       if (inputs[i].element_count() != channels) return false;
-    dnnl::memory::desc data_md = plain_f32(src);
+    if (input_layout(0).bf16 || output_layout(0).bf16) return false;
+    const dnnl::memory::desc data_md = tensor_desc(src, input_layout(0));
+    const dnnl::memory::desc out_md = tensor_desc(to_dims(outputs[0]), output_layout(0));
     dnnl::memory::desc channel_md = plain_f32({channels});
     const auto flags = dnnl::normalization_flags::use_global_stats |
                        dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
@@ -33,13 +47,11 @@ class BatchNormKernel final : public DnnlKernel {
                                                          cpu_engine());
     primitive_ = Primitive::of<dnnl::batch_normalization_forward>(pd);
     src_ = unbound_memory(data_md);
-    dst_ = unbound_memory(data_md);
+    dst_ = LayoutBridge(out_md, pd.dst_desc());
     scale_ = unbound_memory(channel_md);
     shift_ = unbound_memory(channel_md);
     mean_ = unbound_memory(channel_md);
     variance_ = unbound_memory(channel_md);
-    args_ = {{DNNL_ARG_SRC, src_},     {DNNL_ARG_DST, dst_},   {DNNL_ARG_SCALE, scale_},
-             {DNNL_ARG_SHIFT, shift_}, {DNNL_ARG_MEAN, mean_}, {DNNL_ARG_VARIANCE, variance_}};
     set_impl(pd);
     return true;
   }
@@ -50,15 +62,21 @@ class BatchNormKernel final : public DnnlKernel {
     bind(shift_, inputs[2]);
     bind(mean_, inputs[3]);
     bind(variance_, inputs[4]);
-    bind(dst_, outputs[0]);
-    primitive_.execute(stream_, args_);
+    primitive_.execute(stream_, {{DNNL_ARG_SRC, src_},
+                                 {DNNL_ARG_DST, dst_.output_memory(outputs[0])},
+                                 {DNNL_ARG_SCALE, scale_},
+                                 {DNNL_ARG_SHIFT, shift_},
+                                 {DNNL_ARG_MEAN, mean_},
+                                 {DNNL_ARG_VARIANCE, variance_}});
+    dst_.from_internal(outputs[0], stream_);
   }
 
  private:
   float epsilon_;
+  bool lays_out_ = false;  // a static 4-D tensor: may keep the activation layout
   Primitive primitive_;
-  dnnl::memory src_, dst_, scale_, shift_, mean_, variance_;
-  std::unordered_map<int, dnnl::memory> args_;
+  dnnl::memory src_, scale_, shift_, mean_, variance_;
+  LayoutBridge dst_;
 };
 
 // The normalized axes [axis, rank) are flattened into one, so any axis maps onto oneDNN's

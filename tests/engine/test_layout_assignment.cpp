@@ -234,7 +234,7 @@ TEST(LayoutAssignment, ValuesReadByPlainOnlyKernelsStayPlain) {
   ModelBuilder b("mixed_readers");
   auto x = b.input("x", ElementType::f32, {1, 8, 8, 8});
   auto c1 = conv(b, x, 8, 16, 3, 1, "c1");
-  auto sig = b.op("Sigmoid", {c1}, {}, "sig");  // eltwise: plain only
+  auto sig = b.op("Sin", {c1}, {}, "sin");  // a reference kernel: plain only
   auto c2 = conv(b, c1, 16, 16, 3, 2, "c2");
   auto c3 = conv(b, c2, 16, 16, 1, 3, "c3");
   auto odd = conv(b, c3, 16, 12, 1, 4, "odd");  // 12 channels: not a whole number of blocks
@@ -286,6 +286,43 @@ TEST(LayoutAssignment, SqueezeExcitationBlocksKeepTheActivationLayout) {
   EXPECT_EQ(layouts.at("side"), "plain");  // read by Sin only
   EXPECT_EQ(layouts.at("sin"), "plain");
   EXPECT_EQ(layouts.at("mixed_add"), layouts.at("c1"));
+}
+
+// A DenseNet block: each layer normalizes the join of all earlier features (BatchNormalization,
+// Relu: nothing to fuse them into) before its convolution. The joins, the normalizations and the
+// activations keep the activation layout, so no reorder runs between the convolutions.
+TEST(LayoutAssignment, DenseBlockJoinsAndNormalizationsKeepTheActivationLayout) {
+  ModelBuilder b("dense_block");
+  auto x = b.input("x", ElementType::f32, {1, 8, 8, 8});
+  std::vector<ValueId> features{conv(b, x, 8, 32, 3, 1, "stem")};
+  int64_t channels = 32;
+  for (int layer = 0; layer < 3; ++layer) {
+    const std::string n = std::to_string(layer);
+    auto join = b.op("Concat", features, {{"axis", int64_t{1}}}, "join" + n);
+    auto norm = b.op("BatchNormalization",
+                     {join, b.constant("scale" + n, random_tensor({channels}, 40 + layer, 0.5f, 2)),
+                      b.constant("shift" + n, random_tensor({channels}, 50 + layer)),
+                      b.constant("mean" + n, random_tensor({channels}, 60 + layer)),
+                      b.constant("var" + n, random_tensor({channels}, 70 + layer, 0.1f, 2))},
+                     {}, "norm" + n);
+    auto act = b.op("Relu", {norm}, {}, "relu" + n);
+    features.push_back(conv(b, act, channels, 16, 3, 80 + layer, "conv" + n));
+    channels += 16;
+  }
+  b.output(b.op("GlobalAveragePool", {b.op("Concat", features, {{"axis", int64_t{1}}}, "out")}, {},
+                "gap"),
+           "y");
+  auto model = b.build();
+
+  const auto inputs = inputs_for(*model, 3);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome laid_out = run_all(model, {{props::num_streams, int64_t{2}}}, inputs);
+  expect_same_outputs(laid_out, plain);
+  const auto layouts = layouts_by_node(*laid_out.runtime);
+  EXPECT_THAT(layouts.at("stem"), ::testing::MatchesRegex(kActivationLayout));
+  for (const std::string node :
+       {"join0", "norm0", "relu0", "conv0", "join2", "norm2", "relu2", "out"})
+    EXPECT_EQ(layouts.at(node), layouts.at("stem")) << node;
 }
 
 // Inputs and outputs with a whole number of channel blocks stay blocked inside the stream: the

@@ -683,6 +683,50 @@ std::vector<Case> pooling_layout_cases(Rng& rng) {
   return cases;
 }
 
+// Unary activations and BatchNormalization on 4-D activations in each layout of this ISA, as the
+// graph compiler hands them over when they are not fused: the output in the input's layout, in
+// plain (a plain-only reader), or laid out from a plain input (a plain-only writer); channel
+// counts the block divides.
+std::vector<Case> activation_layout_cases(Rng& rng) {
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  const std::vector<std::string> unary = {"Relu",  "Sigmoid",   "HardSigmoid", "Clip",
+                                          "Swish", "HardSwish", "Tanh",        "LeakyRelu"};
+  std::vector<Case> cases;
+  for (int k = 0; k < 36; ++k) {
+    const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+    const int64_t unit = layout.channel_block ? layout.channel_block : 3;
+    const int64_t channels = unit * rng.integer(1, 3);
+    const ints x{rng.integer(1, 2), channels, rng.integer(1, 9), rng.integer(1, 9)};
+    Case c;
+    if (k % 3 == 2) {
+      Attributes attrs;
+      if (rng.chance(0.5)) attrs.set("epsilon", rng.real(1e-6, 1e-2));
+      c.node = make_node("BatchNormalization", attrs);
+      c.inputs = {rng.tensor(x, -3, 3), rng.tensor({channels}, 0.5, 2), rng.tensor({channels}),
+                  rng.tensor({channels}), rng.tensor({channels}, 0.1, 2)};
+      c.constant = {false, true, true, true, true};
+      c.tolerance = {1e-5, 1e-5};
+    } else {
+      const std::string& op = unary[static_cast<size_t>(k / 3) % unary.size()];
+      Attributes attrs;
+      if (op == "Clip") attrs = Attributes{{"min", -1.0}, {"max", 1.5}};
+      c.node = make_node(op, attrs);
+      c.inputs = {rng.tensor(x, -4, 4)};
+      c.constant = {false};
+      c.tolerance = {1e-5, 1e-6};
+    }
+    // Same layout out, plain out, or plain in and laid out.
+    const int mix = (k / 6) % 3;
+    c.input_layouts.assign(c.inputs.size(), TensorLayout{});
+    c.input_layouts[0] = mix == 2 ? TensorLayout{} : layout;
+    c.output_layout = mix == 1 ? TensorLayout{} : layout;
+    c.must_accept = true;
+    c.fast_implementation = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // Broadcasts oneDNN's JIT kernels do not take (the second operand 1 along middle axes, as a
 // shifted-window attention mask [1,W,1,N,N] over [1,W,H,N,N], or along the innermost ones):
 // never oneDNN's reference kernel.
@@ -760,6 +804,7 @@ std::vector<Case> concat_cases(Rng& rng) {
     }
     c.output_layout = layout;
     c.must_accept = true;
+    c.implementation = "dnnl:concat_rows";
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
@@ -1041,6 +1086,12 @@ TEST(BackendConsistency, ConvShapesLayoutsAndPostOps) {
 TEST(BackendConsistency, PoolingInActivationLayouts) {
   Rng rng(base_seed() + 7);
   run_family("pooling layouts (" + test::effective_isa_name() + ")", pooling_layout_cases(rng));
+}
+
+TEST(BackendConsistency, ActivationsAndBatchNormInActivationLayouts) {
+  Rng rng(base_seed() + 32);
+  run_family("activation layouts (" + test::effective_isa_name() + ")",
+             activation_layout_cases(rng));
 }
 
 TEST(BackendConsistency, Concat) {
