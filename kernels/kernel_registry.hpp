@@ -27,9 +27,12 @@ struct KernelRequest {
   /// to bf16 and accumulate in f32. Tensors between kernels stay f32 either way, except a model
   /// input that only such kernels read, which upload stores as bf16 (TensorLayout::bf16).
   ElementType compute_precision = ElementType::f32;
-  /// Whether the model has depthwise convolutions (a Conv with one input channel per group). A
-  /// backend may keep such a model's activations in another layout than other models'.
+  /// Whether the model has depthwise convolutions (a Conv with one input channel per group), and
+  /// the share of its 4-D convolution inputs' and outputs' elements whose channel count 16
+  /// divides. A backend may keep such a model's activations in another layout than other
+  /// models'.
   bool depthwise_model = false;
+  double conv_channels_in_16_blocks = 1.0;
 
   TensorLayout input_layout(size_t i) const {
     return i < input_layouts.size() ? input_layouts[i] : TensorLayout{};

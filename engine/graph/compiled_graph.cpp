@@ -24,6 +24,26 @@ bool has_depthwise_conv(const Model& model) {
   return false;
 }
 
+// The share of the elements of the 4-D convolution inputs and outputs whose channel count 16
+// divides (dynamic dimensions count as 1); 1 without such convolutions.
+double conv_channels_in_16_blocks(const Model& model) {
+  double all = 0, whole = 0;
+  auto count = [&](ValueId v) {
+    const Shape& shape = model.value(v).shape;
+    if (shape.rank() != 4) return;
+    double elements = 1;
+    for (size_t d = 0; d < 4; ++d) elements *= shape[d] > 0 ? static_cast<double>(shape[d]) : 1.0;
+    all += elements;
+    if (shape[1] > 0 && shape[1] % 16 == 0) whole += elements;
+  };
+  for (const Node& node : model.nodes()) {
+    if (node.op_type != "Conv" || node.inputs.empty() || node.outputs.empty()) continue;
+    count(node.inputs[0]);
+    count(node.outputs[0]);
+  }
+  return all > 0 ? whole / all : 1.0;
+}
+
 }  // namespace
 
 kernels::KernelRequest make_kernel_request(const Model& model, const Node& node,
@@ -37,12 +57,14 @@ KernelRequests::KernelRequests(const Model& model, ElementType precision,
     : model_(model),
       precision_(precision),
       layouts_(value_layouts),
-      depthwise_model_(has_depthwise_conv(model)) {}
+      depthwise_model_(has_depthwise_conv(model)),
+      conv_channels_in_16_blocks_(conv_channels_in_16_blocks(model)) {}
 
 kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
   kernels::KernelRequest request{node, {}, {}};
   request.compute_precision = precision_;
   request.depthwise_model = depthwise_model_;
+  request.conv_channels_in_16_blocks = conv_channels_in_16_blocks_;
   for (ValueId in : node.inputs) {
     request.inputs.push_back(in == no_value ? ValueInfo{} : model_.value(in));
     auto c = in == no_value ? model_.constants().end() : model_.constants().find(in);

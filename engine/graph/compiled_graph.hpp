@@ -37,7 +37,8 @@ kernels::KernelRequest make_kernel_request(
     const std::vector<kernels::TensorLayout>* value_layouts = nullptr);
 
 /// make_kernel_request for many nodes of one model: what the requests say about the whole model
-/// (KernelRequest::depthwise_model) is found once, not per node. The model must outlive it.
+/// (KernelRequest::depthwise_model, conv_channels_in_16_blocks) are found once, not per node. The
+/// model must outlive it.
 class KernelRequests {
  public:
   explicit KernelRequests(const Model& model, ElementType precision = ElementType::f32,
@@ -49,6 +50,7 @@ class KernelRequests {
   ElementType precision_;
   const std::vector<kernels::TensorLayout>* layouts_;
   bool depthwise_model_;
+  double conv_channels_in_16_blocks_;
 };
 
 /// Fills graph.implementations and graph.output_layouts from the kernels of each node of `model`

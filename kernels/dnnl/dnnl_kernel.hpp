@@ -34,10 +34,11 @@ int native_channel_block();
 
 /// The layout activations are kept in between convolutions and pooling: on AVX-512,
 /// channels-last (what oneDNN's brgemm convolutions read), or blocked by 16 for a model with
-/// depthwise convolutions; else blocked by native_channel_block().
+/// depthwise convolutions whose convolution activations nearly all have whole 16-channel blocks;
+/// else blocked by native_channel_block().
 /// TROUPE_ACTIVATION_LAYOUT=blocked or channels_last overrides the choice (for measuring one
 /// against the other; read whenever a kernel is created).
-TensorLayout activation_layout(bool depthwise_model);
+TensorLayout activation_layout(bool depthwise_model, double conv_channels_in_16_blocks);
 
 /// Descriptor of a tensor of `dims` in `layout`: plain, channel-blocked by 8 or 16, or
 /// channels-last, ranks 3 to 5.
