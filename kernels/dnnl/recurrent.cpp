@@ -1,6 +1,7 @@
 // RNN, GRU and LSTM in f32 on oneDNN's sgemm: the input projection of every time step is one
 // GEMM ([steps x batch, input] x W^T), each step's recurrent projection another
-// ([batch, hidden] x R^T), and the gate arithmetic a loop over the batch. The reference kernel
+// ([batch, hidden] x R^T), and the gate arithmetic vectorized loops over each batch row
+// (gate_activations.hpp). The reference kernel
 // (kernels/reference/recurrent.cpp) is the specification; non-default activations run there.
 
 #include <dnnl.h>
@@ -11,6 +12,7 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/gate_activations.hpp"
 #include "kernels/reference/recurrent.hpp"
 #include "troupe/error.hpp"
 
@@ -19,10 +21,6 @@ namespace troupe::kernels::onednn {
 namespace {
 
 using reference::RecurrentSpec;
-
-float sigmoid(float x) {
-  return 1.0f / (1.0f + std::exp(-x));
-}
 
 // C[M,N] = A[M,K] x B[N,K]^T + beta C, row-major.
 void gemm_bt(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
@@ -117,6 +115,8 @@ class RecurrentKernel final : public Kernel {
       };
       // GRU without linear_before_reset applies R_h to r * h: the first gemm covers z and r.
       const bool split_gru = s.cell == RecurrentSpec::Cell::gru && !s.linear_before_reset;
+      gates_.resize(static_cast<size_t>(GH));
+      float* a = gates_.data();
       for (int64_t step = 0; step < longest; ++step) {
         gemm_bt(N, split_gru ? 2 * H : GH, H, h_.data(), H, R, H, 0.0f, recurrent_.data(), GH);
         if (split_gru) {
@@ -125,8 +125,10 @@ class RecurrentKernel final : public Kernel {
             if (t < 0) continue;
             const float* p = projected_.data() + row(t, b) * GH;
             const float* q = recurrent_.data() + b * GH;
-            for (int64_t j = 0; j < H; ++j)
-              reset_h_[b * H + j] = sigmoid(clip(s, p[H + j] + q[H + j])) * h_[b * H + j];
+            float* reset = reset_h_.data() + b * H;
+            sum_clipped(s, p + H, q + H, reset, H);
+            sigmoid_in_place(reset, H);
+            for (int64_t j = 0; j < H; ++j) reset[j] *= h_[b * H + j];
           }
           gemm_bt(N, H, H, reset_h_.data(), H, R + 2 * H * H, H, 0.0f, recurrent_.data() + 2 * H,
                   GH);
@@ -139,32 +141,55 @@ class RecurrentKernel final : public Kernel {
           float* h = h_.data() + b * H;
           float* c = c_.data() + b * H;
           if (s.cell == RecurrentSpec::Cell::rnn) {
-            for (int64_t j = 0; j < H; ++j) h[j] = std::tanh(clip(s, p[j] + q[j]));
+            sum_clipped(s, p, q, h, H);
+            tanh_in_place(h, H);
           } else if (s.cell == RecurrentSpec::Cell::gru) {
-            for (int64_t j = 0; j < H; ++j) {
-              const float z = sigmoid(clip(s, p[j] + q[j]));
-              float candidate;
-              if (split_gru) {
-                candidate = std::tanh(clip(s, p[2 * H + j] + q[2 * H + j]));
-              } else {
-                const float r = sigmoid(clip(s, p[H + j] + q[H + j]));
+            // a: z, then (lbr) r, then the candidate.
+            sum_clipped(s, p, q, a, split_gru ? H : 2 * H);
+            sigmoid_in_place(a, split_gru ? H : 2 * H);
+            float* candidate = a + 2 * H;
+            if (split_gru) {
+              sum_clipped(s, p + 2 * H, q + 2 * H, candidate, H);
+            } else {
+              const float* r = a + H;
+              for (int64_t j = 0; j < H; ++j) {
                 const float rb = candidate_bias ? candidate_bias[j] : 0.0f;
-                candidate = std::tanh(clip(s, p[2 * H + j] + r * (q[2 * H + j] + rb)));
+                candidate[j] = clip(s, p[2 * H + j] + r[j] * (q[2 * H + j] + rb));
               }
-              h[j] = (1.0f - z) * candidate + z * h[j];
             }
+            tanh_in_place(candidate, H);
+            for (int64_t j = 0; j < H; ++j) h[j] = (1.0f - a[j]) * candidate[j] + a[j] * h[j];
           } else {
-            for (int64_t j = 0; j < H; ++j) {
-              const float i = sigmoid(clip(s, p[j] + q[j] + (P ? P[j] * c[j] : 0.0f)));
-              const float f = s.input_forget
-                                  ? 1.0f - i
-                                  : sigmoid(clip(s, p[2 * H + j] + q[2 * H + j] +
-                                                        (P ? P[2 * H + j] * c[j] : 0.0f)));
-              const float cell = std::tanh(clip(s, p[3 * H + j] + q[3 * H + j]));
-              c[j] = f * c[j] + i * cell;
-              const float o = sigmoid(clip(s, p[H + j] + q[H + j] + (P ? P[H + j] * c[j] : 0.0f)));
-              h[j] = o * std::tanh(c[j]);
+            // a: i, o, f, c~ (ONNX's order). The peepholes of i and f read the previous cell,
+            // o's the new one.
+            float* i = a;
+            float* o = a + H;
+            float* f = a + 2 * H;
+            float* g = a + 3 * H;
+            for (int64_t j = 0; j < GH; ++j) a[j] = p[j] + q[j];
+            if (P)
+              for (int64_t j = 0; j < H; ++j) {
+                i[j] += P[j] * c[j];
+                f[j] += P[2 * H + j] * c[j];
+              }
+            clip_in_place(s, i, H);
+            clip_in_place(s, f, H);
+            clip_in_place(s, g, H);
+            sigmoid_in_place(i, H);
+            if (s.input_forget) {
+              for (int64_t j = 0; j < H; ++j) f[j] = 1.0f - i[j];
+            } else {
+              sigmoid_in_place(f, H);
             }
+            tanh_in_place(g, H);
+            for (int64_t j = 0; j < H; ++j) c[j] = f[j] * c[j] + i[j] * g[j];
+            if (P)
+              for (int64_t j = 0; j < H; ++j) o[j] += P[H + j] * c[j];
+            clip_in_place(s, o, H);
+            sigmoid_in_place(o, H);
+            std::copy(c, c + H, g);
+            tanh_in_place(g, H);
+            for (int64_t j = 0; j < H; ++j) h[j] = o[j] * g[j];
           }
           if (Y) {
             float* y = Y + (s.batch_major ? (b * s.seq + t) * D + d : (t * D + d) * N + b) * H;
@@ -183,12 +208,23 @@ class RecurrentKernel final : public Kernel {
   static float clip(const RecurrentSpec& s, float v) {
     return s.clip > 0 ? std::clamp(v, static_cast<float>(-s.clip), static_cast<float>(s.clip)) : v;
   }
+  static void clip_in_place(const RecurrentSpec& s, float* v, int64_t n) {
+    if (s.clip <= 0) return;
+    const auto bound = static_cast<float>(s.clip);
+    for (int64_t j = 0; j < n; ++j) v[j] = std::clamp(v[j], -bound, bound);
+  }
+  // out = clip(p + q)
+  static void sum_clipped(const RecurrentSpec& s, const float* p, const float* q, float* out,
+                          int64_t n) {
+    for (int64_t j = 0; j < n; ++j) out[j] = p[j] + q[j];
+    clip_in_place(s, out, n);
+  }
 
   Node node_;
   RecurrentSpec spec_;
   Shape spec_x_, spec_r_;  // the X and R shapes spec_ was read for
   // Scratch kept between runs (a kernel runs on one stream at a time).
-  std::vector<float> projected_, recurrent_, h_, c_, reset_h_, bias_;
+  std::vector<float> projected_, recurrent_, h_, c_, reset_h_, bias_, gates_;
 };
 
 std::unique_ptr<Kernel> make_recurrent(const KernelRequest& r) {

@@ -994,14 +994,16 @@ std::vector<Case> slice_pad_cases(Rng& rng) {
 }
 
 // RNN, GRU and LSTM: both directions and bidirectional, both layouts, ragged sequence_lens,
-// initial states, biases, peepholes, clip, input_forget and linear_before_reset.
+// initial states, biases, peepholes, clip, input_forget and linear_before_reset, hidden sizes 1-40.
 std::vector<Case> recurrent_cases(Rng& rng) {
   std::vector<Case> cases;
   for (int k = 0; k < 36; ++k) {
     const char* op = k % 3 == 0 ? "RNN" : k % 3 == 1 ? "GRU" : "LSTM";
     const int64_t gates = k % 3 == 0 ? 1 : k % 3 == 1 ? 3 : 4;
     const int64_t seq = rng.integer(1, 6), batch = rng.integer(1, 4);
-    const int64_t input = rng.integer(1, 9), hidden = rng.integer(1, 9);
+    // Every fourth case is wider than a vector of the gate arithmetic, with a tail.
+    const int64_t input = rng.integer(1, 9),
+                  hidden = k % 4 == 3 ? rng.integer(17, 40) : rng.integer(1, 9);
     const char* direction = (k / 3) % 3 == 0   ? "forward"
                             : (k / 3) % 3 == 1 ? "reverse"
                                                : "bidirectional";
