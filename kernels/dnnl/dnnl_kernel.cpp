@@ -219,6 +219,19 @@ void DnnlKernel::set_impl(const dnnl::primitive_desc_base& pd) {
     impl_ += "/bf16";
 }
 
+TensorLayout DnnlKernel::preferred_input_layout(size_t i) const {
+  return first_operand_laid_out_ && i == 0 ? activation_layout_ : TensorLayout{};
+}
+
+TensorLayout DnnlKernel::preferred_output_layout(size_t o) const {
+  return first_operand_laid_out_ && o == 0 ? activation_layout_ : TensorLayout{};
+}
+
+void DnnlKernel::lay_out_first_operand(const KernelRequest& request) {
+  const Shape& out = request.outputs.empty() ? Shape{} : request.outputs[0].shape;
+  first_operand_laid_out_ = out.rank() == 4 && out.is_static();
+}
+
 std::string DnnlKernel::implementation() const {
   if (use_fallback_ && fallback_) return fallback_->implementation();
   return impl_.empty() ? std::string("dnnl") : "dnnl:" + impl_;

@@ -71,6 +71,9 @@ class DnnlKernel : public Kernel {
 
   void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) final;
   std::string implementation() const final;
+  /// Input 0 and output 0 in the activation layout after lay_out_first_operand(), else plain.
+  TensorLayout preferred_input_layout(size_t i) const override;
+  TensorLayout preferred_output_layout(size_t o) const override;
 
   /// Prepares for the request's shapes when they are static; returns false when oneDNN cannot run
   /// this instance (the factory then returns nullptr so another backend is tried).
@@ -83,6 +86,11 @@ class DnnlKernel : public Kernel {
   /// Runs the prepared primitives on dense tensors.
   virtual void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
 
+  /// For kernels that compute element by element or per channel (activations, normalizations):
+  /// when the output is one static 4-D tensor, input 0 and output 0 may keep the model's
+  /// activation layout, so that such a node between convolutions does not send its producer and
+  /// its consumers to plain tensors.
+  void lay_out_first_operand(const KernelRequest& request);
   /// Records the implementation name of the kernel's main primitive.
   void set_impl(const dnnl::primitive_desc_base& pd);
   /// Records the name of an implementation that is no oneDNN primitive (reported as "dnnl:name",
@@ -114,6 +122,7 @@ class DnnlKernel : public Kernel {
   bool try_prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs);
 
   std::vector<bool> present_;
+  bool first_operand_laid_out_ = false;
   std::vector<TensorLayout> input_layouts_;
   std::vector<TensorLayout> output_layouts_;
   TensorLayout activation_layout_;

@@ -74,18 +74,9 @@ class EltwiseKernel final : public SrcDstKernel {
   explicit EltwiseKernel(const KernelRequest& request)
       : SrcDstKernel(request), algorithm_(choose_algorithm(request)) {
     if (present_outputs(request) != 1) throw Unsupported{};
-    const Shape& out = request.outputs[0].shape;
-    lays_out_ = out.rank() == 4 && out.is_static();
-  }
-
-  // Element by element, any layout will do: a 4-D activation stays in the model's layout, so an
-  // activation that is not fused (after a BatchNormalization, a residual Add, a join) does not
-  // send its producer and its consumers to plain tensors.
-  TensorLayout preferred_input_layout(size_t i) const override {
-    return lays_out_ && i == 0 ? activation_layout() : TensorLayout{};
-  }
-  TensorLayout preferred_output_layout(size_t o) const override {
-    return lays_out_ && o == 0 ? activation_layout() : TensorLayout{};
+    // Element by element, any layout will do: an activation that is not fused (after a
+    // BatchNormalization, a residual Add, a join) keeps the model's layout.
+    lay_out_first_operand(request);
   }
 
  protected:
@@ -96,7 +87,8 @@ class EltwiseKernel final : public SrcDstKernel {
     // divides): one flat vector. Else the primitive runs in the input's layout and a reorder
     // writes the output's.
     const bool same_layout = input_layout(0) == output_layout(0);
-    if (!same_layout && (!lays_out_ || input_layout(0).bf16 || output_layout(0).bf16)) return false;
+    if (!same_layout && (inputs[0].rank() != 4 || input_layout(0).bf16 || output_layout(0).bf16))
+      return false;
     dnnl::memory::desc md =
         same_layout ? plain_f32({n}) : tensor_desc(to_dims(inputs[0]), input_layout(0));
     const dnnl::memory::desc dst_md =
@@ -126,8 +118,7 @@ class EltwiseKernel final : public SrcDstKernel {
 
  private:
   EltwiseAlgorithm algorithm_;
-  bool lays_out_ = false;  // a static 4-D tensor: may keep the activation layout
-  Primitive clip_;         // HardSigmoid's clamp to [0, 1]
+  Primitive clip_;  // HardSigmoid's clamp to [0, 1]
   dnnl::memory clip_memory_;
 };
 

@@ -17,15 +17,7 @@ class BatchNormKernel final : public DnnlKernel {
         epsilon_(static_cast<float>(request.node.attributes.get_float_or("epsilon", 1e-5))) {
     if (request.node.attributes.get_int_or("training_mode", 0) != 0) throw Unsupported{};
     if (request.inputs.size() != 5 || present_outputs(request) != 1) throw Unsupported{};
-    const Shape& out = request.outputs[0].shape;
-    lays_out_ = out.rank() == 4 && out.is_static();
-  }
-
-  TensorLayout preferred_input_layout(size_t i) const override {
-    return lays_out_ && i == 0 ? activation_layout() : TensorLayout{};
-  }
-  TensorLayout preferred_output_layout(size_t o) const override {
-    return lays_out_ && o == 0 ? activation_layout() : TensorLayout{};
+    lay_out_first_operand(request);
   }
 
  protected:
@@ -73,7 +65,6 @@ class BatchNormKernel final : public DnnlKernel {
 
  private:
   float epsilon_;
-  bool lays_out_ = false;  // a static 4-D tensor: may keep the activation layout
   Primitive primitive_;
   dnnl::memory src_, scale_, shift_, mean_, variance_;
   LayoutBridge dst_;
