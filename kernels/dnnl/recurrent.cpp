@@ -1,8 +1,8 @@
 // RNN, GRU and LSTM in f32 on oneDNN's sgemm: the input projection of every time step is one
 // GEMM ([steps x batch, input] x W^T), each step's recurrent projection another
 // ([batch, hidden] x R^T), and the gate arithmetic vectorized loops over each batch row
-// (gate_activations.hpp). The reference kernel
-// (kernels/reference/recurrent.cpp) is the specification; non-default activations run there.
+// (gate_activations.hpp). The reference kernel (kernels/reference/recurrent.cpp) is the
+// specification; non-default activations run there.
 
 #include <dnnl.h>
 
@@ -154,8 +154,9 @@ class RecurrentKernel final : public Kernel {
               const float* r = a + H;
               for (int64_t j = 0; j < H; ++j) {
                 const float rb = candidate_bias ? candidate_bias[j] : 0.0f;
-                candidate[j] = clip(s, p[2 * H + j] + r[j] * (q[2 * H + j] + rb));
+                candidate[j] = p[2 * H + j] + r[j] * (q[2 * H + j] + rb);
               }
+              clip_in_place(s, candidate, H);
             }
             tanh_in_place(candidate, H);
             for (int64_t j = 0; j < H; ++j) h[j] = (1.0f - a[j]) * candidate[j] + a[j] * h[j];
@@ -205,9 +206,6 @@ class RecurrentKernel final : public Kernel {
   }
 
  private:
-  static float clip(const RecurrentSpec& s, float v) {
-    return s.clip > 0 ? std::clamp(v, static_cast<float>(-s.clip), static_cast<float>(s.clip)) : v;
-  }
   static void clip_in_place(const RecurrentSpec& s, float* v, int64_t n) {
     if (s.clip <= 0) return;
     const auto bound = static_cast<float>(s.clip);
