@@ -66,18 +66,8 @@ class AsyncInferQueue {
     if (!userdata.is_none())  // an empty SharedObject reads as None
       job.userdata = SharedObject(py::reinterpret_borrow<py::object>(userdata));
     size_t i = none_idle;
-    {
-      std::unique_lock<std::mutex> lock(state_->mutex);
-      if (state_->idle.empty() && state_->pending.size() >= state_->capacity) {
-        // Full: wait (GIL released) until half the buffer has drained, so the caller wakes once
-        // per several jobs rather than once per job.
-        lock.unlock();
-        py::gil_scoped_release release;
-        lock.lock();
-        state_->wait(lock, [&] {
-          return !state_->idle.empty() || state_->pending.size() <= state_->capacity / 2;
-        });
-      }
+    // Starts the job on an idle request (returned in i) or buffers it; under the mutex.
+    auto place = [&] {
       if (!state_->idle.empty()) {
         i = state_->idle.front();
         state_->idle.pop_front();
@@ -89,6 +79,24 @@ class AsyncInferQueue {
       } else {
         state_->pending.push_back(std::move(job));
       }
+    };
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    if (state_->idle.empty() && state_->pending.size() >= state_->capacity) {
+      // Full: wait (GIL released) until half the buffer has drained, so the caller wakes once
+      // per several jobs rather than once per job.
+      lock.unlock();
+      py::gil_scoped_release release;
+      lock.lock();
+      state_->wait(lock, [&] {
+        return !state_->idle.empty() || state_->pending.size() <= state_->capacity / 2;
+      });
+      place();
+      // The mutex goes before the GIL comes back: another producer may hold the GIL while it
+      // waits for the mutex.
+      lock.unlock();
+    } else {
+      place();
+      lock.unlock();
     }
     if (i != none_idle) state_->start(i, std::move(job));
   }
@@ -208,7 +216,11 @@ class AsyncInferQueue {
         } else {
           idle.push_back(i);
         }
-        notify = waiters > 0;
+        // Wake waiters only when what one of them waits for can have come true: a request
+        // turned idle (start_async, wait_all, get_idle_request_id, the destructor), or the
+        // buffer drained to the half start_async waits for. Waking on every completion would
+        // wake a waiting producer once per job instead of once per half buffer.
+        notify = waiters > 0 && (!got || pending.size() == capacity / 2);
       }
       if (notify) changed.notify_all();
       return got;

@@ -122,6 +122,44 @@ def test_async_infer_queue_raising_callback_and_errors(core, monkeypatch):
     queue.wait_all()
 
 
+def test_async_infer_queue_producers_waiting_on_a_full_buffer(core):
+    """Three Python threads keep one queue's buffer full, so each waits (GIL released) for it to
+    drain to half, again and again; every job runs once, its output equal to a direct call,
+    and no producer is left waiting for a wake-up that never comes."""
+    compiled = core.compile_model(mlp_model(batch=1), "CPU", {"PERFORMANCE_HINT": "THROUGHPUT"})
+    queue = troupe.AsyncInferQueue(compiled, 2)  # a buffer of 16 jobs
+    rng = np.random.default_rng(13)
+    xs = [rng.standard_normal((1, 16)).astype(np.float32) for _ in range(8)]
+    expected = [compiled({"x": x})["y"] for x in xs]
+    seen = {}
+    lock = threading.Lock()
+
+    def on_done(request, userdata):
+        with lock:
+            seen[userdata] = np.array_equal(request.results["y"], expected[userdata[1] % 8])
+
+    queue.set_callback(on_done)
+    errors = []
+
+    def producer(p):
+        try:
+            for i in range(300):
+                queue.start_async({"x": xs[i % 8]}, userdata=(p, i))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=producer, args=(p,)) for p in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "a producer waits for ever"
+    assert not errors, errors[:3]
+    queue.wait_all()
+    assert sorted(seen) == [(p, i) for p in range(3) for i in range(300)]
+    assert all(seen.values()), "an output differs from a direct call"
+
+
 def test_threads_times_async_requests_bit_exact_with_cpp(core, troupe_bin, tmp_path):
     """8 Python threads, each with 2 requests in flight, against `troupe run` (the C++ path)."""
     model = mlp_model(inputs=64, hidden=128, outputs=8, batch=4, seed=3)
