@@ -14,6 +14,7 @@
 #include "apps/compile_command.hpp"
 #include "apps/info_command.hpp"
 #include "apps/perf_command.hpp"
+#include "apps/quantize_command.hpp"
 #include "apps/run_command.hpp"
 #include "apps/serve_command.hpp"
 #include "troupe/version.hpp"
@@ -98,11 +99,14 @@ int main(int argc, char** argv) {
   CLI::App* serve_cmd = troupe::apps::add_serve_command(app, serve);
   troupe::apps::PerfOptions perf;
   CLI::App* perf_cmd = troupe::apps::add_perf_command(app, perf);
+  troupe::apps::QuantizeOptions quantize;
+  CLI::App* quantize_cmd = troupe::apps::add_quantize_command(app, quantize);
 
   // CLI11 would only say "A subcommand is required" for a misspelt command.
   if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
-    std::cerr << "troupe: unknown command '" << argv[1]
-              << "' (commands: bench, compile, info, perf, run, serve; see troupe --help)\n";
+    std::cerr
+        << "troupe: unknown command '" << argv[1]
+        << "' (commands: bench, compile, info, perf, quantize, run, serve; see troupe --help)\n";
     return 2;
   }
 
@@ -121,5 +125,6 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) return troupe::apps::run_run(run);
   if (serve_cmd->parsed()) return troupe::apps::run_serve(serve);
   if (perf_cmd->parsed()) return troupe::apps::run_perf(perf);
+  if (quantize_cmd->parsed()) return troupe::apps::run_quantize(quantize);
   return 0;
 }

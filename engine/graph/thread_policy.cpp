@@ -29,16 +29,29 @@ int64_t elements_at_least_one(const Shape& shape) {
   return n;
 }
 
+// The input holding a product's weights (its second operand), or -1 for a node that is not a
+// convolution or matrix product. The integer forms count too: a quantized model's layers are
+// QLinearConv / QLinearMatMul after the QDQ fusion, and an int8 ResNet is no smaller a job than
+// its float form.
+int weight_input(const Node& node) {
+  const std::string& op = node.op_type;
+  if (op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm" ||
+      op == "ConvInteger" || op == "MatMulInteger")
+    return 1;
+  if (op == "QLinearConv" || op == "QLinearMatMul") return 3;
+  return -1;
+}
+
 }  // namespace
 
 int64_t estimate_macs(const Model& model) {
   int64_t total = 0;
   for (const Node& node : model.nodes()) {
-    const bool conv = node.op_type == "Conv" || node.op_type == "ConvTranspose";
-    const bool matmul = node.op_type == "MatMul" || node.op_type == "Gemm";
-    if ((!conv && !matmul) || node.inputs.size() < 2 || node.outputs.empty()) continue;
+    const int w = weight_input(node);
+    const bool conv = node.op_type.find("Conv") != std::string::npos;
+    if (w < 0 || node.inputs.size() <= static_cast<size_t>(w) || node.outputs.empty()) continue;
     const Shape& out = model.value(node.outputs[0]).shape;
-    const Shape& weights = model.value(node.inputs[1]).shape;
+    const Shape& weights = model.value(node.inputs[w]).shape;
     if (!weights.is_static() || weights.rank() < 2) continue;
     int64_t per_output = 0;
     if (conv) {
@@ -60,9 +73,7 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
     return;
   int64_t compute_nodes = 0;
   for (const Node& node : model.nodes())
-    if (node.op_type == "Conv" || node.op_type == "ConvTranspose" || node.op_type == "MatMul" ||
-        node.op_type == "Gemm")
-      ++compute_nodes;
+    if (weight_input(node) >= 0) ++compute_nodes;
   const int64_t macs = estimate_macs(model);
   if (compute_nodes == 0 || macs / compute_nodes < min_macs_per_node_to_split)
     config.threads_per_stream = 1;

@@ -245,7 +245,7 @@ TEST_F(RunCommand, BadModelOutputDirectoryAndOptions) {
   EXPECT_THAT(r.output, AllOf(HasSubstr("NAME=FILE.npy"), HasSubstr("--output-dir")));
   r = troupe("runn");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("commands: bench, compile, info, perf, run, serve"));
+  EXPECT_THAT(r.output, HasSubstr("commands: bench, compile, info, perf, quantize, run, serve"));
 }
 
 TEST_F(RunCommand, InferPrecisionIsAccepted) {

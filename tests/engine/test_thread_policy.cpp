@@ -32,9 +32,30 @@ std::shared_ptr<Model> conv_model(int64_t channels, int64_t size) {
   return b.build();
 }
 
+// The integer form of conv_model, as the QDQ fusion leaves a quantized model's layers.
+std::shared_ptr<Model> qlinear_conv_model(int64_t channels, int64_t size) {
+  ModelBuilder b("qconv");
+  auto x = b.input("x", ElementType::u8, {1, channels, size, size});
+  auto scale = [&](const char* name) {
+    return b.constant(name, Tensor::from_vector<float>({}, {0.05f}));
+  };
+  auto x_scale = scale("x_scale"), w_scale = scale("w_scale"), y_scale = scale("y_scale");
+  auto x_zero = b.constant("x_zero", Tensor::from_vector<uint8_t>({}, {128}));
+  auto y_zero = b.constant("y_zero", Tensor::from_vector<uint8_t>({}, {0}));
+  auto w_zero = b.constant("w_zero", Tensor::from_vector<int8_t>({}, {0}));
+  auto w = b.constant("w", Tensor(ElementType::i8, {channels, channels, 3, 3}));
+  b.output(b.op("QLinearConv", {x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero},
+                {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv"),
+           "y");
+  return b.build();
+}
+
 TEST(ThreadPolicy, EstimatesMultiplyAccumulates) {
   EXPECT_EQ(detail::estimate_macs(*gemm_model(4, 256, 512)), 4 * 256 * 512);
   EXPECT_EQ(detail::estimate_macs(*conv_model(8, 10)), 8 * 10 * 10 * (8 * 3 * 3));
+  // An int8 layer is as much work as its float form (it was counted as none, so a quantized
+  // ResNet ran its LATENCY stream on one thread).
+  EXPECT_EQ(detail::estimate_macs(*qlinear_conv_model(8, 10)), 8 * 10 * 10 * (8 * 3 * 3));
 }
 
 int64_t threads_of(const std::shared_ptr<Model>& model, const AnyMap& extra = {}) {
@@ -50,6 +71,7 @@ TEST(ThreadPolicy, TinyNodesRunOnOneThreadLargeOnesOnAllCores) {
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   EXPECT_EQ(threads_of(gemm_model(1, 256, 512)), 1);
   EXPECT_EQ(threads_of(conv_model(64, 56)), cores);  // 116 M MACs
+  EXPECT_EQ(threads_of(qlinear_conv_model(64, 56)), cores);
   EXPECT_EQ(threads_of(gemm_model(1, 256, 512), {{props::inference_num_threads, int64_t{2}}}), 2);
 }
 
