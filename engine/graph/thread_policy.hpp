@@ -9,8 +9,10 @@
 namespace troupe::detail {
 
 /// Multiply-accumulates of one inference in the compute-heavy nodes (Conv, ConvTranspose, MatMul,
-/// Gemm) of a model; dynamic dimensions count as 1, nodes with dynamic weights as zero.
-int64_t estimate_macs(const Model& model);
+/// Gemm and their integer forms) of a model; dynamic dimensions count as 1, nodes with dynamic
+/// weights as zero. Those of integer nodes are divided by `integer_divisor` (to compare their
+/// cost with f32 work).
+int64_t estimate_macs(const Model& model, int64_t integer_divisor = 1);
 
 /// Gives each stream one thread when the model's compute nodes are too small to split: every
 /// OpenMP parallel region wakes the team, and an op of a few microseconds gets slower, not faster,

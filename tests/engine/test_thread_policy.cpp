@@ -1,6 +1,6 @@
 // Thread policy (engine/graph/thread_policy): a model of tiny compute nodes runs its one LATENCY
 // stream on one thread, a model of large ones on all cores, and a thread count the user set is
-// kept; the MAC estimate counts Conv and MatMul/Gemm work; a small model's execute stages run on
+// kept; the MAC estimate counts Conv and MatMul/Gemm work, integer forms included; a small model's execute stages run on
 // the scheduler's workers.
 
 #include <gtest/gtest.h>
@@ -56,6 +56,9 @@ TEST(ThreadPolicy, EstimatesMultiplyAccumulates) {
   // An int8 layer is as much work as its float form (it was counted as none, so a quantized
   // ResNet ran its LATENCY stream on one thread).
   EXPECT_EQ(detail::estimate_macs(*qlinear_conv_model(8, 10)), 8 * 10 * 10 * (8 * 3 * 3));
+  // Weighed against f32 work, an int8 one counts a quarter; float nodes are unchanged.
+  EXPECT_EQ(detail::estimate_macs(*qlinear_conv_model(8, 10), 4), 8 * 10 * 10 * (8 * 3 * 3) / 4);
+  EXPECT_EQ(detail::estimate_macs(*conv_model(8, 10), 4), 8 * 10 * 10 * (8 * 3 * 3));
 }
 
 int64_t threads_of(const std::shared_ptr<Model>& model, const AnyMap& extra = {}) {
