@@ -54,9 +54,16 @@ struct Uses {
       initializers[init.name()] = &init;
       constants.insert(init.name());
     }
-    for (const auto& n : graph.node())
+    for (const auto& n : graph.node()) {
       if (n.op_type() == "Constant")
         for (const auto& out : n.output()) constants.insert(out);
+      // torch shares equal weights between layers through Identity nodes of one initializer.
+      if (n.op_type() == "Identity" && n.input_size() == 1 && n.output_size() == 1)
+        if (auto it = initializers.find(n.input(0)); it != initializers.end()) {
+          initializers[n.output(0)] = it->second;
+          constants.insert(n.output(0));
+        }
+    }
   }
 
   const onnx::TensorProto* float_constant(const std::string& name) const {
@@ -69,14 +76,33 @@ struct Uses {
   // The tensor a node's result is quantized at: after one fusable activation that is its only
   // reader, else its own output.
   std::string result_of(const onnx::GraphProto& graph, int node) const {
-    const std::string& out = graph.node(node).output(0);
-    auto it = readers.find(out);
-    if (it != readers.end() && it->second.size() == 1 && !graph_outputs.count(out)) {
-      const auto& next = graph.node(it->second[0]);
-      if (fusable_activations.count(next.op_type()) && next.output_size() == 1)
-        return next.output(0);
-    }
+    std::string out = graph.node(node).output(0);
+    // torch writes a Linear layer on a 3-D input as MatMul, then Add of its bias vector: the
+    // grid goes after the bias, where the QDQ fusion takes the Add in as the product's i32 bias.
+    if (graph.node(node).op_type() == "MatMul")
+      if (const onnx::NodeProto* add = sole_reader(graph, out); add && add->op_type() == "Add") {
+        const std::string& other = add->input(0) == out ? add->input(1) : add->input(0);
+        const onnx::TensorProto* bias = float_constant(other);
+        if (add->input_size() == 2 && add->input(0) != add->input(1) && bias &&
+            bias->dims_size() >= 1) {
+          bool vector = true;
+          for (int d = 0; d + 1 < bias->dims_size(); ++d) vector = vector && bias->dims(d) == 1;
+          if (vector) out = add->output(0);
+        }
+      }
+    if (const onnx::NodeProto* next = sole_reader(graph, out);
+        next && fusable_activations.count(next->op_type()) && next->output_size() == 1)
+      return next->output(0);
     return out;
+  }
+
+  // The one node reading `tensor`, when it is not also a graph output.
+  const onnx::NodeProto* sole_reader(const onnx::GraphProto& graph,
+                                     const std::string& tensor) const {
+    auto it = readers.find(tensor);
+    if (it == readers.end() || it->second.size() != 1 || graph_outputs.count(tensor))
+      return nullptr;
+    return &graph.node(it->second[0]);
   }
 };
 

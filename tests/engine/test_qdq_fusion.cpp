@@ -131,6 +131,44 @@ TEST(QdqFusion, SevenBitWeightsRunAsInt8ConvAndMatMul) {
   expect_within_one_step(fused, plain);
 }
 
+// torch's Linear on a 3-D input, quantized: DQ(x) -> MatMul(DQ(w)) -> Add(bias vector) -> Q.
+// The Add joins the QLinearMatMul as its i32 bias.
+TEST(QdqFusion, AMatMulFollowedByAnAddOfItsBiasIsOneInt8MatMul) {
+  ModelBuilder b("linear3d");
+  auto x = b.input("x", ElementType::f32, {2, 5, 32});
+  auto xq =
+      b.op("QuantizeLinear",
+           {x, b.constant("x_s", scalar(0.03f)), b.constant("x_zp", u8_scalar(120))}, {}, "quant");
+  auto xd = b.op("DequantizeLinear",
+                 {xq, b.constant("xd_s", scalar(0.03f)), b.constant("xd_zp", u8_scalar(120))}, {},
+                 "dq_x");
+  Tensor w_scale(ElementType::f32, Shape{24});
+  for (int n = 0; n < 24; ++n) w_scale.data<float>()[n] = 0.004f + 0.0002f * n;
+  auto wd = b.op("DequantizeLinear",
+                 {b.constant("w", filled<int8_t>(ElementType::i8, {32, 24}, -64, 64, 7)),
+                  b.constant("w_s", w_scale), b.constant("w_zp", i8_zeros({24}))},
+                 {{"axis", int64_t{1}}}, "dq_w");
+  auto mm = b.op("MatMul", {xd, wd}, {}, "matmul");
+  auto biased = b.op("Add", {b.constant("bias", test::random_tensor({24}, 8)), mm}, {}, "add");
+  auto yq = b.op("QuantizeLinear",
+                 {biased, b.constant("y_s", scalar(0.1f)), b.constant("y_zp", u8_scalar(128))}, {},
+                 "q_y");
+  b.output(b.op("DequantizeLinear",
+                {yq, b.constant("yd_s", scalar(0.1f)), b.constant("yd_zp", u8_scalar(128))}, {},
+                "dequant"),
+           "y");
+  auto model = b.build();
+  std::map<std::string, Tensor> in{{"x", test::random_tensor({2, 5, 32}, 9)}};
+  const test::RunResult plain = compile_and_run(model, true, in);
+  const test::RunResult fused = compile_and_run(model, false, in);
+  EXPECT_THAT(op_types(*fused.runtime),
+              ::testing::ElementsAre("QuantizeLinear", "QLinearMatMul", "DequantizeLinear"));
+  const Node& matmul = test::node_named(*fused.runtime, "matmul");
+  EXPECT_EQ(matmul.attributes.get_int("fused_bias"), 1);
+  EXPECT_THAT(test::original_names(matmul), ::testing::Contains("add"));
+  expect_within_one_step(fused, plain);
+}
+
 TEST(QdqFusion, FullRangeWeightsFuseOnlyWhereExact) {
   auto model = quantized_model(127);
   const test::RunResult plain = compile_and_run(model, true, input());

@@ -1,6 +1,6 @@
 // Folds the QDQ form of a quantized model into integer nodes. Quantizers (ONNX Runtime's,
 // PyTorch's) write a quantized layer as float ops between DequantizeLinear and QuantizeLinear:
-//   DQ(x_q) , DQ(w_q) [, bias] -> Conv/MatMul/Gemm [-> activation] -> Q -> y_q
+//   DQ(x_q) , DQ(w_q) [, bias] -> Conv/MatMul/Gemm [-> Add(bias)] [-> activation] -> Q -> y_q
 // which, run as written, is a float model with extra passes over memory. This pass replaces each
 // such chain by one QLinearConv / QLinearMatMul reading x_q and writing y_q, whose fast kernel
 // computes in int8. The fused node computes what the chain specifies (the same integer result,
@@ -364,6 +364,15 @@ class QdqFusion {
     return result;
   }
 
+  // Whether `t` holds `n` values along the last axis only ([n], [1, n], [1, 1, n], ...).
+  static bool is_last_axis_vector(const Tensor& t, int64_t n) {
+    const Shape& shape = t.shape();
+    if (shape.rank() == 0 || shape[shape.rank() - 1] != n) return false;
+    for (size_t i = 0; i + 1 < shape.rank(); ++i)
+      if (shape[i] != 1) return false;
+    return true;
+  }
+
   // Conv, MatMul or Gemm between dequantized operands and a quantizer -> QLinearConv/QLinearMatMul.
   void fuse_product(int index) {
     const Node product = rewrite_.node(index);
@@ -408,7 +417,28 @@ class QdqFusion {
     }
 
     std::vector<int> absorbed{index};
-    const std::optional<QuantizedOutput> out = quantized_output(product.outputs[0], absorbed);
+    ValueId result = product.outputs[0];
+    if (!conv && !gemm && !bias) {
+      // torch exports a Linear layer on a 3-D input as MatMul then Add of its bias: the Add
+      // joins the product as its i32 bias.
+      const int reader = rewrite_.sole_reader(result);
+      if (reader >= 0) {
+        const Node& add = rewrite_.node(reader);
+        if (is_op(add, "Add", 2)) {
+          const ValueId other = add.inputs[0] == result ? add.inputs[1] : add.inputs[0];
+          const Tensor* vector = f32_constant(model_, other);
+          if (vector && add.inputs[0] != add.inputs[1] && is_last_axis_vector(*vector, channels) &&
+              model_.value(add.outputs[0]).shape == model_.value(result).shape) {
+            bias = integer_bias(other, channels, x->scale_at(0), *w);
+            if (bias) {
+              absorbed.push_back(reader);
+              result = add.outputs[0];
+            }
+          }
+        }
+      }
+    }
+    const std::optional<QuantizedOutput> out = quantized_output(result, absorbed);
     if (!out) return;
     const Linear& y = out->y;
 
