@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "apps/run_command.hpp"
 #include "serialization/npy_format.hpp"
 #include "troupe/error.hpp"
 #include "troupe/infer_request.hpp"
@@ -20,14 +21,7 @@ constexpr size_t histogram_bins = 2048;
 
 Tensor read_input(const fs::path& file, const ValueInfo& info) {
   Tensor t = serialization::read_npy(file.string());
-  if (t.element_type() != info.type)
-    throw TensorMismatch(fmt::format("'{}' holds {} but the model's input '{}' is {}",
-                                     file.string(), to_string(t.element_type()), info.name,
-                                     to_string(info.type)));
-  if (!info.shape.accepts(t.shape()))
-    throw TensorMismatch(fmt::format("'{}' has shape {} but the model's input '{}' is {}",
-                                     file.string(), t.shape().to_string(), info.name,
-                                     info.shape.to_string()));
+  check_input_file(info, t, file.string());
   return t;
 }
 

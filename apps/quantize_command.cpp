@@ -32,9 +32,7 @@ class TemporaryModel {
   TemporaryModel(const onnx::ModelProto& model, const std::string& tag)
       : path_(fs::temp_directory_path() /
               fmt::format("troupe-quantize-{}-{}.onnx", ::getpid(), tag)) {
-    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-    if (!out || !model.SerializeToOstream(&out) || !out.flush())
-      throw InvalidArgument("cannot write the temporary model '" + path_.string() + "'");
+    save_onnx_model(model, path_.string());
   }
   ~TemporaryModel() {
     std::error_code ec;
@@ -113,8 +111,6 @@ std::string percent(double x) {
 }
 
 int quantize(const QuantizeOptions& o) {
-  if (o.method != "minmax" && o.method != "percentile")
-    throw InvalidArgument("--method '" + o.method + "': use minmax or percentile");
   const std::string output = !o.output_path.empty()
                                  ? o.output_path
                                  : (fs::path(o.model_path).parent_path() /
@@ -147,16 +143,10 @@ int quantize(const QuantizeOptions& o) {
                                                samples.end());
   samples.resize(samples.size() - held);
 
+  fmt::print("model           {} (opset {}, {} nodes)\n", o.model_path, onnx_opset(model),
+             model.graph().node_size());
   fmt::print(
-      "model           {} (opset {}, {} nodes)\n", o.model_path,
-      [&] {
-        for (const auto& op : model.opset_import())
-          if (op.domain().empty() || op.domain() == "ai.onnx") return op.version();
-        return int64_t{0};
-      }(),
-      model.graph().node_size());
-  fmt::print(
-      "quantizing      {} Conv/Gemm/MatMul, {} Add/Concat/pool, {} activations (u8 per "
+      "quantizing      {} Conv/Gemm/MatMul, {} Add/Concat/data movement, {} activations (u8 per "
       "tensor), weights s8 {}{}\n",
       plan.products.size(), plan.propagating.size(), plan.activations.size(),
       settings.per_channel ? "per output channel" : "per tensor",
@@ -214,8 +204,7 @@ int quantize(const QuantizeOptions& o) {
   int float_products = 0;
   for (const auto& node : quantized.runtime_model()->nodes()) {
     if (node.op_type.rfind("QLinear", 0) == 0) ++int8_kernels[node.op_type];
-    if (node.op_type == "Conv" || node.op_type == "Gemm" || node.op_type == "MatMul" ||
-        node.op_type == "FusedConv" || node.op_type == "FusedMatMul")
+    if (node.op_type == "Conv" || node.op_type == "Gemm" || node.op_type == "MatMul")
       ++float_products;
   }
   std::string kinds;

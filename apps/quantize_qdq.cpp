@@ -29,26 +29,17 @@ const std::set<std::string> moving_ops = {"MaxPool",   "GlobalMaxPool", "Flatten
 // Activations the QDQ fusion folds between a product (or Add) and its Q.
 const std::set<std::string> fusable_activations = {"Relu", "Clip"};
 
-int64_t default_opset(const onnx::ModelProto& model) {
-  for (const auto& opset : model.opset_import())
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
-  return 0;
-}
-
-// Which nodes read each tensor, and which node writes it.
+// Which nodes read each tensor, the graph outputs and the constants.
 struct Uses {
   std::unordered_map<std::string, std::vector<int>> readers;
-  std::unordered_map<std::string, int> writer;
   std::unordered_set<std::string> graph_outputs;
   std::unordered_map<std::string, const onnx::TensorProto*> initializers;
   std::unordered_set<std::string> constants;  // initializers and Constant nodes' outputs
 
   explicit Uses(const onnx::GraphProto& graph) {
-    for (int i = 0; i < graph.node_size(); ++i) {
+    for (int i = 0; i < graph.node_size(); ++i)
       for (const auto& in : graph.node(i).input())
         if (!in.empty()) readers[in].push_back(i);
-      for (const auto& out : graph.node(i).output()) writer[out] = i;
-    }
     for (const auto& out : graph.output()) graph_outputs.insert(out.name());
     for (const auto& init : graph.initializer()) {
       initializers[init.name()] = &init;
@@ -230,6 +221,31 @@ onnx::NodeProto make_node(const std::string& op, const std::string& name,
   return node;
 }
 
+// Adds the integers `values` as an initializer with its scales (one per channel along `axis`,
+// or one for -1) and zero points 0, and a DequantizeLinear of them to `emit`; returns the name
+// the DequantizeLinear writes.
+template <class T>
+std::string add_dequantized_constant(onnx::GraphProto& graph, NameSource& names,
+                                     const std::string& base, onnx::TensorProto::DataType type,
+                                     const std::vector<int64_t>& dims, const std::vector<T>& values,
+                                     const std::vector<float>& scales, int64_t axis,
+                                     std::vector<onnx::NodeProto>& emit) {
+  const std::vector<int64_t> param_dims =
+      axis >= 0 ? std::vector<int64_t>{static_cast<int64_t>(scales.size())}
+                : std::vector<int64_t>{};
+  const std::string data = names(base + "_quantized"), scale = names(base + "_scale"),
+                    zero = names(base + "_zero_point"), output = names(base + "_dequantized");
+  *graph.add_initializer() = make_tensor<T>(data, type, dims, values);
+  *graph.add_initializer() =
+      make_tensor<float>(scale, onnx::TensorProto::FLOAT, param_dims,
+                         axis >= 0 ? scales : std::vector<float>{scales.at(0)});
+  *graph.add_initializer() =
+      make_tensor<T>(zero, type, param_dims, std::vector<T>(axis >= 0 ? scales.size() : 1));
+  emit.push_back(make_node("DequantizeLinear", names(base + "_DequantizeLinear"),
+                           {data, scale, zero}, output, axis));
+  return output;
+}
+
 // The channel axis of a product's weight, or -1 for per tensor.
 int64_t weight_axis(const onnx::NodeProto& node, size_t rank) {
   if (node.op_type() == "Conv") return 0;
@@ -261,7 +277,7 @@ onnx::ModelProto with_inferred_shapes(const onnx::ModelProto& model) {
 }  // namespace
 
 QdqPlan plan_qdq(const onnx::ModelProto& model, const QdqSettings& settings) {
-  const int64_t opset = default_opset(model);
+  const int64_t opset = onnx_opset(model);
   if (opset < 10)
     throw ModelError(fmt::format(
         "the model imports opset {} of the default domain; QuantizeLinear needs 10 or later "
@@ -388,16 +404,16 @@ onnx::ModelProto rewrite_qdq(const onnx::ModelProto& model, const QdqPlan& plan,
                              const QdqSettings& settings, const std::vector<int>& only_products) {
   const auto& graph = model.graph();
   const Uses uses(graph);
-  const bool per_channel = settings.per_channel && default_opset(model) >= 13;
+  const bool per_channel = settings.per_channel && onnx_opset(model) >= 13;
   const int qmax = settings.reduce_range ? 63 : 127;
 
+  // The propagating nodes need nothing of their own: their inputs and results are among the
+  // activations.
   std::set<int> products(plan.products.begin(), plan.products.end());
-  std::set<int> propagating(plan.propagating.begin(), plan.propagating.end());
   std::unordered_set<std::string> activations(plan.activations.begin(), plan.activations.end());
   if (!only_products.empty()) {
-    // One layer alone: its inputs only; nothing downstream stays quantized.
+    // One layer alone: its input and result only; nothing downstream stays quantized.
     products = std::set<int>(only_products.begin(), only_products.end());
-    propagating.clear();
     activations.clear();
     for (int i : products) {
       activations.insert(graph.node(i).input(0));
@@ -451,58 +467,33 @@ onnx::ModelProto rewrite_qdq(const onnx::ModelProto& model, const QdqPlan& plan,
       const int64_t axis = per_channel ? weight_axis(node, dims.size()) : -1;
       std::vector<int8_t> wq;
       const WeightScales scales = quantize_weights(float_data(w), dims, axis, qmax, wq);
-      const std::string base = node.input(1);
-      const std::string wq_name = names(base + "_quantized"), ws_name = names(base + "_scale"),
-                        wz_name = names(base + "_zero_point"), wdq = names(base + "_dequantized");
-      const std::vector<int64_t> param_dims =
-          scales.axis >= 0 ? std::vector<int64_t>{static_cast<int64_t>(scales.scales.size())}
-                           : std::vector<int64_t>{};
-      *g->add_initializer() = make_tensor<int8_t>(wq_name, onnx::TensorProto::INT8, dims, wq);
-      *g->add_initializer() =
-          make_tensor<float>(ws_name, onnx::TensorProto::FLOAT, param_dims, scales.scales);
-      *g->add_initializer() = make_tensor<int8_t>(wz_name, onnx::TensorProto::INT8, param_dims,
-                                                  std::vector<int8_t>(scales.scales.size()));
-      before.push_back(make_node("DequantizeLinear", names(base + "_DequantizeLinear"),
-                                 {wq_name, ws_name, wz_name}, wdq, scales.axis));
-      node.set_input(1, wdq);
-      replaced_initializers.insert(base);
+      replaced_initializers.insert(node.input(1));
+      node.set_input(1, add_dequantized_constant(*g, names, node.input(1), onnx::TensorProto::INT8,
+                                                 dims, wq, scales.scales, scales.axis, before));
 
       // The bias as i32 in units of x_scale * w_scale[c], as integer kernels add it.
       const onnx::TensorProto* b =
           node.input_size() > 2 ? uses.float_constant(node.input(2)) : nullptr;
       auto x_scale = activation_scale.find(graph.node(i).input(0));
-      const int64_t channels = scales.axis >= 0 ? static_cast<int64_t>(scales.scales.size())
-                                                : (b && b->dims_size() == 1 ? b->dims(0) : -1);
-      if (b && b->dims_size() == 1 && b->dims(0) == channels && x_scale != activation_scale.end()) {
+      const int64_t channels = b && b->dims_size() == 1 ? b->dims(0) : -1;
+      if (channels > 0 && x_scale != activation_scale.end() &&
+          (scales.axis < 0 || channels == static_cast<int64_t>(scales.scales.size()))) {
         const std::vector<float> bias = float_data(*b);
-        std::vector<float> bscale(bias.size());
+        std::vector<float> bias_scales(scales.scales.size());
+        for (size_t c = 0; c < bias_scales.size(); ++c)
+          bias_scales[c] = x_scale->second * scales.scales[c];
         std::vector<int32_t> bq(bias.size());
         for (size_t c = 0; c < bias.size(); ++c) {
-          bscale[c] = x_scale->second * scales.scales[scales.axis >= 0 ? c : 0];
-          const double q = std::nearbyint(static_cast<double>(bias[c]) / bscale[c]);
+          const double q =
+              std::nearbyint(static_cast<double>(bias[c]) / bias_scales[scales.axis >= 0 ? c : 0]);
           bq[c] = static_cast<int32_t>(
               std::clamp(q, static_cast<double>(std::numeric_limits<int32_t>::min()),
                          static_cast<double>(std::numeric_limits<int32_t>::max())));
         }
-        const std::string bbase = node.input(2);
-        const std::string bq_name = names(bbase + "_quantized"), bs_name = names(bbase + "_scale"),
-                          bz_name = names(bbase + "_zero_point"),
-                          bdq = names(bbase + "_dequantized");
-        const bool per_c = scales.axis >= 0;
-        const std::vector<int64_t> bparam =
-            per_c ? std::vector<int64_t>{channels} : std::vector<int64_t>{};
-        *g->add_initializer() =
-            make_tensor<int32_t>(bq_name, onnx::TensorProto::INT32, {channels}, bq);
-        *g->add_initializer() = make_tensor<float>(
-            bs_name, onnx::TensorProto::FLOAT, bparam,
-            per_c ? bscale : std::vector<float>{bscale.empty() ? 1.0f : bscale[0]});
-        *g->add_initializer() =
-            make_tensor<int32_t>(bz_name, onnx::TensorProto::INT32, bparam,
-                                 std::vector<int32_t>(per_c ? static_cast<size_t>(channels) : 1));
-        before.push_back(make_node("DequantizeLinear", names(bbase + "_DequantizeLinear"),
-                                   {bq_name, bs_name, bz_name}, bdq, per_c ? 0 : -1));
-        node.set_input(2, bdq);
-        replaced_initializers.insert(bbase);
+        replaced_initializers.insert(node.input(2));
+        node.set_input(2, add_dequantized_constant(*g, names, node.input(2),
+                                                   onnx::TensorProto::INT32, {channels}, bq,
+                                                   bias_scales, scales.axis >= 0 ? 0 : -1, before));
       }
     }
     // Every reader of a quantized tensor reads its DequantizeLinear.
@@ -516,7 +507,6 @@ onnx::ModelProto rewrite_qdq(const onnx::ModelProto& model, const QdqPlan& plan,
     *g->add_node() = std::move(node);
     for (auto& n : after) *g->add_node() = std::move(n);
   }
-  (void)propagating;  // their inputs and results are among the activations
 
   // Drop the float weights no node reads any more.
   std::unordered_set<std::string> read;
@@ -579,6 +569,18 @@ onnx::ModelProto read_onnx_model(const std::string& path) {
   return model;
 }
 
+int64_t onnx_opset(const onnx::ModelProto& model) {
+  for (const auto& opset : model.opset_import())
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
+  return 0;
+}
+
+void save_onnx_model(const onnx::ModelProto& model, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !model.SerializeToOstream(&out) || !out.flush())
+    throw InvalidArgument("cannot write the model '" + path + "'");
+}
+
 void write_onnx_model(const onnx::ModelProto& model, const std::string& path) {
   try {
     onnx::checker::check_model(model);
@@ -586,9 +588,7 @@ void write_onnx_model(const onnx::ModelProto& model, const std::string& path) {
     throw Error(std::string("the quantized model fails onnx's checker (a troupe bug): ") +
                 e.what());
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out || !model.SerializeToOstream(&out) || !out.flush())
-    throw InvalidArgument("cannot write the quantized model to '" + path + "'");
+  save_onnx_model(model, path);
 }
 
 }  // namespace troupe::apps

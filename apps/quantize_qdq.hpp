@@ -66,7 +66,13 @@ onnx::ModelProto with_extra_outputs(const onnx::ModelProto& model,
 /// Reads an ONNX model file; ModelError naming `path` when it is not one.
 onnx::ModelProto read_onnx_model(const std::string& path);
 
-/// Writes `model` to `path` after onnx's checker accepted it.
+/// The opset the model imports for the default ONNX domain (0 when none).
+int64_t onnx_opset(const onnx::ModelProto& model);
+
+/// Writes `model` to `path`; InvalidArgument naming `path` when it cannot be written.
+void save_onnx_model(const onnx::ModelProto& model, const std::string& path);
+
+/// Writes `model` to `path` (as save_onnx_model) after onnx's checker accepted it.
 void write_onnx_model(const onnx::ModelProto& model, const std::string& path);
 
 }  // namespace troupe::apps

@@ -74,16 +74,7 @@ std::map<std::string, GivenInput> match_inputs(
       throw InvalidArgument("input '" + in.name + "' (" + to_string(in.type).data() + " " +
                             in.shape.to_string() + ") is not given; pass --input " + in.name +
                             "=FILE.npy (the model's inputs: " + list_inputs(compiled) + ")");
-    const Tensor& t = it->second.tensor;
-    if (t.element_type() != in.type)
-      throw TensorMismatch(
-          fmt::format("input '{}' is {} in the model but '{}' holds {} (convert it, e.g. numpy's "
-                      "a.astype(...), before saving)",
-                      in.name, to_string(in.type), it->second.file, to_string(t.element_type())));
-    if (!in.shape.accepts(t.shape()))
-      throw TensorMismatch(fmt::format("input '{}' has shape {} in the model but '{}' holds {}",
-                                       in.name, in.shape.to_string(), it->second.file,
-                                       t.shape().to_string()));
+    check_input_file(in, it->second.tensor, it->second.file);
   }
   return by_name;
 }
@@ -145,6 +136,18 @@ int run_model(const RunOptions& o) {
 }
 
 }  // namespace
+
+void check_input_file(const ValueInfo& input, const Tensor& tensor, const std::string& file) {
+  if (tensor.element_type() != input.type)
+    throw TensorMismatch(
+        fmt::format("input '{}' is {} in the model but '{}' holds {} (convert it, e.g. numpy's "
+                    "a.astype(...), before saving)",
+                    input.name, to_string(input.type), file, to_string(tensor.element_type())));
+  if (!input.shape.accepts(tensor.shape()))
+    throw TensorMismatch(fmt::format("input '{}' has shape {} in the model but '{}' holds {}",
+                                     input.name, input.shape.to_string(), file,
+                                     tensor.shape().to_string()));
+}
 
 std::string output_file_name(const std::string& output_name) {
   std::string name = output_name;

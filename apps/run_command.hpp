@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "troupe/model.hpp"
+#include "troupe/tensor.hpp"
+
 namespace CLI {
 class App;
 }
@@ -25,6 +28,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options);
 
 /// Runs the inference and writes the outputs; returns the process exit code. Errors go to stderr.
 int run_run(const RunOptions& options);
+
+/// Checks that `tensor`, read from `file`, fits the model input `input`: TensorMismatch naming
+/// the input and the file when the element type differs or the model's shape does not accept it.
+void check_input_file(const ValueInfo& input, const Tensor& tensor, const std::string& file);
 
 /// The file name an output is written to: its name with characters a file name cannot hold ('/'
 /// and NUL) replaced by '_', plus ".npy" ("." and ".." are prefixed with '_').
