@@ -40,6 +40,7 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_resize(registry);
   reference::register_recurrent(registry);
   reference::register_quantization(registry);
+  reference::register_loss(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {

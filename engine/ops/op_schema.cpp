@@ -22,6 +22,7 @@ OpSchemaRegistry::OpSchemaRegistry() {
   register_resize_ops(*this);
   register_recurrent_ops(*this);
   register_quantization_ops(*this);
+  register_loss_ops(*this);
 }
 
 void OpSchemaRegistry::add(OpSchema schema) {

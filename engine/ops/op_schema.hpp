@@ -91,6 +91,7 @@ void register_reduction_ops(OpSchemaRegistry& registry);
 void register_resize_ops(OpSchemaRegistry& registry);
 void register_recurrent_ops(OpSchemaRegistry& registry);
 void register_quantization_ops(OpSchemaRegistry& registry);
+void register_loss_ops(OpSchemaRegistry& registry);
 
 /// numpy-style broadcast of two shapes; throws via ctx.fail when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const ShapeInferContext& ctx);

@@ -17,5 +17,6 @@ void register_normalization(KernelRegistry& registry);   // BatchNormalization
 void register_resize(KernelRegistry& registry);          // Resize
 void register_recurrent(KernelRegistry& registry);       // RNN GRU LSTM
 void register_quantization(KernelRegistry& registry);     // QuantizeLinear QLinearConv ...
+void register_loss(KernelRegistry& registry);             // NegativeLogLikelihoodLoss ...
 
 }  // namespace troupe::kernels::reference
