@@ -469,7 +469,8 @@ class OnnxImporter {
     for (int i = 0; i < nodes.size(); ++i) {
       const auto& node = nodes[i];
       const bool default_domain = is_default_domain(node.domain());
-      if (default_domain && (node.op_type() == "Constant" || schemas.find(node.op_type())))
+      if (default_domain && (node.op_type() == "Constant" || node.op_type() == "Upsample" ||
+                             schemas.find(node.op_type())))
         continue;
       const std::string domain = default_domain ? "ai.onnx" : node.domain();
       const std::string key = domain + "::" + node.op_type();
@@ -721,8 +722,43 @@ class OnnxImporter {
         node.attributes.set(a.name(), convert_attribute(a, where));
       }
       node.attributes.set(onnx_opset_attribute, opset_);
+      if (node.op_type == "Upsample" || (node.op_type == "Resize" && opset_ < 11))
+        upgrade_legacy_resize(node, where);
       model_->add_node(std::move(node));
     }
+  }
+
+  // Upsample (opsets 7-9: scales as an attribute, then as input 1) and Resize-10 (X, scales)
+  // become the Resize of opset 11+, so one schema and the same kernels serve them. Their
+  // sampling is Resize's "asymmetric" coordinates with the nearest pixel rounded down, and each
+  // output dimension is floor(input dimension * scale), as Resize's scales give.
+  void upgrade_legacy_resize(Node& node, const std::string& where) {
+    std::string mode = node.attributes.get_string_or("mode", "nearest");
+    if (mode == "bilinear") mode = "linear";  // the older exporters' spelling
+    if (mode != "nearest" && mode != "linear")
+      throw ModelError(where + ": attribute 'mode' is '" + mode + "', expected nearest or linear");
+    ValueId scales = no_value;
+    if (node.attributes.has("scales")) {
+      if (node.inputs.size() != 1)
+        throw ModelError(where + ": scales are given both as an attribute and as input 1");
+      std::vector<float> values;
+      for (double v : node.attributes.get_floats("scales")) values.push_back(static_cast<float>(v));
+      std::string name = node.name + "/scales";
+      while (model_->find_value(name)) name += "_";
+      scales = model_->add_constant(
+          name, Tensor::from_vector<float>(Shape{static_cast<int64_t>(values.size())}, values));
+      node.attributes.erase("scales");
+    } else if (node.inputs.size() == 2) {
+      scales = node.inputs[1];
+    } else {
+      throw ModelError(where + ": expected inputs (X, scales), got " +
+                       std::to_string(node.inputs.size()) + " inputs");
+    }
+    node.op_type = "Resize";
+    node.inputs = {node.inputs[0], no_value, scales};
+    node.attributes.set("mode", mode);
+    node.attributes.set("coordinate_transformation_mode", std::string("asymmetric"));
+    node.attributes.set("nearest_mode", std::string("floor"));
   }
 
   void add_outputs(const onnx::GraphProto& graph) {
