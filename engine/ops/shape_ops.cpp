@@ -1,6 +1,7 @@
 // Schemas of the ops that move or reinterpret data without arithmetic: Reshape, Flatten,
 // Transpose, Concat, Identity, Squeeze, Unsqueeze, Expand, Tile, Shape, ConstantOfShape, Range,
-// Gather, GatherElements, Slice, ScatterND, Split, Dropout, Pad, Size and Trilu.
+// Gather, GatherElements, Slice, ScatterND, Split, Dropout, Pad, Size, Trilu, DepthToSpace and
+// SpaceToDepth.
 
 #include <algorithm>
 #include <cmath>
@@ -575,6 +576,36 @@ std::vector<ValueInfo> infer_pad(const ShapeInferContext& ctx) {
   return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
 }
 
+// DepthToSpace moves blocks of channels [N, C, H, W] -> [N, C / b², H * b, W * b] (mode DCR,
+// the default, or CRD); SpaceToDepth is its inverse for DCR.
+std::vector<ValueInfo> infer_depth_space(const ShapeInferContext& ctx, bool to_space) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& x = ctx.shape(0);
+  if (x.rank() != 4) ctx.fail("input must have shape [N, C, H, W], got " + x.to_string());
+  const auto& attrs = ctx.node.attributes;
+  if (!attrs.has("blocksize")) ctx.fail("attribute blocksize is missing");
+  const int64_t b = attrs.get_int("blocksize");
+  if (b < 1) ctx.fail("attribute blocksize is " + std::to_string(b) + ", expected >= 1");
+  if (to_space) {
+    const std::string mode = attrs.get_string_or("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      ctx.fail("attribute mode is '" + mode + "', expected DCR or CRD");
+    if (x[1] >= 0 && x[1] % (b * b) != 0)
+      ctx.fail("the channels (" + std::to_string(x[1]) + ") are not a multiple of blocksize² (" +
+               std::to_string(b * b) + ")");
+    auto div = [&](int64_t d) { return d < 0 ? d : d / (b * b); };
+    return {infer::value_info(
+        ctx.type(0), Shape{x[0], div(x[1]), infer::mul_dims(x[2], b), infer::mul_dims(x[3], b)})};
+  }
+  for (size_t d = 2; d < 4; ++d)
+    if (x[d] >= 0 && x[d] % b != 0)
+      ctx.fail("dimension " + std::to_string(d) + " of " + x.to_string() +
+               " is not a multiple of blocksize " + std::to_string(b));
+  auto div = [&](int64_t d) { return d < 0 ? d : d / b; };
+  return {infer::value_info(ctx.type(0),
+                            Shape{x[0], infer::mul_dims(x[1], b * b), div(x[2]), div(x[3])})};
+}
+
 std::vector<ValueInfo> infer_size(const ShapeInferContext& ctx) {
   return {infer::value_info(ElementType::i64, Shape{})};
 }
@@ -664,6 +695,11 @@ void register_shape_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"Size", 1, 1, 1, 1, infer_size});
   registry.add(OpSchema{"Trilu", 1, 2, 1, 1, infer_trilu});
   registry.add(OpSchema{"GatherElements", 2, 2, 1, 1, infer_gather_elements});
+  registry.add(OpSchema{"DepthToSpace", 1, 1, 1, 1,
+                        [](const ShapeInferContext& ctx) { return infer_depth_space(ctx, true); }});
+  registry.add(OpSchema{"SpaceToDepth", 1, 1, 1, 1, [](const ShapeInferContext& ctx) {
+                          return infer_depth_space(ctx, false);
+                        }});
 }
 
 }  // namespace troupe

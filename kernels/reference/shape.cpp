@@ -394,6 +394,45 @@ void pad(const Node& node, const Tensors& in, Tensors& out) {
   }
 }
 
+// The channel c' of a [N, C', H', W'] DepthToSpace output pixel (y, x) comes from the input
+// channel holding block offset (y % b, x % b): block-major (DCR) or channel-major (CRD).
+// SpaceToDepth runs the same mapping the other way (DCR).
+void depth_space(const Node& node, const Tensors& in, Tensors& out, bool to_space) {
+  require_output_type(node, in[0], out[0]);
+  require_output_size(node, out[0], in[0].size());
+  const int64_t b = node.attributes.get_int("blocksize");
+  const bool crd = to_space && node.attributes.get_string_or("mode", "DCR") == "CRD";
+  // Dimensions of the space side [N, c, H, W] and the depth side [N, c * b², H / b, W / b].
+  const std::vector<int64_t>& space_dims = to_space ? out[0].shape().dims() : in[0].shape().dims();
+  const int64_t n = space_dims[0];
+  const int64_t c = space_dims[1];
+  const int64_t h = space_dims[2];
+  const int64_t w = space_dims[3];
+  const size_t es = element_size(in[0].element_type());
+  const uint8_t* src = bytes(in[0]);
+  uint8_t* dst = bytes(out[0]);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) {
+          const int64_t offset = (y % b) * b + x % b;
+          const int64_t depth_channel = crd ? ch * b * b + offset : offset * c + ch;
+          const int64_t space = ((i * c + ch) * h + y) * w + x;
+          const int64_t depth =
+              ((i * c * b * b + depth_channel) * (h / b) + y / b) * (w / b) + x / b;
+          std::memcpy(dst + (to_space ? space : depth) * static_cast<int64_t>(es),
+                      src + (to_space ? depth : space) * static_cast<int64_t>(es), es);
+        }
+}
+
+void depth_to_space(const Node& node, const Tensors& in, Tensors& out) {
+  depth_space(node, in, out, true);
+}
+
+void space_to_depth(const Node& node, const Tensors& in, Tensors& out) {
+  depth_space(node, in, out, false);
+}
+
 void size(const Node& node, const Tensors& in, Tensors& out) {
   require_output_size(node, out[0], 1);
   out[0].data<int64_t>()[0] = in[0].size();
@@ -533,6 +572,8 @@ void register_shape(KernelRegistry& registry) {
       {"Size", &size},
       {"Trilu", &trilu},
       {"GatherElements", &gather_elements},
+      {"DepthToSpace", &depth_to_space},
+      {"SpaceToDepth", &space_to_depth},
       {"ScatterND", &scatter_nd},
   };
   for (const auto& [op_type, fn] : ops) {
