@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/infer_helpers.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "engine/ops/spatial.hpp"
 
@@ -145,6 +146,14 @@ std::vector<ValueInfo> infer_lrn(const ShapeInferContext& ctx) {
   return {ValueInfo{"", ctx.type(0), ctx.shape(0)}};
 }
 
+// MeanVarianceNormalization: (X - mean) / (std + 1e-9) over `axes` (default [0, 2, 3]).
+std::vector<ValueInfo> infer_mean_variance_normalization(const ShapeInferContext& ctx) {
+  check_floating(ctx, 0, "X");
+  const size_t rank = ctx.shape(0).rank();
+  infer::normalize_axes(ctx, ctx.node.attributes.get_ints_or("axes", {0, 2, 3}), rank);
+  return {ValueInfo{"", ctx.type(0), ctx.shape(0)}};
+}
+
 }  // namespace
 
 void register_normalization_ops(OpSchemaRegistry& registry) {
@@ -152,6 +161,8 @@ void register_normalization_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"InstanceNormalization", 3, 3, 1, 1, infer_instance_normalization});
   registry.add(OpSchema{"LayerNormalization", 2, 3, 1, 3, infer_layer_normalization});
   registry.add(OpSchema{"LRN", 1, 1, 1, 1, infer_lrn});
+  registry.add(
+      OpSchema{"MeanVarianceNormalization", 1, 1, 1, 1, infer_mean_variance_normalization});
 }
 
 }  // namespace troupe

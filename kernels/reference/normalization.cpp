@@ -207,6 +207,58 @@ void lrn_typed(const Node& node, const Tensor& x, Tensor& y) {
   }
 }
 
+// Every element belongs to the group of elements that differ from it only along `axes`; the
+// group's mean and the root of its mean squared deviation normalize it, as ONNX's function body
+// does: (x - mean) / (sqrt(mean(x²) - mean²) + 1e-9).
+template <class T>
+void mean_variance_normalization_typed(const Node& node, const Tensor& x, Tensor& y) {
+  const std::vector<int64_t>& dims = x.shape().dims();
+  std::vector<bool> reduced(dims.size(), false);
+  const auto rank = static_cast<int64_t>(dims.size());
+  for (int64_t a : node.attributes.get_ints_or("axes", {0, 2, 3})) {
+    if (a < -rank || a >= rank)
+      throw ExecutionError("MeanVarianceNormalization node '" + node.name + "': axis " +
+                           std::to_string(a) + " is out of range for rank " +
+                           std::to_string(rank));
+    reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
+  }
+  // The group of a flat index: its index with the reduced axes dropped, row-major.
+  const int64_t total = x.size();
+  std::vector<int64_t> group(static_cast<size_t>(total));
+  int64_t groups = 1;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (!reduced[d]) groups *= dims[d];
+  for (int64_t flat = 0; flat < total; ++flat) {
+    int64_t g = 0;
+    int64_t rest = flat;
+    int64_t scale = 1;
+    for (size_t d = dims.size(); d-- > 0;) {
+      const int64_t i = rest % dims[d];
+      rest /= dims[d];
+      if (reduced[d]) continue;
+      g += i * scale;
+      scale *= dims[d];
+    }
+    group[static_cast<size_t>(flat)] = g;
+  }
+  const T* src = x.data<T>();
+  std::vector<double> sum(static_cast<size_t>(groups)), squares(static_cast<size_t>(groups));
+  const double count = static_cast<double>(total) / static_cast<double>(groups);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    const auto g = static_cast<size_t>(group[static_cast<size_t>(flat)]);
+    const auto v = static_cast<double>(src[flat]);
+    sum[g] += v;
+    squares[g] += v * v;
+  }
+  T* dst = y.data<T>();
+  for (int64_t flat = 0; flat < total; ++flat) {
+    const auto g = static_cast<size_t>(group[static_cast<size_t>(flat)]);
+    const double mean = sum[g] / count;
+    const double deviation = std::sqrt(std::max(0.0, squares[g] / count - mean * mean));
+    dst[flat] = static_cast<T>((static_cast<double>(src[flat]) - mean) / (deviation + 1e-9));
+  }
+}
+
 }  // namespace
 
 void batch_normalization(const Node& node, const std::vector<Tensor>& inputs,
@@ -233,6 +285,14 @@ void layer_normalization(const Node& node, const std::vector<Tensor>& inputs,
   });
 }
 
+void mean_variance_normalization(const Node& node, const std::vector<Tensor>& inputs,
+                                 std::vector<Tensor>& outputs) {
+  check_same_shape(node, inputs.at(0), outputs.at(0));
+  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+    mean_variance_normalization_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
+  });
+}
+
 void lrn(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   check_same_shape(node, inputs.at(0), outputs.at(0));
   dispatch_floating(node, inputs.at(0).element_type(),
@@ -250,6 +310,7 @@ void register_normalization(KernelRegistry& registry) {
   add("InstanceNormalization", &instance_normalization);
   add("LayerNormalization", &layer_normalization);
   add("LRN", &lrn);
+  add("MeanVarianceNormalization", &mean_variance_normalization);
 }
 
 }  // namespace troupe::kernels::reference

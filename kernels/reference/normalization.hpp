@@ -19,5 +19,7 @@ void layer_normalization(const Node& node, const std::vector<Tensor>& inputs,
                          std::vector<Tensor>& outputs);
 /// Local response normalization across channels.
 void lrn(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+void mean_variance_normalization(const Node& node, const std::vector<Tensor>& inputs,
+                                 std::vector<Tensor>& outputs);
 
 }  // namespace troupe::kernels::reference
