@@ -41,6 +41,7 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_recurrent(registry);
   reference::register_quantization(registry);
   reference::register_loss(registry);
+  reference::register_selection(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {

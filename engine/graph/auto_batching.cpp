@@ -15,6 +15,12 @@ std::string leading_dim_obstacle(const char* what, const ValueInfo& info) {
 std::string batching_obstacle(const CompiledGraph& graph) {
   const Model& model = *graph.model;
   if (model.inputs().empty()) return "the model has no inputs";
+  // How many rows these ops output depends on the values, not on the batch: a merged run's
+  // output would not split back into each request's.
+  for (const Node& node : model.nodes())
+    if (node.op_type == "NonZero" || node.op_type == "Compress" || node.op_type == "Unique" ||
+        node.op_type == "NonMaxSuppression")
+      return node.op_type + " node '" + node.name + "' outputs a number of rows its data decides";
   for (ValueId in : model.inputs())
     if (auto why = leading_dim_obstacle("input", model.value(in)); !why.empty()) return why;
   for (ValueId out : model.outputs())

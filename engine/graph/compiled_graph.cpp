@@ -139,8 +139,10 @@ std::shared_ptr<CompiledGraph> compile_graph(
   if (!config.disable_transformations) original_names = transformations::run_all(*model);
   auto graph = std::make_shared<CompiledGraph>();
   graph->inference_precision = config.inference_precision;
-  for (ValueId in : model->inputs())
-    if (!model->value(in).shape.is_static()) graph->dynamic_shapes = true;
+  // Streams specialize the graph per input shapes, and run node by node where a shape depends on
+  // the data (NonZero's output): both only when some value's shape is unknown now.
+  for (ValueId v = 0; v < static_cast<ValueId>(model->values().size()); ++v)
+    if (!model->is_constant(v) && !model->value(v).shape.is_static()) graph->dynamic_shapes = true;
 
   const auto& registry = kernels::KernelRegistry::instance();
   // The kernels go to the first execute stream: create them with its thread count.

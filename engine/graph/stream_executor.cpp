@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include "engine/graph/memory_plan.hpp"
 #include "engine/graph/thread_policy.hpp"
 #include "engine/graph/transformations/transformations.hpp"
+#include "engine/ops/op_schema.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
@@ -53,10 +55,24 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   const auto& registry = kernels::KernelRegistry::instance();
   const ScopedOmpThreads stream_threads(threads_);
   const bool use_prepared = !graph_->dynamic_shapes && prepared.size() == model->nodes().size();
+  const auto shape_known = [&](ValueId v) {
+    return v == no_value || model->value(v).shape.is_static();
+  };
+  const auto known_shapes = [&](const Node& node) {
+    return std::all_of(node.inputs.begin(), node.inputs.end(), shape_known) &&
+           std::all_of(node.outputs.begin(), node.outputs.end(), shape_known);
+  };
+  Specialization s;
+  for (const Node& node : model->nodes())
+    if (!known_shapes(node)) s.data_dependent = true;
   std::vector<std::unique_ptr<kernels::Kernel>> kernels;
   const KernelRequests requests(*model, graph_->inference_precision);
   for (size_t n = 0; n < model->nodes().size(); ++n) {
     const Node& node = model->nodes()[n];
+    if (!known_shapes(node)) {
+      kernels.emplace_back();  // chosen per run, for the shapes the data gives
+      continue;
+    }
     auto kernel = use_prepared ? std::move(prepared[n]) : registry.create(requests(node));
     if (!kernel)
       throw UnsupportedOperation(node.op_type + " node '" + node.name +
@@ -65,24 +81,18 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   }
   // Kernels handed over by compile_graph already have their layouts. Model inputs and outputs are
   // only blocked with static shapes: the stages must know their layouts before the first run.
-  Specialization s;
-  if (use_prepared)
+  if (s.data_dependent)
+    s.shaped_kernels.resize(model->nodes().size());
+  else if (use_prepared)
     s.value_layouts = graph_->value_layouts;
   else if (graph_->blocked_layouts)
     s.value_layouts =
         assign_layouts(*model, kernels, !graph_->dynamic_shapes, graph_->inference_precision);
   std::vector<Tensor> values(model->values().size());
   for (const auto& [id, tensor] : model->constants()) values[id] = tensor;
-  for (const Node& node : model->nodes())
-    for (ValueId out : node.outputs) {
-      const ValueInfo& info = model->value(out);
-      if (!info.shape.is_static())
-        throw UnsupportedOperation(node.op_type + " node '" + node.name + "': output '" +
-                                   info.name + "' has a shape that cannot be inferred (" +
-                                   info.shape.to_string() + ")");
-    }
-  // Intermediate values share buffers where their lifetimes do not overlap.
-  const MemoryPlan plan = plan_memory(*model);
+  // Intermediate values share buffers where their lifetimes do not overlap; with shapes that
+  // depend on the data, each run allocates its own.
+  const MemoryPlan plan = s.data_dependent ? MemoryPlan{} : plan_memory(*model);
   std::vector<std::shared_ptr<void>> buffers;
   for (size_t bytes : plan.buffer_bytes) {
     constexpr size_t alignment = 64;  // what Tensor's own allocations and oneDNN prefer
@@ -90,7 +100,7 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     if (!memory) throw std::bad_alloc();
     buffers.emplace_back(memory, std::free);
   }
-  for (ValueId v = 0; v < static_cast<ValueId>(values.size()); ++v) {
+  for (ValueId v = 0; v < static_cast<ValueId>(plan.buffer_of.size()); ++v) {
     const int buffer = plan.buffer_of[v];
     if (buffer == MemoryPlan::unplanned) continue;
     const std::shared_ptr<void>& storage = buffers[static_cast<size_t>(buffer)];
@@ -142,6 +152,7 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     throw ExecutionError("executor given " + std::to_string(inputs.size()) + " inputs, model has " +
                          std::to_string(graph_model.inputs().size()));
   Specialization& active = activate(inputs);
+  if (active.data_dependent) return run_data_dependent(active, inputs, outputs, timings);
   const Model& model = *active.model;
   std::vector<Tensor>& values = active.values;
   const auto& kernels = active.kernels;
@@ -192,6 +203,124 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     if (!model.is_constant(out)) values[out] = Tensor();
 }
 
+namespace {
+
+// Shape inference of one node with every input's data at hand, as a run has it: the shapes of
+// NonZero's output, a Reshape to a computed shape, ... follow from the values.
+std::vector<ValueInfo> infer_from_data(const Model& model, const Node& node,
+                                       const std::vector<Tensor>& inputs) {
+  const OpSchema* schema = OpSchemaRegistry::instance().find(node.op_type);
+  if (!schema) throw UnsupportedOperation(node.op_type + " node '" + node.name + "': no schema");
+  ShapeInferContext ctx{node, {}, {}};
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i] == no_value) {
+      ctx.inputs.emplace_back();
+      ctx.constant_inputs.push_back(nullptr);
+      continue;
+    }
+    const Tensor& t = inputs[i];
+    ctx.inputs.push_back(ValueInfo{model.value(node.inputs[i]).name, t.element_type(), t.shape()});
+    ctx.constant_inputs.push_back(&t);
+  }
+  std::vector<ValueInfo> infos;
+  try {
+    infos = schema->infer(ctx);
+  } catch (const ModelError& e) {
+    // The model was valid; these inputs are not (e.g. a computed shape that does not fit).
+    throw ExecutionError(e.what());
+  }
+  infos.resize(node.outputs.size());
+  for (size_t o = 0; o < infos.size(); ++o)
+    if (!infos[o].shape.is_static())
+      throw UnsupportedOperation(node.op_type + " node '" + node.name + "': output '" +
+                                 model.value(node.outputs[o]).name +
+                                 "' has a shape that cannot be inferred even from the data (" +
+                                 infos[o].shape.to_string() + ")");
+  return infos;
+}
+
+void execute_node(kernels::Kernel& kernel, const Node& node, const std::vector<Tensor>& in,
+                  std::vector<Tensor>& out) {
+  try {
+    kernel.execute(in, out);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
+  }
+}
+
+}  // namespace
+
+kernels::Kernel& StreamExecutor::shaped_kernel(Specialization& s, size_t n,
+                                               const std::vector<Tensor>& inputs,
+                                               const std::vector<ValueInfo>& outputs) const {
+  const Node& node = s.model->nodes()[n];
+  std::vector<Shape> shapes;
+  for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  auto& cache = s.shaped_kernels[n];
+  for (auto& entry : cache)
+    if (entry.input_shapes == shapes) return *entry.kernel;
+  const KernelRequests requests(*s.model, graph_->inference_precision);
+  kernels::KernelRequest request = requests(node);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (node.inputs[i] != no_value) request.inputs[i].shape = inputs[i].shape();
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    request.outputs[o].type = outputs[o].type;
+    request.outputs[o].shape = outputs[o].shape;
+  }
+  auto kernel = kernels::KernelRegistry::instance().create(request);
+  if (!kernel)
+    throw UnsupportedOperation(node.op_type + " node '" + node.name +
+                               "': no CPU kernel for these shapes/types");
+  // Few distinct shapes are expected per node; a node whose shapes never repeat keeps a handful.
+  constexpr size_t kept_per_node = 8;
+  if (cache.size() >= kept_per_node) cache.erase(cache.begin());
+  cache.push_back({std::move(shapes), std::move(kernel)});
+  return *cache.back().kernel;
+}
+
+void StreamExecutor::run_data_dependent(Specialization& s, const std::vector<Tensor>& inputs,
+                                        std::vector<Tensor>& outputs,
+                                        std::vector<OpTiming>* timings) {
+  const Model& model = *s.model;
+  std::vector<Tensor> values = s.values;  // the constants; this run makes every other value
+  for (size_t i = 0; i < inputs.size(); ++i) values[model.inputs()[i]] = inputs[i];
+  if (timings) timings->assign(graph_->model->nodes().size(), {});
+  std::vector<Tensor> in;
+  std::vector<Tensor> out;
+  std::vector<ValueInfo> infos;
+  for (size_t n = 0; n < model.nodes().size(); ++n) {
+    const Node& node = model.nodes()[n];
+    in.clear();
+    out.clear();
+    infos.clear();
+    for (ValueId v : node.inputs) in.push_back(v == no_value ? Tensor() : values[v]);
+    const int64_t t0 = timings ? now_ns() : 0;
+    const int64_t c0 = timings ? thread_cpu_ns() : 0;
+    kernels::Kernel* kernel = s.kernels[n].get();
+    if (kernel) {
+      for (ValueId v : node.outputs) infos.push_back(model.value(v));
+    } else {
+      infos = infer_from_data(model, node, in);
+      kernel = &shaped_kernel(s, n, in, infos);
+    }
+    for (const ValueInfo& info : infos) out.emplace_back(info.type, info.shape);
+    execute_node(*kernel, node, in, out);
+    for (size_t o = 0; o < node.outputs.size(); ++o) values[node.outputs[o]] = std::move(out[o]);
+    if (timings) (*timings)[s.graph_node[n]] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
+  }
+  outputs.resize(model.outputs().size());
+  for (size_t o = 0; o < model.outputs().size(); ++o) {
+    const Tensor& value = values[model.outputs()[o]];
+    if (outputs[o].shape() == value.shape() && outputs[o].element_type() == value.element_type() &&
+        !outputs[o].empty())
+      std::memcpy(outputs[o].raw_data(), value.raw_data(), value.byte_size());  // in place
+    else
+      outputs[o] = value.clone();
+  }
+}
+
 kernels::TensorLayout StreamExecutor::input_layout(size_t i) const {
   const Specialization* s = active();
   if (!s) return {};
@@ -216,7 +345,7 @@ std::vector<std::string> StreamExecutor::implementations() const {
 void StreamExecutor::record_implementations(const Specialization& s) {
   std::vector<std::string> names(graph_->model->nodes().size(), "folded");
   for (size_t n = 0; n < s.kernels.size(); ++n)
-    names[s.graph_node[n]] = s.kernels[n]->implementation();
+    names[s.graph_node[n]] = s.kernels[n] ? s.kernels[n]->implementation() : "data-dependent";
   std::lock_guard<std::mutex> lock(implementations_mutex_);
   implementations_ = std::move(names);
 }

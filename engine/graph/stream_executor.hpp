@@ -64,6 +64,16 @@ class StreamExecutor {
     /// computations its input shapes make constant, so it may run fewer nodes, and timings are
     /// reported against the compiled graph's nodes.
     std::vector<size_t> graph_node;
+    /// Some values' shapes depend on the data, not only on the input shapes (NonZero's output,
+    /// and what is computed from it). Nodes that read or write such a value have no kernel in
+    /// `kernels`: each run infers their output shapes from the actual inputs and takes a kernel
+    /// for those shapes from `shaped_kernels`; values are allocated per run, all plain.
+    bool data_dependent = false;
+    struct ShapedKernel {
+      std::vector<Shape> input_shapes;
+      std::unique_ptr<kernels::Kernel> kernel;
+    };
+    std::vector<std::vector<ShapedKernel>> shaped_kernels;  // per node, most recent last
   };
 
   /// The specialization of the last run; null before the first run of a dynamic graph.
@@ -73,6 +83,11 @@ class StreamExecutor {
   /// Moves the specialization for these input shapes to the front, creating it if needed.
   Specialization& activate(const std::vector<Tensor>& inputs);
   void record_implementations(const Specialization& s);
+  void run_data_dependent(Specialization& s, const std::vector<Tensor>& inputs,
+                          std::vector<Tensor>& outputs, std::vector<OpTiming>* timings);
+  /// The kernel of node n of `s` for these inputs and inferred outputs, created on first use.
+  kernels::Kernel& shaped_kernel(Specialization& s, size_t n, const std::vector<Tensor>& inputs,
+                                 const std::vector<ValueInfo>& outputs) const;
 
   std::shared_ptr<const CompiledGraph> graph_;
   int threads_ = 1;

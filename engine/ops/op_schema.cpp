@@ -23,6 +23,7 @@ OpSchemaRegistry::OpSchemaRegistry() {
   register_recurrent_ops(*this);
   register_quantization_ops(*this);
   register_loss_ops(*this);
+  register_selection_ops(*this);
 }
 
 void OpSchemaRegistry::add(OpSchema schema) {

@@ -18,5 +18,6 @@ void register_resize(KernelRegistry& registry);          // Resize
 void register_recurrent(KernelRegistry& registry);       // RNN GRU LSTM
 void register_quantization(KernelRegistry& registry);     // QuantizeLinear QLinearConv ...
 void register_loss(KernelRegistry& registry);             // NegativeLogLikelihoodLoss ...
+void register_selection(KernelRegistry& registry);        // NonZero Compress Unique NMS
 
 }  // namespace troupe::kernels::reference

@@ -1,0 +1,296 @@
+// Schemas of NonZero, Compress, Unique and NonMaxSuppression (ONNX opset 11-13), and the
+// selections they make (see selection.hpp for why those live here).
+#include "engine/ops/selection.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "engine/ops/infer_helpers.hpp"
+#include "engine/ops/op_schema.hpp"
+#include "troupe/error.hpp"
+
+namespace troupe {
+
+namespace selection {
+
+namespace {
+
+[[noreturn]] void fail(const Node& node, const std::string& message) {
+  throw ExecutionError(node.op_type + " node '" + node.name + "': " + message);
+}
+
+// The elements of slice k along `axis` of dims, row-major: [outer][k][inner].
+struct SliceGeometry {
+  int64_t outer = 1;
+  int64_t count = 1;
+  int64_t inner = 1;
+};
+
+SliceGeometry slices_of(const Shape& shape, std::optional<int64_t> axis) {
+  SliceGeometry g;
+  if (!axis) {
+    g.count = shape.element_count();
+    return g;
+  }
+  for (size_t d = 0; d < shape.rank(); ++d) {
+    if (static_cast<int64_t>(d) < *axis)
+      g.outer *= shape[d];
+    else if (static_cast<int64_t>(d) == *axis)
+      g.count = shape[d];
+    else
+      g.inner *= shape[d];
+  }
+  return g;
+}
+
+}  // namespace
+
+std::vector<int64_t> nonzero(const Tensor& x) {
+  std::vector<int64_t> flat;
+  for (int64_t i = 0; i < x.size(); ++i)
+    if (x.value_at(i) != 0) flat.push_back(i);
+  return flat;
+}
+
+std::vector<int64_t> compress(const Node& node, const Tensor& condition, int64_t length) {
+  if (condition.size() > length)
+    fail(node, "condition has " + std::to_string(condition.size()) +
+                   " entries, more than the axis' " + std::to_string(length));
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < condition.size(); ++i)
+    if (condition.value_at(i) != 0) kept.push_back(i);
+  return kept;
+}
+
+UniqueSlices unique(const Node& node, const Tensor& x, std::optional<int64_t> axis, bool sorted) {
+  const SliceGeometry g = slices_of(x.shape(), axis);
+  const int64_t slice_size = g.outer * g.inner;
+  // Slice k's values, in row-major order of the elements it holds.
+  auto value = [&](int64_t k, int64_t e) {
+    const int64_t o = e / g.inner;
+    const int64_t i = e % g.inner;
+    return x.value_at((o * g.count + k) * g.inner + i);
+  };
+  auto less = [&](int64_t a, int64_t b) {
+    for (int64_t e = 0; e < slice_size; ++e) {
+      const double va = value(a, e);
+      const double vb = value(b, e);
+      if (va != vb) return va < vb;
+    }
+    return false;
+  };
+  auto equal = [&](int64_t a, int64_t b) { return !less(a, b) && !less(b, a); };
+  if (slice_size == 0 && g.count > 0) fail(node, "cannot compare empty slices");
+
+  // Slices by value (ties by position), so equal slices are neighbours and the first of a run is
+  // the first occurrence.
+  std::vector<int64_t> order(static_cast<size_t>(g.count));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), less);
+  UniqueSlices result;
+  std::vector<int64_t> group_of(static_cast<size_t>(g.count));
+  for (size_t r = 0; r < order.size(); ++r) {
+    if (r == 0 || !equal(order[r - 1], order[r])) {
+      result.first.push_back(order[r]);
+      result.counts.push_back(0);
+    }
+    group_of[static_cast<size_t>(order[r])] = static_cast<int64_t>(result.first.size()) - 1;
+    ++result.counts.back();
+  }
+  // Unsorted output lists the unique slices by first occurrence.
+  std::vector<int64_t> rank(result.first.size());
+  std::iota(rank.begin(), rank.end(), 0);
+  if (!sorted) {
+    std::vector<int64_t> by_position(result.first.size());
+    std::iota(by_position.begin(), by_position.end(), 0);
+    std::sort(by_position.begin(), by_position.end(), [&](int64_t a, int64_t b) {
+      return result.first[static_cast<size_t>(a)] < result.first[static_cast<size_t>(b)];
+    });
+    UniqueSlices reordered;
+    for (size_t r = 0; r < by_position.size(); ++r) {
+      const auto u = static_cast<size_t>(by_position[r]);
+      rank[u] = static_cast<int64_t>(r);
+      reordered.first.push_back(result.first[u]);
+      reordered.counts.push_back(result.counts[u]);
+    }
+    result.first = std::move(reordered.first);
+    result.counts = std::move(reordered.counts);
+  }
+  for (int64_t k = 0; k < g.count; ++k)
+    result.inverse.push_back(rank[static_cast<size_t>(group_of[static_cast<size_t>(k)])]);
+  return result;
+}
+
+std::vector<std::array<int64_t, 3>> non_max_suppression(const Node& node,
+                                                        const std::vector<Tensor>& inputs) {
+  const Tensor& boxes = inputs.at(0);
+  const Tensor& scores = inputs.at(1);
+  auto scalar = [&](size_t i) -> std::optional<double> {
+    if (i >= inputs.size() || inputs[i].empty()) return std::nullopt;
+    if (inputs[i].size() != 1)
+      fail(node, "input " + std::to_string(i) + " must hold one value, it has " +
+                     std::to_string(inputs[i].size()));
+    return inputs[i].value_at(0);
+  };
+  const auto max_per_class = static_cast<int64_t>(scalar(2).value_or(0));
+  const double iou_threshold = scalar(3).value_or(0);
+  const std::optional<double> score_threshold = scalar(4);
+  const bool center = node.attributes.get_int_or("center_point_box", 0) != 0;
+  const int64_t batches = boxes.shape()[0];
+  const int64_t count = boxes.shape()[1];
+  const int64_t classes = scores.shape()[1];
+  if (scores.shape()[0] != batches || scores.shape()[2] != count)
+    fail(node, "scores " + scores.shape().to_string() + " do not match boxes " +
+                   boxes.shape().to_string());
+
+  // A box as (y1, x1, y2, x2) with y1 <= y2 and x1 <= x2.
+  auto corners = [&](int64_t b, int64_t i) {
+    std::array<double, 4> c{};
+    for (int k = 0; k < 4; ++k) c[static_cast<size_t>(k)] = boxes.value_at((b * count + i) * 4 + k);
+    if (center)  // (x_center, y_center, width, height)
+      return std::array<double, 4>{c[1] - c[3] / 2, c[0] - c[2] / 2, c[1] + c[3] / 2,
+                                   c[0] + c[2] / 2};
+    return std::array<double, 4>{std::min(c[0], c[2]), std::min(c[1], c[3]), std::max(c[0], c[2]),
+                                 std::max(c[1], c[3])};
+  };
+  auto iou = [](const std::array<double, 4>& a, const std::array<double, 4>& b) {
+    const double area_a = (a[2] - a[0]) * (a[3] - a[1]);
+    const double area_b = (b[2] - b[0]) * (b[3] - b[1]);
+    if (area_a <= 0 || area_b <= 0) return 0.0;
+    const double h = std::max(0.0, std::min(a[2], b[2]) - std::max(a[0], b[0]));
+    const double w = std::max(0.0, std::min(a[3], b[3]) - std::max(a[1], b[1]));
+    const double intersection = h * w;
+    return intersection / (area_a + area_b - intersection);
+  };
+
+  std::vector<std::array<int64_t, 3>> selected;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t c = 0; c < classes; ++c) {
+      auto score = [&](int64_t i) { return scores.value_at((b * classes + c) * count + i); };
+      std::vector<int64_t> candidates;
+      for (int64_t i = 0; i < count; ++i)
+        if (!score_threshold || score(i) > *score_threshold) candidates.push_back(i);
+      // Highest score first; equal scores keep the boxes' order.
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [&](int64_t x, int64_t y) { return score(x) > score(y); });
+      std::vector<std::array<double, 4>> kept;
+      for (int64_t i : candidates) {
+        if (static_cast<int64_t>(kept.size()) >= max_per_class) break;
+        const std::array<double, 4> box = corners(b, i);
+        const bool suppressed = std::any_of(
+            kept.begin(), kept.end(), [&](const auto& k) { return iou(k, box) > iou_threshold; });
+        if (suppressed) continue;
+        kept.push_back(box);
+        selected.push_back({b, c, i});
+      }
+    }
+  return selected;
+}
+
+}  // namespace selection
+
+namespace {
+
+using infer::TypeClass;
+
+std::vector<ValueInfo> infer_nonzero(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const auto rank = static_cast<int64_t>(ctx.shape(0).rank());
+  const Tensor* x = ctx.constant(0);
+  const int64_t count = x ? static_cast<int64_t>(selection::nonzero(*x).size()) : Shape::dynamic;
+  return {infer::value_info(ElementType::i64, Shape{rank, count})};
+}
+
+std::vector<ValueInfo> infer_compress(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_type(ctx, 1, TypeClass::boolean);
+  if (ctx.shape(1).rank() != 1)
+    ctx.fail("condition must be 1-D, got shape " + ctx.shape(1).to_string());
+  const Shape& x = ctx.shape(0);
+  std::optional<size_t> axis;
+  if (ctx.node.attributes.has("axis"))
+    axis = infer::normalize_axis(ctx, ctx.node.attributes.get_int("axis"), x.rank());
+  const int64_t length = axis ? x[*axis] : (x.is_static() ? x.element_count() : Shape::dynamic);
+  int64_t kept = Shape::dynamic;
+  if (const Tensor* condition = ctx.constant(1); condition && length >= 0) {
+    if (condition->size() > length)
+      ctx.fail("condition has " + std::to_string(condition->size()) +
+               " entries, more than the axis' " + std::to_string(length));
+    kept = static_cast<int64_t>(selection::compress(ctx.node, *condition, length).size());
+  }
+  if (!axis) return {infer::value_info(ctx.type(0), Shape{kept})};
+  std::vector<int64_t> dims = x.dims();
+  dims[*axis] = kept;
+  return {infer::value_info(ctx.type(0), Shape(std::move(dims)))};
+}
+
+std::vector<ValueInfo> infer_unique(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  const Shape& x = ctx.shape(0);
+  std::optional<int64_t> axis;
+  if (ctx.node.attributes.has("axis"))
+    axis = static_cast<int64_t>(
+        infer::normalize_axis(ctx, ctx.node.attributes.get_int("axis"), x.rank()));
+  const bool sorted = ctx.node.attributes.get_int_or("sorted", 1) != 0;
+  int64_t count = Shape::dynamic;
+  if (const Tensor* data = ctx.constant(0))
+    count = static_cast<int64_t>(selection::unique(ctx.node, *data, axis, sorted).first.size());
+  std::vector<int64_t> y_dims = axis ? x.dims() : std::vector<int64_t>{count};
+  if (axis) y_dims[static_cast<size_t>(*axis)] = count;
+  const int64_t length =
+      axis ? x[static_cast<size_t>(*axis)] : (x.is_static() ? x.element_count() : Shape::dynamic);
+  std::vector<ValueInfo> outs{infer::value_info(ctx.type(0), Shape(std::move(y_dims))),
+                              infer::value_info(ElementType::i64, Shape{count}),
+                              infer::value_info(ElementType::i64, Shape{length}),
+                              infer::value_info(ElementType::i64, Shape{count})};
+  outs.resize(ctx.node.outputs.size());
+  return outs;
+}
+
+std::vector<ValueInfo> infer_non_max_suppression(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::floating);
+  infer::require_same_type(ctx, 0, 1);
+  const Shape& boxes = ctx.shape(0);
+  const Shape& scores = ctx.shape(1);
+  if (boxes.rank() != 3 || (boxes[2] >= 0 && boxes[2] != 4))
+    ctx.fail("boxes must have shape [batches, boxes, 4], got " + boxes.to_string());
+  if (scores.rank() != 3)
+    ctx.fail("scores must have shape [batches, classes, boxes], got " + scores.to_string());
+  for (auto [b, s] : {std::pair<size_t, size_t>{0, 0}, {1, 2}})
+    if (boxes[b] >= 0 && scores[s] >= 0 && boxes[b] != scores[s])
+      ctx.fail("scores " + scores.to_string() + " do not match boxes " + boxes.to_string());
+  if (ctx.has_input(2)) infer::require_type(ctx, 2, TypeClass::index);
+  for (size_t i = 3; i < 5; ++i)
+    if (ctx.has_input(i)) infer::require_type(ctx, i, TypeClass::floating);
+  const int64_t center = ctx.node.attributes.get_int_or("center_point_box", 0);
+  if (center != 0 && center != 1)
+    ctx.fail("attribute center_point_box is " + std::to_string(center) + ", expected 0 or 1");
+  int64_t count = Shape::dynamic;
+  std::vector<Tensor> data;
+  bool all_known = true;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) {
+      data.emplace_back();
+    } else if (const Tensor* t = ctx.constant(i)) {
+      data.push_back(*t);
+    } else {
+      all_known = false;
+    }
+  }
+  if (all_known)
+    count = static_cast<int64_t>(selection::non_max_suppression(ctx.node, data).size());
+  return {infer::value_info(ElementType::i64, Shape{count, 3})};
+}
+
+}  // namespace
+
+void register_selection_ops(OpSchemaRegistry& registry) {
+  registry.add(OpSchema{"NonZero", 1, 1, 1, 1, infer_nonzero});
+  registry.add(OpSchema{"Compress", 2, 2, 1, 1, infer_compress});
+  registry.add(OpSchema{"Unique", 1, 1, 1, 4, infer_unique});
+  registry.add(OpSchema{"NonMaxSuppression", 2, 5, 1, 1, infer_non_max_suppression});
+}
+
+}  // namespace troupe
