@@ -127,29 +127,11 @@ std::vector<ValueInfo> infer_where(const ShapeInferContext& ctx) {
   return {infer::value_info(ctx.type(1), broadcast_all_inputs(ctx))};
 }
 
-// clang-format off
-// ElementType of an ONNX TensorProto data type number; undefined for types troupe lacks.
-ElementType from_onnx_data_type(int64_t onnx_type) {
-  switch (onnx_type) {
-    case 1: return ElementType::f32;
-    case 2: return ElementType::u8;
-    case 3: return ElementType::i8;
-    case 6: return ElementType::i32;
-    case 7: return ElementType::i64;
-    case 9: return ElementType::boolean;
-    case 10: return ElementType::f16;
-    case 11: return ElementType::f64;
-    case 16: return ElementType::bf16;
-    default: return ElementType::undefined;
-  }
-}
-// clang-format on
-
 std::vector<ValueInfo> infer_cast(const ShapeInferContext& ctx) {
   const auto& attrs = ctx.node.attributes;
   if (!attrs.has("to")) ctx.fail("missing required attribute 'to'");
   const int64_t to = attrs.get_int("to");
-  const ElementType type = from_onnx_data_type(to);
+  const ElementType type = infer::from_onnx_data_type(to);
   if (type == ElementType::undefined)
     // A valid model asking for a type troupe lacks (string, u16, ...): unsupported, not wrong.
     infer::unsupported(ctx, "attribute 'to' = " + std::to_string(to) +

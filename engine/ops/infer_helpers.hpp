@@ -71,6 +71,25 @@ inline std::string input_label(const ShapeInferContext& ctx, size_t i) {
   return label;
 }
 
+// clang-format off
+/// ElementType of an ONNX TensorProto data type number (Cast's `to`, EyeLike's `dtype`);
+/// undefined for types troupe lacks.
+inline ElementType from_onnx_data_type(int64_t onnx_type) {
+  switch (onnx_type) {
+    case 1: return ElementType::f32;
+    case 2: return ElementType::u8;
+    case 3: return ElementType::i8;
+    case 6: return ElementType::i32;
+    case 7: return ElementType::i64;
+    case 9: return ElementType::boolean;
+    case 10: return ElementType::f16;
+    case 11: return ElementType::f64;
+    case 16: return ElementType::bf16;
+    default: return ElementType::undefined;
+  }
+}
+// clang-format on
+
 inline void require_type(const ShapeInferContext& ctx, size_t i, TypeClass cls) {
   if (!in_class(ctx.type(i), cls))
     ctx.fail(input_label(ctx, i) + " has element type " + std::string(to_string(ctx.type(i))) +

@@ -1,8 +1,12 @@
-// Schemas of the matrix products: MatMul (numpy matmul semantics) and Gemm.
+// Schemas of the matrix products: MatMul (numpy matmul semantics), Gemm and Einsum.
 
+#include <algorithm>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/ops/einsum.hpp"
 #include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/infer_helpers.hpp"
 #include "engine/ops/op_schema.hpp"
@@ -84,6 +88,50 @@ std::vector<ValueInfo> infer_gemm(const ShapeInferContext& ctx) {
   return {result};
 }
 
+// Einsum(equation, inputs...): the output dimensions are those of the equation's output labels;
+// a letter's dimensions must agree wherever it appears, and those under '...' broadcast.
+std::vector<ValueInfo> infer_einsum(const ShapeInferContext& ctx) {
+  if (!ctx.node.attributes.has("equation")) ctx.fail("missing required attribute 'equation'");
+  const std::string equation = ctx.node.attributes.get_string("equation");
+  infer::require_type(ctx, 0, TypeClass::numeric);
+  std::vector<size_t> ranks;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    infer::require_same_type(ctx, 0, i);
+    ranks.push_back(ctx.shape(i).rank());
+  }
+  const einsum::Equation eq = einsum::parse(equation, ranks);
+  if (!eq.error.empty()) ctx.fail(eq.error);
+
+  // Per label, its size: unset, or a size (dynamic when no input knows it).
+  std::vector<std::optional<int64_t>> size(einsum::ellipsis_label + eq.ellipsis_rank);
+  for (size_t i = 0; i < eq.inputs.size(); ++i) {
+    for (size_t d = 0; d < eq.inputs[i].size(); ++d) {
+      const int label = eq.inputs[i][d];
+      const int64_t dim = ctx.shape(i)[d];
+      auto& known = size[static_cast<size_t>(label)];
+      if (!known || *known == Shape::dynamic) {
+        // A broadcast dimension of 1 says nothing about the others.
+        if (!(known && label >= einsum::ellipsis_label && dim == 1)) known = dim;
+      } else if (dim != Shape::dynamic && dim != *known) {
+        if (label >= einsum::ellipsis_label && (dim == 1 || *known == 1)) {
+          known = std::max(dim, *known);
+        } else {
+          ctx.fail("in equation '" + equation + "', " +
+                   (label >= einsum::ellipsis_label
+                        ? std::string("the dimensions under '...' do not broadcast")
+                        : "label '" + einsum::label_name(label) + "' has size " +
+                              std::to_string(*known) + " in one place and " + std::to_string(dim) +
+                              " in another") +
+                   " (input " + std::to_string(i) + " has shape " + ctx.shape(i).to_string() + ")");
+        }
+      }
+    }
+  }
+  std::vector<int64_t> out;
+  for (int label : eq.output) out.push_back(*size[static_cast<size_t>(label)]);
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
 }  // namespace
 
 void register_linear_algebra_ops(OpSchemaRegistry& registry) {
@@ -91,6 +139,7 @@ void register_linear_algebra_ops(OpSchemaRegistry& registry) {
   // (engine/ops/fused_post_ops.hpp).
   registry.add(OpSchema{"MatMul", 2, 4, 1, 1, infer_matmul});
   registry.add(OpSchema{"Gemm", 2, 4, 1, 1, infer_gemm});
+  registry.add(OpSchema{"Einsum", 1, std::numeric_limits<size_t>::max(), 1, 1, infer_einsum});
 }
 
 }  // namespace troupe

@@ -1,6 +1,7 @@
 // Schemas of the ops that move or reinterpret data without arithmetic: Reshape, Flatten,
 // Transpose, Concat, Identity, Squeeze, Unsqueeze, Expand, Tile, Shape, ConstantOfShape, Range,
-// Gather, GatherElements, Slice, ScatterND, Split, Dropout, Pad, Size, Trilu, DepthToSpace and
+// Gather, GatherElements, GatherND, Slice, ScatterND, ScatterElements (and the deprecated Scatter),
+// Split, Dropout, Pad, Size, Trilu, OneHot, EyeLike, ReverseSequence, DepthToSpace and
 // SpaceToDepth.
 
 #include <algorithm>
@@ -671,6 +672,151 @@ std::vector<ValueInfo> infer_scatter_nd(const ShapeInferContext& ctx) {
   return {infer::value_info(ctx.type(0), data)};
 }
 
+// GatherND(data, indices): the first batch_dims dimensions of data and indices pair up; each
+// tuple of the last dimension of indices (length k) addresses the slice data[batch..., i_0, ...,
+// i_k-1, :...]. Output shape: indices without its last dimension, then data from axis
+// batch_dims + k.
+std::vector<ValueInfo> infer_gather_nd(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_type(ctx, 1, TypeClass::index);
+  const Shape& data = ctx.shape(0);
+  const Shape& indices = ctx.shape(1);
+  if (data.rank() == 0) ctx.fail("data must have rank >= 1, got a scalar");
+  if (indices.rank() == 0) ctx.fail("indices must have rank >= 1, got a scalar");
+  const int64_t batch_dims = ctx.node.attributes.get_int_or("batch_dims", 0);
+  const auto b = static_cast<size_t>(batch_dims);
+  if (batch_dims < 0 || b >= std::min(data.rank(), indices.rank()))
+    ctx.fail("batch_dims " + std::to_string(batch_dims) + " must be in 0.." +
+             std::to_string(std::min(data.rank(), indices.rank()) - 1) + " for data " +
+             data.to_string() + " and indices " + indices.to_string());
+  for (size_t d = 0; d < b; ++d)
+    if (data[d] != Shape::dynamic && indices[d] != Shape::dynamic && data[d] != indices[d])
+      ctx.fail("batch dimension " + std::to_string(d) + " differs: data " + data.to_string() +
+               " and indices " + indices.to_string() + " (batch_dims " +
+               std::to_string(batch_dims) + ")");
+  const int64_t k = indices[indices.rank() - 1];
+  if (k == Shape::dynamic)
+    infer::unsupported(ctx, "the last dimension of indices " + indices.to_string() +
+                                " is dynamic, so the output's rank is unknown");
+  if (k < 1 || static_cast<size_t>(k) > data.rank() - b)
+    ctx.fail("the last dimension of indices " + indices.to_string() + " must be 1.." +
+             std::to_string(data.rank() - b) + " (the rank of data " + data.to_string() +
+             " minus batch_dims " + std::to_string(batch_dims) + ")");
+  std::vector<int64_t> out(indices.dims().begin(), indices.dims().end() - 1);
+  out.insert(out.end(), data.dims().begin() + static_cast<std::ptrdiff_t>(b + k),
+             data.dims().end());
+  return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
+}
+
+// ScatterElements(data, indices, updates) and the deprecated Scatter: updates[idx] goes to
+// data[idx with idx[axis] replaced by indices[idx]]. indices and updates share a shape, of data's
+// rank.
+std::vector<ValueInfo> infer_scatter_elements(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_type(ctx, 1, TypeClass::index);
+  infer::require_same_type(ctx, 0, 2);
+  const std::string reduction = ctx.node.attributes.get_string_or("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    ctx.fail("attribute reduction is '" + reduction + "', expected none, add, mul, max or min");
+  const Shape& data = ctx.shape(0);
+  const Shape& indices = ctx.shape(1);
+  const Shape& updates = ctx.shape(2);
+  if (data.rank() == 0) ctx.fail("data must have rank >= 1, got a scalar");
+  if (indices.rank() != data.rank())
+    ctx.fail("indices " + indices.to_string() + " must have the rank of data " + data.to_string());
+  const size_t axis =
+      infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", 0), data.rank());
+  bool same = updates.rank() == indices.rank();
+  for (size_t d = 0; same && d < indices.rank(); ++d)
+    same = updates[d] == Shape::dynamic || indices[d] == Shape::dynamic || updates[d] == indices[d];
+  if (!same)
+    ctx.fail("updates " + updates.to_string() + " must have the shape of indices " +
+             indices.to_string());
+  // Off the axis an index addresses data at its own position, so it must lie inside data.
+  for (size_t d = 0; d < data.rank(); ++d)
+    if (d != axis && data[d] != Shape::dynamic && indices[d] != Shape::dynamic &&
+        indices[d] > data[d])
+      ctx.fail("indices " + indices.to_string() + " exceed data " + data.to_string() +
+               " in dimension " + std::to_string(d) + " (the scatter axis is " +
+               std::to_string(axis) + ")");
+  return {infer::value_info(ctx.type(0), data)};
+}
+
+// A scalar input, or a 1-D one holding one element (OneHot's depth).
+void require_one_element(const ShapeInferContext& ctx, size_t i, const std::string& what) {
+  const Shape& s = ctx.shape(i);
+  if (s.rank() > 1 || (s.is_static() && s.element_count() != 1))
+    ctx.fail(what + " (" + infer::input_label(ctx, i) +
+             ") must be a scalar or hold exactly one element, got shape " + s.to_string());
+}
+
+// OneHot(indices, depth, values): a new axis of size depth inserted at `axis`; values = [off, on].
+std::vector<ValueInfo> infer_one_hot(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::numeric);
+  infer::require_type(ctx, 1, TypeClass::numeric);
+  infer::require_type(ctx, 2, TypeClass::any);
+  require_one_element(ctx, 1, "depth");
+  const Shape& values = ctx.shape(2);
+  if (values.rank() != 1 || (values[0] != Shape::dynamic && values[0] != 2))
+    ctx.fail("values (" + infer::input_label(ctx, 2) +
+             ") must be 1-D with two elements [off_value, on_value], got shape " +
+             values.to_string());
+  const Shape& indices = ctx.shape(0);
+  const size_t axis =
+      infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", -1), indices.rank() + 1);
+  // The depth sizes the output: known when it is a constant, dynamic otherwise.
+  int64_t depth = Shape::dynamic;
+  if (const Tensor* t = ctx.constant(1)) {
+    const double d = t->value_at(0);
+    if (!(d >= 0)) ctx.fail("depth must not be negative, got " + std::to_string(d));
+    depth = static_cast<int64_t>(d);
+  }
+  std::vector<int64_t> out = indices.dims();
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(axis), depth);
+  return {infer::value_info(ctx.type(2), Shape(std::move(out)))};
+}
+
+// EyeLike(input): a 2-D tensor of input's shape with ones on the diagonal k, in `dtype` (an ONNX
+// data type number) or the input's type.
+std::vector<ValueInfo> infer_eye_like(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_rank(ctx, 0, 2);
+  ElementType type = ctx.type(0);
+  if (ctx.node.attributes.has("dtype")) {
+    const int64_t dtype = ctx.node.attributes.get_int("dtype");
+    type = infer::from_onnx_data_type(dtype);
+    if (type == ElementType::undefined)
+      infer::unsupported(ctx, "attribute 'dtype' = " + std::to_string(dtype) +
+                                  " is not a supported ONNX data type (supported: 1 f32, 2 u8, "
+                                  "3 i8, 6 i32, 7 i64, 9 bool, 10 f16, 11 f64, 16 bf16)");
+  }
+  return {infer::value_info(type, ctx.shape(0))};
+}
+
+// ReverseSequence(input, sequence_lens): along time_axis, the first sequence_lens[b] elements of
+// each batch entry b (along batch_axis) reversed.
+std::vector<ValueInfo> infer_reverse_sequence(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::any);
+  infer::require_type(ctx, 1, TypeClass::index);
+  const Shape& in = ctx.shape(0);
+  if (in.rank() < 2) ctx.fail("input must have rank >= 2, got shape " + in.to_string());
+  const int64_t batch_axis = ctx.node.attributes.get_int_or("batch_axis", 1);
+  const int64_t time_axis = ctx.node.attributes.get_int_or("time_axis", 0);
+  if ((batch_axis != 0 && batch_axis != 1) || (time_axis != 0 && time_axis != 1) ||
+      batch_axis == time_axis)
+    ctx.fail("batch_axis " + std::to_string(batch_axis) + " and time_axis " +
+             std::to_string(time_axis) + " must be 0 and 1 in some order");
+  infer::require_rank(ctx, 1, 1);
+  const int64_t batch = in[static_cast<size_t>(batch_axis)];
+  const int64_t lens = ctx.shape(1)[0];
+  if (batch != Shape::dynamic && lens != Shape::dynamic && batch != lens)
+    ctx.fail("sequence_lens has " + std::to_string(lens) + " entries but the batch axis " +
+             std::to_string(batch_axis) + " of input " + in.to_string() + " has size " +
+             std::to_string(batch));
+  return {infer::value_info(ctx.type(0), in)};
+}
+
 }  // namespace
 
 void register_shape_ops(OpSchemaRegistry& registry) {
@@ -700,6 +846,12 @@ void register_shape_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"SpaceToDepth", 1, 1, 1, 1, [](const ShapeInferContext& ctx) {
                           return infer_depth_space(ctx, false);
                         }});
+  registry.add(OpSchema{"GatherND", 2, 2, 1, 1, infer_gather_nd});
+  registry.add(OpSchema{"ScatterElements", 3, 3, 1, 1, infer_scatter_elements});
+  registry.add(OpSchema{"Scatter", 3, 3, 1, 1, infer_scatter_elements});
+  registry.add(OpSchema{"OneHot", 3, 3, 1, 1, infer_one_hot});
+  registry.add(OpSchema{"EyeLike", 1, 1, 1, 1, infer_eye_like});
+  registry.add(OpSchema{"ReverseSequence", 2, 2, 1, 1, infer_reverse_sequence});
 }
 
 }  // namespace troupe

@@ -1,10 +1,11 @@
 // Reference kernels of the matrix products: MatMul (numpy matmul: 1-D operands are promoted to
-// matrices, leading dimensions broadcast) and Gemm (Y = alpha * A' * B' + beta * C).
+// matrices, leading dimensions broadcast), Gemm (Y = alpha * A' * B' + beta * C) and Einsum.
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "engine/ops/einsum.hpp"
 #include "kernels/reference/broadcast.hpp"
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/element_types.hpp"
@@ -141,6 +142,85 @@ void gemm(const Node& node, const Tensors& in, Tensors& out) {
   apply_fused_post_ops(node, in, out[0]);
 }
 
+// Einsum, by definition: for every output index and every combination of the summed labels, the
+// product of the inputs' elements those labels address, accumulated in double (int64 for
+// integers). A label repeated within an input walks its diagonal; a '...' dimension of size 1
+// broadcasts.
+void einsum_op(const Node& node, const Tensors& in, Tensors& out) {
+  const std::string equation = node.attributes.get_string("equation");
+  std::vector<size_t> ranks;
+  for (const Tensor& t : in) {
+    if (t.element_type() != in[0].element_type())
+      fail(node, "the inputs must share an element type");
+    ranks.push_back(t.shape().rank());
+  }
+  const einsum::Equation eq = einsum::parse(equation, ranks);
+  if (!eq.error.empty()) fail(node, eq.error);
+
+  const size_t labels = einsum::ellipsis_label + eq.ellipsis_rank;
+  std::vector<int64_t> size(labels, -1);
+  for (size_t i = 0; i < in.size(); ++i) {
+    for (size_t d = 0; d < ranks[i]; ++d) {
+      const auto label = static_cast<size_t>(eq.inputs[i][d]);
+      const int64_t dim = in[i].shape()[d];
+      const bool broadcasts = label >= einsum::ellipsis_label && (dim == 1 || size[label] == 1);
+      if (size[label] == -1 || (broadcasts && dim != 1))
+        size[label] = dim;
+      else if (dim != size[label] && !broadcasts)
+        fail(node, "label '" + einsum::label_name(static_cast<int>(label)) + "' has size " +
+                       std::to_string(size[label]) + " and " + std::to_string(dim));
+    }
+  }
+  // Per input, the step its flat offset takes per unit of each label (0 for a label it lacks or
+  // broadcasts; the sum of strides for a repeated one).
+  std::vector<std::vector<int64_t>> steps(in.size(), std::vector<int64_t>(labels, 0));
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::vector<int64_t> strides = dense_strides(in[i].shape().dims());
+    for (size_t d = 0; d < ranks[i]; ++d)
+      if (in[i].shape()[d] != 1 || size[static_cast<size_t>(eq.inputs[i][d])] == 1)
+        steps[i][static_cast<size_t>(eq.inputs[i][d])] += strides[d];
+  }
+  std::vector<int> summed;
+  std::vector<int64_t> out_dims, summed_dims;
+  for (int label : eq.output) out_dims.push_back(size[static_cast<size_t>(label)]);
+  for (size_t label = 0; label < labels; ++label)
+    if (size[label] != -1 &&
+        std::find(eq.output.begin(), eq.output.end(), static_cast<int>(label)) == eq.output.end()) {
+      summed.push_back(static_cast<int>(label));
+      summed_dims.push_back(size[label]);
+    }
+  if (out[0].shape().dims() != out_dims)
+    fail(node, "output shape " + out[0].shape().to_string() + " is not " +
+                   Shape(out_dims).to_string() + " for equation '" + equation + "'");
+  if (out[0].element_type() != in[0].element_type())
+    fail(node, "output element type differs from the inputs'");
+
+  dispatch_numeric(node, in[0].element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const int64_t sum_count = element_count(summed_dims);
+    for (int64_t flat = 0; flat < out[0].size(); ++flat) {
+      const std::vector<int64_t> out_index = unravel(flat, out_dims);
+      std::vector<int64_t> base(in.size(), 0);
+      for (size_t i = 0; i < in.size(); ++i)
+        for (size_t d = 0; d < out_index.size(); ++d)
+          base[i] += out_index[d] * steps[i][static_cast<size_t>(eq.output[d])];
+      compute_t<T> acc = 0;
+      for (int64_t s = 0; s < sum_count; ++s) {
+        const std::vector<int64_t> sum_index = unravel(s, summed_dims);
+        compute_t<T> product = 1;
+        for (size_t i = 0; i < in.size(); ++i) {
+          int64_t offset = base[i];
+          for (size_t d = 0; d < sum_index.size(); ++d)
+            offset += sum_index[d] * steps[i][static_cast<size_t>(summed[d])];
+          product *= load(in[i].data<T>()[offset]);
+        }
+        acc += product;
+      }
+      out[0].data<T>()[flat] = store<T>(acc);
+    }
+  });
+}
+
 }  // namespace
 
 void register_linear_algebra(KernelRegistry& registry) {
@@ -148,6 +228,8 @@ void register_linear_algebra(KernelRegistry& registry) {
                [](const KernelRequest& r) { return make_reference_kernel(r.node, &matmul); });
   registry.add("reference", 0, "Gemm",
                [](const KernelRequest& r) { return make_reference_kernel(r.node, &gemm); });
+  registry.add("reference", 0, "Einsum",
+               [](const KernelRequest& r) { return make_reference_kernel(r.node, &einsum_op); });
 }
 
 }  // namespace troupe::kernels::reference

@@ -1,6 +1,7 @@
 // Reference kernels of the data-movement ops: Reshape, Flatten, Squeeze, Unsqueeze, Identity,
 // Dropout (inference), Shape, Transpose, Concat, Split, Expand, Tile, ConstantOfShape, Range,
-// Gather, GatherElements, Slice, Pad, Size and Trilu. None of them does arithmetic on the elements,
+// Gather, GatherElements, GatherND, ScatterND, ScatterElements (and Scatter), Slice, Pad, Size,
+// Trilu, OneHot, EyeLike and ReverseSequence. None of them does arithmetic on the elements,
 // so most work on bytes: an element is `element_size(type)` bytes copied as a whole.
 
 #include <algorithm>
@@ -548,6 +549,174 @@ void scatter_nd(const Node& node, const Tensors& in, Tensors& out) {
   });
 }
 
+// The in-range form of `index` along a dimension of size `dim` (negative counts from the end);
+// fails naming the index otherwise.
+int64_t checked_index(const Node& node, int64_t index, int64_t dim, size_t axis) {
+  const int64_t i = index < 0 ? index + dim : index;
+  if (i < 0 || i >= dim)
+    fail(node, "index " + std::to_string(index) + " is out of range for axis " +
+                   std::to_string(axis) + " of size " + std::to_string(dim));
+  return i;
+}
+
+// GatherND: for each batch entry (the first batch_dims dimensions, shared by data and indices),
+// each index tuple of length k copies the slice data[batch, i_0, ..., i_k-1, :...].
+void gather_nd(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  const std::vector<int64_t>& data_dims = in[0].shape().dims();
+  const std::vector<int64_t>& index_dims = in[1].shape().dims();
+  const auto b = static_cast<size_t>(node.attributes.get_int_or("batch_dims", 0));
+  if (index_dims.empty() || b >= std::min(data_dims.size(), index_dims.size()))
+    fail(node, "batch_dims does not fit data and indices");
+  const auto k = static_cast<size_t>(index_dims.back());
+  if (k < 1 || b + k > data_dims.size()) fail(node, "the last dimension of indices is too large");
+  for (size_t d = 0; d < b; ++d)
+    if (data_dims[d] != index_dims[d]) fail(node, "data and indices differ in a batch dimension");
+  const int64_t batches = element_count({data_dims.begin(), data_dims.begin() + b});
+  const int64_t batch_size = element_count({data_dims.begin() + b, data_dims.end()});
+  const int64_t slice = element_count({data_dims.begin() + b + k, data_dims.end()});
+  const int64_t tuples = in[1].size() / static_cast<int64_t>(k);  // over all batches
+  const int64_t per_batch = batches == 0 ? 0 : tuples / batches;
+  require_output_size(node, out[0], tuples * slice);
+  const std::vector<int64_t> indices = read_ints(node, in[1], "indices");
+  const std::vector<int64_t> data_strides = dense_strides(data_dims);
+  const size_t es = element_size(in[0].element_type());
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t src = (t / per_batch) * batch_size;
+    for (size_t d = 0; d < k; ++d)
+      src += checked_index(node, indices[static_cast<size_t>(t) * k + d], data_dims[b + d], b + d) *
+             data_strides[b + d];
+    copy_bytes(bytes(out[0]) + static_cast<size_t>(t * slice) * es, bytes(in[0]) + src * es,
+               static_cast<size_t>(slice) * es);
+  }
+}
+
+// ScatterElements (and Scatter): a copy of data, then each update written to (or combined with)
+// the element its index names along `axis`, in index order (a repeated index keeps the last
+// update, or combines them all).
+void scatter_elements(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  require_output_size(node, out[0], in[0].size());
+  const std::vector<int64_t>& data_dims = in[0].shape().dims();
+  const std::vector<int64_t>& index_dims = in[1].shape().dims();
+  if (index_dims.size() != data_dims.size()) fail(node, "indices must have the rank of data");
+  if (in[2].shape().dims() != index_dims) fail(node, "updates must have the shape of indices");
+  const size_t axis = normalize_axis(node, node.attributes.get_int_or("axis", 0), data_dims.size());
+  for (size_t d = 0; d < data_dims.size(); ++d)
+    if (d != axis && index_dims[d] > data_dims[d])
+      fail(node, "indices " + in[1].shape().to_string() + " exceed data " +
+                     in[0].shape().to_string() + " in dimension " + std::to_string(d));
+  const std::string reduction = node.attributes.get_string_or("reduction", "none");
+  const std::vector<int64_t> indices = read_ints(node, in[1], "indices");
+  const std::vector<int64_t> data_strides = dense_strides(data_dims);
+  std::memcpy(bytes(out[0]), bytes(in[0]),
+              static_cast<size_t>(in[0].size()) * element_size(in[0].element_type()));
+  dispatch_any(node, in[0].element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* updates = in[2].data<T>();
+    T* y = out[0].data<T>();
+    for (int64_t flat = 0; flat < in[1].size(); ++flat) {
+      std::vector<int64_t> index = unravel(flat, index_dims);
+      index[axis] = checked_index(node, indices[static_cast<size_t>(flat)], data_dims[axis], axis);
+      int64_t dst = 0;
+      for (size_t d = 0; d < index.size(); ++d) dst += index[d] * data_strides[d];
+      T& target = y[dst];
+      const T update = updates[flat];
+      if (reduction == "add")
+        target = store<T>(load(target) + load(update));
+      else if (reduction == "mul")
+        target = store<T>(load(target) * load(update));
+      else if (reduction == "max")
+        target = store<T>(std::max(load(target), load(update)));
+      else if (reduction == "min")
+        target = store<T>(std::min(load(target), load(update)));
+      else
+        target = update;
+    }
+  });
+}
+
+// OneHot: out[..., j (at axis), ...] = on_value when j is the index (negative counting from the
+// end of depth), else off_value; an index outside [-depth, depth) gives all off_values.
+void one_hot(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[2], out[0]);
+  if (in[2].size() != 2) fail(node, "values must hold two elements [off_value, on_value]");
+  if (in[1].size() != 1) fail(node, "depth must hold exactly one element");
+  const double depth_value = in[1].value_at(0);
+  if (!(depth_value >= 0)) fail(node, "depth must not be negative");
+  const auto depth = static_cast<int64_t>(depth_value);
+  const std::vector<int64_t>& index_dims = in[0].shape().dims();
+  const size_t axis =
+      normalize_axis(node, node.attributes.get_int_or("axis", -1), index_dims.size() + 1);
+  std::vector<int64_t> out_dims = index_dims;
+  out_dims.insert(out_dims.begin() + static_cast<std::ptrdiff_t>(axis), depth);
+  if (out[0].shape().dims() != out_dims)
+    fail(node, "output shape " + out[0].shape().to_string() + " is not " +
+                   Shape(out_dims).to_string() + " for depth " + std::to_string(depth));
+  // The indices split around the new axis: [outer, inner]; the output is [outer, depth, inner].
+  const auto [outer, inner] = outer_inner(out_dims, axis);
+  const size_t es = element_size(out[0].element_type());
+  const uint8_t* off = bytes(in[2]);
+  const uint8_t* on = off + es;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      // Non-integer indices (the op allows any numeric type) truncate toward zero.
+      auto index = static_cast<int64_t>(in[0].value_at(o * inner + i));
+      if (index < 0) index += depth;
+      for (int64_t j = 0; j < depth; ++j)
+        std::memcpy(bytes(out[0]) + static_cast<size_t>((o * depth + j) * inner + i) * es,
+                    j == index ? on : off, es);
+    }
+  }
+}
+
+// EyeLike: zeros of the input's shape with ones on diagonal k (column - row == k), in the
+// output's element type.
+void eye_like(const Node& node, const Tensors& in, Tensors& out) {
+  const std::vector<int64_t>& dims = in[0].shape().dims();
+  if (dims.size() != 2) fail(node, "input must have rank 2");
+  if (out[0].shape().dims() != dims) fail(node, "output shape differs from the input's");
+  const int64_t k = node.attributes.get_int_or("k", 0);
+  dispatch_any(node, out[0].element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* y = out[0].data<T>();
+    for (int64_t r = 0; r < dims[0]; ++r)
+      for (int64_t c = 0; c < dims[1]; ++c) y[r * dims[1] + c] = store<T>(c - r == k ? 1 : 0);
+  });
+}
+
+// ReverseSequence: along time_axis, batch entry b's first sequence_lens[b] elements in reverse
+// order, the rest unchanged.
+void reverse_sequence(const Node& node, const Tensors& in, Tensors& out) {
+  require_output_type(node, in[0], out[0]);
+  require_output_size(node, out[0], in[0].size());
+  const std::vector<int64_t>& dims = in[0].shape().dims();
+  if (dims.size() < 2) fail(node, "input must have rank >= 2");
+  const auto batch_axis = static_cast<size_t>(node.attributes.get_int_or("batch_axis", 1));
+  const auto time_axis = static_cast<size_t>(node.attributes.get_int_or("time_axis", 0));
+  if (batch_axis > 1 || time_axis > 1 || batch_axis == time_axis)
+    fail(node, "batch_axis and time_axis must be 0 and 1 in some order");
+  const std::vector<int64_t> lens = read_ints(node, in[1], "sequence_lens");
+  if (static_cast<int64_t>(lens.size()) != dims[batch_axis])
+    fail(node, "sequence_lens has " + std::to_string(lens.size()) + " entries, the batch axis " +
+                   std::to_string(dims[batch_axis]));
+  const int64_t steps = dims[time_axis];
+  for (size_t b = 0; b < lens.size(); ++b)
+    if (lens[b] < 0 || lens[b] > steps)
+      fail(node, "sequence_lens[" + std::to_string(b) + "] = " + std::to_string(lens[b]) +
+                     " is out of range for time axis " + std::to_string(time_axis) + " of size " +
+                     std::to_string(steps));
+  const std::vector<int64_t> strides = dense_strides(dims);
+  const size_t es = element_size(in[0].element_type());
+  for (int64_t flat = 0; flat < in[0].size(); ++flat) {
+    const std::vector<int64_t> index = unravel(flat, dims);
+    const int64_t len = lens[static_cast<size_t>(index[batch_axis])];
+    const int64_t t = index[time_axis];
+    const int64_t src = t < len ? flat + (len - 1 - 2 * t) * strides[time_axis] : flat;
+    std::memcpy(bytes(out[0]) + flat * es, bytes(in[0]) + src * es, es);
+  }
+}
+
 }  // namespace
 
 void register_shape(KernelRegistry& registry) {
@@ -575,6 +744,12 @@ void register_shape(KernelRegistry& registry) {
       {"DepthToSpace", &depth_to_space},
       {"SpaceToDepth", &space_to_depth},
       {"ScatterND", &scatter_nd},
+      {"GatherND", &gather_nd},
+      {"ScatterElements", &scatter_elements},
+      {"Scatter", &scatter_elements},
+      {"OneHot", &one_hot},
+      {"EyeLike", &eye_like},
+      {"ReverseSequence", &reverse_sequence},
   };
   for (const auto& [op_type, fn] : ops) {
     ReferenceFn f = fn;

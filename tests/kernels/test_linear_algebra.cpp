@@ -1,8 +1,9 @@
-// MatMul, Gemm, Softmax and LogSoftmax: shape inference and reference kernels.
+// MatMul, Gemm, Einsum, Softmax and LogSoftmax: shape inference and reference kernels.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "tests/kernels/reference_op_runner.hpp"
 
@@ -205,6 +206,88 @@ TEST(LogSoftmax, Values) {
   expect_tensor(run1("LogSoftmax", {input(f32({3}, {1, 2, 3}))}), F32, {3},
                 {-2.4076059644, -1.4076059644, -0.4076059644});
   expect_tensor(run1("LogSoftmax", {input(f32({2}, {1000, 0}))}), F32, {2}, {0, -1000});
+}
+
+// --- Einsum -----------------------------------------------------------------------------------
+
+Attributes equation(const std::string& e) {
+  return {{"equation", e}};
+}
+
+TEST(Einsum, MatrixProductTransposeTraceAndSums) {
+  expect_tensor(run1("Einsum", {input(a23()), input(b32())}, equation("ij,jk->ik")), F32, {2, 2},
+                {58, 64, 139, 154});
+  // Implicit output: the letters used once, alphabetically; "ji" is the transpose.
+  expect_tensor(run1("Einsum", {input(a23())}, equation("ji")), F32, {3, 2}, {1, 4, 2, 5, 3, 6});
+  // A repeated letter walks the diagonal; implicitly it is summed (the trace).
+  const Tensor square = f32({2, 2}, {1, 2, 3, 4});
+  expect_tensor(run1("Einsum", {input(square)}, equation("ii")), F32, {}, {5});
+  expect_tensor(run1("Einsum", {input(square)}, equation("ii->i")), F32, {2}, {1, 4});
+  // Letters left out of the output are summed.
+  expect_tensor(run1("Einsum", {input(a23())}, equation("ij->")), F32, {}, {21});
+  expect_tensor(run1("Einsum", {input(a23())}, equation(" i j -> j ")), F32, {3}, {5, 7, 9});
+  // Integers accumulate in int64: 1*4 + 2*5 + 3*6.
+  expect_tensor(
+      run1("Einsum", {input(i64({3}, {1, 2, 3})), input(i64({3}, {4, 5, 6}))}, equation("i,i")),
+      ElementType::i64, {}, {32});
+  // Outer product, upper-case letters sort before lower-case ones.
+  expect_tensor(run1("Einsum", {input(f32({2}, {1, 2})), input(f32({2}, {3, 4}))}, equation("b,A")),
+                F32, {2, 2}, {3, 6, 4, 8});
+}
+
+TEST(Einsum, Ellipsis) {
+  // Batched matrix-vector: a [2,1,2] (two 1x2 rows) times b [2,1]; b has no batch dimension.
+  expect_tensor(run1("Einsum", {input(f32({2, 1, 2}, {1, 2, 3, 4})), input(f32({2, 1}, {5, 6}))},
+                     equation("...ij,...jk->...ik")),
+                F32, {2, 1, 1}, {17, 39});
+  // The '...' dimensions broadcast: b's batch of 1 meets a's batch of 2.
+  expect_tensor(run1("Einsum", {input(f32({2, 2}, {1, 2, 3, 4})), input(f32({1, 2}, {1, 10}))},
+                     equation("...i,...i")),
+                F32, {2}, {21, 43});
+  // '...' in the middle, implicit output: the ellipsis first, then the once-used letters.
+  EXPECT_EQ(infer_shape("Einsum", {declared(F32, {2, 3, 4, 5})}, equation("b...a")),
+            (Shape{3, 4, 5, 2}));
+  EXPECT_EQ(infer_shape("Einsum", {declared(F32, {Shape::dynamic, 3}), declared(F32, {3, 7})},
+                        equation("ij,jk")),
+            (Shape{Shape::dynamic, 7}));
+}
+
+TEST(Einsum, Errors) {
+  expect_error<ModelError>(
+      [] {
+        infer("Einsum", {declared(F32, {2, 3}), declared(F32, {4, 2})}, equation("ij,jk->ik"));
+      },
+      {"Einsum node 'node'", "label 'j' has size 3", "and 4"});
+  expect_error<ModelError>(
+      [] {
+        infer("Einsum", {declared(F32, {2, 3})}, equation("ij->ii"));
+      },
+      {"'ii'", "'i' more than once"});
+  expect_error<ModelError>(
+      [] {
+        infer("Einsum", {declared(F32, {2, 3})}, equation("ij->k"));
+      },
+      {"'k' which no input has"});
+  expect_error<ModelError>(
+      [] {
+        infer("Einsum", {declared(F32, {2, 3, 4})}, equation("ij"));
+      },
+      {"term 'ij' has 2 subscripts but input 0 has rank 3"});
+  expect_error<ModelError>(
+      [] {
+        infer("Einsum", {declared(F32, {2, 3})}, equation("ij,jk"));
+      },
+      {"2 input terms", "1 inputs"});
+  expect_error<ModelError>(
+      [] {
+        infer("Einsum", {declared(F32, {2, 3})}, equation("i1"));
+      },
+      {"character '1'"});
+  expect_error<ModelError>(
+      [] {
+        infer("Einsum", {declared(F32, {2, 3})}, equation("...j->j"));
+      },
+      {"has no '...'"});
 }
 
 }  // namespace

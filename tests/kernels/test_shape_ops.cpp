@@ -510,5 +510,205 @@ TEST(GatherElements, AlongEitherAxis) {
       {"index 2"});
 }
 
+// --- GatherND ---------------------------------------------------------------------------------
+
+TEST(GatherND, ElementsSlicesAndBatches) {
+  const Tensor data = f32({2, 2}, {0, 1, 2, 3});
+  // Full tuples pick elements; -1 and -2 count from the end.
+  expect_tensor(run1("GatherND", {input(data), input(i64({3, 2}, {0, 0, 1, 1, -1, -2}))}), F32, {3},
+                {0, 3, 2});
+  // Tuples of length 1 pick rows.
+  expect_tensor(run1("GatherND", {input(data), input(i64({2, 1}, {1, 0}))}), F32, {2, 2},
+                {2, 3, 0, 1});
+  // batch_dims 1: data [2,2,2] = 0..7; batch 0 takes its row 1 {2,3}, batch 1 its row 0 {4,5}.
+  expect_tensor(run1("GatherND", {input(iota({2, 2, 2})), input(i32({2, 1}, {1, 0}))},
+                     {{"batch_dims", int64_t{1}}}),
+                F32, {2, 2}, {2, 3, 4, 5});
+  EXPECT_EQ(infer_shape("GatherND", {declared(F32, {2, 3, 4, 5}), declared(I64, {2, 7, 2})},
+                        {{"batch_dims", int64_t{1}}}),
+            (Shape{2, 7, 5}));
+}
+
+TEST(GatherND, Errors) {
+  expect_error<ExecutionError>(
+      [] {
+        run1("GatherND", {input(f32({2, 2}, {0, 1, 2, 3})), input(i64({1, 2}, {0, 2}))});
+      },
+      {"GatherND node 'node'", "index 2", "axis 1 of size 2"});
+  expect_error<ModelError>(
+      [] {
+        infer("GatherND", {declared(F32, {2, 2}), declared(I64, {2, 1})},
+              {{"batch_dims", int64_t{2}}});
+      },
+      {"GatherND node 'node'", "batch_dims 2"});
+  expect_error<ModelError>(
+      [] {
+        infer("GatherND", {declared(F32, {2, 2}), declared(I64, {2, 3})});
+      },
+      {"last dimension of indices [2,3]"});
+  expect_error<ModelError>(
+      [] {
+        infer("GatherND", {declared(F32, {2, 2}), declared(I64, {3, 1})},
+              {{"batch_dims", int64_t{1}}});
+      },
+      {"batch dimension 0 differs"});
+}
+
+// --- ScatterElements and Scatter --------------------------------------------------------------
+
+TEST(ScatterElements, AlongAxisZero) {
+  // ONNX's example: updates[i][j] goes to row indices[i][j], column j.
+  const Tensor data = f32({3, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0});
+  const Tensor indices = i64({2, 3}, {1, 0, 2, 0, 2, 1});
+  const Tensor updates = f32({2, 3}, {1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f});
+  const std::vector<double> expected = {2.0, 1.1, 0, 1.0, 0, 2.2, 0, 2.1, 1.2};
+  expect_tensor(run1("ScatterElements", {input(data), input(indices), input(updates)}), F32, {3, 3},
+                expected, 1e-6);
+  // The deprecated Scatter is the same op without reduction.
+  expect_tensor(run1("Scatter", {input(data), input(indices), input(updates)}), F32, {3, 3},
+                expected, 1e-6);
+}
+
+TEST(ScatterElements, NegativeIndicesAndReductions) {
+  const Tensor data = f32({1, 5}, {1, 2, 3, 4, 5});
+  // -2 is column 3; with add, both updates of column 1 add to it.
+  expect_tensor(
+      run1("ScatterElements",
+           {input(data), input(i64({1, 3}, {1, -2, 1})), input(f32({1, 3}, {10, 20, 30}))},
+           {{"axis", int64_t{1}}, {"reduction", std::string("add")}}),
+      F32, {1, 5}, {1, 42, 3, 24, 5});
+  expect_tensor(
+      run1("ScatterElements", {input(data), input(i64({1, 2}, {1, 1})), input(f32({1, 2}, {2, 3}))},
+           {{"axis", int64_t{1}}, {"reduction", std::string("mul")}}),
+      F32, {1, 5}, {1, 12, 3, 4, 5});
+  // Without reduction a repeated index keeps the last update.
+  expect_tensor(
+      run1("ScatterElements", {input(data), input(i64({1, 2}, {4, 4})), input(f32({1, 2}, {7, 9}))},
+           {{"axis", int64_t{-1}}}),
+      F32, {1, 5}, {1, 2, 3, 4, 9});
+}
+
+TEST(ScatterElements, Errors) {
+  expect_error<ExecutionError>(
+      [] {
+        run1("ScatterElements",
+             {input(f32({3}, {1, 2, 3})), input(i64({1}, {3})), input(f32({1}, {0}))});
+      },
+      {"ScatterElements node 'node'", "index 3", "axis 0 of size 3"});
+  expect_error<ExecutionError>(
+      [] {
+        run1("Scatter", {input(f32({3}, {1, 2, 3})), input(i64({1}, {-4})), input(f32({1}, {0}))});
+      },
+      {"Scatter node 'node'", "index -4"});
+  expect_error<ModelError>(
+      [] {
+        infer("ScatterElements", {declared(F32, {3}), declared(I64, {1}), declared(F32, {1})},
+              {{"reduction", std::string("sub")}});
+      },
+      {"ScatterElements node 'node'", "reduction is 'sub'"});
+  expect_error<ModelError>(
+      [] {
+        infer("ScatterElements", {declared(F32, {3}), declared(I64, {2}), declared(F32, {1})});
+      },
+      {"updates [1]", "indices [2]"});
+}
+
+// --- OneHot -----------------------------------------------------------------------------------
+
+TEST(OneHot, LastAxisNegativeAndOutOfRangeIndices) {
+  // -1 is class 2 of depth 3; 3 is outside [-3, 3) and gives a row of off_values.
+  expect_tensor(run1("OneHot", {input(i64({3}, {0, -1, 3})), constant(i64({}, {3})),
+                                input(f32({2}, {0, 5}))}),
+                F32, {3, 3}, {5, 0, 0, 0, 0, 5, 0, 0, 0});
+  // axis 0: out[class][i]; float indices and depth, i32 values.
+  expect_tensor(
+      run1("OneHot", {input(f32({2}, {1, 0})), constant(f32({1}, {2})), input(i32({2}, {-1, 1}))},
+           {{"axis", int64_t{0}}}),
+      ElementType::i32, {2, 2}, {-1, 1, 1, -1});
+  // A depth known only at run time leaves the new axis dynamic.
+  EXPECT_EQ(infer_shape("OneHot", {declared(I64, {2, 3}), declared(I64, {}), declared(F32, {2})},
+                        {{"axis", int64_t{1}}}),
+            (Shape{2, Shape::dynamic, 3}));
+}
+
+TEST(OneHot, Errors) {
+  expect_error<ModelError>(
+      [] {
+        infer("OneHot", {declared(I64, {3}), constant(i64({}, {3})), declared(F32, {2})},
+              {{"axis", int64_t{2}}});
+      },
+      {"OneHot node 'node'", "axis 2 is out of range for rank 2"});
+  expect_error<ModelError>(
+      [] {
+        infer("OneHot", {declared(I64, {3}), constant(i64({}, {3})), declared(F32, {3})});
+      },
+      {"values", "two elements"});
+  expect_error<ModelError>(
+      [] {
+        infer("OneHot", {declared(I64, {3}), constant(i64({}, {-1})), declared(F32, {2})});
+      },
+      {"depth must not be negative"});
+}
+
+// --- EyeLike ----------------------------------------------------------------------------------
+
+TEST(EyeLike, DiagonalOffsetsAndType) {
+  expect_tensor(run1("EyeLike", {input(f32({2, 3}, {9, 9, 9, 9, 9, 9}))}, {{"k", int64_t{1}}}), F32,
+                {2, 3}, {0, 1, 0, 0, 0, 1});
+  // dtype 7 is i64; k -1 is the diagonal below the main one.
+  expect_tensor(run1("EyeLike", {input(f32({3, 2}, {0, 0, 0, 0, 0, 0}))},
+                     {{"k", int64_t{-1}}, {"dtype", int64_t{7}}}),
+                I64, {3, 2}, {0, 0, 1, 0, 0, 1});
+  expect_tensor(run1("EyeLike", {input(i32({2, 2}, {5, 5, 5, 5}))}), ElementType::i32, {2, 2},
+                {1, 0, 0, 1});
+}
+
+TEST(EyeLike, Errors) {
+  expect_error<ModelError>(
+      [] {
+        infer("EyeLike", {declared(F32, {2, 2, 2})});
+      },
+      {"EyeLike node 'node'", "rank 2"});
+  expect_error<UnsupportedOperation>(
+      [] {
+        infer("EyeLike", {declared(F32, {2, 2})}, {{"dtype", int64_t{8}}});
+      },
+      {"EyeLike node 'node'", "dtype' = 8"});
+}
+
+// --- ReverseSequence --------------------------------------------------------------------------
+
+TEST(ReverseSequence, TimeMajorAndBatchMajor) {
+  // x[t][b] = {{0,1},{2,3},{4,5},{6,7}}: batch 0 reverses all 4 steps, batch 1 its first 2.
+  expect_tensor(run1("ReverseSequence", {input(iota({4, 2})), input(i64({2}, {4, 2}))}), F32,
+                {4, 2}, {6, 3, 4, 1, 2, 5, 0, 7});
+  // x[b][t] = {{0,1,2},{3,4,5}}: batch 0 keeps its one step, batch 1 reverses all 3.
+  expect_tensor(run1("ReverseSequence", {input(iota({2, 3})), input(i64({2}, {1, 3}))},
+                     {{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}}),
+                F32, {2, 3}, {0, 1, 2, 5, 4, 3});
+  // Trailing dimensions move as a whole: x[t][b][c], lens {2}.
+  expect_tensor(run1("ReverseSequence", {input(iota({2, 1, 2})), input(i64({1}, {2}))}), F32,
+                {2, 1, 2}, {2, 3, 0, 1});
+}
+
+TEST(ReverseSequence, Errors) {
+  expect_error<ExecutionError>(
+      [] {
+        run1("ReverseSequence", {input(iota({4, 2})), input(i64({2}, {5, 1}))});
+      },
+      {"ReverseSequence node 'node'", "sequence_lens[0] = 5", "size 4"});
+  expect_error<ModelError>(
+      [] {
+        infer("ReverseSequence", {declared(F32, {4, 2}), declared(I64, {2})},
+              {{"batch_axis", int64_t{0}}});
+      },
+      {"ReverseSequence node 'node'", "batch_axis 0 and time_axis 0"});
+  expect_error<ModelError>(
+      [] {
+        infer("ReverseSequence", {declared(F32, {4, 2}), declared(I64, {3})});
+      },
+      {"sequence_lens has 3 entries"});
+}
+
 }  // namespace
 }  // namespace troupe::test
