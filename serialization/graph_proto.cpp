@@ -184,6 +184,9 @@ void to_proto(const Attributes& attributes,
     } else if (const auto* t = std::get_if<Tensor>(&value)) {
       if (t->empty()) throw InvalidArgument("attribute " + quoted(name) + " holds an empty tensor");
       weights.add(*t, *a.mutable_tensor());
+    } else if (const auto* g = std::get_if<Subgraph>(&value)) {
+      if (!*g) throw InvalidArgument("attribute " + quoted(name) + " holds no graph");
+      to_proto(**g, *a.mutable_graph(), weights);
     }
   }
 }
@@ -248,6 +251,9 @@ Attributes from_proto(const google::protobuf::RepeatedPtrField<proto::Attribute>
         break;
       case proto::Attribute::kTensor:
         out.set(a.name(), tensor_from_proto(a.tensor(), weights, here));
+        break;
+      case proto::Attribute::kGraph:
+        out.set(a.name(), Subgraph(from_proto(a.graph(), weights, here)));
         break;
       case proto::Attribute::VALUE_NOT_SET:
         throw FormatError(here + " has no value");

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "engine/ops/control_flow.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "troupe/error.hpp"
 
@@ -396,6 +397,16 @@ class OnnxImporter {
   OnnxImporter(onnx::ModelProto& proto, std::string default_name, ExternalDataContext ctx)
       : proto_(proto), ctx_(std::move(ctx)), default_name_(std::move(default_name)) {}
 
+  // Reads a control-flow node's subgraph inside `parent`'s graph.
+  OnnxImporter(OnnxImporter& parent, const std::string& name)
+      : proto_(parent.proto_),
+        ctx_(parent.ctx_),
+        default_name_(name),
+        opsets_(parent.opsets_),
+        opset_(parent.opset_),
+        model_(std::make_shared<Model>(name)),
+        parent_(&parent) {}
+
   std::shared_ptr<Model> run() {
     check_header();
     check_ops_supported();
@@ -465,9 +476,22 @@ class OnnxImporter {
     const auto& schemas = OpSchemaRegistry::instance();
     std::vector<std::string> problems;
     std::set<std::string> seen;
-    const auto& nodes = proto_.graph().node();
-    for (int i = 0; i < nodes.size(); ++i) {
-      const auto& node = nodes[i];
+    // Every node of the graph and of its subgraphs, at any depth.
+    std::vector<std::pair<const onnx::NodeProto*, int>> nodes;
+    std::vector<const onnx::GraphProto*> graphs{&proto_.graph()};
+    while (!graphs.empty()) {
+      const onnx::GraphProto* graph = graphs.back();
+      graphs.pop_back();
+      for (int i = 0; i < graph->node_size(); ++i) {
+        nodes.emplace_back(&graph->node(i), i);
+        for (const auto& a : graph->node(i).attribute()) {
+          if (a.has_g()) graphs.push_back(&a.g());
+          for (const auto& g : a.graphs()) graphs.push_back(&g);
+        }
+      }
+    }
+    for (const auto& [node_ptr, i] : nodes) {
+      const auto& node = *node_ptr;
       const bool default_domain = is_default_domain(node.domain());
       if (default_domain && (node.op_type() == "Constant" || node.op_type() == "Upsample" ||
                              schemas.find(node.op_type())))
@@ -696,6 +720,7 @@ class OnnxImporter {
           continue;
         }
         auto id = model_->find_value(input);
+        if (!id) id = capture(input);
         if (!id)
           throw ModelError(where + ": input " + quoted(input) +
                            " is neither a graph input, an initializer nor an output of any node");
@@ -715,16 +740,93 @@ class OnnxImporter {
           node.outputs.push_back(*model_->find_value(output));
         }
       }
+      // Values a subgraph reads from this graph (or from further out) become inputs of the
+      // node after its formal ones, so the node is ordered, kept alive and planned after them.
+      std::vector<std::string> captured;                                    // all subgraphs'
+      std::vector<std::pair<std::string, std::vector<std::string>>> reads;  // per subgraph
       for (const auto& a : proto.attribute()) {
         if (a.name().empty()) throw ModelError(where + " has an attribute without a name");
         if (node.attributes.has(a.name()))
           throw ModelError(where + " has attribute '" + a.name() + "' twice");
+        if (attribute_type(a) == onnx::AttributeProto::GRAPH) {
+          reads.emplace_back(a.name(), std::vector<std::string>{});
+          node.attributes.set(
+              a.name(), read_subgraph(a.g(), node.name + "/" + a.name(), reads.back().second));
+          continue;
+        }
         node.attributes.set(a.name(), convert_attribute(a, where));
+      }
+      if (!reads.empty()) {
+        const auto formal = static_cast<int64_t>(node.inputs.size());
+        node.attributes.set(control_flow::formal_inputs_attribute, formal);
+        for (auto& [attribute, names] : reads) {
+          // Positions, not names: graph transformations may rename the values a node reads.
+          std::vector<int64_t> positions;
+          for (const std::string& name : names) {
+            auto at = std::find(captured.begin(), captured.end(), name);
+            if (at == captured.end()) at = captured.insert(captured.end(), name);
+            positions.push_back(formal + (at - captured.begin()));
+          }
+          node.attributes.set(control_flow::captured_attribute_prefix + attribute, positions);
+        }
+        for (const std::string& name : captured) {
+          auto id = model_->find_value(name);
+          if (!id) id = capture(name);
+          node.inputs.push_back(*id);  // read_subgraph checked that it resolves
+        }
       }
       node.attributes.set(onnx_opset_attribute, opset_);
       if (node.op_type == "Upsample" || (node.op_type == "Resize" && opset_ < 11))
         upgrade_legacy_resize(node, where);
       model_->add_node(std::move(node));
+    }
+  }
+
+  // A subgraph as a Model whose inputs are its formal inputs, then the values it reads from the
+  // enclosing graphs (their names go to `captured`, in the order of those inputs).
+  Subgraph read_subgraph(const onnx::GraphProto& graph, const std::string& name,
+                         std::vector<std::string>& captured) {
+    OnnxImporter sub(*this, graph.name().empty() ? name : graph.name());
+    sub.add_initializers(graph);
+    sub.add_subgraph_inputs(graph);
+    sub.declare_node_outputs(graph);
+    sub.add_nodes(graph);
+    sub.add_outputs(graph);
+    for (const std::string& c : sub.captured_) {
+      captured.push_back(c);
+      if (!model_->find_value(c) && !capture(c))
+        throw ModelError("subgraph " + quoted(sub.model_->name()) + " reads " + quoted(c) +
+                         ", which no enclosing graph defines");
+    }
+    return sub.model_;
+  }
+
+  // Makes `name`, defined by an enclosing graph, an input of this subgraph. Its type and shape
+  // here are placeholders: the control-flow op's shape inference gives the subgraph the actual
+  // ones of the node's inputs before inferring anything inside it.
+  std::optional<ValueId> capture(const std::string& name) {
+    if (!parent_) return std::nullopt;
+    if (!parent_->model_->find_value(name) && !parent_->capture(name)) return std::nullopt;
+    captured_.push_back(name);
+    return model_->add_input(name, ElementType::f32, Shape{});
+  }
+
+  // A subgraph's formal inputs may leave out their types and shapes (a Loop body's loop-carried
+  // values often do): the op's shape inference sets them from the node's inputs, as for captures.
+  void add_subgraph_inputs(const onnx::GraphProto& graph) {
+    for (const auto& input : graph.input()) {
+      if (input.name().empty()) throw ModelError("a subgraph input has no name");
+      const std::string what = "subgraph input " + quoted(input.name());
+      if (model_->find_value(input.name()))
+        throw ModelError(what + " is declared twice or is also an initializer");
+      const auto& type = input.type();
+      if (type.value_case() != onnx::TypeProto::kTensorType &&
+          type.value_case() != onnx::TypeProto::VALUE_NOT_SET)
+        throw UnsupportedOperation(what + " is not a tensor; troupe supports dense tensors only");
+      ElementType element_type = ElementType::f32;
+      if (type.tensor_type().elem_type() != 0)
+        element_type = require_element_type(type.tensor_type().elem_type(), what);
+      model_->add_input(input.name(), element_type, Shape{});
     }
   }
 
@@ -803,6 +905,8 @@ class OnnxImporter {
   int64_t opset_ = 0;
   std::shared_ptr<Model> model_;
   std::set<std::string> used_node_names_;
+  OnnxImporter* parent_ = nullptr;     // the enclosing graph's importer, for a subgraph
+  std::vector<std::string> captured_;  // what this subgraph reads from enclosing graphs
 };
 
 // Rethrows a troupe error (or any exception from protobuf or libonnx) with the source in front,

@@ -7,6 +7,7 @@
 #include "engine/graph/layout_assignment.hpp"
 #include "engine/graph/thread_policy.hpp"
 #include "engine/graph/transformations/transformations.hpp"
+#include "engine/ops/control_flow.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
@@ -157,8 +158,12 @@ std::shared_ptr<CompiledGraph> compile_graph(
     bool static_node = true;
     for (ValueId v : node.inputs)
       if (v != no_value && !model->value(v).shape.is_static()) static_node = false;
-    if (registry.has_op(node.op_type) && static_node) kernel = registry.create(requests(node));
-    if (!registry.has_op(node.op_type) || (static_node && !kernel)) {
+    // Control flow runs in the executor (subgraph_runner.hpp), not as a kernel.
+    const bool control_flow = control_flow::is_control_flow(node.op_type);
+    if (control_flow) graph->dynamic_shapes = true;
+    if (registry.has_op(node.op_type) && static_node && !control_flow)
+      kernel = registry.create(requests(node));
+    if (!control_flow && (!registry.has_op(node.op_type) || (static_node && !kernel))) {
       unsupported += (unsupported.empty() ? "" : ", ") + node.op_type + " node '" + node.name + "'";
       continue;
     }

@@ -12,11 +12,26 @@
 #include "engine/graph/memory_plan.hpp"
 #include "engine/graph/thread_policy.hpp"
 #include "engine/graph/transformations/transformations.hpp"
-#include "engine/ops/op_schema.hpp"
+#include "engine/ops/control_flow.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::detail {
+
+namespace {
+
+void execute_node(kernels::Kernel& kernel, const Node& node, const std::vector<Tensor>& in,
+                  std::vector<Tensor>& out) {
+  try {
+    kernel.execute(in, out);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
+  }
+}
+
+}  // namespace
 
 StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph, int threads,
                                std::vector<std::unique_ptr<kernels::Kernel>> prepared)
@@ -59,7 +74,8 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     return v == no_value || model->value(v).shape.is_static();
   };
   const auto known_shapes = [&](const Node& node) {
-    return std::all_of(node.inputs.begin(), node.inputs.end(), shape_known) &&
+    return !control_flow::is_control_flow(node.op_type) &&
+           std::all_of(node.inputs.begin(), node.inputs.end(), shape_known) &&
            std::all_of(node.outputs.begin(), node.outputs.end(), shape_known);
   };
   Specialization s;
@@ -81,9 +97,10 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   }
   // Kernels handed over by compile_graph already have their layouts. Model inputs and outputs are
   // only blocked with static shapes: the stages must know their layouts before the first run.
-  if (s.data_dependent)
+  if (s.data_dependent) {
     s.shaped_kernels.resize(model->nodes().size());
-  else if (use_prepared)
+    s.control.resize(model->nodes().size());
+  } else if (use_prepared)
     s.value_layouts = graph_->value_layouts;
   else if (graph_->blocked_layouts)
     s.value_layouts =
@@ -182,13 +199,7 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     for (ValueId v : node.outputs) out.push_back(values[v]);
     const int64_t t0 = timings ? now_ns() : 0;
     const int64_t c0 = timings ? thread_cpu_ns() : 0;
-    try {
-      kernels[n]->execute(in, out);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
-    }
+    execute_node(*kernels[n], node, in, out);
     if (timings) (*timings)[active.graph_node[n]] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
   }
   // Model outputs that are inputs or constants: copy (the caller owns its output buffers).
@@ -201,83 +212,6 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
   for (ValueId in : model.inputs()) values[in] = Tensor();
   for (ValueId out : model.outputs())
     if (!model.is_constant(out)) values[out] = Tensor();
-}
-
-namespace {
-
-// Shape inference of one node with every input's data at hand, as a run has it: the shapes of
-// NonZero's output, a Reshape to a computed shape, ... follow from the values.
-std::vector<ValueInfo> infer_from_data(const Model& model, const Node& node,
-                                       const std::vector<Tensor>& inputs) {
-  const OpSchema* schema = OpSchemaRegistry::instance().find(node.op_type);
-  if (!schema) throw UnsupportedOperation(node.op_type + " node '" + node.name + "': no schema");
-  ShapeInferContext ctx{node, {}, {}};
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    if (node.inputs[i] == no_value) {
-      ctx.inputs.emplace_back();
-      ctx.constant_inputs.push_back(nullptr);
-      continue;
-    }
-    const Tensor& t = inputs[i];
-    ctx.inputs.push_back(ValueInfo{model.value(node.inputs[i]).name, t.element_type(), t.shape()});
-    ctx.constant_inputs.push_back(&t);
-  }
-  std::vector<ValueInfo> infos;
-  try {
-    infos = schema->infer(ctx);
-  } catch (const ModelError& e) {
-    // The model was valid; these inputs are not (e.g. a computed shape that does not fit).
-    throw ExecutionError(e.what());
-  }
-  infos.resize(node.outputs.size());
-  for (size_t o = 0; o < infos.size(); ++o)
-    if (!infos[o].shape.is_static())
-      throw UnsupportedOperation(node.op_type + " node '" + node.name + "': output '" +
-                                 model.value(node.outputs[o]).name +
-                                 "' has a shape that cannot be inferred even from the data (" +
-                                 infos[o].shape.to_string() + ")");
-  return infos;
-}
-
-void execute_node(kernels::Kernel& kernel, const Node& node, const std::vector<Tensor>& in,
-                  std::vector<Tensor>& out) {
-  try {
-    kernel.execute(in, out);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
-  }
-}
-
-}  // namespace
-
-kernels::Kernel& StreamExecutor::shaped_kernel(Specialization& s, size_t n,
-                                               const std::vector<Tensor>& inputs,
-                                               const std::vector<ValueInfo>& outputs) const {
-  const Node& node = s.model->nodes()[n];
-  std::vector<Shape> shapes;
-  for (const Tensor& t : inputs) shapes.push_back(t.shape());
-  auto& cache = s.shaped_kernels[n];
-  for (auto& entry : cache)
-    if (entry.input_shapes == shapes) return *entry.kernel;
-  const KernelRequests requests(*s.model, graph_->inference_precision);
-  kernels::KernelRequest request = requests(node);
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (node.inputs[i] != no_value) request.inputs[i].shape = inputs[i].shape();
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    request.outputs[o].type = outputs[o].type;
-    request.outputs[o].shape = outputs[o].shape;
-  }
-  auto kernel = kernels::KernelRegistry::instance().create(request);
-  if (!kernel)
-    throw UnsupportedOperation(node.op_type + " node '" + node.name +
-                               "': no CPU kernel for these shapes/types");
-  // Few distinct shapes are expected per node; a node whose shapes never repeat keeps a handful.
-  constexpr size_t kept_per_node = 8;
-  if (cache.size() >= kept_per_node) cache.erase(cache.begin());
-  cache.push_back({std::move(shapes), std::move(kernel)});
-  return *cache.back().kernel;
 }
 
 void StreamExecutor::run_data_dependent(Specialization& s, const std::vector<Tensor>& inputs,
@@ -299,14 +233,26 @@ void StreamExecutor::run_data_dependent(Specialization& s, const std::vector<Ten
     const int64_t t0 = timings ? now_ns() : 0;
     const int64_t c0 = timings ? thread_cpu_ns() : 0;
     kernels::Kernel* kernel = s.kernels[n].get();
-    if (kernel) {
-      for (ValueId v : node.outputs) infos.push_back(model.value(v));
+    if (control_flow::is_control_flow(node.op_type)) {
+      if (!s.control[n]) {
+        std::vector<std::string> names;
+        for (ValueId v : node.inputs) names.push_back(v == no_value ? "" : model.value(v).name);
+        for (ValueId v : node.outputs) infos.push_back(model.value(v));
+        s.control[n] =
+            std::make_unique<ControlFlowRunner>(node, names, infos, graph_->inference_precision);
+      }
+      out = s.control[n]->run(in);
+      out.resize(node.outputs.size());
     } else {
-      infos = infer_from_data(model, node, in);
-      kernel = &shaped_kernel(s, n, in, infos);
+      if (kernel) {
+        for (ValueId v : node.outputs) infos.push_back(model.value(v));
+      } else {
+        infos = infer_from_data(model, node, in);
+        kernel = &s.shaped_kernels[n].get(model, node, graph_->inference_precision, in, infos);
+      }
+      for (const ValueInfo& info : infos) out.emplace_back(info.type, info.shape);
+      execute_node(*kernel, node, in, out);
     }
-    for (const ValueInfo& info : infos) out.emplace_back(info.type, info.shape);
-    execute_node(*kernel, node, in, out);
     for (size_t o = 0; o < node.outputs.size(); ++o) values[node.outputs[o]] = std::move(out[o]);
     if (timings) (*timings)[s.graph_node[n]] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/graph/compiled_graph.hpp"
+#include "engine/graph/subgraph_runner.hpp"
 #include "kernels/kernel.hpp"
 
 namespace troupe::detail {
@@ -69,11 +70,8 @@ class StreamExecutor {
     /// `kernels`: each run infers their output shapes from the actual inputs and takes a kernel
     /// for those shapes from `shaped_kernels`; values are allocated per run, all plain.
     bool data_dependent = false;
-    struct ShapedKernel {
-      std::vector<Shape> input_shapes;
-      std::unique_ptr<kernels::Kernel> kernel;
-    };
-    std::vector<std::vector<ShapedKernel>> shaped_kernels;  // per node, most recent last
+    std::vector<ShapedKernels> shaped_kernels;                // per node
+    std::vector<std::unique_ptr<ControlFlowRunner>> control;  // per If/Loop/Scan node
   };
 
   /// The specialization of the last run; null before the first run of a dynamic graph.
@@ -85,9 +83,6 @@ class StreamExecutor {
   void record_implementations(const Specialization& s);
   void run_data_dependent(Specialization& s, const std::vector<Tensor>& inputs,
                           std::vector<Tensor>& outputs, std::vector<OpTiming>* timings);
-  /// The kernel of node n of `s` for these inputs and inferred outputs, created on first use.
-  kernels::Kernel& shaped_kernel(Specialization& s, size_t n, const std::vector<Tensor>& inputs,
-                                 const std::vector<ValueInfo>& outputs) const;
 
   std::shared_ptr<const CompiledGraph> graph_;
   int threads_ = 1;

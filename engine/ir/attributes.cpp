@@ -61,4 +61,10 @@ const Tensor& Attributes::get_tensor(const std::string& name) const {
   return expect<Tensor>(at(name), name, "a tensor");
 }
 
+const Subgraph& Attributes::get_graph(const std::string& name) const {
+  const Subgraph& g = expect<Subgraph>(at(name), name, "a graph");
+  if (!g) throw ModelError("attribute '" + name + "' holds no graph");
+  return g;
+}
+
 }  // namespace troupe

@@ -15,6 +15,8 @@ py::object attribute_to_python(const AttributeValue& value) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, Tensor>)
           return array_from_tensor(v, false);
+        else if constexpr (std::is_same_v<T, Subgraph>)
+          return py::cast(std::const_pointer_cast<Model>(v));  // read-only by convention
         else
           return py::cast(v);
       },

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -10,9 +11,17 @@
 
 namespace troupe {
 
-/// One node attribute: an int, a float, a string, a list of those, or a tensor.
-using AttributeValue = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                                    std::vector<double>, std::vector<std::string>, Tensor>;
+class Model;
+
+/// A graph held by a control-flow node (If's branches, Loop's and Scan's body). Its inputs are
+/// the op's formal inputs followed by the values it reads from the enclosing graph, each named
+/// as that value; the node lists those enclosing values as inputs after its formal ones.
+using Subgraph = std::shared_ptr<const Model>;
+
+/// One node attribute: an int, a float, a string, a list of those, a tensor or a subgraph.
+using AttributeValue =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
+                 std::vector<std::string>, Tensor, Subgraph>;
 
 /// Named attributes of a node with typed accessors. Getters throw ModelError naming the attribute
 /// when it is present with another type; the `_or` forms return the default when it is absent.
@@ -37,6 +46,7 @@ class Attributes {
   std::vector<double> get_floats(const std::string& name) const;
   std::vector<double> get_floats_or(const std::string& name, std::vector<double> fallback) const;
   const Tensor& get_tensor(const std::string& name) const;
+  const Subgraph& get_graph(const std::string& name) const;
 
   const std::map<std::string, AttributeValue>& all() const { return values_; }
 

@@ -1,0 +1,239 @@
+// If, Loop and Scan read from ONNX and run through the public API: subgraphs that read values of
+// the enclosing graphs (two levels out, through an Identity the compiler removes), loop-carried
+// values and scan outputs, reversed scans, many requests in flight, the .troupe round trip, and
+// a subgraph reading an undefined value named.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tests/serialization/onnx_test_models.hpp"
+#include "troupe/core.hpp"
+#include "troupe/error.hpp"
+#include "troupe/properties.hpp"
+#include "troupe/serialize.hpp"
+
+namespace troupe {
+namespace {
+
+using namespace troupe::testing;
+using ::testing::HasSubstr;
+
+// A subgraph: its inputs (name, element type, dims) and outputs by name; nodes added by the caller.
+struct Value {
+  std::string name;
+  int32_t type;
+  std::vector<OnnxDim> dims;
+};
+
+onnx::GraphProto* graph_attribute(onnx::NodeProto* node, const std::string& attribute,
+                                  const std::string& name, const std::vector<Value>& inputs,
+                                  const std::vector<std::string>& outputs) {
+  auto* a = node->add_attribute();
+  a->set_name(attribute);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* g = a->mutable_g();
+  g->set_name(name);
+  for (const Value& v : inputs) onnx_value(g->mutable_input(), v.name, v.type, v.dims);
+  for (const std::string& o : outputs) g->add_output()->set_name(o);
+  return g;
+}
+
+onnx::NodeProto* sub_node(onnx::GraphProto* g, const std::string& op_type,
+                          const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs) {
+  auto* n = g->add_node();
+  n->set_op_type(op_type);
+  for (const auto& i : inputs) n->add_input(i);
+  for (const auto& o : outputs) n->add_output(o);
+  return n;
+}
+
+std::shared_ptr<Model> read(Core& core, TempDir& dir, const onnx::ModelProto& m) {
+  return core.read_model(dir.write("model.onnx", serialize(m)).string());
+}
+
+// y = c ? k + k : -x, where k = Identity(x): the then branch reads k, the else branch x.
+onnx::ModelProto if_model() {
+  auto m = onnx_model(13);
+  onnx_input(m, "x", onnx::TensorProto::FLOAT, {3});
+  onnx_input(m, "c", onnx::TensorProto::BOOL, {});
+  onnx_node(m, "Identity", {"x"}, {"k"}, "keep");
+  auto* node = onnx_node(m, "If", {"c"}, {"y"}, "choose");
+  sub_node(graph_attribute(node, "then_branch", "twice", {}, {"t"}), "Add", {"k", "k"}, {"t"});
+  sub_node(graph_attribute(node, "else_branch", "negate", {}, {"e"}), "Neg", {"x"}, {"e"});
+  onnx_output(m, "y", onnx::TensorProto::FLOAT, {3});
+  return m;
+}
+
+// acc = x; for i < M: acc += w; scan i = (i < 1 ? w : acc before the update). The inner If reads
+// w from two graphs out and acc from the loop body.
+onnx::ModelProto loop_model() {
+  auto m = onnx_model(13);
+  onnx_input(m, "x", onnx::TensorProto::FLOAT, {2});
+  onnx_input(m, "M", onnx::TensorProto::INT64, {});
+  *m.mutable_graph()->add_initializer() = onnx_raw_f32("w", {2}, {1.f, 10.f});
+  auto* loop = onnx_node(m, "Loop", {"M", "", "x"}, {"final", "picked"}, "accumulate");
+  auto* body = graph_attribute(loop, "body", "step",
+                               {{"i", onnx::TensorProto::INT64, {}},
+                                {"cond_in", onnx::TensorProto::BOOL, {}},
+                                {"acc", onnx::TensorProto::FLOAT, {2}}},
+                               {"cond_out", "acc_next", "choice"});
+  sub_node(body, "Identity", {"cond_in"}, {"cond_out"});
+  sub_node(body, "Add", {"acc", "w"}, {"acc_next"});
+  *body->add_initializer() = [] {
+    onnx::TensorProto one;
+    one.set_name("one");
+    one.set_data_type(onnx::TensorProto::INT64);
+    one.add_int64_data(1);
+    return one;
+  }();
+  sub_node(body, "Less", {"i", "one"}, {"first"});
+  auto* inner = sub_node(body, "If", {"first"}, {"choice"});
+  sub_node(graph_attribute(inner, "then_branch", "weights", {}, {"a"}), "Identity", {"w"}, {"a"});
+  sub_node(graph_attribute(inner, "else_branch", "previous", {}, {"b"}), "Identity", {"acc"},
+           {"b"});
+  onnx_output(m, "final", onnx::TensorProto::FLOAT, {2});
+  onnx_output(m, "picked", onnx::TensorProto::FLOAT, {"iterations", 2});
+  return m;
+}
+
+// Running sums over the rows of X [3, 2], last row first; each step's sum is a scan output.
+onnx::ModelProto scan_model() {
+  auto m = onnx_model(11);
+  onnx_input(m, "s0", onnx::TensorProto::FLOAT, {2});
+  onnx_input(m, "X", onnx::TensorProto::FLOAT, {3, 2});
+  auto* scan = onnx_node(m, "Scan", {"s0", "X"}, {"s", "sums"}, "running_sum");
+  onnx_int_attribute(scan, "num_scan_inputs", 1);
+  onnx_ints_attribute(scan, "scan_input_directions", {1});
+  auto* body = graph_attribute(
+      scan, "body", "add_row",
+      {{"state", onnx::TensorProto::FLOAT, {2}}, {"row", onnx::TensorProto::FLOAT, {2}}},
+      {"next", "out"});
+  sub_node(body, "Add", {"state", "row"}, {"next"});
+  sub_node(body, "Identity", {"next"}, {"out"});
+  onnx_output(m, "s", onnx::TensorProto::FLOAT, {2});
+  onnx_output(m, "sums", onnx::TensorProto::FLOAT, {3, 2});
+  return m;
+}
+
+Tensor scalar_bool(bool v) {
+  Tensor t(ElementType::boolean, Shape{});
+  t.data<bool>()[0] = v;
+  return t;
+}
+
+void run_loop(InferRequest& request, int64_t m) {
+  request.set_tensor("x", Tensor::from_vector<float>({2}, {0.f, 0.f}));
+  request.set_tensor("M", Tensor::from_vector<int64_t>(Shape{}, {m}));
+  request.infer();
+}
+
+// After M iterations from 0: final = M * w; picked = w, then the accumulator before each update.
+void expect_loop(InferRequest& request, int64_t m) {
+  const auto f = static_cast<float>(m);
+  EXPECT_EQ(request.get_tensor("final").to_vector<float>(), (std::vector<float>{f, 10 * f}));
+  std::vector<float> picked;
+  for (int64_t i = 0; i < m; ++i) {
+    const auto before = static_cast<float>(i == 0 ? 1 : i);  // w, then i * w
+    picked.insert(picked.end(), {before, 10 * before});
+  }
+  EXPECT_EQ(request.get_tensor("picked").shape(), (Shape{m, 2}));
+  EXPECT_EQ(request.get_tensor("picked").to_vector<float>(), picked);
+}
+
+TEST(OnnxControlFlow, IfRunsTheBranchTheConditionChooses) {
+  Core core;
+  TempDir dir;
+  auto compiled = core.compile_model(read(core, dir, if_model()), "CPU");
+  auto request = compiled.create_infer_request();
+  request.set_tensor("x", Tensor::from_vector<float>({3}, {1.f, -2.f, 3.f}));
+  request.set_tensor("c", scalar_bool(true));
+  request.infer();
+  EXPECT_EQ(request.get_tensor("y").to_vector<float>(), (std::vector<float>{2.f, -4.f, 6.f}));
+  request.set_tensor("c", scalar_bool(false));
+  request.infer();
+  EXPECT_EQ(request.get_tensor("y").to_vector<float>(), (std::vector<float>{-1.f, 2.f, -3.f}));
+}
+
+TEST(OnnxControlFlow, LoopCarriesValuesAndStacksScanOutputs) {
+  Core core;
+  TempDir dir;
+  auto compiled = core.compile_model(read(core, dir, loop_model()), "CPU");
+  auto request = compiled.create_infer_request();
+  for (int64_t m : {3, 1, 0, 5}) {
+    run_loop(request, m);
+    expect_loop(request, m);
+  }
+}
+
+TEST(OnnxControlFlow, ScanInReverse) {
+  Core core;
+  TempDir dir;
+  auto compiled = core.compile_model(read(core, dir, scan_model()), "CPU");
+  auto request = compiled.create_infer_request();
+  request.set_tensor("s0", Tensor::from_vector<float>({2}, {0.f, 0.f}));
+  request.set_tensor("X", Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6}));
+  request.infer();
+  EXPECT_EQ(request.get_tensor("s").to_vector<float>(), (std::vector<float>{9, 12}));
+  EXPECT_EQ(request.get_tensor("sums").to_vector<float>(),
+            (std::vector<float>{5, 6, 8, 10, 9, 12}));
+}
+
+TEST(OnnxControlFlow, ManyLoopsInFlightFromSeveralThreads) {
+  Core core;
+  TempDir dir;
+  auto compiled =
+      core.compile_model(read(core, dir, loop_model()), "CPU",
+                         {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
+  constexpr int threads = 3, per_thread = 8, rounds = 3;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      std::vector<InferRequest> requests;
+      for (int i = 0; i < per_thread; ++i) requests.push_back(compiled.create_infer_request());
+      for (int r = 0; r < rounds; ++r) {
+        for (int i = 0; i < per_thread; ++i) {
+          auto& request = requests[static_cast<size_t>(i)];
+          request.set_tensor("x", Tensor::from_vector<float>({2}, {0.f, 0.f}));
+          request.set_tensor("M", Tensor::from_vector<int64_t>(Shape{}, {(t + i + r) % 5}));
+          request.start_async();
+        }
+        for (int i = 0; i < per_thread; ++i) {
+          requests[static_cast<size_t>(i)].wait();
+          expect_loop(requests[static_cast<size_t>(i)], (t + i + r) % 5);
+        }
+      }
+    });
+  for (auto& w : workers) w.join();
+}
+
+TEST(OnnxControlFlow, SubgraphsSurviveTheTroupeFormat) {
+  Core core;
+  TempDir dir;
+  auto model = read(core, dir, loop_model());
+  const std::string path = (dir.path() / "loop.troupe").string();
+  save_model(model, path);
+  auto compiled = core.compile_model(core.read_model(path), "CPU");
+  auto request = compiled.create_infer_request();
+  run_loop(request, 4);
+  expect_loop(request, 4);
+}
+
+TEST(OnnxControlFlow, ASubgraphReadingAnUndefinedValueIsNamed) {
+  Core core;
+  TempDir dir;
+  auto m = if_model();
+  auto* then_branch = m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->mutable_g();
+  then_branch->mutable_node(0)->set_input(1, "nowhere");
+  try {
+    read(core, dir, m);
+    ADD_FAILURE() << "expected a ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'nowhere'"));
+  }
+}
+
+}  // namespace
+}  // namespace troupe
