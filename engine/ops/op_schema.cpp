@@ -24,6 +24,7 @@ OpSchemaRegistry::OpSchemaRegistry() {
   register_quantization_ops(*this);
   register_loss_ops(*this);
   register_selection_ops(*this);
+  register_signal_ops(*this);
 }
 
 void OpSchemaRegistry::add(OpSchema schema) {
