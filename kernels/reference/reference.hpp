@@ -8,7 +8,7 @@ namespace troupe::kernels::reference {
 // under kernels/reference/; the functions themselves are the specification of each op.
 void register_elementwise(KernelRegistry& registry);     // arithmetic, math, activations, Cast
 void register_softmax(KernelRegistry& registry);         // Softmax LogSoftmax Hardmax
-void register_linear_algebra(KernelRegistry& registry);  // MatMul Gemm
+void register_linear_algebra(KernelRegistry& registry);  // MatMul Gemm Einsum Det
 void register_shape(KernelRegistry& registry);           // data movement: Reshape Slice Pad ...
 void register_reduction(KernelRegistry& registry);       // Reduce* ArgMax ArgMin TopK CumSum
 void register_convolution(KernelRegistry& registry);     // Conv
