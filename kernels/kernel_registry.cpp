@@ -43,6 +43,7 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_loss(registry);
   reference::register_selection(registry);
   reference::register_signal(registry);
+  reference::register_sampling(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {

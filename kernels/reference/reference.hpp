@@ -20,5 +20,6 @@ void register_quantization(KernelRegistry& registry);    // QuantizeLinear QLine
 void register_loss(KernelRegistry& registry);            // NegativeLogLikelihoodLoss ...
 void register_selection(KernelRegistry& registry);       // NonZero Compress Unique NMS
 void register_signal(KernelRegistry& registry);          // windows MelWeightMatrix DFT STFT
+void register_sampling(KernelRegistry& registry);        // RoiAlign GridSample
 
 }  // namespace troupe::kernels::reference
