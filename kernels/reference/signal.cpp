@@ -105,8 +105,9 @@ void mel_weight_matrix(const Node& node, const Tensors& in, Tensors& out) {
     edges[static_cast<size_t>(e)] = static_cast<int64_t>(
         std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate)));
   }
-  // The last edge is the highest; past the spectrum's bins the filters have nowhere to go.
-  if (edges.back() >= bins)
+  // The edges rise; the filters write up to the last centre and up to, not at, the last edge, which
+  // may thus be one past the spectrum's bins but no further.
+  if (edges[static_cast<size_t>(mel_bins)] >= bins || edges.back() > bins)
     fail(node, "upper_edge_hertz " + std::to_string(upper_hz) + " maps to bin " +
                    std::to_string(edges.back()) + ", past the " + std::to_string(bins) +
                    " bins of a " + std::to_string(dft_length) + "-point DFT at sample_rate " +
