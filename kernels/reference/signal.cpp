@@ -189,6 +189,8 @@ void dft(const Node& node, const Tensors& in, Tensors& out) {
                    in[0].shape().to_string());
   const bool inverse = node.attributes.get_int_or("inverse", 0) != 0;
   const bool onesided = node.attributes.get_int_or("onesided", 0) != 0;
+  if (onesided && dims.back() == 2)
+    fail(node, "onesided is 1 but the input " + in[0].shape().to_string() + " is complex");
   const int64_t count = dims[axis];
   int64_t n = count;
   if (in.size() > 1 && !in[1].empty()) n = read_scalar(node, in[1], "dft_length");
@@ -242,6 +244,8 @@ void stft(const Node& node, const Tensors& in, Tensors& out) {
                    std::to_string(length) + "] (the signal length)");
   if (!has_window) window.assign(static_cast<size_t>(frame_length), 1.0);
   const bool onesided = node.attributes.get_int_or("onesided", 1) != 0;
+  if (onesided && dims[2] == 2)
+    fail(node, "onesided is 1 but the signal " + in[0].shape().to_string() + " is complex");
   const int64_t bins = onesided ? frame_length / 2 + 1 : frame_length;
   const int64_t frames = (length - frame_length) / step + 1;
 
