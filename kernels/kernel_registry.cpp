@@ -42,6 +42,8 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_quantization(registry);
   reference::register_loss(registry);
   reference::register_selection(registry);
+  reference::register_signal(registry);
+  reference::register_sampling(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {

@@ -21,6 +21,23 @@ std::string batching_obstacle(const CompiledGraph& graph) {
     if (node.op_type == "NonZero" || node.op_type == "Compress" || node.op_type == "Unique" ||
         node.op_type == "NonMaxSuppression")
       return node.op_type + " node '" + node.name + "' outputs a number of rows its data decides";
+  // RoiAlign outputs a row per roi, and its batch_indices count from each request's first image.
+  // MaxUnpool's indices are flat over the whole tensor, batch included: they agree with a merged
+  // run only when a MaxPool of that run computed them.
+  for (const Node& node : model.nodes()) {
+    if (node.op_type == "RoiAlign")
+      return "RoiAlign node '" + node.name + "' outputs a row per roi and indexes images by batch";
+    if (node.op_type == "MaxUnpool" && node.inputs.size() > 1) {
+      bool from_max_pool = false;
+      for (const Node& producer : model.nodes())
+        if (producer.op_type == "MaxPool" && producer.outputs.size() > 1 &&
+            producer.outputs[1] == node.inputs[1])
+          from_max_pool = true;
+      if (!from_max_pool)
+        return "MaxUnpool node '" + node.name +
+               "' takes indices over the whole tensor, batch included, from outside the graph";
+    }
+  }
   for (ValueId in : model.inputs())
     if (auto why = leading_dim_obstacle("input", model.value(in)); !why.empty()) return why;
   for (ValueId out : model.outputs())

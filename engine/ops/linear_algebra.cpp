@@ -1,4 +1,4 @@
-// Schemas of the matrix products: MatMul (numpy matmul semantics), Gemm and Einsum.
+// Schemas of the matrix products: MatMul (numpy matmul semantics), Gemm and Einsum; and Det.
 
 #include <algorithm>
 #include <limits>
@@ -132,6 +132,16 @@ std::vector<ValueInfo> infer_einsum(const ShapeInferContext& ctx) {
   return {infer::value_info(ctx.type(0), Shape(std::move(out)))};
 }
 
+// Det(X): X is [*, M, M]; the output is [*], one determinant per matrix.
+std::vector<ValueInfo> infer_det(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, TypeClass::floating);
+  const Shape& x = ctx.shape(0);
+  if (x.rank() < 2) ctx.fail("input must have shape [*, M, M], got " + x.to_string());
+  if (dims_conflict(x[x.rank() - 2], x[x.rank() - 1]))
+    ctx.fail("input " + x.to_string() + " is not a batch of square matrices");
+  return {infer::value_info(ctx.type(0), Shape(std::vector<int64_t>(x.begin(), x.end() - 2)))};
+}
+
 }  // namespace
 
 void register_linear_algebra_ops(OpSchemaRegistry& registry) {
@@ -140,6 +150,7 @@ void register_linear_algebra_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"MatMul", 2, 4, 1, 1, infer_matmul});
   registry.add(OpSchema{"Gemm", 2, 4, 1, 1, infer_gemm});
   registry.add(OpSchema{"Einsum", 1, std::numeric_limits<size_t>::max(), 1, 1, infer_einsum});
+  registry.add(OpSchema{"Det", 1, 1, 1, 1, infer_det});
 }
 
 }  // namespace troupe

@@ -25,6 +25,8 @@ OpSchemaRegistry::OpSchemaRegistry() {
   register_loss_ops(*this);
   register_selection_ops(*this);
   register_control_flow_ops(*this);
+  register_signal_ops(*this);
+  register_sampling_ops(*this);
 }
 
 void OpSchemaRegistry::add(OpSchema schema) {

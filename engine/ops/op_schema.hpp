@@ -94,6 +94,8 @@ void register_quantization_ops(OpSchemaRegistry& registry);
 void register_loss_ops(OpSchemaRegistry& registry);
 void register_selection_ops(OpSchemaRegistry& registry);
 void register_control_flow_ops(OpSchemaRegistry& registry);
+void register_signal_ops(OpSchemaRegistry& registry);
+void register_sampling_ops(OpSchemaRegistry& registry);
 
 /// numpy-style broadcast of two shapes; throws via ctx.fail when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const ShapeInferContext& ctx);

@@ -1,8 +1,11 @@
-// Schemas of MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool (ONNX semantics).
+// Schemas of MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool and MaxUnpool (ONNX
+// semantics).
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/ops/infer_helpers.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "engine/ops/spatial.hpp"
 
@@ -67,6 +70,66 @@ std::vector<ValueInfo> infer_global_pool(const ShapeInferContext& ctx) {
   return {ValueInfo{"", ctx.type(0), Shape(dims)}};
 }
 
+// MaxUnpool(X, I, output_shape?): the output of the MaxPool that I indexes, per spatial dim
+// (in - 1) * stride + kernel - pad_begin - pad_end; an output_shape, at least that large, replaces
+// it (and then, as in ONNX's reference, the pads are ignored).
+std::vector<ValueInfo> infer_max_unpool(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, infer::TypeClass::floating);
+  if (ctx.type(1) != ElementType::i64)
+    ctx.fail(infer::input_label(ctx, 1) + " has element type " +
+             std::string(to_string(ctx.type(1))) + ", expected i64");
+  const Shape& x = ctx.shape(0);
+  if (x.rank() < 3) ctx.fail("input X has shape " + x.to_string() + ", expected [N,C,D1,...]");
+  if (ctx.shape(1).rank() != x.rank())
+    ctx.fail("indices I " + ctx.shape(1).to_string() + " must have the shape of X " +
+             x.to_string());
+  for (size_t d = 0; d < x.rank(); ++d)
+    if (x[d] != Shape::dynamic && ctx.shape(1)[d] != Shape::dynamic && x[d] != ctx.shape(1)[d])
+      ctx.fail("indices I " + ctx.shape(1).to_string() + " must have the shape of X " +
+               x.to_string());
+  const size_t spatial = x.rank() - 2;
+  if (!ctx.node.attributes.has("kernel_shape"))
+    ctx.fail("missing required attribute 'kernel_shape'");
+  const std::vector<int64_t> kernel = ctx.node.attributes.get_ints("kernel_shape");
+  const std::vector<int64_t> strides =
+      ctx.node.attributes.get_ints_or("strides", std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> pads =
+      ctx.node.attributes.get_ints_or("pads", std::vector<int64_t>(2 * spatial, 0));
+  if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial)
+    ctx.fail("kernel_shape, strides and pads must have " + std::to_string(spatial) + ", " +
+             std::to_string(spatial) + " and " + std::to_string(2 * spatial) +
+             " entries for input X " + x.to_string());
+  for (size_t d = 0; d < spatial; ++d)
+    if (kernel[d] <= 0 || strides[d] <= 0 || pads[d] < 0 || pads[d + spatial] < 0)
+      ctx.fail("kernel_shape and strides must be positive and pads not negative");
+  const bool has_output_shape = ctx.has_input(2);
+  std::vector<int64_t> inferred{x[0], x[1]};
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t pad = has_output_shape ? 0 : pads[d] + pads[d + spatial];
+    const int64_t in = x[d + 2];
+    const int64_t out = in == Shape::dynamic ? in : (in - 1) * strides[d] + kernel[d] - pad;
+    if (out != Shape::dynamic && out < 0)
+      ctx.fail("the pads " + spatial::to_string(pads) + " leave spatial dim " + std::to_string(d) +
+               " a negative size");
+    inferred.push_back(out);
+  }
+  if (!has_output_shape) return {infer::value_info(ctx.type(0), Shape(std::move(inferred)))};
+
+  if (ctx.type(2) != ElementType::i64)
+    ctx.fail(infer::input_label(ctx, 2) + " has element type " +
+             std::string(to_string(ctx.type(2))) + ", expected i64");
+  const std::optional<std::vector<int64_t>> shape = infer::constant_ints(ctx, 2, "output_shape");
+  if (!shape) return {infer::value_info(ctx.type(0), infer::dynamic_shape(x.rank()))};
+  if (shape->size() != x.rank())
+    ctx.fail("output_shape " + spatial::to_string(*shape) + " must have " +
+             std::to_string(x.rank()) + " entries, the rank of X");
+  for (size_t d = 0; d < x.rank(); ++d)
+    if (inferred[d] != Shape::dynamic && (*shape)[d] < inferred[d])
+      ctx.fail("output_shape " + spatial::to_string(*shape) +
+               " is smaller than the unpooled shape " + Shape(inferred).to_string());
+  return {infer::value_info(ctx.type(0), Shape(*shape))};
+}
+
 }  // namespace
 
 void register_pooling_ops(OpSchemaRegistry& registry) {
@@ -74,6 +137,7 @@ void register_pooling_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"AveragePool", 1, 1, 1, 1, infer_average_pool});
   registry.add(OpSchema{"GlobalAveragePool", 1, 1, 1, 1, infer_global_pool});
   registry.add(OpSchema{"GlobalMaxPool", 1, 1, 1, 1, infer_global_pool});
+  registry.add(OpSchema{"MaxUnpool", 2, 3, 1, 1, infer_max_unpool});
 }
 
 }  // namespace troupe

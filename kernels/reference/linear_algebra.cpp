@@ -1,7 +1,9 @@
 // Reference kernels of the matrix products: MatMul (numpy matmul: 1-D operands are promoted to
-// matrices, leading dimensions broadcast), Gemm (Y = alpha * A' * B' + beta * C) and Einsum.
+// matrices, leading dimensions broadcast), Gemm (Y = alpha * A' * B' + beta * C) and Einsum; and
+// Det.
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -221,6 +223,47 @@ void einsum_op(const Node& node, const Tensors& in, Tensors& out) {
   });
 }
 
+// Det: per [M, M] matrix, the product of the pivots of its LU decomposition with partial pivoting
+// (in double), negated per row swap. A matrix of size 0 has determinant 1, as numpy's.
+void det(const Node& node, const Tensors& in, Tensors& out) {
+  const std::vector<int64_t>& dims = in[0].shape().dims();
+  if (dims.size() < 2 || dims[dims.size() - 1] != dims[dims.size() - 2])
+    fail(node, "input must be a batch of square matrices, got shape " + in[0].shape().to_string());
+  const int64_t m = dims.back();
+  const int64_t matrices = element_count(std::vector<int64_t>(dims.begin(), dims.end() - 2));
+  require_output_size(node, out[0], matrices);
+  dispatch_floating(node, in[0].element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = in[0].data<T>();
+    T* y = out[0].data<T>();
+    std::vector<double> a(static_cast<size_t>(m * m));
+    for (int64_t b = 0; b < matrices; ++b) {
+      for (size_t k = 0; k < a.size(); ++k) a[k] = load(x[b * m * m + static_cast<int64_t>(k)]);
+      auto at = [&](int64_t r, int64_t c) -> double& { return a[static_cast<size_t>(r * m + c)]; };
+      double d = 1;
+      for (int64_t c = 0; c < m && d != 0; ++c) {
+        int64_t pivot = c;
+        for (int64_t r = c + 1; r < m; ++r)
+          if (std::abs(at(r, c)) > std::abs(at(pivot, c))) pivot = r;
+        if (at(pivot, c) == 0) {
+          d = 0;
+          break;
+        }
+        if (pivot != c) {
+          for (int64_t k = 0; k < m; ++k) std::swap(at(pivot, k), at(c, k));
+          d = -d;
+        }
+        d *= at(c, c);
+        for (int64_t r = c + 1; r < m; ++r) {
+          const double f = at(r, c) / at(c, c);
+          for (int64_t k = c; k < m; ++k) at(r, k) -= f * at(c, k);
+        }
+      }
+      y[b] = store<T>(d);
+    }
+  });
+}
+
 }  // namespace
 
 void register_linear_algebra(KernelRegistry& registry) {
@@ -230,6 +273,8 @@ void register_linear_algebra(KernelRegistry& registry) {
                [](const KernelRequest& r) { return make_reference_kernel(r.node, &gemm); });
   registry.add("reference", 0, "Einsum",
                [](const KernelRequest& r) { return make_reference_kernel(r.node, &einsum_op); });
+  registry.add("reference", 0, "Det",
+               [](const KernelRequest& r) { return make_reference_kernel(r.node, &det); });
 }
 
 }  // namespace troupe::kernels::reference

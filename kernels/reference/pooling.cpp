@@ -1,6 +1,8 @@
 #include "kernels/reference/pooling.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "engine/ops/spatial.hpp"
@@ -171,7 +173,78 @@ std::vector<int64_t> global_dims(const Shape& x) {
   return dims;
 }
 
+// The reading of MaxUnpool's attributes the schema checked: the unpooled shape
+// (in - 1) * stride + kernel - pads per spatial dim, pads ignored when output_shape is given.
+std::vector<int64_t> unpooled_dims(const Node& node, const Shape& x, bool has_output_shape) {
+  const size_t spatial = x.rank() - 2;
+  const std::vector<int64_t> kernel = node.attributes.get_ints("kernel_shape");
+  const std::vector<int64_t> strides =
+      node.attributes.get_ints_or("strides", std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> pads =
+      node.attributes.get_ints_or("pads", std::vector<int64_t>(2 * spatial, 0));
+  if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial)
+    execution_failure(node, "kernel_shape, strides and pads do not match input X " + x.to_string());
+  std::vector<int64_t> dims{x[0], x[1]};
+  for (size_t d = 0; d < spatial; ++d)
+    dims.push_back((x[d + 2] - 1) * strides[d] + kernel[d] -
+                   (has_output_shape ? 0 : pads[d] + pads[d + spatial]));
+  return dims;
+}
+
 }  // namespace
+
+void max_unpool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  const Tensor& x = inputs.at(0);
+  const Tensor& indices = inputs.at(1);
+  Tensor& y = outputs.at(0);
+  if (x.shape().rank() < 3 || indices.shape() != x.shape())
+    execution_failure(node, "indices I " + indices.shape().to_string() +
+                                " must have the shape of X " + x.shape().to_string() +
+                                " (rank >= 3)");
+  if (indices.element_type() != ElementType::i64)
+    execution_failure(node, "indices I have element type " +
+                                std::string(to_string(indices.element_type())) + ", expected i64");
+  const bool has_output_shape = inputs.size() > 2 && !inputs[2].empty();
+  const std::vector<int64_t> unpooled = unpooled_dims(node, x.shape(), has_output_shape);
+  std::vector<int64_t> out_dims = unpooled;
+  if (has_output_shape) {
+    out_dims = inputs[2].to_vector<int64_t>();
+    bool fits = out_dims.size() == unpooled.size();
+    for (size_t d = 0; fits && d < out_dims.size(); ++d) fits = out_dims[d] >= unpooled[d];
+    if (!fits)
+      execution_failure(node, "output_shape " + spatial::to_string(out_dims) + " must have rank " +
+                                  std::to_string(unpooled.size()) +
+                                  " and be at least the unpooled shape " +
+                                  spatial::to_string(unpooled));
+  }
+  check_output_shape(node, y, out_dims);
+  // An index addresses the unpooled tensor (as MaxPool's indices address its input); with a
+  // larger output_shape that tensor sits in the output's leading corner, as in ONNX's reference.
+  int64_t unpooled_size = 1;
+  for (int64_t d : unpooled) unpooled_size *= d;
+  const int64_t* index = indices.data<int64_t>();
+  dispatch_floating(node, x.element_type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = x.data<T>();
+    T* dst = y.data<T>();
+    std::fill(dst, dst + y.size(), T(0));
+    for (int64_t k = 0; k < x.size(); ++k) {
+      if (index[k] < 0 || index[k] >= unpooled_size)
+        execution_failure(node, "index " + std::to_string(index[k]) + " at flat position " +
+                                    std::to_string(k) + " is outside the unpooled shape " +
+                                    spatial::to_string(unpooled));
+      int64_t rest = index[k];
+      int64_t offset = 0;
+      int64_t stride = 1;
+      for (size_t d = unpooled.size(); d-- > 0;) {
+        offset += (rest % unpooled[d]) * stride;
+        rest /= unpooled[d];
+        stride *= out_dims[d];
+      }
+      dst[offset] = src[k];
+    }
+  });
+}
 
 void max_pool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   Tensor* indices = outputs.size() > 1 && !outputs[1].empty() ? &outputs[1] : nullptr;
@@ -215,6 +288,7 @@ void register_pooling(KernelRegistry& registry) {
   add("AveragePool", &average_pool, &is_f32_or_f64);
   add("GlobalAveragePool", &global_average_pool, &is_f32_or_f64);
   add("GlobalMaxPool", &global_max_pool, &is_max_pool_type);
+  add("MaxUnpool", &max_unpool, &is_f32_or_f64);
 }
 
 }  // namespace troupe::kernels::reference

@@ -20,5 +20,8 @@ void global_average_pool(const Node& node, const std::vector<Tensor>& inputs,
 /// X [N,C,D..] -> Y [N,C,1..]; f32, f64, i8, u8.
 void global_max_pool(const Node& node, const std::vector<Tensor>& inputs,
                      std::vector<Tensor>& outputs);
+/// X [N,C,D..], I (i64 flat indices into the unpooled tensor), output_shape? -> Y with each X
+/// value at its index, zeros elsewhere; f32, f64.
+void max_unpool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
 }  // namespace troupe::kernels::reference

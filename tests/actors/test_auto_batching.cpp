@@ -353,3 +353,38 @@ TEST(AutoBatching, AModelThatMixesRequestsIsCaughtAndRunsThemAlone) {
   const auto batches = execute_batches(compiled);
   EXPECT_EQ(*std::max_element(batches.begin(), batches.end()), 1) << "a merged run was kept";
 }
+
+// The batching obstacles of RoiAlign (a row per roi, batch indices per request) and of a
+// MaxUnpool whose indices come from outside the graph: such models run each request alone.
+TEST(AutoBatching, RoisAndOutsideUnpoolIndicesAreNeverBatched) {
+  auto batch_size = [](std::shared_ptr<Model> model) {
+    Core core;
+    auto compiled = core.compile_model(std::move(model), "CPU", {{props::auto_batch_max_size, 8}});
+    return compiled.get_property(props::auto_batch_max_size).as_int();
+  };
+  {
+    ModelBuilder b("roi_align");
+    auto x = b.input("x", ElementType::f32, {Shape::dynamic, 1, 4, 4});
+    auto rois = b.input("rois", ElementType::f32, {Shape::dynamic, 4});
+    auto indices = b.input("indices", ElementType::i64, {Shape::dynamic});
+    b.output(b.op("RoiAlign", {x, rois, indices}), "y");
+    EXPECT_EQ(batch_size(b.build()), 1);
+  }
+  const Attributes window{{"kernel_shape", std::vector<int64_t>{2, 2}},
+                          {"strides", std::vector<int64_t>{2, 2}}};
+  {
+    ModelBuilder b("unpool_outside_indices");
+    auto x = b.input("x", ElementType::f32, {Shape::dynamic, 1, 2, 2});
+    auto i = b.input("i", ElementType::i64, {Shape::dynamic, 1, 2, 2});
+    b.output(b.op("MaxUnpool", {x, i}, window), "y");
+    EXPECT_EQ(batch_size(b.build()), 1);
+  }
+  {
+    // Pooled and unpooled in one run: the indices are the merged run's own.
+    ModelBuilder b("pool_unpool");
+    auto x = b.input("x", ElementType::f32, {Shape::dynamic, 1, 4, 4});
+    auto pooled = b.op_multi("MaxPool", {x}, 2, window, "pool");
+    b.output(b.op("MaxUnpool", {pooled[0], pooled[1]}, window), "y");
+    EXPECT_EQ(batch_size(b.build()), 8);
+  }
+}

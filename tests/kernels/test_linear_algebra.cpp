@@ -1,4 +1,4 @@
-// MatMul, Gemm, Einsum, Softmax and LogSoftmax: shape inference and reference kernels.
+// MatMul, Gemm, Einsum, Det, Softmax and LogSoftmax: shape inference and reference kernels.
 
 #include <gtest/gtest.h>
 
@@ -288,6 +288,33 @@ TEST(Einsum, Errors) {
         infer("Einsum", {declared(F32, {2, 3})}, equation("...j->j"));
       },
       {"has no '...'"});
+}
+
+// --- Det --------------------------------------------------------------------------------------
+
+TEST(Det, BatchOfSquareMatrices) {
+  // det [[1, 2], [3, 4]] = -2; [[0, 1], [1, 0]] needs a row swap: -1; [[1, 2], [2, 4]] is
+  // singular.
+  expect_tensor(run1("Det", {input(f32({3, 2, 2}, {1, 2, 3, 4, 0, 1, 1, 0, 1, 2, 2, 4}))}), F32,
+                {3}, {-2, -1, 0}, 1e-6);
+  // 3x3: 2 * (3 * 4 - 0) - 0 + 1 * (0 - 3 * 1) = 21.
+  expect_tensor(run1("Det", {input(f32({3, 3}, {2, 0, 1, 0, 3, 0, 1, 0, 4}))}), F32, Shape{}, {21},
+                1e-5);
+}
+
+TEST(Det, Errors) {
+  expect_error<ModelError>(
+      [] {
+        infer("Det", {declared(F32, {2, 2, 3})});
+      },
+      {"Det node 'node'", "not a batch of square matrices"});
+  expect_error<ModelError>([] { infer("Det", {declared(F32, {4})}); },
+                           {"Det node 'node'", "[*, M, M]"});
+  expect_error<ModelError>(
+      [] {
+        infer("Det", {declared(ElementType::i64, {2, 2})});
+      },
+      {"Det node 'node'", "floating"});
 }
 
 }  // namespace

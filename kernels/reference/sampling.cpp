@@ -1,0 +1,291 @@
+// Reference kernels of RoiAlign and GridSample (ONNX opset 16), which read a feature map
+// [N, C, H, W] at fractional coordinates. Both compute in double.
+//
+// RoiAlign follows the definition ONNX shares with Caffe2/onnxruntime (ONNX's text gives no
+// formula): each output cell of an roi averages (or maxes) a sampling_ratio x sampling_ratio grid
+// of bilinear samples. GridSample is PyTorch's grid_sample, which ONNX's definition and test data
+// come from.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/reference/common.hpp"
+#include "kernels/reference/element_types.hpp"
+#include "kernels/reference/reference.hpp"
+
+namespace troupe::kernels::reference {
+
+namespace {
+
+using Tensors = std::vector<Tensor>;
+
+// The values of a floating tensor in double.
+std::vector<double> read_doubles(const Node& node, const Tensor& t) {
+  std::vector<double> values(static_cast<size_t>(t.size()));
+  dispatch_floating(node, t.element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = t.data<T>();
+    for (size_t k = 0; k < values.size(); ++k) values[k] = load(x[k]);
+  });
+  return values;
+}
+
+void write_doubles(const Node& node, const std::vector<double>& values, Tensor& out) {
+  require_output_size(node, out, static_cast<int64_t>(values.size()));
+  dispatch_floating(node, out.element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* y = out.data<T>();
+    for (size_t k = 0; k < values.size(); ++k) y[k] = store<T>(values[k]);
+  });
+}
+
+// One bilinear sample of RoiAlign: the four neighbours' offsets in a plane and their weights.
+// A sample more than one pixel outside the map has all weights 0.
+struct Sample {
+  std::array<int64_t, 4> offset{};
+  std::array<double, 4> weight{};
+};
+
+Sample roi_sample(double y, double x, int64_t height, int64_t width) {
+  Sample s;
+  if (y < -1.0 || y > static_cast<double>(height) || x < -1.0 || x > static_cast<double>(width))
+    return s;
+  y = std::max(y, 0.0);
+  x = std::max(x, 0.0);
+  auto y_low = static_cast<int64_t>(y);
+  auto x_low = static_cast<int64_t>(x);
+  int64_t y_high = y_low + 1;
+  int64_t x_high = x_low + 1;
+  if (y_low >= height - 1) {
+    y_high = y_low = height - 1;
+    y = static_cast<double>(y_low);
+  }
+  if (x_low >= width - 1) {
+    x_high = x_low = width - 1;
+    x = static_cast<double>(x_low);
+  }
+  const double ly = y - static_cast<double>(y_low);
+  const double lx = x - static_cast<double>(x_low);
+  const double hy = 1 - ly;
+  const double hx = 1 - lx;
+  s.offset = {y_low * width + x_low, y_low * width + x_high, y_high * width + x_low,
+              y_high * width + x_high};
+  s.weight = {hy * hx, hy * lx, ly * hx, ly * lx};
+  return s;
+}
+
+// RoiAlign: roi r = (x1, y1, x2, y2) scaled by spatial_scale (shifted by -0.5 under half_pixel)
+// is cut into output_height x output_width bins; each bin samples a grid of
+// sampling_ratio (or ceil(bin size)) points per side at the grid cells' centres. "avg" averages
+// the bilinear samples; "max", as in onnxruntime, takes the largest weighted neighbour of any
+// sample.
+void roi_align(const Node& node, const Tensors& in, Tensors& out) {
+  const std::vector<int64_t>& dims = in[0].shape().dims();
+  if (dims.size() != 4) fail(node, "X must be [N, C, H, W], got " + in[0].shape().to_string());
+  const int64_t batch = dims[0];
+  const int64_t channels = dims[1];
+  const int64_t height = dims[2];
+  const int64_t width = dims[3];
+  const std::vector<double> x = read_doubles(node, in[0]);
+  const std::vector<double> rois = read_doubles(node, in[1]);
+  const std::vector<int64_t> batch_indices = read_ints(node, in[2], "batch_indices");
+  const auto num_rois = static_cast<int64_t>(batch_indices.size());
+  if (in[1].shape().rank() != 2 || in[1].shape()[1] != 4 || in[1].shape()[0] != num_rois)
+    fail(node, "rois " + in[1].shape().to_string() + " must be [" + std::to_string(num_rois) +
+                   ", 4], one box per batch index");
+  const int64_t out_h = node.attributes.get_int_or("output_height", 1);
+  const int64_t out_w = node.attributes.get_int_or("output_width", 1);
+  const int64_t sampling_ratio = node.attributes.get_int_or("sampling_ratio", 0);
+  const double scale = node.attributes.get_float_or("spatial_scale", 1.0);
+  const bool max_mode = node.attributes.get_string_or("mode", "avg") == "max";
+  const bool half_pixel =
+      node.attributes.get_string_or("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  const double shift = half_pixel ? 0.5 : 0.0;
+
+  std::vector<double> y(static_cast<size_t>(num_rois * channels * out_h * out_w));
+  for (int64_t r = 0; r < num_rois; ++r) {
+    const int64_t b = batch_indices[static_cast<size_t>(r)];
+    if (b < 0 || b >= batch)
+      fail(node, "batch index " + std::to_string(b) + " of roi " + std::to_string(r) +
+                     " is outside [0, " + std::to_string(batch) + ")");
+    const double* box = &rois[static_cast<size_t>(r * 4)];
+    const double x1 = box[0] * scale - shift;
+    const double y1 = box[1] * scale - shift;
+    double roi_w = box[2] * scale - shift - x1;
+    double roi_h = box[3] * scale - shift - y1;
+    // Without half_pixel (the legacy mode), a roi is at least one pixel wide and high.
+    if (!half_pixel) {
+      roi_w = std::max(roi_w, 1.0);
+      roi_h = std::max(roi_h, 1.0);
+    }
+    const double bin_h = roi_h / static_cast<double>(out_h);
+    const double bin_w = roi_w / static_cast<double>(out_w);
+    const int64_t grid_h =
+        sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(bin_h));
+    const int64_t grid_w =
+        sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(bin_w));
+    const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+    for (int64_t c = 0; c < channels; ++c) {
+      const double* plane = &x[static_cast<size_t>((b * channels + c) * height * width)];
+      for (int64_t ph = 0; ph < out_h; ++ph)
+        for (int64_t pw = 0; pw < out_w; ++pw) {
+          double acc = 0;
+          bool first = true;
+          for (int64_t iy = 0; iy < grid_h; ++iy)
+            for (int64_t ix = 0; ix < grid_w; ++ix) {
+              const double sy =
+                  y1 + static_cast<double>(ph) * bin_h +
+                  (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+              const double sx =
+                  x1 + static_cast<double>(pw) * bin_w +
+                  (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              const Sample s = roi_sample(sy, sx, height, width);
+              if (max_mode) {
+                for (size_t k = 0; k < 4; ++k) {
+                  const double v = s.weight[k] * plane[s.offset[k]];
+                  acc = first ? v : std::max(acc, v);
+                  first = false;
+                }
+              } else {
+                for (size_t k = 0; k < 4; ++k) acc += s.weight[k] * plane[s.offset[k]];
+              }
+            }
+          y[static_cast<size_t>(((r * channels + c) * out_h + ph) * out_w + pw)] =
+              max_mode ? acc : acc / count;
+        }
+    }
+  }
+  write_doubles(node, y, out[0]);
+}
+
+// --- GridSample (PyTorch's grid_sample on 4-D input) -----------------------------------------
+
+// A normalized coordinate in [-1, 1] as a pixel coordinate: -1 and 1 are the centres of the edge
+// pixels with align_corners, else the outer edges of the edge pixels.
+double unnormalize(double coord, int64_t size, bool align_corners) {
+  const auto s = static_cast<double>(size);
+  return align_corners ? (coord + 1) / 2 * (s - 1) : ((coord + 1) * s - 1) / 2;
+}
+
+// Reflects a coordinate into [twice_low / 2, twice_high / 2] (PyTorch's reflect_coordinates).
+double reflect(double coord, int64_t twice_low, int64_t twice_high) {
+  if (twice_low == twice_high) return 0;
+  const double low = static_cast<double>(twice_low) / 2;
+  const double span = static_cast<double>(twice_high - twice_low) / 2;
+  coord = std::abs(coord - low);
+  const double extra = std::fmod(coord, span);
+  const auto flips = static_cast<int64_t>(std::floor(coord / span));
+  return flips % 2 == 0 ? extra + low : span - extra + low;
+}
+
+enum class Padding { zeros, border, reflection };
+
+// Applies the padding mode to a pixel coordinate: border clamps it into the map; reflection
+// mirrors it at the edge pixels' centres (align_corners) or outer edges, then clamps; zeros
+// leaves it (reads outside give 0).
+double pad_coordinate(double coord, int64_t size, Padding padding, bool align_corners) {
+  const double last = static_cast<double>(size - 1);
+  if (padding == Padding::border) return std::clamp(coord, 0.0, last);
+  if (padding == Padding::reflection) {
+    coord = align_corners ? reflect(coord, 0, 2 * (size - 1)) : reflect(coord, -1, 2 * size - 1);
+    return std::clamp(coord, 0.0, last);
+  }
+  return coord;
+}
+
+// The cubic convolution weights of the four taps around t in [0, 1) (A = -0.75, as PyTorch).
+std::array<double, 4> cubic_weights(double t) {
+  constexpr double a = -0.75;
+  auto near = [](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };
+  auto far = [](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+void grid_sample(const Node& node, const Tensors& in, Tensors& out) {
+  const std::vector<int64_t>& dims = in[0].shape().dims();
+  const std::vector<int64_t>& grid_dims = in[1].shape().dims();
+  if (dims.size() != 4 || grid_dims.size() != 4 || grid_dims[3] != 2 || grid_dims[0] != dims[0])
+    fail(node, "X " + in[0].shape().to_string() + " and grid " + in[1].shape().to_string() +
+                   " must be [N, C, H, W] and [N, H_out, W_out, 2]");
+  const int64_t batch = dims[0];
+  const int64_t channels = dims[1];
+  const int64_t height = dims[2];
+  const int64_t width = dims[3];
+  const int64_t out_h = grid_dims[1];
+  const int64_t out_w = grid_dims[2];
+  const std::string mode = node.attributes.get_string_or("mode", "bilinear");
+  const std::string padding_name = node.attributes.get_string_or("padding_mode", "zeros");
+  const Padding padding = padding_name == "border"       ? Padding::border
+                          : padding_name == "reflection" ? Padding::reflection
+                                                         : Padding::zeros;
+  const bool align_corners = node.attributes.get_int_or("align_corners", 0) != 0;
+  const std::vector<double> x = read_doubles(node, in[0]);
+  const std::vector<double> grid = read_doubles(node, in[1]);
+
+  std::vector<double> y(static_cast<size_t>(batch * channels * out_h * out_w));
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t oh = 0; oh < out_h; ++oh)
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        const size_t g = static_cast<size_t>(((n * out_h + oh) * out_w + ow) * 2);
+        const double gx = unnormalize(grid[g], width, align_corners);
+        const double gy = unnormalize(grid[g + 1], height, align_corners);
+        for (int64_t c = 0; c < channels; ++c) {
+          const double* plane = &x[static_cast<size_t>((n * channels + c) * height * width)];
+          // The pixel at integral coordinates, 0 outside the plane (compared as doubles, so a
+          // huge or NaN coordinate is outside too).
+          auto pixel = [&](double row, double col) {
+            if (!(row >= 0 && row < static_cast<double>(height) && col >= 0 &&
+                  col < static_cast<double>(width)))
+              return 0.0;
+            return plane[static_cast<int64_t>(row) * width + static_cast<int64_t>(col)];
+          };
+          double v = 0;
+          if (mode == "bicubic") {
+            // The taps are padded one by one (PyTorch's get_value_bounded), the point itself not.
+            const double fx = std::floor(gx);
+            const double fy = std::floor(gy);
+            const std::array<double, 4> wx = cubic_weights(gx - fx);
+            const std::array<double, 4> wy = cubic_weights(gy - fy);
+            for (int64_t i = 0; i < 4; ++i)
+              for (int64_t j = 0; j < 4; ++j) {
+                const double row =
+                    pad_coordinate(fy - 1 + static_cast<double>(i), height, padding, align_corners);
+                const double col =
+                    pad_coordinate(fx - 1 + static_cast<double>(j), width, padding, align_corners);
+                v += wy[static_cast<size_t>(i)] * wx[static_cast<size_t>(j)] * pixel(row, col);
+              }
+          } else {
+            const double px = pad_coordinate(gx, width, padding, align_corners);
+            const double py = pad_coordinate(gy, height, padding, align_corners);
+            if (mode == "nearest") {
+              // Halves round to even, as std::nearbyint in the default rounding mode.
+              v = pixel(std::nearbyint(py), std::nearbyint(px));
+            } else {
+              const double x0 = std::floor(px);
+              const double y0 = std::floor(py);
+              const double lx = px - x0;
+              const double ly = py - y0;
+              v = (1 - ly) * ((1 - lx) * pixel(y0, x0) + lx * pixel(y0, x0 + 1)) +
+                  ly * ((1 - lx) * pixel(y0 + 1, x0) + lx * pixel(y0 + 1, x0 + 1));
+            }
+          }
+          y[static_cast<size_t>(((n * channels + c) * out_h + oh) * out_w + ow)] = v;
+        }
+      }
+  write_doubles(node, y, out[0]);
+}
+
+}  // namespace
+
+void register_sampling(KernelRegistry& registry) {
+  const std::pair<const char*, ReferenceFn> kernels[] = {{"RoiAlign", &roi_align},
+                                                         {"GridSample", &grid_sample}};
+  for (const auto& [op_type, fn] : kernels)
+    registry.add("reference", 0, op_type,
+                 [fn = fn](const KernelRequest& r) { return make_reference_kernel(r.node, fn); });
+}
+
+}  // namespace troupe::kernels::reference
