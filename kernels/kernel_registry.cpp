@@ -42,6 +42,7 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_quantization(registry);
   reference::register_loss(registry);
   reference::register_selection(registry);
+  reference::register_training(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {

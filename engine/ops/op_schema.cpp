@@ -24,6 +24,12 @@ OpSchemaRegistry::OpSchemaRegistry() {
   register_quantization_ops(*this);
   register_loss_ops(*this);
   register_selection_ops(*this);
+  register_training_ops(*this);
+}
+
+std::string qualified_op_type(const std::string& domain, const std::string& op_type) {
+  if (domain.empty() || domain == "ai.onnx") return op_type;
+  return domain + "::" + op_type;
 }
 
 void OpSchemaRegistry::add(OpSchema schema) {
