@@ -21,6 +21,12 @@ std::string batching_obstacle(const CompiledGraph& graph) {
     if (node.op_type == "NonZero" || node.op_type == "Compress" || node.op_type == "Unique" ||
         node.op_type == "NonMaxSuppression")
       return node.op_type + " node '" + node.name + "' outputs a number of rows its data decides";
+  // Training-mode BatchNormalization normalizes with statistics over the whole batch: in a merged
+  // run each request's rows would be normalized with the other requests' values too.
+  for (const Node& node : model.nodes())
+    if (node.op_type == "BatchNormalization" && node.attributes.get_int_or("training_mode", 0) != 0)
+      return node.op_type + " node '" + node.name +
+             "' (training_mode=1) normalizes with statistics over the whole batch";
   for (ValueId in : model.inputs())
     if (auto why = leading_dim_obstacle("input", model.value(in)); !why.empty()) return why;
   for (ValueId out : model.outputs())

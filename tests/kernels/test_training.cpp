@@ -1,5 +1,6 @@
-// The optimizers of domain ai.onnx.preview.training (Adagrad, Momentum, Adam): shape inference
-// and reference kernels, on values worked out by hand.
+// The optimizers of domain ai.onnx.preview.training (Adagrad, Momentum, Adam) and
+// BatchNormalization with training_mode=1: shape inference and reference kernels, on values worked
+// out by hand.
 
 #include <gtest/gtest.h>
 
@@ -168,6 +169,55 @@ TEST(Optimizers, BadInputsAreNamed) {
         infer(momentum, {r, t, x, x, x}, momentum_attributes("fast"), 2);
       },
       {"mode is 'fast'", "standard or nesterov"});
+}
+
+// BatchNormalization, training_mode=1: X [N=2, C=2, 1] with channel 0 = (1, 3) (mean 2, variance
+// 1) and channel 1 = (10, 14) (mean 12, variance 4).
+std::vector<Arg> batch_norm_args() {
+  return {input(f32({2, 2, 1}, {1, 10, 3, 14})), input(f32({2}, {2, 1})), input(f32({2}, {0, 5})),
+          input(f32({2}, {0, 4})), input(f32({2}, {1, 8}))};
+}
+
+TEST(BatchNormalizationTraining, NormalizesWithTheBatchStatisticsAndMovesTheRunningOnes) {
+  const Attributes attributes{{"training_mode", int64_t{1}}, {"epsilon", 0.0}, {"momentum", 0.5}};
+  const auto outs = run("BatchNormalization", batch_norm_args(), attributes, 3);
+  // Y = (X - mean) / sqrt(variance) * scale + B.
+  expect_tensor(outs.at(0), F32, {2, 2, 1}, {-2, 4, 2, 6});
+  // running = input * 0.5 + batch * 0.5.
+  expect_tensor(outs.at(1), F32, {2}, {1, 8});
+  expect_tensor(outs.at(2), F32, {2}, {1, 6});
+}
+
+TEST(BatchNormalizationTraining, TheRunningStatisticsAreOptional) {
+  const auto y = run1("BatchNormalization", batch_norm_args(),
+                      {{"training_mode", int64_t{1}}, {"epsilon", 0.0}});
+  expect_tensor(y, F32, {2, 2, 1}, {-2, 4, 2, 6});
+  // The default momentum is 0.9, the running variance keeps input_var's type (f64 here).
+  auto args = batch_norm_args();
+  args[4] = input(f64({2}, {1, 8}));
+  const auto outs = run("BatchNormalization", args, {{"training_mode", int64_t{1}}}, 3);
+  expect_tensor(outs.at(2), F64, {2}, {1, 0.9 * 8 + 0.1 * 4}, 1e-12);
+}
+
+TEST(BatchNormalizationTraining, BadOutputsAreNamed) {
+  const Arg x = declared(F32, {2, 2, 1});
+  const Arg c = declared(F32, {2});
+  expect_error<ModelError>(
+      [&] {
+        infer("BatchNormalization", {x, c, c, c, c}, {{"training_mode", int64_t{1}}}, 5);
+      },
+      {"BatchNormalization node 'node'", "5 outputs", "at most 3"});
+  expect_error<ModelError>(
+      [&] {
+        infer("BatchNormalization", {x, c, c, c, c}, {{"training_mode", int64_t{2}}});
+      },
+      {"training_mode is 2"});
+  // In inference mode the running statistics are not outputs.
+  expect_error<UnsupportedOperation>(
+      [&] {
+        infer("BatchNormalization", {x, c, c, c, c}, {}, 3);
+      },
+      {"BatchNormalization node 'node'", "training_mode=1"});
 }
 
 }  // namespace
