@@ -44,6 +44,7 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_selection(registry);
   reference::register_signal(registry);
   reference::register_sampling(registry);
+  reference::register_training(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {

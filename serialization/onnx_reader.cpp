@@ -493,9 +493,10 @@ class OnnxImporter {
     for (const auto& [node_ptr, i] : nodes) {
       const auto& node = *node_ptr;
       const bool default_domain = is_default_domain(node.domain());
-      if (default_domain && (node.op_type() == "Constant" || node.op_type() == "Upsample" ||
-                             schemas.find(node.op_type())))
+      if (default_domain && (node.op_type() == "Constant" || node.op_type() == "Upsample"))
         continue;
+      // A node of another domain has a schema only when troupe implements that domain's op.
+      if (schemas.find(qualified_op_type(node.domain(), node.op_type()))) continue;
       const std::string domain = default_domain ? "ai.onnx" : node.domain();
       const std::string key = domain + "::" + node.op_type();
       if (!seen.insert(key).second) continue;
@@ -713,7 +714,7 @@ class OnnxImporter {
       const std::string where = describe_node(proto, i);
       Node node;
       node.name = unique_node_name(proto, i, given);
-      node.op_type = proto.op_type();
+      node.op_type = qualified_op_type(proto.domain(), proto.op_type());
       for (const auto& input : proto.input()) {
         if (input.empty()) {
           node.inputs.push_back(no_value);

@@ -6,7 +6,11 @@
 // dimensions become Shape::dynamic); initializers and Constant nodes become constants; every other
 // node becomes a troupe Node whose attributes keep their ONNX names, plus the int attribute
 // `onnx_opset_attribute` holding the model's default-domain opset, which ops consult where the ONNX
-// semantics changed between opsets. Graph outputs become model outputs.
+// semantics changed between opsets. A node of another domain than the default one gets the op type
+// qualified_op_type(domain, op_type) (engine/ops/op_schema.hpp), "<domain>::<op_type>", so that
+// it finds only the schema and kernels of its own domain's op (troupe implements the optimizers of
+// "ai.onnx.preview.training"); a node of any other domain is refused as unsupported. Graph outputs
+// become model outputs.
 //
 // The model goes through libonnx's checker (when libonnx knows its IR and opset versions); shapes
 // and types are inferred by troupe's op schemas (Model::validate), not by libonnx.

@@ -10,34 +10,38 @@ std::string leading_dim_obstacle(const char* what, const ValueInfo& info) {
            info.shape.to_string() + ")";
   return {};
 }
+// Why a node's result would not split back into each request's after a merged run, or empty.
+std::string node_obstacle(const Model& model, const Node& node) {
+  const std::string named = node.op_type + " node '" + node.name + "'";
+  // How many rows these output depends on the values, not on the batch.
+  if (node.op_type == "NonZero" || node.op_type == "Compress" || node.op_type == "Unique" ||
+      node.op_type == "NonMaxSuppression")
+    return named + " outputs a number of rows its data decides";
+  // RoiAlign outputs a row per roi, and its batch_indices count from each request's first image.
+  if (node.op_type == "RoiAlign")
+    return named + " outputs a row per roi and indexes images by batch";
+  // MaxUnpool's indices are flat over the whole tensor, batch included: they agree with a merged
+  // run only when a MaxPool of that run computed them.
+  if (node.op_type == "MaxUnpool" && node.inputs.size() > 1) {
+    for (const Node& producer : model.nodes())
+      if (producer.op_type == "MaxPool" && producer.outputs.size() > 1 &&
+          producer.outputs[1] == node.inputs[1])
+        return {};
+    return named + " takes indices over the whole tensor, batch included, from outside the graph";
+  }
+  // Training-mode BatchNormalization normalizes with statistics over the whole batch.
+  if (node.op_type == "BatchNormalization" && node.attributes.get_int_or("training_mode", 0) != 0)
+    return named + " (training_mode=1) normalizes with statistics over the whole batch";
+  return {};
+}
+
 }  // namespace
 
 std::string batching_obstacle(const CompiledGraph& graph) {
   const Model& model = *graph.model;
   if (model.inputs().empty()) return "the model has no inputs";
-  // How many rows these ops output depends on the values, not on the batch: a merged run's
-  // output would not split back into each request's.
   for (const Node& node : model.nodes())
-    if (node.op_type == "NonZero" || node.op_type == "Compress" || node.op_type == "Unique" ||
-        node.op_type == "NonMaxSuppression")
-      return node.op_type + " node '" + node.name + "' outputs a number of rows its data decides";
-  // RoiAlign outputs a row per roi, and its batch_indices count from each request's first image.
-  // MaxUnpool's indices are flat over the whole tensor, batch included: they agree with a merged
-  // run only when a MaxPool of that run computed them.
-  for (const Node& node : model.nodes()) {
-    if (node.op_type == "RoiAlign")
-      return "RoiAlign node '" + node.name + "' outputs a row per roi and indexes images by batch";
-    if (node.op_type == "MaxUnpool" && node.inputs.size() > 1) {
-      bool from_max_pool = false;
-      for (const Node& producer : model.nodes())
-        if (producer.op_type == "MaxPool" && producer.outputs.size() > 1 &&
-            producer.outputs[1] == node.inputs[1])
-          from_max_pool = true;
-      if (!from_max_pool)
-        return "MaxUnpool node '" + node.name +
-               "' takes indices over the whole tensor, batch included, from outside the graph";
-    }
-  }
+    if (auto why = node_obstacle(model, node); !why.empty()) return why;
   for (ValueId in : model.inputs())
     if (auto why = leading_dim_obstacle("input", model.value(in)); !why.empty()) return why;
   for (ValueId out : model.outputs())

@@ -1,5 +1,5 @@
-// Schemas of BatchNormalization (inference mode), InstanceNormalization, LayerNormalization and
-// LRN (ONNX semantics).
+// Schemas of BatchNormalization (inference and training mode), InstanceNormalization,
+// LayerNormalization and LRN (ONNX semantics).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -47,17 +47,22 @@ bool has_extra_outputs(const ShapeInferContext& ctx) {
   return false;
 }
 
+// training_mode=1 (opset 14+) normalizes with the batch's own statistics and may output the
+// updated running mean and variance, of input_mean's and input_var's type and shape.
 std::vector<ValueInfo> infer_batch_normalization(const ShapeInferContext& ctx) {
   const Attributes& attributes = ctx.node.attributes;
-  if (attributes.get_int_or("training_mode", 0) != 0)
-    spatial::unsupported(
-        ctx.node,
-        "training_mode=1 is not supported; BatchNormalization runs in inference mode only");
-  if (has_extra_outputs(ctx))
+  const int64_t training_mode = attributes.get_int_or("training_mode", 0);
+  if (training_mode != 0 && training_mode != 1)
+    ctx.fail("attribute training_mode is " + std::to_string(training_mode) + ", expected 0 or 1");
+  if (training_mode == 1 && ctx.node.outputs.size() > 3)
+    ctx.fail("has " + std::to_string(ctx.node.outputs.size()) +
+             " outputs; in training mode it has at most 3 (Y, running_mean, running_var)");
+  // Before opset 14 the extra outputs (running and saved statistics) themselves meant training.
+  if (training_mode == 0 && has_extra_outputs(ctx))
     spatial::unsupported(ctx.node,
-                         "the training-mode outputs (running/saved mean and variance) are not "
-                         "supported; BatchNormalization runs in inference mode with the single "
-                         "output Y");
+                         "outputs beyond Y are supported only with training_mode=1 (opset 14+, "
+                         "Y, running_mean, running_var); the training outputs of older opsets "
+                         "(running and saved statistics) are not");
   if (attributes.get_int_or("spatial", 1) == 0)
     spatial::unsupported(ctx.node, "spatial=0 (per-activation statistics) is not supported");
   check_floating(ctx, 0, "X");
@@ -66,7 +71,10 @@ std::vector<ValueInfo> infer_batch_normalization(const ShapeInferContext& ctx) {
   check_channel_param(ctx, 2, "B");
   check_channel_param(ctx, 3, "input_mean");
   check_channel_param(ctx, 4, "input_var");
-  return {ValueInfo{"", ctx.type(0), ctx.shape(0)}};
+  std::vector<ValueInfo> outputs{ValueInfo{"", ctx.type(0), ctx.shape(0)}};
+  for (size_t o = 1; o < ctx.node.outputs.size(); ++o)
+    outputs.push_back(ValueInfo{"", ctx.type(2 + o), ctx.shape(2 + o)});
+  return outputs;
 }
 
 std::vector<ValueInfo> infer_instance_normalization(const ShapeInferContext& ctx) {

@@ -27,6 +27,12 @@ OpSchemaRegistry::OpSchemaRegistry() {
   register_control_flow_ops(*this);
   register_signal_ops(*this);
   register_sampling_ops(*this);
+  register_training_ops(*this);
+}
+
+std::string qualified_op_type(const std::string& domain, const std::string& op_type) {
+  if (domain.empty() || domain == "ai.onnx") return op_type;
+  return domain + "::" + op_type;
 }
 
 void OpSchemaRegistry::add(OpSchema schema) {

@@ -96,6 +96,15 @@ void register_selection_ops(OpSchemaRegistry& registry);
 void register_control_flow_ops(OpSchemaRegistry& registry);
 void register_signal_ops(OpSchemaRegistry& registry);
 void register_sampling_ops(OpSchemaRegistry& registry);
+void register_training_ops(OpSchemaRegistry& registry);
+
+/// The ONNX domain of the optimizers (Adagrad, Momentum, Adam), whose ops troupe implements.
+inline constexpr const char* onnx_training_domain = "ai.onnx.preview.training";
+/// The op type troupe gives an ONNX op of `domain`: the bare op type in the default domain ("" or
+/// "ai.onnx"), else "<domain>::<op_type>" ("ai.onnx.preview.training::Adam"). Schemas and kernels
+/// of other domains are registered under such names, so they can never collide with a
+/// default-domain op of the same name, and a node of a domain troupe does not know finds no schema.
+std::string qualified_op_type(const std::string& domain, const std::string& op_type);
 
 /// numpy-style broadcast of two shapes; throws via ctx.fail when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const ShapeInferContext& ctx);

@@ -28,19 +28,76 @@ void check_same_shape(const Node& node, const Tensor& x, const Tensor& y) {
   check_output_shape(node, y, x.shape().dims());
 }
 
+void store(Tensor& t, int64_t i, double value) {
+  switch (t.element_type()) {
+    case ElementType::f32:
+      t.data<float>()[i] = static_cast<float>(value);
+      return;
+    case ElementType::f64:
+      t.data<double>()[i] = value;
+      return;
+    case ElementType::f16:
+      t.data<float16>()[i] = float16(static_cast<float>(value));
+      return;
+    case ElementType::bf16:
+      t.data<bfloat16>()[i] = bfloat16(static_cast<float>(value));
+      return;
+    default:
+      throw ExecutionError("cannot store a statistic in a tensor of element type " +
+                           std::string(to_string(t.element_type())));
+  }
+}
+
+// y = (x - mean) / sqrt(var + epsilon) * scale + bias per channel. In inference mode mean and var
+// are the inputs (the running statistics); with training_mode=1 they are the batch's own (over N
+// and the spatial dims, the population variance), and the optional outputs 1 and 2 get the running
+// statistics moved towards them: running = input * momentum + batch * (1 - momentum).
 template <class T>
-void batch_normalization_typed(const Node& node, const std::vector<Tensor>& in, Tensor& y) {
+void batch_normalization_typed(const Node& node, const std::vector<Tensor>& in,
+                               std::vector<Tensor>& out) {
   const Tensor& x = in.at(0);
   const double epsilon = node.attributes.get_float_or("epsilon", 1e-5);
+  const bool training = node.attributes.get_int_or("training_mode", 0) != 0;
   const std::vector<double> scale = values_of(in.at(1));
   const std::vector<double> bias = values_of(in.at(2));
-  const std::vector<double> mean = values_of(in.at(3));
-  const std::vector<double> var = values_of(in.at(4));
+  std::vector<double> mean = values_of(in.at(3));
+  std::vector<double> var = values_of(in.at(4));
   const int64_t batch = x.shape()[0];
   const int64_t channels = x.shape()[1];
   const int64_t size = product(x.shape(), 2, x.shape().rank());
   const T* src = x.data<T>();
-  T* dst = y.data<T>();
+  if (training) {
+    const std::vector<double> running_mean = mean;
+    const std::vector<double> running_var = var;
+    const auto count = static_cast<double>(batch * size);
+    for (int64_t c = 0; c < channels; ++c) {
+      const auto k = static_cast<size_t>(c);
+      double sum = 0.0;
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t i = 0; i < size; ++i)
+          sum += static_cast<double>(src[(n * channels + c) * size + i]);
+      mean[k] = sum / count;
+      double squares = 0.0;
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t i = 0; i < size; ++i) {
+          const double d = static_cast<double>(src[(n * channels + c) * size + i]) - mean[k];
+          squares += d * d;
+        }
+      var[k] = squares / count;
+    }
+    const double momentum = node.attributes.get_float_or("momentum", 0.9);
+    for (size_t o = 1; o < out.size() && o < 3; ++o) {
+      const std::vector<double>& running = o == 1 ? running_mean : running_var;
+      const std::vector<double>& current = o == 1 ? mean : var;
+      Tensor& t = out[o];
+      check_output_shape(node, t, {channels});
+      for (int64_t c = 0; c < channels; ++c) {
+        const auto k = static_cast<size_t>(c);
+        store(t, c, running[k] * momentum + current[k] * (1 - momentum));
+      }
+    }
+  }
+  T* dst = out.at(0).data<T>();
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t c = 0; c < channels; ++c) {
       const auto k = static_cast<size_t>(c);
@@ -117,26 +174,6 @@ std::vector<double> broadcast_to(const Tensor& param, const std::vector<int64_t>
     result[static_cast<size_t>(flat)] = values[static_cast<size_t>(source)];
   }
   return result;
-}
-
-void store(Tensor& t, int64_t i, double value) {
-  switch (t.element_type()) {
-    case ElementType::f32:
-      t.data<float>()[i] = static_cast<float>(value);
-      return;
-    case ElementType::f64:
-      t.data<double>()[i] = value;
-      return;
-    case ElementType::f16:
-      t.data<float16>()[i] = float16(static_cast<float>(value));
-      return;
-    case ElementType::bf16:
-      t.data<bfloat16>()[i] = bfloat16(static_cast<float>(value));
-      return;
-    default:
-      throw ExecutionError("cannot store a statistic in a tensor of element type " +
-                           std::string(to_string(t.element_type())));
-  }
 }
 
 template <class T>
@@ -218,8 +255,7 @@ void mean_variance_normalization_typed(const Node& node, const Tensor& x, Tensor
   for (int64_t a : node.attributes.get_ints_or("axes", {0, 2, 3})) {
     if (a < -rank || a >= rank)
       throw ExecutionError("MeanVarianceNormalization node '" + node.name + "': axis " +
-                           std::to_string(a) + " is out of range for rank " +
-                           std::to_string(rank));
+                           std::to_string(a) + " is out of range for rank " + std::to_string(rank));
     reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
   }
   // The group of a flat index: its index with the reduced axes dropped, row-major.
@@ -265,7 +301,7 @@ void batch_normalization(const Node& node, const std::vector<Tensor>& inputs,
                          std::vector<Tensor>& outputs) {
   check_same_shape(node, inputs.at(0), outputs.at(0));
   dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
-    batch_normalization_typed<decltype(tag)>(node, inputs, outputs.at(0));
+    batch_normalization_typed<decltype(tag)>(node, inputs, outputs);
   });
 }
 

@@ -21,5 +21,6 @@ void register_loss(KernelRegistry& registry);            // NegativeLogLikelihoo
 void register_selection(KernelRegistry& registry);       // NonZero Compress Unique NMS
 void register_signal(KernelRegistry& registry);          // windows MelWeightMatrix DFT STFT
 void register_sampling(KernelRegistry& registry);        // RoiAlign GridSample
+void register_training(KernelRegistry& registry);        // Adagrad Momentum Adam (training domain)
 
 }  // namespace troupe::kernels::reference

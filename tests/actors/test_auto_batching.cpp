@@ -178,6 +178,21 @@ TEST(AutoBatching, PropertyIsValidatedReportedAndSizesTheRequests) {
   EXPECT_EQ(fixed.get_property(props::optimal_number_of_infer_requests).as_int(), 4);
 }
 
+TEST(AutoBatching, ATrainingModeBatchNormIsNeverBatched) {
+  // Its statistics run over the whole batch: merged requests would normalize each other's rows.
+  ModelBuilder b("bn_training");
+  auto x = b.input("x", ElementType::f32, {Shape::dynamic, 2});
+  auto c = [&](const std::string& name, float v) {
+    return b.constant(name, Tensor::from_vector<float>({2}, {v, v}));
+  };
+  b.output(b.op("BatchNormalization", {x, c("scale", 1), c("bias", 0), c("mean", 0), c("var", 1)},
+                {{"training_mode", int64_t{1}}}),
+           "y");
+  Core core;
+  auto compiled = core.compile_model(b.build(), "CPU", batching(4, 2));
+  EXPECT_EQ(compiled.get_property(props::auto_batch_max_size).as_int(), 1);
+}
+
 TEST(AutoBatching, WaitingRequestsAreMergedAndEachGetsItsOwnResult) {
   Core core;
   constexpr int n = 24;

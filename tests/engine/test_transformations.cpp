@@ -126,6 +126,27 @@ TEST(Transformations, FoldsBatchNormIntoConv) {
   EXPECT_THAT(original_names(node_named(*plain.runtime, "bn")), ElementsAre("bn"));
 }
 
+TEST(Transformations, TrainingModeBatchNormIsNotFolded) {
+  // With training_mode=1 BatchNormalization normalizes with the batch's own statistics, not the
+  // constant running ones: it is no affine map a Conv could absorb.
+  ModelBuilder b("conv_bn_training");
+  auto x = b.input("x", ElementType::f32, {2, 3, 8, 8});
+  auto conv = b.op(
+      "Conv",
+      {x, b.constant("w", conv_weights(4, 3, 3, 1)), b.constant("bias", random_tensor({4}, 2))},
+      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+  auto bn =
+      b.op("BatchNormalization",
+           {conv, b.constant("gamma", random_tensor({4}, 3, 0.5f, 1.5f)),
+            b.constant("beta", random_tensor({4}, 4)), b.constant("mean", random_tensor({4}, 5)),
+            b.constant("var", random_tensor({4}, 6, 0.1f, 2.f))},
+           {{"epsilon", 1e-3}, {"training_mode", int64_t{1}}}, "bn");
+  b.output(bn, "y");
+  auto model = b.build();
+  auto [plain, transformed] = compare(model);
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "BatchNormalization"));
+}
+
 TEST(Transformations, BatchNormAfterConvWithOtherReaderIsKept) {
   ModelBuilder b("conv_bn_shared");
   auto x = b.input("x", ElementType::f32, {1, 2, 5, 5});

@@ -426,6 +426,40 @@ TEST(OnnxReaderErrors, UnknownOpNamesTypeNodeAndOpset) {
               HasSubstr(p.string() + ": "));
 }
 
+// A model with one Adagrad node of domain ai.onnx.preview.training named `op_type`.
+onnx::ModelProto training_domain_model(const std::string& op_type) {
+  auto m = onnx_model(15);
+  auto* import = m.add_opset_import();
+  import->set_domain("ai.onnx.preview.training");
+  import->set_version(1);
+  onnx_input(m, "R", onnx::TensorProto::FLOAT, {});
+  onnx_input(m, "T", onnx::TensorProto::INT64, {});
+  for (const char* name : {"X", "G", "H"}) onnx_input(m, name, onnx::TensorProto::FLOAT, {2});
+  onnx_node(m, op_type, {"R", "T", "X", "G", "H"}, {"X_new", "H_new"}, "step")
+      ->set_domain("ai.onnx.preview.training");
+  onnx_output(m, "X_new", onnx::TensorProto::FLOAT, {2});
+  onnx_output(m, "H_new", onnx::TensorProto::FLOAT, {2});
+  return m;
+}
+
+TEST(OnnxReader, NodesOfTheTrainingDomainGetTheirDomainInTheirOpType) {
+  auto model = read(training_domain_model("Adagrad"));
+  const Node& step = node_named(*model, "step");
+  EXPECT_EQ(step.op_type, "ai.onnx.preview.training::Adagrad");
+  EXPECT_EQ(model->value(step.outputs.at(1)).shape, (Shape{2}));
+}
+
+TEST(OnnxReaderErrors, AnUnknownOpOfTheTrainingDomainNamesDomainAndOp) {
+  EXPECT_THAT(error_of<UnsupportedOperation>([&] { read(training_domain_model("Gradient")); }),
+              AllOf(HasSubstr("op type 'Gradient'"), HasSubstr("node 'step'"),
+                    HasSubstr("domain 'ai.onnx.preview.training'"), HasSubstr("opset 1")));
+  // The optimizers are not default-domain ops: an Adagrad without the domain is unknown.
+  auto m = training_domain_model("Adagrad");
+  m.mutable_graph()->mutable_node(0)->clear_domain();
+  EXPECT_THAT(error_of<UnsupportedOperation>([&] { read(m); }),
+              AllOf(HasSubstr("op type 'Adagrad'"), HasSubstr("domain 'ai.onnx'")));
+}
+
 TEST(OnnxReaderErrors, ShapeThatCannotBeInferredNamesTheNode) {
   auto m = onnx_model();
   onnx_input(m, "a", onnx::TensorProto::FLOAT, {2, 3});

@@ -457,8 +457,8 @@ std::vector<std::string> graph_ops(const fs::path& model_path) {
   std::vector<std::string> ops;
   if (!in || !proto.ParseFromIstream(&in)) return ops;
   for (const auto& node : proto.graph().node()) {
-    std::string op = node.op_type();
-    if (!node.domain().empty() && node.domain() != "ai.onnx") op = node.domain() + "." + op;
+    // The op type the reader gives the node ("<domain>::<op_type>" outside the default domain).
+    const std::string op = troupe::qualified_op_type(node.domain(), node.op_type());
     if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
   }
   return ops;
