@@ -10,6 +10,7 @@ std::string leading_dim_obstacle(const char* what, const ValueInfo& info) {
            info.shape.to_string() + ")";
   return {};
 }
+
 // Why a node's result would not split back into each request's after a merged run, or empty.
 std::string node_obstacle(const Model& model, const Node& node) {
   const std::string named = node.op_type + " node '" + node.name + "'";
