@@ -262,7 +262,11 @@ void neg(const Node& node, const Tensors& in, Tensors& out) {
 void sign(const Node& node, const Tensors& in, Tensors& out) {
   unary_numeric(node, in, out, [](auto x) {
     using C = decltype(x);
-    return x > 0 ? C{1} : (x < 0 ? C{-1} : x);  // NaN and 0 stay as they are
+    // NaN and 0 stay as they are; an unsigned value (u64 computes in uint64) is never negative.
+    if constexpr (std::is_unsigned_v<C>)
+      return x > 0 ? C{1} : x;
+    else
+      return x > 0 ? C{1} : (x < 0 ? C{-1} : x);
   });
 }
 
@@ -538,6 +542,13 @@ To cast_value(From v) {
   } else if constexpr (std::is_floating_point_v<decltype(x)>) {
     if (std::isnan(x)) return To{0};
     const double t = std::trunc(x);
+    if constexpr (std::is_same_v<To, uint64_t>) {
+      // u64 reaches above int64: take [2^63, 2^64) directly (2^64 and above saturate, like the
+      // int64 path) so a large float keeps its value instead of clamping at 2^63 - 1.
+      const double two_63 = 9223372036854775808.0;
+      if (t >= 2 * two_63) return std::numeric_limits<uint64_t>::max();
+      if (t >= two_63) return static_cast<uint64_t>(t);
+    }
     const double limit = 9223372036854775807.0;
     const int64_t wide = t >= limit    ? std::numeric_limits<int64_t>::max()
                          : t <= -limit ? std::numeric_limits<int64_t>::min()
