@@ -142,6 +142,18 @@ std::vector<ValueInfo> infer_cast(const ShapeInferContext& ctx) {
   return {infer::value_info(type, ctx.shape(0))};
 }
 
+// BitShift (opset 11): same-typed unsigned integers broadcast together; `direction` is required.
+std::vector<ValueInfo> infer_bit_shift(const ShapeInferContext& ctx) {
+  const auto& attrs = ctx.node.attributes;
+  if (!attrs.has("direction")) ctx.fail("missing required attribute 'direction'");
+  const std::string direction = attrs.get_string("direction");
+  if (direction != "LEFT" && direction != "RIGHT")
+    ctx.fail("attribute 'direction' is '" + direction + "', expected 'LEFT' or 'RIGHT'");
+  infer::require_type(ctx, 0, TypeClass::unsigned_integral);
+  require_all_same_type(ctx);
+  return {infer::value_info(ctx.type(0), broadcast_all_inputs(ctx))};
+}
+
 std::vector<ValueInfo> infer_cast_like(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
   infer::require_type(ctx, 1, TypeClass::any);
@@ -157,6 +169,7 @@ void register_elementwise_ops(OpSchemaRegistry& registry) {
     registry.add(OpSchema{op, 1, unbounded, 1, 1, broadcasting(TypeClass::numeric)});
   registry.add(OpSchema{"Mean", 1, unbounded, 1, 1, broadcasting(TypeClass::floating)});
   registry.add(OpSchema{"Pow", 2, 2, 1, 1, infer_pow});
+  registry.add(OpSchema{"BitShift", 2, 2, 1, 1, infer_bit_shift});
 
   for (const char* op : {"And", "Or", "Xor"})
     registry.add(OpSchema{op, 2, 2, 1, 1, comparison(TypeClass::boolean)});

@@ -182,6 +182,35 @@ void pow(const Node& node, const Tensors& in, Tensors& out) {
   });
 }
 
+void bit_shift(const Node& node, const Tensors& in, Tensors& out) {
+  const bool left = node.attributes.get_string("direction") == "LEFT";
+  require_same_types(node, in, 0, 2);
+  auto run = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // Computed in uint64 so a left shift drops the bits above T's width on store (as C++ and ONNX
+    // Runtime do); a shift by T's width or more yields 0 rather than C++'s undefined behaviour.
+    constexpr uint64_t bits = 8 * sizeof(T);
+    broadcast_binary<T, T>(node, in, out[0], [&](auto a, auto b) {
+      const uint64_t x = static_cast<uint64_t>(a);
+      const uint64_t n = static_cast<uint64_t>(b);
+      if (n >= bits) return uint64_t{0};
+      return left ? x << n : x >> n;
+    });
+  };
+  switch (in[0].element_type()) {
+    case ElementType::u8:
+      return run(TypeTag<uint8_t>{});
+    case ElementType::u16:
+      return run(TypeTag<uint16_t>{});
+    case ElementType::u32:
+      return run(TypeTag<uint32_t>{});
+    case ElementType::u64:
+      return run(TypeTag<uint64_t>{});
+    default:
+      unsupported_type(node, in[0].element_type(), "u8, u16, u32 or u64");
+  }
+}
+
 // --- variadic ----------------------------------------------------------------------------------
 
 void max(const Node& node, const Tensors& in, Tensors& out) {
@@ -582,6 +611,7 @@ void register_elementwise(KernelRegistry& registry) {
       {"Div", &div},
       {"Mod", &mod},
       {"Pow", &pow},
+      {"BitShift", &bit_shift},
       {"Max", &max},
       {"Min", &min},
       {"Sum", &sum},
