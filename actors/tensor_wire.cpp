@@ -16,8 +16,9 @@ caf::error refused(std::string what) {
   return make_actor_error(ActorErrc::invalid_input, "malformed tensor from the wire: " + what);
 }
 
+// The last enumerator: new element types are appended to the enum, so every code up to it is one.
 bool known_type(uint8_t code) {
-  return code <= static_cast<uint8_t>(ElementType::boolean);
+  return code <= static_cast<uint8_t>(ElementType::u64);
 }
 
 }  // namespace

@@ -85,6 +85,14 @@ proto::ElementType to_proto(ElementType type) {
       return proto::I64;
     case ElementType::boolean:
       return proto::BOOLEAN;
+    case ElementType::i16:
+      return proto::I16;
+    case ElementType::u16:
+      return proto::U16;
+    case ElementType::u32:
+      return proto::U32;
+    case ElementType::u64:
+      return proto::U64;
   }
   throw InvalidArgument("element type " + std::to_string(static_cast<int>(type)) +
                         " has no serialized form");
@@ -112,6 +120,14 @@ ElementType from_proto(int type, const std::string& where) {
       return ElementType::i64;
     case proto::BOOLEAN:
       return ElementType::boolean;
+    case proto::I16:
+      return ElementType::i16;
+    case proto::U16:
+      return ElementType::u16;
+    case proto::U32:
+      return ElementType::u32;
+    case proto::U64:
+      return ElementType::u64;
     default:
       break;
   }

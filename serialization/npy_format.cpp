@@ -191,13 +191,15 @@ ElementType element_type_of_descr(const std::string& descr, const std::string& s
     code = code.substr(1);
   }
   static const std::map<std::string, ElementType> types = {
-      {"f2", ElementType::f16}, {"f4", ElementType::f32},    {"f8", ElementType::f64},
-      {"i1", ElementType::i8},  {"u1", ElementType::u8},     {"i4", ElementType::i32},
-      {"i8", ElementType::i64}, {"b1", ElementType::boolean}};
+      {"f2", ElementType::f16}, {"f4", ElementType::f32},     {"f8", ElementType::f64},
+      {"i1", ElementType::i8},  {"u1", ElementType::u8},      {"i4", ElementType::i32},
+      {"i8", ElementType::i64}, {"b1", ElementType::boolean}, {"i2", ElementType::i16},
+      {"u2", ElementType::u16}, {"u4", ElementType::u32},     {"u8", ElementType::u64}};
   auto it = types.find(code);
   if (it == types.end())
     fail(source, "unsupported dtype '" + descr +
-                     "' (troupe reads f2, f4, f8, i1, u1, i4, i8 and b1, little-endian)");
+                     "' (troupe reads f2, f4, f8, i1, u1, i2, u2, i4, u4, i8, u8 and b1, "
+                     "little-endian)");
   if (order == '>' && element_size(it->second) > 1)
     fail(source, "big-endian dtype '" + descr +
                      "' is not supported (save it little-endian, e.g. "
@@ -222,6 +224,14 @@ std::string descr_of(ElementType type) {
       return "<i4";
     case ElementType::i64:
       return "<i8";
+    case ElementType::i16:
+      return "<i2";
+    case ElementType::u16:
+      return "<u2";
+    case ElementType::u32:
+      return "<u4";
+    case ElementType::u64:
+      return "<u8";
     case ElementType::boolean:
       return "|b1";
     default:

@@ -143,10 +143,18 @@ std::optional<ElementType> element_type_from_onnx(int32_t data_type) {
       return ElementType::i8;
     case onnx::TensorProto::UINT8:
       return ElementType::u8;
+    case onnx::TensorProto::INT16:
+      return ElementType::i16;
+    case onnx::TensorProto::UINT16:
+      return ElementType::u16;
     case onnx::TensorProto::INT32:
       return ElementType::i32;
+    case onnx::TensorProto::UINT32:
+      return ElementType::u32;
     case onnx::TensorProto::INT64:
       return ElementType::i64;
+    case onnx::TensorProto::UINT64:
+      return ElementType::u64;
     case onnx::TensorProto::BOOL:
       return ElementType::boolean;
     default:
@@ -160,7 +168,7 @@ ElementType require_element_type(int32_t data_type, const std::string& what) {
   if (!type)
     throw UnsupportedOperation(what + " has element type " + onnx_type_name(data_type) +
                                ", which troupe does not support (it has f32, f16, bf16, f64, i8, "
-                               "u8, i32, i64, bool)");
+                               "u8, i16, u16, i32, u32, i64, u64, bool)");
   return *type;
 }
 
@@ -250,7 +258,10 @@ int typed_field_size(const onnx::TensorProto& proto, ElementType type) {
       return proto.double_data_size();
     case ElementType::i64:
       return proto.int64_data_size();
-    default:  // i32, i8, u8, bool, and the bits of f16 and bf16
+    case ElementType::u32:  // onnx.proto puts UINT32 and UINT64 in uint64_data
+    case ElementType::u64:
+      return proto.uint64_data_size();
+    default:  // i32, i16, u16, i8, u8, bool, and the bits of f16 and bf16
       return proto.int32_data_size();
   }
 }
@@ -263,6 +274,9 @@ const char* typed_field_name(ElementType type) {
       return "double_data";
     case ElementType::i64:
       return "int64_data";
+    case ElementType::u32:
+    case ElementType::u64:
+      return "uint64_data";
     default:
       return "int32_data";
   }
@@ -352,6 +366,18 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
       break;
     case ElementType::u8:
       copy_field<uint8_t>(proto.int32_data(), tensor);
+      break;
+    case ElementType::i16:
+      copy_field<int16_t>(proto.int32_data(), tensor);
+      break;
+    case ElementType::u16:
+      copy_field<uint16_t>(proto.int32_data(), tensor);
+      break;
+    case ElementType::u32:
+      copy_field<uint32_t>(proto.uint64_data(), tensor);
+      break;
+    case ElementType::u64:
+      copy_field<uint64_t>(proto.uint64_data(), tensor);
       break;
     case ElementType::f16:
     case ElementType::bf16:

@@ -6,15 +6,19 @@
 namespace troupe::server {
 
 namespace {
-constexpr std::array<std::pair<ElementType, std::string_view>, 9> names = {{
+constexpr std::array<std::pair<ElementType, std::string_view>, 13> names = {{
     {ElementType::f32, "FP32"},
     {ElementType::f16, "FP16"},
     {ElementType::bf16, "BF16"},
     {ElementType::f64, "FP64"},
     {ElementType::i8, "INT8"},
     {ElementType::u8, "UINT8"},
+    {ElementType::i16, "INT16"},
+    {ElementType::u16, "UINT16"},
     {ElementType::i32, "INT32"},
+    {ElementType::u32, "UINT32"},
     {ElementType::i64, "INT64"},
+    {ElementType::u64, "UINT64"},
     {ElementType::boolean, "BOOL"},
 }};
 }  // namespace

@@ -13,8 +13,8 @@ ElementType request_element_type(const std::string& tensor, const std::string& d
   if (!type)
     throw ServeError(ServeErrc::bad_request,
                      "input '" + tensor + "': datatype '" + datatype +
-                         "' is not supported (BOOL, UINT8, INT8, INT32, INT64, FP16, BF16, FP32, "
-                         "FP64)");
+                         "' is not supported (BOOL, UINT8, INT8, UINT16, INT16, UINT32, INT32, "
+                         "UINT64, INT64, FP16, BF16, FP32, FP64)");
   return *type;
 }
 
@@ -52,9 +52,9 @@ Tensor tensor_from_bytes(const std::string& tensor, ElementType type, const Shap
     const auto* b = static_cast<const uint8_t*>(data);
     for (size_t i = 0; i < bytes; ++i)
       if (b[i] > 1)
-        throw ServeError(ServeErrc::bad_request,
-                         "input '" + tensor + "': BOOL byte " + std::to_string(i) + " is " +
-                             std::to_string(b[i]) + " (must be 0 or 1)");
+        throw ServeError(ServeErrc::bad_request, "input '" + tensor + "': BOOL byte " +
+                                                     std::to_string(i) + " is " +
+                                                     std::to_string(b[i]) + " (must be 0 or 1)");
   }
   if (bytes) std::memcpy(t.raw_data(), data, bytes);
   return t;

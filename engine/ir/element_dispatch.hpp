@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "troupe/element_type.hpp"
@@ -34,6 +35,14 @@ decltype(auto) dispatch_element_type(ElementType type, F&& f) {
       return f(type_tag<int32_t>{});
     case ElementType::i64:
       return f(type_tag<int64_t>{});
+    case ElementType::i16:
+      return f(type_tag<int16_t>{});
+    case ElementType::u16:
+      return f(type_tag<uint16_t>{});
+    case ElementType::u32:
+      return f(type_tag<uint32_t>{});
+    case ElementType::u64:
+      return f(type_tag<uint64_t>{});
     case ElementType::boolean:
       return f(type_tag<bool>{});
     case ElementType::undefined:
@@ -68,6 +77,10 @@ D convert_value(S v) {
     return v;
   else if constexpr (std::is_same_v<D, float> && std::is_arithmetic_v<S>)
     return static_cast<float>(v);
+  else if constexpr (std::is_integral_v<D> && !std::is_same_v<D, bool> && std::is_integral_v<S>)
+    // Directly, not through double: a double cannot hold every i64/u64, and a negative double
+    // converted to an unsigned type is undefined.
+    return static_cast<D>(v);
   else
     return from_double<D>(to_double(v));
 }

@@ -10,12 +10,16 @@ size_t element_size(ElementType type) {
   switch (type) {
     case ElementType::f32:
     case ElementType::i32:
+    case ElementType::u32:
       return 4;
     case ElementType::f64:
     case ElementType::i64:
+    case ElementType::u64:
       return 8;
     case ElementType::f16:
     case ElementType::bf16:
+    case ElementType::i16:
+    case ElementType::u16:
       return 2;
     case ElementType::i8:
     case ElementType::u8:
@@ -45,6 +49,14 @@ std::string_view to_string(ElementType type) {
       return "i32";
     case ElementType::i64:
       return "i64";
+    case ElementType::i16:
+      return "i16";
+    case ElementType::u16:
+      return "u16";
+    case ElementType::u32:
+      return "u32";
+    case ElementType::u64:
+      return "u64";
     case ElementType::boolean:
       return "boolean";
     case ElementType::undefined:
@@ -69,12 +81,16 @@ ElementType element_type_from_string(std::string_view name) {
       {"uint8", ElementType::u8},     {"i32", ElementType::i32},
       {"int32", ElementType::i32},    {"i64", ElementType::i64},
       {"int64", ElementType::i64},    {"boolean", ElementType::boolean},
-      {"bool", ElementType::boolean},
+      {"bool", ElementType::boolean}, {"i16", ElementType::i16},
+      {"int16", ElementType::i16},    {"u16", ElementType::u16},
+      {"uint16", ElementType::u16},   {"u32", ElementType::u32},
+      {"uint32", ElementType::u32},   {"u64", ElementType::u64},
+      {"uint64", ElementType::u64},
   };
   for (const auto& a : aliases)
     if (a.name == name) return a.type;
   throw InvalidArgument("unknown element type '" + std::string(name) +
-                        "' (known: f32 f16 bf16 f64 i8 u8 i32 i64 boolean)");
+                        "' (known: f32 f16 bf16 f64 i8 u8 i16 u16 i32 u32 i64 u64 boolean)");
 }
 
 bool is_floating(ElementType type) {
@@ -83,8 +99,19 @@ bool is_floating(ElementType type) {
 }
 
 bool is_integral(ElementType type) {
-  return type == ElementType::i8 || type == ElementType::u8 || type == ElementType::i32 ||
-         type == ElementType::i64;
+  switch (type) {
+    case ElementType::i8:
+    case ElementType::u8:
+    case ElementType::i16:
+    case ElementType::u16:
+    case ElementType::i32:
+    case ElementType::u32:
+    case ElementType::i64:
+    case ElementType::u64:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool is_convertible(ElementType from, ElementType to) {

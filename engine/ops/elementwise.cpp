@@ -133,12 +133,25 @@ std::vector<ValueInfo> infer_cast(const ShapeInferContext& ctx) {
   const int64_t to = attrs.get_int("to");
   const ElementType type = infer::from_onnx_data_type(to);
   if (type == ElementType::undefined)
-    // A valid model asking for a type troupe lacks (string, u16, ...): unsupported, not wrong.
+    // A valid model asking for a type troupe lacks (string, f8, ...): unsupported, not wrong.
     infer::unsupported(ctx, "attribute 'to' = " + std::to_string(to) +
                                 " is not a supported ONNX data type (supported: 1 f32, 2 u8, "
-                                "3 i8, 6 i32, 7 i64, 9 bool, 10 f16, 11 f64, 16 bf16)");
+                                "3 i8, 4 u16, 5 i16, 6 i32, 7 i64, 9 bool, 10 f16, 11 f64, "
+                                "12 u32, 13 u64, 16 bf16)");
   infer::require_type(ctx, 0, TypeClass::any);
   return {infer::value_info(type, ctx.shape(0))};
+}
+
+// BitShift (opset 11): same-typed unsigned integers broadcast together; `direction` is required.
+std::vector<ValueInfo> infer_bit_shift(const ShapeInferContext& ctx) {
+  const auto& attrs = ctx.node.attributes;
+  if (!attrs.has("direction")) ctx.fail("missing required attribute 'direction'");
+  const std::string direction = attrs.get_string("direction");
+  if (direction != "LEFT" && direction != "RIGHT")
+    ctx.fail("attribute 'direction' is '" + direction + "', expected 'LEFT' or 'RIGHT'");
+  infer::require_type(ctx, 0, TypeClass::unsigned_integral);
+  require_all_same_type(ctx);
+  return {infer::value_info(ctx.type(0), broadcast_all_inputs(ctx))};
 }
 
 std::vector<ValueInfo> infer_cast_like(const ShapeInferContext& ctx) {
@@ -156,6 +169,7 @@ void register_elementwise_ops(OpSchemaRegistry& registry) {
     registry.add(OpSchema{op, 1, unbounded, 1, 1, broadcasting(TypeClass::numeric)});
   registry.add(OpSchema{"Mean", 1, unbounded, 1, 1, broadcasting(TypeClass::floating)});
   registry.add(OpSchema{"Pow", 2, 2, 1, 1, infer_pow});
+  registry.add(OpSchema{"BitShift", 2, 2, 1, 1, infer_bit_shift});
 
   for (const char* op : {"And", "Or", "Xor"})
     registry.add(OpSchema{op, 2, 2, 1, 1, comparison(TypeClass::boolean)});

@@ -14,7 +14,16 @@
 namespace troupe::infer {
 
 /// Element-type families the schemas accept.
-enum class TypeClass { floating, integral, numeric, signed_numeric, boolean, index, any };
+enum class TypeClass {
+  floating,
+  integral,
+  unsigned_integral,
+  numeric,
+  signed_numeric,
+  boolean,
+  index,
+  any
+};
 
 inline bool in_class(ElementType type, TypeClass cls) {
   switch (cls) {
@@ -22,11 +31,14 @@ inline bool in_class(ElementType type, TypeClass cls) {
       return is_floating(type);
     case TypeClass::integral:
       return is_integral(type);
+    case TypeClass::unsigned_integral:
+      return type == ElementType::u8 || type == ElementType::u16 || type == ElementType::u32 ||
+             type == ElementType::u64;
     case TypeClass::numeric:
       return is_floating(type) || is_integral(type);
     case TypeClass::signed_numeric:
-      return is_floating(type) || type == ElementType::i8 || type == ElementType::i32 ||
-             type == ElementType::i64;
+      return is_floating(type) || type == ElementType::i8 || type == ElementType::i16 ||
+             type == ElementType::i32 || type == ElementType::i64;
     case TypeClass::boolean:
       return type == ElementType::boolean;
     case TypeClass::index:
@@ -42,11 +54,13 @@ inline const char* describe(TypeClass cls) {
     case TypeClass::floating:
       return "a floating type (f32, f64, f16, bf16)";
     case TypeClass::integral:
-      return "an integer type (i8, u8, i32, i64)";
+      return "an integer type (i8, u8, i16, u16, i32, u32, i64, u64)";
+    case TypeClass::unsigned_integral:
+      return "an unsigned integer type (u8, u16, u32, u64)";
     case TypeClass::numeric:
-      return "a numeric type (f32, f64, f16, bf16, i8, u8, i32, i64)";
+      return "a numeric type (f32, f64, f16, bf16, i8, u8, i16, u16, i32, u32, i64, u64)";
     case TypeClass::signed_numeric:
-      return "a signed numeric type (f32, f64, f16, bf16, i8, i32, i64)";
+      return "a signed numeric type (f32, f64, f16, bf16, i8, i16, i32, i64)";
     case TypeClass::boolean:
       return "boolean";
     case TypeClass::index:
@@ -79,11 +93,15 @@ inline ElementType from_onnx_data_type(int64_t onnx_type) {
     case 1: return ElementType::f32;
     case 2: return ElementType::u8;
     case 3: return ElementType::i8;
+    case 4: return ElementType::u16;
+    case 5: return ElementType::i16;
     case 6: return ElementType::i32;
     case 7: return ElementType::i64;
     case 9: return ElementType::boolean;
     case 10: return ElementType::f16;
     case 11: return ElementType::f64;
+    case 12: return ElementType::u32;
+    case 13: return ElementType::u64;
     case 16: return ElementType::bf16;
     default: return ElementType::undefined;
   }

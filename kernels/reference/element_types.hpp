@@ -4,7 +4,9 @@
 // and the type each element type computes in.
 //
 // Floating types compute in double (so f16/bf16/f32 results are rounded once, on store);
-// integer types compute in int64 (so i32 arithmetic wraps on store instead of overflowing).
+// integer types compute in int64 (so i32 arithmetic wraps on store instead of overflowing), except
+// u64, which computes in uint64 (int64 cannot hold its upper half, and unsigned arithmetic wraps
+// as ONNX expects).
 
 #include <cstdint>
 #include <string>
@@ -29,8 +31,10 @@ inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_half_v<T
 
 /// The type an element of T is computed in.
 template <class T>
-using compute_t = std::conditional_t<is_floating_v<T>, double,
-                                     std::conditional_t<std::is_same_v<T, bool>, bool, int64_t>>;
+using compute_t = std::conditional_t<
+    is_floating_v<T>, double,
+    std::conditional_t<std::is_same_v<T, bool>, bool,
+                       std::conditional_t<std::is_same_v<T, uint64_t>, uint64_t, int64_t>>>;
 
 template <class T>
 compute_t<T> load(T value) {
@@ -95,6 +99,14 @@ void dispatch_numeric(const Node& node, ElementType type, F&& f) {
       return f(TypeTag<int32_t>{});
     case ElementType::i64:
       return f(TypeTag<int64_t>{});
+    case ElementType::i16:
+      return f(TypeTag<int16_t>{});
+    case ElementType::u16:
+      return f(TypeTag<uint16_t>{});
+    case ElementType::u32:
+      return f(TypeTag<uint32_t>{});
+    case ElementType::u64:
+      return f(TypeTag<uint64_t>{});
     default:
       unsupported_type(node, type, "a numeric type");
   }

@@ -182,6 +182,35 @@ void pow(const Node& node, const Tensors& in, Tensors& out) {
   });
 }
 
+void bit_shift(const Node& node, const Tensors& in, Tensors& out) {
+  const bool left = node.attributes.get_string("direction") == "LEFT";
+  require_same_types(node, in, 0, 2);
+  auto run = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // Computed in uint64 so a left shift drops the bits above T's width on store (as C++ and ONNX
+    // Runtime do); a shift by T's width or more yields 0 rather than C++'s undefined behaviour.
+    constexpr uint64_t bits = 8 * sizeof(T);
+    broadcast_binary<T, T>(node, in, out[0], [&](auto a, auto b) {
+      const uint64_t x = static_cast<uint64_t>(a);
+      const uint64_t n = static_cast<uint64_t>(b);
+      if (n >= bits) return uint64_t{0};
+      return left ? x << n : x >> n;
+    });
+  };
+  switch (in[0].element_type()) {
+    case ElementType::u8:
+      return run(TypeTag<uint8_t>{});
+    case ElementType::u16:
+      return run(TypeTag<uint16_t>{});
+    case ElementType::u32:
+      return run(TypeTag<uint32_t>{});
+    case ElementType::u64:
+      return run(TypeTag<uint64_t>{});
+    default:
+      unsupported_type(node, in[0].element_type(), "u8, u16, u32 or u64");
+  }
+}
+
 // --- variadic ----------------------------------------------------------------------------------
 
 void max(const Node& node, const Tensors& in, Tensors& out) {
@@ -262,7 +291,11 @@ void neg(const Node& node, const Tensors& in, Tensors& out) {
 void sign(const Node& node, const Tensors& in, Tensors& out) {
   unary_numeric(node, in, out, [](auto x) {
     using C = decltype(x);
-    return x > 0 ? C{1} : (x < 0 ? C{-1} : x);  // NaN and 0 stay as they are
+    // NaN and 0 stay as they are; an unsigned value (u64 computes in uint64) is never negative.
+    if constexpr (std::is_unsigned_v<C>)
+      return x > 0 ? C{1} : x;
+    else
+      return x > 0 ? C{1} : (x < 0 ? C{-1} : x);
   });
 }
 
@@ -538,6 +571,13 @@ To cast_value(From v) {
   } else if constexpr (std::is_floating_point_v<decltype(x)>) {
     if (std::isnan(x)) return To{0};
     const double t = std::trunc(x);
+    if constexpr (std::is_same_v<To, uint64_t>) {
+      // u64 reaches above int64: take [2^63, 2^64) directly (2^64 and above saturate, like the
+      // int64 path) so a large float keeps its value instead of clamping at 2^63 - 1.
+      const double two_63 = 9223372036854775808.0;
+      if (t >= 2 * two_63) return std::numeric_limits<uint64_t>::max();
+      if (t >= two_63) return static_cast<uint64_t>(t);
+    }
     const double limit = 9223372036854775807.0;
     const int64_t wide = t >= limit    ? std::numeric_limits<int64_t>::max()
                          : t <= -limit ? std::numeric_limits<int64_t>::min()
@@ -571,6 +611,7 @@ void register_elementwise(KernelRegistry& registry) {
       {"Div", &div},
       {"Mod", &mod},
       {"Pow", &pow},
+      {"BitShift", &bit_shift},
       {"Max", &max},
       {"Min", &min},
       {"Sum", &sum},

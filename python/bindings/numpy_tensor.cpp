@@ -57,6 +57,14 @@ py::dtype dtype_of(ElementType type) {
       return py::dtype::of<int32_t>();
     case ElementType::i64:
       return py::dtype::of<int64_t>();
+    case ElementType::i16:
+      return py::dtype::of<int16_t>();
+    case ElementType::u16:
+      return py::dtype::of<uint16_t>();
+    case ElementType::u32:
+      return py::dtype::of<uint32_t>();
+    case ElementType::u64:
+      return py::dtype::of<uint64_t>();
     case ElementType::boolean:
       return py::dtype::of<bool>();
     case ElementType::undefined:
@@ -77,12 +85,16 @@ ElementType element_type_of(const py::dtype& dtype, ElementType wanted) {
                          : ElementType::undefined;
     case 'i':
       return size == 1   ? ElementType::i8
+             : size == 2 ? ElementType::i16
              : size == 4 ? ElementType::i32
              : size == 8 ? ElementType::i64
                          : ElementType::undefined;
     case 'u':
       if (size == 1) return ElementType::u8;
-      if (size == 2 && wanted == ElementType::bf16) return ElementType::bf16;
+      // bf16 travels as uint16 bits: a uint16 array is bf16 where the model wants bf16, else u16.
+      if (size == 2) return wanted == ElementType::bf16 ? ElementType::bf16 : ElementType::u16;
+      if (size == 4) return ElementType::u32;
+      if (size == 8) return ElementType::u64;
       return ElementType::undefined;
     case 'b':
       return size == 1 ? ElementType::boolean : ElementType::undefined;
@@ -118,8 +130,9 @@ Tensor tensor_from_python(py::handle value, const ValueInfo& expected, bool shar
   }
   ElementType type = element_type_of(array.dtype(), expected.type);
   if (type == ElementType::undefined) {
-    // A dtype troupe lacks (uint32, int16, big-endian float32, ...): NumPy converts it when the
-    // conversion keeps the values' kind, as troupe's own conversions do.
+    // A dtype troupe lacks (complex, longdouble, big-endian int32, ...): NumPy converts it when
+    // the conversion keeps the values' kind, as troupe's own conversions do.
+    //
     // Never released: a static py::object would be dropped after the interpreter is gone.
     static py::handle can_cast =
         py::object(py::module_::import("numpy").attr("can_cast")).release();

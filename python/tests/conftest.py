@@ -14,9 +14,10 @@ SOURCE_DIR = pathlib.Path(os.environ.get("TROUPE_SOURCE_DIR",
                                          pathlib.Path(__file__).resolve().parents[2]))
 
 # ONNX data types for Cast's `to` attribute.
-ONNX_TYPE = {troupe.Type.f32: 1, troupe.Type.u8: 2, troupe.Type.i8: 3, troupe.Type.i32: 6,
-             troupe.Type.i64: 7, troupe.Type.boolean: 9, troupe.Type.f16: 10,
-             troupe.Type.f64: 11, troupe.Type.bf16: 16}
+ONNX_TYPE = {troupe.Type.f32: 1, troupe.Type.u8: 2, troupe.Type.i8: 3, troupe.Type.u16: 4,
+             troupe.Type.i16: 5, troupe.Type.i32: 6, troupe.Type.i64: 7, troupe.Type.boolean: 9,
+             troupe.Type.f16: 10, troupe.Type.f64: 11, troupe.Type.u32: 12, troupe.Type.u64: 13,
+             troupe.Type.bf16: 16}
 
 
 def mlp_model(inputs=16, hidden=32, outputs=4, batch=1, seed=0):

@@ -12,7 +12,9 @@ from conftest import identity_model, mlp_model, mlp_reference
 
 DTYPES = {troupe.Type.f32: np.float32, troupe.Type.f16: np.float16, troupe.Type.f64: np.float64,
           troupe.Type.i8: np.int8, troupe.Type.u8: np.uint8, troupe.Type.i32: np.int32,
-          troupe.Type.i64: np.int64, troupe.Type.boolean: np.bool_, troupe.Type.bf16: np.uint16}
+          troupe.Type.i64: np.int64, troupe.Type.boolean: np.bool_, troupe.Type.bf16: np.uint16,
+          troupe.Type.i16: np.int16, troupe.Type.u16: np.uint16, troupe.Type.u32: np.uint32,
+          troupe.Type.u64: np.uint64}
 
 
 def address(array):
@@ -29,6 +31,9 @@ def test_every_dtype_round_trips(core, element_type):
         x = troupe.float32_to_bf16(rng.standard_normal((2, 3)).astype(np.float32))
     elif element_type == troupe.Type.boolean:
         x = rng.integers(0, 2, (2, 3)).astype(np.bool_)
+    elif np.issubdtype(dtype, np.unsignedinteger):
+        # Values beyond the signed range of the same width: a signed path would get them wrong.
+        x = rng.integers(0, np.iinfo(dtype).max, (2, 3), dtype=dtype, endpoint=True)
     else:
         x = (rng.standard_normal((2, 3)) * 50).astype(dtype)
     y = compiled({"x": x})["y"]
@@ -59,14 +64,16 @@ def test_float16_and_bf16_conversions(core):
     np.testing.assert_allclose(troupe.bf16_to_float32(y), expected, rtol=2e-2, atol=5e-2)
     t = troupe.Tensor(bits, troupe.Type.bf16)
     assert t.element_type == troupe.Type.bf16 and t.data.dtype == np.uint16
-    # uint16 is bf16 only where the model wants bf16; elsewhere NumPy converts the integers.
+    # uint16 is bf16 only where the model wants bf16; elsewhere it is u16, which troupe converts.
     np.testing.assert_allclose(compiled({"x": bits})["y"], mlp_reference(bits.astype(np.float32)),
                                rtol=1e-4)
 
 
 def test_other_numpy_dtypes_are_cast(core):
     compiled = core.compile_model(mlp_model())
-    x = np.arange(16, dtype=np.int16).reshape(1, 16)  # no troupe type: NumPy converts it
+    x = np.arange(16, dtype=np.longdouble).reshape(1, 16)  # no troupe type: NumPy converts it
+    np.testing.assert_allclose(compiled(x)["y"], mlp_reference(x.astype(np.float32)), rtol=1e-5)
+    x = np.arange(16, dtype=np.int16).reshape(1, 16)  # i16: troupe's preprocess converts it
     np.testing.assert_allclose(compiled(x)["y"], mlp_reference(x.astype(np.float32)), rtol=1e-5)
     np.testing.assert_allclose(compiled({"x": [[float(v) for v in range(16)]]})["y"],
                                mlp_reference(np.arange(16, dtype=np.float32)[None]), rtol=1e-5)
@@ -169,7 +176,10 @@ def test_tensor_class():
     t.data[:] = 1.5
     assert t.copy().data.sum() == 9.0
     assert troupe.Type.from_dtype(np.dtype(np.int8)) == troupe.Type.i8
-    assert troupe.Type.from_dtype(np.dtype(np.uint32)) == troupe.Type.undefined
+    assert troupe.Type.from_dtype(np.dtype(np.uint32)) == troupe.Type.u32
+    assert troupe.Type.from_dtype(np.dtype(np.uint16)) == troupe.Type.u16  # bf16 only when asked
+    assert troupe.Type.from_dtype(np.dtype(np.int16)) == troupe.Type.i16
+    assert troupe.Type.from_dtype(np.dtype(np.complex64)) == troupe.Type.undefined
     assert "f16[2,3]" in repr(t)
 
 

@@ -34,12 +34,17 @@ const char* field_of(ElementType type) {
     case ElementType::boolean:
       return "bool_contents";
     case ElementType::i8:
+    case ElementType::i16:
     case ElementType::i32:
       return "int_contents";
     case ElementType::i64:
       return "int64_contents";
     case ElementType::u8:
+    case ElementType::u16:
+    case ElementType::u32:
       return "uint_contents";
+    case ElementType::u64:
+      return "uint64_contents";
     case ElementType::f32:
       return "fp32_contents";
     case ElementType::f64:
@@ -53,8 +58,8 @@ ServeError bad(const std::string& tensor, const std::string& what) {
   return ServeError(ServeErrc::bad_request, "input '" + tensor + "': " + what);
 }
 
-// Copies `values` into `out`, refusing values a narrower element type cannot hold (INT8 and UINT8
-// travel in 32-bit fields).
+// Copies `values` into `out`, refusing values a narrower element type cannot hold (INT8, UINT8,
+// INT16 and UINT16 travel in 32-bit fields).
 template <class To, class Values>
 void copy_values(const std::string& tensor, const char* field, const Values& values, To* out) {
   using From = typename Values::value_type;
@@ -118,6 +123,18 @@ Tensor tensor_from_contents(const std::string& tensor, ElementType type, const S
       break;
     case ElementType::u8:
       copy_values(tensor, field, contents.uint_contents(), t.data<uint8_t>());
+      break;
+    case ElementType::i16:
+      copy_values(tensor, field, contents.int_contents(), t.data<int16_t>());
+      break;
+    case ElementType::u16:
+      copy_values(tensor, field, contents.uint_contents(), t.data<uint16_t>());
+      break;
+    case ElementType::u32:
+      copy_values(tensor, field, contents.uint_contents(), t.data<uint32_t>());
+      break;
+    case ElementType::u64:
+      copy_values(tensor, field, contents.uint64_contents(), t.data<uint64_t>());
       break;
     case ElementType::f32:
       copy_values(tensor, field, contents.fp32_contents(), t.data<float>());

@@ -48,10 +48,10 @@ void fill_integers(Tensor& t, const std::vector<const json*>& values, const std:
     if (!v.is_number_integer())
       bad(input_field(name, "data") + " value " + std::to_string(i) + " (" + v.dump() +
           ") is not an integer");
-    if (v.is_number_unsigned()
-            ? v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())
-            : (v.get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-               v.get<int64_t>() > static_cast<int64_t>(std::numeric_limits<T>::max())))
+    // Non-negative values compare as uint64: UINT64's maximum does not fit an int64.
+    const bool negative = !v.is_number_unsigned() && v.get<int64_t>() < 0;
+    if (negative ? v.get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min())
+                 : v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max()))
       bad(input_field(name, "data") + " value " + std::to_string(i) + " (" + v.dump() +
           ") is out of range for " + std::string(kserve_datatype(t.element_type())));
     dst[i] = static_cast<T>(v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>())
@@ -100,6 +100,18 @@ Tensor tensor_from_json(const std::string& name, ElementType type, const Shape& 
     case ElementType::u8:
       fill_integers<uint8_t>(t, values, name);
       break;
+    case ElementType::i16:
+      fill_integers<int16_t>(t, values, name);
+      break;
+    case ElementType::u16:
+      fill_integers<uint16_t>(t, values, name);
+      break;
+    case ElementType::u32:
+      fill_integers<uint32_t>(t, values, name);
+      break;
+    case ElementType::u64:
+      fill_integers<uint64_t>(t, values, name);
+      break;
     case ElementType::i32:
       fill_integers<int32_t>(t, values, name);
       break;
@@ -146,6 +158,18 @@ json json_values(const Tensor& tensor) {
       break;
     case ElementType::u8:
       for (int64_t i = 0; i < n; ++i) arr.emplace_back(t.data<uint8_t>()[i]);
+      break;
+    case ElementType::i16:
+      for (int64_t i = 0; i < n; ++i) arr.emplace_back(t.data<int16_t>()[i]);
+      break;
+    case ElementType::u16:
+      for (int64_t i = 0; i < n; ++i) arr.emplace_back(t.data<uint16_t>()[i]);
+      break;
+    case ElementType::u32:
+      for (int64_t i = 0; i < n; ++i) arr.emplace_back(t.data<uint32_t>()[i]);
+      break;
+    case ElementType::u64:
+      for (int64_t i = 0; i < n; ++i) arr.emplace_back(t.data<uint64_t>()[i]);
       break;
     case ElementType::i32:
       for (int64_t i = 0; i < n; ++i) arr.emplace_back(t.data<int32_t>()[i]);

@@ -26,6 +26,53 @@ TEST(ElementType, ConvertibilityRules) {
   EXPECT_TRUE(is_convertible(ElementType::boolean, ElementType::boolean));
 }
 
+TEST(ElementType, SixteenBitAndUnsignedWideTypes) {
+  struct Expected {
+    ElementType type;
+    size_t size;
+    const char* name;
+    const char* alias;
+  };
+  for (const Expected& e : {Expected{ElementType::i16, 2, "i16", "int16"},
+                            Expected{ElementType::u16, 2, "u16", "uint16"},
+                            Expected{ElementType::u32, 4, "u32", "uint32"},
+                            Expected{ElementType::u64, 8, "u64", "uint64"}}) {
+    EXPECT_EQ(element_size(e.type), e.size) << e.name;
+    EXPECT_EQ(to_string(e.type), e.name);
+    EXPECT_EQ(element_type_from_string(e.name), e.type);
+    EXPECT_EQ(element_type_from_string(e.alias), e.type);
+    EXPECT_TRUE(is_integral(e.type)) << e.name;
+    EXPECT_FALSE(is_floating(e.type)) << e.name;
+    EXPECT_TRUE(is_convertible(e.type, ElementType::i64)) << e.name;
+    EXPECT_TRUE(is_convertible(e.type, ElementType::f32)) << e.name;
+    EXPECT_FALSE(is_convertible(ElementType::f32, e.type)) << e.name;
+  }
+  EXPECT_EQ(element_type_of<int16_t>::value, ElementType::i16);
+  EXPECT_EQ(element_type_of<uint16_t>::value, ElementType::u16);
+  EXPECT_EQ(element_type_of<uint32_t>::value, ElementType::u32);
+  EXPECT_EQ(element_type_of<uint64_t>::value, ElementType::u64);
+}
+
+TEST(Tensor, HoldsAndConvertsTheNewIntegerTypes) {
+  // u64 above 2^63 and u32 above 2^31 survive a round trip through the tensor unchanged.
+  Tensor big =
+      Tensor::from_vector<uint64_t>({2}, {18446744073709551615ull, 9223372036854775808ull});
+  EXPECT_EQ(big.element_type(), ElementType::u64);
+  EXPECT_EQ(big.byte_size(), 16u);
+  EXPECT_EQ(big.to_vector<uint64_t>(),
+            (std::vector<uint64_t>{18446744073709551615ull, 9223372036854775808ull}));
+  Tensor u32 = Tensor::from_vector<uint32_t>({3}, {0, 4000000000u, 7});
+  EXPECT_EQ(u32.value_at(1), 4000000000.0);
+  // Widening conversions keep values: i16 -> i64 keeps the sign, u16 -> f32 the magnitude.
+  Tensor i16 = Tensor::from_vector<int16_t>({3}, {-32768, -1, 32767});
+  EXPECT_EQ(i16.convert(ElementType::i64).to_vector<int64_t>(),
+            (std::vector<int64_t>{-32768, -1, 32767}));
+  Tensor u16 = Tensor::from_vector<uint16_t>({2}, {65535, 1});
+  EXPECT_EQ(u16.convert(ElementType::f32).to_vector<float>(), (std::vector<float>{65535.f, 1.f}));
+  EXPECT_EQ(u32.convert(ElementType::i64).to_vector<int64_t>(),
+            (std::vector<int64_t>{0, 4000000000, 7}));
+}
+
 TEST(HalfTypes, RoundTripAndRounding) {
   for (float v : {0.f, 1.f, -2.5f, 65504.f, 0.000061035156f, 3.140625f})
     EXPECT_EQ(static_cast<float>(float16(v)), v) << v;

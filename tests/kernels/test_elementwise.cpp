@@ -306,6 +306,129 @@ TEST(ElementwiseKernels, Cast) {
                 {2}, {255, 0});
 }
 
+// ONNX Cast between integer types keeps the low bits (two's complement wrap-around), and float to
+// integer truncates toward zero; the 16-bit and unsigned 32/64-bit types follow the same rules.
+TEST(ElementwiseKernels, CastThroughTheSixteenBitAndUnsignedTypes) {
+  constexpr int64_t to_u16 = 4, to_i16 = 5, to_i32 = 6, to_i64 = 7, to_u32 = 12, to_u64 = 13;
+  // i64 -> i16 and u16: 70000 = 0x11170 keeps 0x1170 = 4464; -1 is 0xffff = 65535 as u16.
+  const Tensor wide = i64({4}, {70000, -1, 32768, -32769});
+  expect_tensor(run1("Cast", {input(wide)}, {{"to", to_i16}}), ElementType::i16, {4},
+                {4464, -1, -32768, 32767});
+  expect_tensor(run1("Cast", {input(wide)}, {{"to", to_u16}}), ElementType::u16, {4},
+                {4464, 65535, 32768, 32767});
+  // i32 -> u32: -1 is 4294967295; u32 -> i32 back restores -1.
+  const Tensor as_u32 = run1("Cast", {input(i32({3}, {-1, 7, -2147483647 - 1}))}, {{"to", to_u32}});
+  EXPECT_EQ(as_u32.element_type(), ElementType::u32);
+  EXPECT_EQ(as_u32.to_vector<uint32_t>(), (std::vector<uint32_t>{4294967295u, 7u, 2147483648u}));
+  expect_tensor(run1("Cast", {input(as_u32)}, {{"to", to_i32}}), ElementType::i32, {3},
+                {-1, 7, -2147483648.0});
+  // u32 -> i64 widens without sign extension.
+  expect_tensor(run1("Cast", {input(as_u32)}, {{"to", to_i64}}), ElementType::i64, {3},
+                {4294967295.0, 7, 2147483648.0});
+  // i64 -> u64: -1 is 2^64 - 1, checked bit-exactly (a double cannot hold it).
+  const Tensor as_u64 = run1("Cast", {input(i64({2}, {-1, 5}))}, {{"to", to_u64}});
+  EXPECT_EQ(as_u64.to_vector<uint64_t>(), (std::vector<uint64_t>{18446744073709551615ull, 5}));
+  // u64 -> i64 wraps back; u64 -> u16 keeps the low 16 bits.
+  EXPECT_EQ(run1("Cast", {input(as_u64)}, {{"to", to_i64}}).to_vector<int64_t>(),
+            (std::vector<int64_t>{-1, 5}));
+  expect_tensor(run1("Cast", {input(as_u64)}, {{"to", to_u16}}), ElementType::u16, {2}, {65535, 5});
+  // Floats truncate toward zero; a float above 2^63 reaches u64 exactly.
+  expect_tensor(run1("Cast", {input(f32({3}, {2.9f, -2.9f, 1000.5f}))}, {{"to", to_i16}}),
+                ElementType::i16, {3}, {2, -2, 1000});
+  expect_tensor(run1("Cast", {input(f32({2}, {65535.9f, 3.5f}))}, {{"to", to_u16}}),
+                ElementType::u16, {2}, {65535, 3});
+  const Tensor big = run1("Cast", {input(f64({2}, {1.5e19, 4294967295.0}))}, {{"to", to_u64}});
+  EXPECT_EQ(big.to_vector<uint64_t>(),
+            (std::vector<uint64_t>{15000000000000000000ull, 4294967295ull}));
+  // To floating and boolean.
+  expect_tensor(run1("Cast", {input(as_u32)}, {{"to", int64_t{11}}}), ElementType::f64, {3},
+                {4294967295.0, 7, 2147483648.0});
+  expect_tensor(run1("Cast", {input(as_u64)}, {{"to", int64_t{9}}}), BOOL, {2}, {1, 1});
+  // CastLike takes a u16 target from its second input.
+  const Tensor like = Tensor::from_vector<uint16_t>({1}, {0});
+  expect_tensor(run1("CastLike", {input(i32({2}, {65537, -2})), input(like)}), ElementType::u16,
+                {2}, {1, 65534});
+}
+
+TEST(ElementwiseKernels, ArithmeticOnTheNewIntegerTypes) {
+  // u16 addition wraps at 2^16; u64 values above 2^63 compare and divide as unsigned.
+  const Tensor a = Tensor::from_vector<uint16_t>({2}, {65535, 10});
+  const Tensor b = Tensor::from_vector<uint16_t>({2}, {2, 3});
+  expect_tensor(run1("Add", {input(a), input(b)}), ElementType::u16, {2}, {1, 13});
+  expect_tensor(run1("Sub", {input(b), input(a)}), ElementType::u16, {2}, {3, 65529});
+  expect_tensor(run1("Mod", {input(a), input(b)}), ElementType::u16, {2}, {1, 1});
+  const Tensor big = Tensor::from_vector<uint64_t>({2}, {18446744073709551615ull, 4});
+  const Tensor two = Tensor::from_vector<uint64_t>({2}, {2, 9223372036854775808ull});
+  EXPECT_EQ(run1("Div", {input(big), input(two)}).to_vector<uint64_t>(),
+            (std::vector<uint64_t>{9223372036854775807ull, 0}));
+  EXPECT_EQ(run1("Max", {input(big), input(two)}).to_vector<uint64_t>(),
+            (std::vector<uint64_t>{18446744073709551615ull, 9223372036854775808ull}));
+  expect_tensor(run1("Less", {input(big), input(two)}), BOOL, {2}, {0, 1});
+  // i16: Neg and Abs; Neg of an unsigned type is refused as ONNX does.
+  const Tensor s = Tensor::from_vector<int16_t>({3}, {-5, 7, 0});
+  expect_tensor(run1("Neg", {input(s)}), ElementType::i16, {3}, {5, -7, 0});
+  expect_tensor(run1("Abs", {input(s)}), ElementType::i16, {3}, {5, 7, 0});
+  expect_error<ModelError>([&] { infer("Neg", {input(a)}); }, {"u16"});
+  const Tensor u32 = Tensor::from_vector<uint32_t>({2}, {3, 60000});
+  expect_tensor(run1("Pow", {input(u32), input(Tensor::from_vector<uint32_t>({1}, {2}))}),
+                ElementType::u32, {2}, {9, 3600000000.0});  // above i32's range
+}
+
+// --- BitShift
+
+TEST(ElementwiseKernels, BitShiftLeftAndRightWithBroadcasting) {
+  const Tensor x = Tensor::from_vector<uint8_t>({2, 2}, {16, 4, 1, 255});
+  const Tensor n = Tensor::from_vector<uint8_t>({2}, {1, 2});
+  expect_tensor(run1("BitShift", {input(x), input(n)}, {{"direction", std::string("RIGHT")}}),
+                ElementType::u8, {2, 2}, {8, 1, 0, 63});
+  // Bits shifted beyond the type's width are dropped: 255 << 2 in u8 is 252.
+  expect_tensor(run1("BitShift", {input(x), input(n)}, {{"direction", std::string("LEFT")}}),
+                ElementType::u8, {2, 2}, {32, 16, 2, 252});
+  const Tensor x16 = Tensor::from_vector<uint16_t>({3}, {1, 0x8001, 0xffff});
+  const Tensor n16 = Tensor::from_vector<uint16_t>({3}, {15, 1, 16});
+  expect_tensor(run1("BitShift", {input(x16), input(n16)}, {{"direction", std::string("LEFT")}}),
+                ElementType::u16, {3}, {32768, 2, 0});
+  const Tensor x32 = Tensor::from_vector<uint32_t>({2}, {0x80000000u, 3});
+  const Tensor n32 = Tensor::from_vector<uint32_t>({1}, {31});
+  expect_tensor(run1("BitShift", {input(x32), input(n32)}, {{"direction", std::string("RIGHT")}}),
+                ElementType::u32, {2}, {1, 0});
+  const Tensor x64 = Tensor::from_vector<uint64_t>({2}, {1, 18446744073709551615ull});
+  const Tensor n64 = Tensor::from_vector<uint64_t>({2}, {63, 60});
+  EXPECT_EQ(run1("BitShift", {input(x64), input(n64)}, {{"direction", std::string("LEFT")}})
+                .to_vector<uint64_t>(),
+            (std::vector<uint64_t>{9223372036854775808ull, 0xf000000000000000ull}));
+  EXPECT_EQ(run1("BitShift", {input(x64), input(n64)}, {{"direction", std::string("RIGHT")}})
+                .to_vector<uint64_t>(),
+            (std::vector<uint64_t>{0, 15}));
+}
+
+TEST(ElementwiseKernels, BitShiftRefusesSignedTypesAndBadDirections) {
+  // Signed inputs are not in ONNX's BitShift: refused when the model is read, naming the node.
+  expect_error<ModelError>(
+      [] {
+        infer("BitShift", {declared(ElementType::i32, {2}), declared(ElementType::i32, {2})},
+              {{"direction", std::string("LEFT")}});
+      },
+      {"BitShift", "'node'", "i32", "unsigned"});
+  expect_error<ModelError>(
+      [] {
+        infer("BitShift", {declared(ElementType::u8, {2}), declared(ElementType::u16, {2})},
+              {{"direction", std::string("LEFT")}});
+      },
+      {"BitShift", "'node'", "u16"});
+  expect_error<ModelError>(
+      [] {
+        infer("BitShift", {declared(ElementType::u8, {2}), declared(ElementType::u8, {2})},
+              {{"direction", std::string("UP")}});
+      },
+      {"'node'", "direction", "UP"});
+  expect_error<ModelError>(
+      [] {
+        infer("BitShift", {declared(ElementType::u8, {2}), declared(ElementType::u8, {2})});
+      },
+      {"'node'", "direction"});
+}
+
 TEST(ElementwiseKernels, CastRejectsUnknownTargets) {
   // 8 (string) is valid ONNX that troupe does not implement.
   expect_error<UnsupportedOperation>(

@@ -114,6 +114,19 @@ TEST(OnnxReader, TypedTensorFieldsOfEveryElementType) {
   auto* bf16 = add("bf16", onnx::TensorProto::BFLOAT16);
   bf16->add_int32_data(0x3FC0);  // 1.5
   bf16->add_int32_data(0x4120);  // 10.0
+  // onnx.proto: INT16 and UINT16 live in int32_data, UINT32 and UINT64 in uint64_data.
+  auto* i16 = add("i16", onnx::TensorProto::INT16);
+  i16->add_int32_data(-32768);
+  i16->add_int32_data(32767);
+  auto* u16 = add("u16", onnx::TensorProto::UINT16);
+  u16->add_int32_data(0);
+  u16->add_int32_data(65535);
+  auto* u32 = add("u32", onnx::TensorProto::UINT32);
+  u32->add_uint64_data(4294967295u);
+  u32->add_uint64_data(1);
+  auto* u64 = add("u64", onnx::TensorProto::UINT64);
+  u64->add_uint64_data(18446744073709551615ull);
+  u64->add_uint64_data(uint64_t{1} << 63);
 
   auto model = read(m);
   auto constant = [&](const std::string& name) {
@@ -132,6 +145,48 @@ TEST(OnnxReader, TypedTensorFieldsOfEveryElementType) {
   EXPECT_EQ(constant("bf16").element_type(), ElementType::bf16);
   EXPECT_EQ(constant("bf16").value_at(0), 1.5);
   EXPECT_EQ(constant("bf16").value_at(1), 10.0);
+  EXPECT_EQ(constant("i16").element_type(), ElementType::i16);
+  EXPECT_EQ(constant("i16").to_vector<int16_t>(), (std::vector<int16_t>{-32768, 32767}));
+  EXPECT_EQ(constant("u16").element_type(), ElementType::u16);
+  EXPECT_EQ(constant("u16").to_vector<uint16_t>(), (std::vector<uint16_t>{0, 65535}));
+  EXPECT_EQ(constant("u32").element_type(), ElementType::u32);
+  EXPECT_EQ(constant("u32").to_vector<uint32_t>(), (std::vector<uint32_t>{4294967295u, 1}));
+  EXPECT_EQ(constant("u64").element_type(), ElementType::u64);
+  EXPECT_EQ(constant("u64").to_vector<uint64_t>(),
+            (std::vector<uint64_t>{18446744073709551615ull, uint64_t{1} << 63}));
+}
+
+TEST(OnnxReader, RawDataAndGraphValuesOfTheNewIntegerTypes) {
+  // A UINT16 graph input (refused before these types existed) through BitShift, with a u16
+  // initializer in raw_data (little-endian), and the u64 initializer's count checked against
+  // uint64_data.
+  auto m = onnx_model();
+  onnx_input(m, "x", onnx::TensorProto::UINT16, {2});
+  onnx_string_attribute(onnx_node(m, "BitShift", {"x", "n"}, {"y"}), "direction", "LEFT");
+  onnx_output(m, "y", onnx::TensorProto::UINT16, {2});
+  auto* n = m.mutable_graph()->add_initializer();
+  n->set_name("n");
+  n->set_data_type(onnx::TensorProto::UINT16);
+  n->add_dims(2);
+  const uint16_t shifts[2] = {1, 0x0f01};
+  n->set_raw_data(std::string(reinterpret_cast<const char*>(shifts), sizeof shifts));
+  auto model = read(m);
+  EXPECT_EQ(model->value(*model->find_value("x")).type, ElementType::u16);
+  EXPECT_EQ(model->value(*model->find_value("y")).type, ElementType::u16);
+  EXPECT_EQ(model->constants().at(*model->find_value("n")).to_vector<uint16_t>(),
+            (std::vector<uint16_t>{1, 0x0f01}));
+
+  auto short_field = onnx_model();
+  onnx_input(short_field, "x", onnx::TensorProto::FLOAT, {2});
+  onnx_node(short_field, "Relu", {"x"}, {"y"});
+  onnx_output(short_field, "y", onnx::TensorProto::FLOAT, {2});
+  auto* u = short_field.mutable_graph()->add_initializer();
+  u->set_name("u");
+  u->set_data_type(onnx::TensorProto::UINT64);
+  u->add_dims(2);
+  u->add_uint64_data(1);
+  EXPECT_THAT(error_of<ModelError>([&] { read(short_field); }),
+              AllOf(HasSubstr("uint64_data"), HasSubstr("1 values")));
 }
 
 TEST(OnnxReader, RawDataOfOtherTypesAndScalars) {

@@ -156,6 +156,10 @@ std::shared_ptr<Model> make_every_type_model() {
       {"c_i32", tensor_of<int32_t>({2}, {std::numeric_limits<int32_t>::min(), 7})},
       {"c_i64", tensor_of<int64_t>({1, 2}, {std::numeric_limits<int64_t>::max(), -1})},
       {"c_bool", tensor_of<bool>({4}, {true, false, false, true})},
+      {"c_i16", tensor_of<int16_t>({2}, {-32768, 32767})},
+      {"c_u16", tensor_of<uint16_t>({2}, {0, 65535})},
+      {"c_u32", tensor_of<uint32_t>({2}, {4294967295u, 3})},
+      {"c_u64", tensor_of<uint64_t>({2}, {std::numeric_limits<uint64_t>::max(), 5})},
       {"c_scalar", tensor_of<float>({}, {42.f})},
       {"c_empty", Tensor(ElementType::f32, Shape{0, 3})},
   };
@@ -178,6 +182,15 @@ TEST(TroupeFormat, EveryElementTypeRoundTrips) {
             (std::vector<uint8_t>{0, 128, 255}));
   EXPECT_EQ(back->constants().at(*back->find_value("c_i64")).to_vector<int64_t>(),
             (std::vector<int64_t>{std::numeric_limits<int64_t>::max(), -1}));
+  EXPECT_EQ(back->constants().at(*back->find_value("c_i16")).to_vector<int16_t>(),
+            (std::vector<int16_t>{-32768, 32767}));
+  EXPECT_EQ(back->constants().at(*back->find_value("c_u16")).to_vector<uint16_t>(),
+            (std::vector<uint16_t>{0, 65535}));
+  EXPECT_EQ(back->constants().at(*back->find_value("c_u32")).to_vector<uint32_t>(),
+            (std::vector<uint32_t>{4294967295u, 3}));
+  EXPECT_EQ(back->constants().at(*back->find_value("c_u64")).element_type(), ElementType::u64);
+  EXPECT_EQ(back->constants().at(*back->find_value("c_u64")).to_vector<uint64_t>(),
+            (std::vector<uint64_t>{std::numeric_limits<uint64_t>::max(), 5}));
   EXPECT_EQ(back->constants().at(*back->find_value("c_empty")).shape(), Shape({0, 3}));
   EXPECT_EQ(back->constants().at(*back->find_value("c_scalar")).to_vector<float>(),
             std::vector<float>{42.f});

@@ -53,7 +53,8 @@ inline std::shared_ptr<Model> make_add_relu_mul_model() {
 inline const std::vector<ElementType>& identity_types() {
   static const std::vector<ElementType> types = {
       ElementType::f32, ElementType::f64, ElementType::i64,     ElementType::i32,
-      ElementType::i8,  ElementType::u8,  ElementType::boolean, ElementType::f16};
+      ElementType::i8,  ElementType::u8,  ElementType::boolean, ElementType::f16,
+      ElementType::i16, ElementType::u16, ElementType::u32,     ElementType::u64};
   return types;
 }
 

@@ -63,7 +63,7 @@ TEST(GrpcFrontendErrors, InvalidInputsNameTheTensorOrField) {
   add_raw_input(twice, "x", troupe::test::random_tensor({2, width}, 2));
   EXPECT_STATUS(infer(server, twice), INVALID_ARGUMENT, HasSubstr("'x' is given twice"));
 
-  for (const char* datatype : {"BYTES", "UINT16", "FP8", ""}) {
+  for (const char* datatype : {"BYTES", "UINT128", "FP8", ""}) {
     auto request = valid_request();
     request.mutable_inputs(0)->set_datatype(datatype);
     EXPECT_STATUS(infer(server, request), INVALID_ARGUMENT, HasSubstr("input 'x'"),

@@ -99,8 +99,8 @@ TEST(GrpcFrontend, ModelMetadataHasDynamicDimensionsAsMinusOne) {
   ASSERT_TRUE(server.stub->ModelMetadata(bounded_context().get(), request, &metadata).ok());
   std::vector<std::string> datatypes;
   for (const auto& input : metadata.inputs()) datatypes.push_back(input.datatype());
-  EXPECT_THAT(datatypes,
-              ElementsAre("FP32", "FP64", "INT64", "INT32", "INT8", "UINT8", "BOOL", "FP16"));
+  EXPECT_THAT(datatypes, ElementsAre("FP32", "FP64", "INT64", "INT32", "INT8", "UINT8", "BOOL",
+                                     "FP16", "INT16", "UINT16", "UINT32", "UINT64"));
 }
 
 TEST(GrpcFrontend, ModelInferWithRawInputsMatchesInProcessInference) {
@@ -211,6 +211,21 @@ TypedInputs typed_inputs() {
   add(ElementType::boolean, Tensor::from_vector<bool>({3}, {true, false, true}), [](auto& c) {
     for (bool v : {true, false, true}) c.add_bool_contents(v);
   });
+  // INT16 and UINT16 travel in the 32-bit fields, UINT32 in uint_contents, UINT64 in its own.
+  add(ElementType::i16, Tensor::from_vector<int16_t>({2}, {-32768, 32767}), [](auto& c) {
+    for (int32_t v : {-32768, 32767}) c.add_int_contents(v);
+  });
+  add(ElementType::u16, Tensor::from_vector<uint16_t>({2}, {65535, 0}), [](auto& c) {
+    for (uint32_t v : {65535u, 0u}) c.add_uint_contents(v);
+  });
+  add(ElementType::u32, Tensor::from_vector<uint32_t>({2}, {4294967295u, 9}), [](auto& c) {
+    for (uint32_t v : {4294967295u, 9u}) c.add_uint_contents(v);
+  });
+  add(ElementType::u64, Tensor::from_vector<uint64_t>({2}, {18446744073709551615ull, 3}),
+      [](auto& c) {
+        for (uint64_t v : {uint64_t{18446744073709551615ull}, uint64_t{3}})
+          c.add_uint64_contents(v);
+      });
   return t;
 }
 

@@ -45,10 +45,17 @@ TEST(KserveJson, DecodesFlatAndNestedDataOfEveryDatatype) {
         {{"name", "f"}, {"datatype", "INT32"}, {"shape", {1}}, {"data", {-5}}},
         {{"name", "g"}, {"datatype", "FP64"}, {"shape", {1}}, {"data", {0.1}}},
         {{"name", "h"}, {"datatype", "FP16"}, {"shape", {2}}, {"data", {0.5, -1}}},
-        {{"name", "i"}, {"datatype", "BF16"}, {"shape", {1}}, {"data", {2}}}}}};
+        {{"name", "i"}, {"datatype", "BF16"}, {"shape", {1}}, {"data", {2}}},
+        {{"name", "j"}, {"datatype", "INT16"}, {"shape", {2}}, {"data", {-32768, 32767}}},
+        {{"name", "k"}, {"datatype", "UINT16"}, {"shape", {2}}, {"data", {0, 65535}}},
+        {{"name", "l"}, {"datatype", "UINT32"}, {"shape", {1}}, {"data", {4294967295u}}},
+        {{"name", "m"},
+         {"datatype", "UINT64"},
+         {"shape", {2}},
+         {"data", {18446744073709551615ull, 0}}}}}};
   const RestInferRequest r = decode_infer_request(doc.dump(), std::nullopt, limits());
   EXPECT_EQ(r.id, "r1");
-  ASSERT_EQ(r.inputs.size(), 9u);
+  ASSERT_EQ(r.inputs.size(), 13u);
   EXPECT_EQ(r.inputs.at("a").shape(), (Shape{2, 2}));
   EXPECT_EQ(r.inputs.at("a").to_vector<float>(), (std::vector<float>{1.5f, -2, 3, 4}));
   EXPECT_EQ(r.inputs.at("b").to_vector<int64_t>(),
@@ -62,6 +69,11 @@ TEST(KserveJson, DecodesFlatAndNestedDataOfEveryDatatype) {
   EXPECT_EQ(r.inputs.at("h").convert(ElementType::f32).to_vector<float>(),
             (std::vector<float>{0.5f, -1}));
   EXPECT_EQ(r.inputs.at("i").convert(ElementType::f32).to_vector<float>(), (std::vector<float>{2}));
+  EXPECT_EQ(r.inputs.at("j").to_vector<int16_t>(), (std::vector<int16_t>{-32768, 32767}));
+  EXPECT_EQ(r.inputs.at("k").to_vector<uint16_t>(), (std::vector<uint16_t>{0, 65535}));
+  EXPECT_EQ(r.inputs.at("l").to_vector<uint32_t>(), (std::vector<uint32_t>{4294967295u}));
+  EXPECT_EQ(r.inputs.at("m").to_vector<uint64_t>(),
+            (std::vector<uint64_t>{18446744073709551615ull, 0}));  // exact beyond 2^63
 }
 
 TEST(KserveJson, DecodesBinaryTensorsAfterTheHeader) {
@@ -139,6 +151,11 @@ TEST(KserveJson, MalformedRequestsNameTheField) {
              "is not a number");
   expect_bad(one({{"name", "x"}, {"datatype", "INT8"}, {"shape", {1}}, {"data", {128}}}),
              "out of range for INT8");
+  // Negative values never fit the unsigned types, UINT64's top included; UINT16 stops at 65535.
+  expect_bad(one({{"name", "x"}, {"datatype", "UINT64"}, {"shape", {1}}, {"data", {-1}}}),
+             "out of range for UINT64");
+  expect_bad(one({{"name", "x"}, {"datatype", "UINT16"}, {"shape", {1}}, {"data", {65536}}}),
+             "out of range for UINT16");
   expect_bad(one({{"name", "x"}, {"datatype", "INT32"}, {"shape", {1}}, {"data", {1.5}}}),
              "is not an integer");
   expect_bad(one({{"name", "x"}, {"datatype", "BOOL"}, {"shape", {1}}, {"data", {1}}}),

@@ -8,7 +8,23 @@
 namespace troupe {
 
 /// Element type of a tensor.
-enum class ElementType : uint8_t { undefined, f32, f16, bf16, f64, i8, u8, i32, i64, boolean };
+// New types go at the end: the numeric values are stored in compiled blobs.
+enum class ElementType : uint8_t {
+  undefined,
+  f32,
+  f16,
+  bf16,
+  f64,
+  i8,
+  u8,
+  i32,
+  i64,
+  boolean,
+  i16,
+  u16,
+  u32,
+  u64
+};
 
 /// Size of one element in bytes (0 for undefined).
 size_t element_size(ElementType type);
@@ -23,7 +39,7 @@ ElementType element_type_from_string(std::string_view name);
 /// True for f32, f16, bf16, f64.
 bool is_floating(ElementType type);
 
-/// True for i8, u8, i32, i64.
+/// True for i8, u8, i16, u16, i32, u32, i64, u64.
 bool is_integral(ElementType type);
 
 /// Whether the preprocess/postprocess stages may convert `from` into `to` without losing the
@@ -58,6 +74,22 @@ struct element_type_of<int32_t> {
 template <>
 struct element_type_of<int64_t> {
   static constexpr ElementType value = ElementType::i64;
+};
+template <>
+struct element_type_of<int16_t> {
+  static constexpr ElementType value = ElementType::i16;
+};
+template <>
+struct element_type_of<uint16_t> {
+  static constexpr ElementType value = ElementType::u16;
+};
+template <>
+struct element_type_of<uint32_t> {
+  static constexpr ElementType value = ElementType::u32;
+};
+template <>
+struct element_type_of<uint64_t> {
+  static constexpr ElementType value = ElementType::u64;
 };
 template <>
 struct element_type_of<bool> {
