@@ -18,21 +18,6 @@
 
 namespace troupe::detail {
 
-namespace {
-
-void execute_node(kernels::Kernel& kernel, const Node& node, const std::vector<Tensor>& in,
-                  std::vector<Tensor>& out) {
-  try {
-    kernel.execute(in, out);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
-  }
-}
-
-}  // namespace
-
 StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph, int threads,
                                std::vector<std::unique_ptr<kernels::Kernel>> prepared)
     : graph_(std::move(graph)), threads_(threads) {

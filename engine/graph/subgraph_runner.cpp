@@ -71,8 +71,6 @@ kernels::Kernel& ShapedKernels::get(const Model& model, const Node& node, Elemen
   return *entries_.back().kernel;
 }
 
-namespace {
-
 void execute_node(kernels::Kernel& kernel, const Node& node, const std::vector<Tensor>& in,
                   std::vector<Tensor>& out) {
   try {
@@ -83,6 +81,8 @@ void execute_node(kernels::Kernel& kernel, const Node& node, const std::vector<T
     throw ExecutionError(node.op_type + " node '" + node.name + "' failed: " + e.what());
   }
 }
+
+namespace {
 
 std::vector<std::string> input_names(const Model& model, const Node& node) {
   std::vector<std::string> names;

@@ -20,6 +20,11 @@ namespace troupe::detail {
 std::vector<ValueInfo> infer_from_data(const Model& model, const Node& node,
                                        const std::vector<Tensor>& inputs);
 
+/// Runs `kernel` for `node`; an exception other than troupe's own becomes an ExecutionError naming
+/// the node.
+void execute_node(kernels::Kernel& kernel, const Node& node, const std::vector<Tensor>& in,
+                  std::vector<Tensor>& out);
+
 /// Kernels of one node for the input shapes it has met, the most recent last, a few kept.
 class ShapedKernels {
  public:

@@ -21,12 +21,7 @@ namespace {
   throw ExecutionError(node.op_type + " node '" + node.name + "': " + message);
 }
 
-// The elements of slice k along `axis` of dims, row-major: [outer][k][inner].
-struct SliceGeometry {
-  int64_t outer = 1;
-  int64_t count = 1;
-  int64_t inner = 1;
-};
+}  // namespace
 
 SliceGeometry slices_of(const Shape& shape, std::optional<int64_t> axis) {
   SliceGeometry g;
@@ -44,8 +39,6 @@ SliceGeometry slices_of(const Shape& shape, std::optional<int64_t> axis) {
   }
   return g;
 }
-
-}  // namespace
 
 std::vector<int64_t> nonzero(const Tensor& x) {
   std::vector<int64_t> flat;

@@ -15,6 +15,15 @@
 
 namespace troupe::selection {
 
+/// A tensor seen as [outer, count, inner] around `axis` (count = every element when absent):
+/// slice k along the axis is elements (o * count + k) * inner + i.
+struct SliceGeometry {
+  int64_t outer = 1;
+  int64_t count = 1;
+  int64_t inner = 1;
+};
+SliceGeometry slices_of(const Shape& shape, std::optional<int64_t> axis);
+
 /// Row-major flat indices of x's non-zero elements.
 std::vector<int64_t> nonzero(const Tensor& x);
 

@@ -636,6 +636,14 @@ std::vector<ValueInfo> infer_gather_elements(const ShapeInferContext& ctx) {
   return {infer::value_info(ctx.type(0), indices)};
 }
 
+// ScatterND and ScatterElements combine each update with its target by `reduction`.
+void check_scatter_reduction(const ShapeInferContext& ctx) {
+  const std::string reduction = ctx.node.attributes.get_string_or("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    ctx.fail("attribute reduction is '" + reduction + "', expected none, add, mul, max or min");
+}
+
 // ScatterND(data, indices, updates): indices [..., k] address slices data[i_0, ..., i_k-1, :...];
 // updates has the shape indices[:-1] + data[k:]. The output is data with those slices replaced
 // (or combined by `reduction`).
@@ -643,10 +651,7 @@ std::vector<ValueInfo> infer_scatter_nd(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
   infer::require_type(ctx, 1, TypeClass::index);
   infer::require_same_type(ctx, 0, 2);
-  const std::string reduction = ctx.node.attributes.get_string_or("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
-      reduction != "min")
-    ctx.fail("attribute reduction is '" + reduction + "', expected none, add, mul, max or min");
+  check_scatter_reduction(ctx);
   const Shape& data = ctx.shape(0);
   const Shape& indices = ctx.shape(1);
   const Shape& updates = ctx.shape(2);
@@ -715,10 +720,7 @@ std::vector<ValueInfo> infer_scatter_elements(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::any);
   infer::require_type(ctx, 1, TypeClass::index);
   infer::require_same_type(ctx, 0, 2);
-  const std::string reduction = ctx.node.attributes.get_string_or("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
-      reduction != "min")
-    ctx.fail("attribute reduction is '" + reduction + "', expected none, add, mul, max or min");
+  check_scatter_reduction(ctx);
   const Shape& data = ctx.shape(0);
   const Shape& indices = ctx.shape(1);
   const Shape& updates = ctx.shape(2);

@@ -36,21 +36,8 @@ void copy_slice(const Tensor& src, Tensor& dst, int64_t outer, int64_t count, in
                 static_cast<size_t>(inner) * es);
 }
 
-struct Geometry {
-  int64_t outer = 1;
-  int64_t count = 1;
-  int64_t inner = 1;
-};
-
-Geometry geometry(const Shape& shape, std::optional<size_t> axis) {
-  Geometry g;
-  if (!axis) {
-    g.count = shape.element_count();
-    return g;
-  }
-  for (size_t d = 0; d < shape.rank(); ++d)
-    (d < *axis ? g.outer : d == *axis ? g.count : g.inner) *= shape[d];
-  return g;
+std::optional<int64_t> as_axis(std::optional<size_t> axis) {
+  return axis ? std::optional<int64_t>(static_cast<int64_t>(*axis)) : std::nullopt;
 }
 
 std::optional<size_t> axis_of(const Node& node, size_t rank) {
@@ -72,7 +59,7 @@ void nonzero(const Node& node, const Tensors& in, Tensors& out) {
 
 void compress(const Node& node, const Tensors& in, Tensors& out) {
   const std::optional<size_t> axis = axis_of(node, in[0].shape().rank());
-  const Geometry g = geometry(in[0].shape(), axis);
+  const selection::SliceGeometry g = selection::slices_of(in[0].shape(), as_axis(axis));
   const std::vector<int64_t> kept = selection::compress(node, in[1], g.count);
   const auto count = static_cast<int64_t>(kept.size());
   require_output_size(node, out[0], g.outer * count * g.inner);
@@ -83,10 +70,8 @@ void compress(const Node& node, const Tensors& in, Tensors& out) {
 void unique(const Node& node, const Tensors& in, Tensors& out) {
   const std::optional<size_t> axis = axis_of(node, in[0].shape().rank());
   const bool sorted = node.attributes.get_int_or("sorted", 1) != 0;
-  const Geometry g = geometry(in[0].shape(), axis);
-  const selection::UniqueSlices u = selection::unique(
-      node, in[0], axis ? std::optional<int64_t>(static_cast<int64_t>(*axis)) : std::nullopt,
-      sorted);
+  const selection::SliceGeometry g = selection::slices_of(in[0].shape(), as_axis(axis));
+  const selection::UniqueSlices u = selection::unique(node, in[0], as_axis(axis), sorted);
   const auto count = static_cast<int64_t>(u.first.size());
   require_output_size(node, out[0], g.outer * count * g.inner);
   for (int64_t k = 0; k < count; ++k)

@@ -496,6 +496,21 @@ void gather_elements(const Node& node, const Tensors& in, Tensors& out) {
   }
 }
 
+// An update replaces its target, or is combined with it by the scatter's `reduction`.
+template <class T>
+void scatter_combine(T& target, const T& update, const std::string& reduction) {
+  if (reduction == "add")
+    target = store<T>(load(target) + load(update));
+  else if (reduction == "mul")
+    target = store<T>(load(target) * load(update));
+  else if (reduction == "max")
+    target = store<T>(std::max(load(target), load(update)));
+  else if (reduction == "min")
+    target = store<T>(std::min(load(target), load(update)));
+  else
+    target = update;
+}
+
 // ScatterND: a copy of data, then each index tuple's slice replaced by (or combined with) its
 // slice of updates, in index order (so with reduction none a repeated index keeps the last).
 void scatter_nd(const Node& node, const Tensors& in, Tensors& out) {
@@ -532,18 +547,7 @@ void scatter_nd(const Node& node, const Tensors& in, Tensors& out) {
         offset += i * data_strides[d];
       }
       for (int64_t e = 0; e < slice_size; ++e) {
-        T& target = y[offset + e];
-        const T update = updates[t * slice_size + e];
-        if (reduction == "add")
-          target = store<T>(load(target) + load(update));
-        else if (reduction == "mul")
-          target = store<T>(load(target) * load(update));
-        else if (reduction == "max")
-          target = store<T>(std::max(load(target), load(update)));
-        else if (reduction == "min")
-          target = store<T>(std::min(load(target), load(update)));
-        else
-          target = update;
+        scatter_combine(y[offset + e], updates[t * slice_size + e], reduction);
       }
     }
   });
@@ -620,18 +624,7 @@ void scatter_elements(const Node& node, const Tensors& in, Tensors& out) {
       index[axis] = checked_index(node, indices[static_cast<size_t>(flat)], data_dims[axis], axis);
       int64_t dst = 0;
       for (size_t d = 0; d < index.size(); ++d) dst += index[d] * data_strides[d];
-      T& target = y[dst];
-      const T update = updates[flat];
-      if (reduction == "add")
-        target = store<T>(load(target) + load(update));
-      else if (reduction == "mul")
-        target = store<T>(load(target) * load(update));
-      else if (reduction == "max")
-        target = store<T>(std::max(load(target), load(update)));
-      else if (reduction == "min")
-        target = store<T>(std::min(load(target), load(update)));
-      else
-        target = update;
+      scatter_combine(y[dst], updates[flat], reduction);
     }
   });
 }
