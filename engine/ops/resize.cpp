@@ -131,6 +131,14 @@ std::vector<ValueInfo> infer_resize(const ShapeInferContext& ctx) {
       ctx.fail("coordinate_transformation_mode 'tf_crop_and_resize' needs an roi of " +
                std::to_string(2 * rank) + " values (starts then ends for every axis of X)");
   }
+  // Scales or sizes computed at run time: the output has X's rank and sizes the run's shape
+  // inference gives (the executor runs such a graph node by node).
+  const auto at_run_time = [&](size_t i) {
+    return ctx.has_input(i) && ctx.constant(i) == nullptr && ctx.partial(i) == nullptr &&
+           !(ctx.shape(i).is_static() && ctx.shape(i).element_count() == 0);
+  };
+  if (at_run_time(2) || at_run_time(3))
+    return {ValueInfo{"", type, Shape(std::vector<int64_t>(rank, Shape::dynamic))}};
   const Tensor* scales = constant_values(ctx, 2, "scales");
   const std::optional<PartialInts> sizes = size_values(ctx);
   if ((scales == nullptr) == !sizes.has_value())

@@ -164,3 +164,26 @@ TEST(DataDependentShapes, BadDataFailsOnlyItsOwnRequest) {
   request.infer();
   EXPECT_EQ(request.get_tensor("y").to_vector<float>(), (std::vector<float>{1, 3}));
 }
+
+TEST(DataDependentShapes, ResizeByScalesGivenWithEachRequest) {
+  ModelBuilder b("resize");
+  auto x = b.input("x", ElementType::f32, {1, 1, 2, 2});
+  auto scales = b.input("scales", ElementType::f32, {4});
+  auto roi = b.constant("roi", Tensor(ElementType::f32, Shape{0}));
+  b.output(b.op("Resize", {x, roi, scales}, {{"mode", std::string("nearest")}}), "y");
+  Core core;
+  auto compiled = core.compile_model(b.build(), "CPU");
+  auto request = compiled.create_infer_request();
+  request.set_tensor("x", Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4}));
+  for (float factor : {2.f, 1.f, 3.f}) {
+    request.set_tensor("scales", Tensor::from_vector<float>({4}, {1, 1, factor, factor}));
+    request.infer();
+    const auto side = static_cast<int64_t>(2 * factor);
+    EXPECT_EQ(request.get_tensor("y").shape(), (Shape{1, 1, side, side}));
+    // The top-left output pixel is always the top-left input pixel; the bottom-right one the
+    // bottom-right.
+    const std::vector<float> y = request.get_tensor("y").to_vector<float>();
+    EXPECT_EQ(y.front(), 1.f);
+    EXPECT_EQ(y.back(), 4.f);
+  }
+}
