@@ -127,7 +127,14 @@ std::vector<std::array<int64_t, 3>> non_max_suppression(const Node& node,
                      std::to_string(inputs[i].size()));
     return inputs[i].value_at(0);
   };
-  const auto max_per_class = static_cast<int64_t>(scalar(2).value_or(0));
+  // Read exactly: exporters pass INT64_MAX for "no limit", which a double rounds past int64.
+  int64_t max_per_class = 0;
+  if (scalar(2)) {
+    const Tensor& m = inputs[2];
+    max_per_class = m.element_type() == ElementType::i64   ? m.data<int64_t>()[0]
+                    : m.element_type() == ElementType::i32 ? m.data<int32_t>()[0]
+                                                           : static_cast<int64_t>(m.value_at(0));
+  }
   const double iou_threshold = scalar(3).value_or(0);
   const std::optional<double> score_threshold = scalar(4);
   const bool center = node.attributes.get_int_or("center_point_box", 0) != 0;

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "tests/kernels/reference_op_runner.hpp"
 #include "troupe/error.hpp"
 
@@ -66,6 +68,12 @@ TEST(NonMaxSuppression, SuppressesOverlapsAboveTheThresholdPerClass) {
   expect_tensor(run_with(0.5f, 0.f), I64, {2, 3}, {0, 0, 1, 0, 0, 2});
   expect_tensor(run_with(0.85f, 0.f), I64, {3, 3}, {0, 0, 1, 0, 0, 0, 0, 0, 2});
   expect_tensor(run_with(0.5f, 0.6f), I64, {1, 3}, {0, 0, 1});
+  // torchvision's export asks for INT64_MAX boxes per class: no limit.
+  expect_tensor(
+      run1("NonMaxSuppression",
+           {constant(boxes), constant(scores),
+            constant(i64({1}, {std::numeric_limits<int64_t>::max()})), constant(f32({1}, {0.5f}))}),
+      I64, {2, 3}, {0, 0, 1, 0, 0, 2});
   EXPECT_EQ(infer_shape("NonMaxSuppression", {declared(F32, {1, 3, 4}), declared(F32, {1, 1, 3})}),
             (Shape{Shape::dynamic, 3}));
   expect_error<ModelError>(
