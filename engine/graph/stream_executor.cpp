@@ -83,8 +83,7 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   // Kernels handed over by compile_graph already have their layouts. Model inputs and outputs are
   // only blocked with static shapes: the stages must know their layouts before the first run.
   if (s.data_dependent) {
-    s.shaped_kernels.resize(model->nodes().size());
-    s.control.resize(model->nodes().size());
+    s.interpreter = std::make_unique<GraphInterpreter>(model, graph_->inference_precision);
   } else if (use_prepared)
     s.value_layouts = graph_->value_layouts;
   else if (graph_->blocked_layouts)
@@ -203,47 +202,16 @@ void StreamExecutor::run_data_dependent(Specialization& s, const std::vector<Ten
                                         std::vector<Tensor>& outputs,
                                         std::vector<OpTiming>* timings) {
   const Model& model = *s.model;
-  std::vector<Tensor> values = s.values;  // the constants; this run makes every other value
-  for (size_t i = 0; i < inputs.size(); ++i) values[model.inputs()[i]] = inputs[i];
-  if (timings) timings->assign(graph_->model->nodes().size(), {});
-  std::vector<Tensor> in;
-  std::vector<Tensor> out;
-  std::vector<ValueInfo> infos;
-  for (size_t n = 0; n < model.nodes().size(); ++n) {
-    const Node& node = model.nodes()[n];
-    in.clear();
-    out.clear();
-    infos.clear();
-    for (ValueId v : node.inputs) in.push_back(v == no_value ? Tensor() : values[v]);
-    const int64_t t0 = timings ? now_ns() : 0;
-    const int64_t c0 = timings ? thread_cpu_ns() : 0;
-    kernels::Kernel* kernel = s.kernels[n].get();
-    if (control_flow::is_control_flow(node.op_type)) {
-      if (!s.control[n]) {
-        std::vector<std::string> names;
-        for (ValueId v : node.inputs) names.push_back(v == no_value ? "" : model.value(v).name);
-        for (ValueId v : node.outputs) infos.push_back(model.value(v));
-        s.control[n] =
-            std::make_unique<ControlFlowRunner>(node, names, infos, graph_->inference_precision);
-      }
-      out = s.control[n]->run(in);
-      out.resize(node.outputs.size());
-    } else {
-      if (kernel) {
-        for (ValueId v : node.outputs) infos.push_back(model.value(v));
-      } else {
-        infos = infer_from_data(model, node, in);
-        kernel = &s.shaped_kernels[n].get(model, node, graph_->inference_precision, in, infos);
-      }
-      for (const ValueInfo& info : infos) out.emplace_back(info.type, info.shape);
-      execute_node(*kernel, node, in, out);
-    }
-    for (size_t o = 0; o < node.outputs.size(); ++o) values[node.outputs[o]] = std::move(out[o]);
-    if (timings) (*timings)[s.graph_node[n]] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
+  std::vector<OpTiming> node_timings;
+  const std::vector<Tensor> values =
+      s.interpreter->run(inputs, &s.kernels, timings ? &node_timings : nullptr);
+  if (timings) {
+    timings->assign(graph_->model->nodes().size(), {});
+    for (size_t n = 0; n < node_timings.size(); ++n) (*timings)[s.graph_node[n]] = node_timings[n];
   }
   outputs.resize(model.outputs().size());
   for (size_t o = 0; o < model.outputs().size(); ++o) {
-    const Tensor& value = values[model.outputs()[o]];
+    const Tensor& value = values[o];
     if (outputs[o].shape() == value.shape() && outputs[o].element_type() == value.element_type() &&
         !outputs[o].empty())
       std::memcpy(outputs[o].raw_data(), value.raw_data(), value.byte_size());  // in place

@@ -11,13 +11,6 @@
 
 namespace troupe::detail {
 
-/// Time one node took in one run.
-struct OpTiming {
-  int64_t real_ns = 0;
-  int64_t cpu_ns = 0;
-  int64_t start_ns = 0;  // steady clock, for traces
-};
-
 /// Runs a CompiledGraph on one execute stream: owns the stream's kernel instances and
 /// intermediate buffers. Used from one thread at a time. When input shapes differ from the last
 /// run (dynamic dimensions), it re-infers shapes and creates kernels and buffers for them, and
@@ -67,11 +60,10 @@ class StreamExecutor {
     std::vector<size_t> graph_node;
     /// Some values' shapes depend on the data, not only on the input shapes (NonZero's output,
     /// and what is computed from it). Nodes that read or write such a value have no kernel in
-    /// `kernels`: each run infers their output shapes from the actual inputs and takes a kernel
-    /// for those shapes from `shaped_kernels`; values are allocated per run, all plain.
+    /// `kernels`: `interpreter` runs the graph, inferring their output shapes from the actual
+    /// inputs and keeping a kernel per shape; values are allocated per run, all plain.
     bool data_dependent = false;
-    std::vector<ShapedKernels> shaped_kernels;                // per node
-    std::vector<std::unique_ptr<ControlFlowRunner>> control;  // per If/Loop/Scan node
+    std::unique_ptr<GraphInterpreter> interpreter;  // runs `model` when data_dependent
   };
 
   /// The specialization of the last run; null before the first run of a dynamic graph.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/graph/clock.hpp"
 #include "engine/graph/compiled_graph.hpp"
 #include "engine/ops/control_flow.hpp"
 #include "engine/ops/op_schema.hpp"
@@ -192,7 +193,9 @@ GraphInterpreter::GraphInterpreter(std::shared_ptr<const Model> model, ElementTy
 
 GraphInterpreter::~GraphInterpreter() = default;
 
-std::vector<Tensor> GraphInterpreter::run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> GraphInterpreter::run(
+    const std::vector<Tensor>& inputs,
+    const std::vector<std::unique_ptr<kernels::Kernel>>* prepared, std::vector<OpTiming>* timings) {
   const Model& model = *model_;
   if (inputs.size() != model.inputs().size())
     throw ExecutionError("subgraph '" + model.name() + "' given " + std::to_string(inputs.size()) +
@@ -200,13 +203,21 @@ std::vector<Tensor> GraphInterpreter::run(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> values(model.values().size());
   for (const auto& [id, tensor] : model.constants()) values[id] = tensor;
   for (size_t i = 0; i < inputs.size(); ++i) values[model.inputs()[i]] = inputs[i];
+  if (timings) timings->assign(model.nodes().size(), {});
   std::vector<Tensor> in;
   std::vector<Tensor> out;
   for (size_t n = 0; n < model.nodes().size(); ++n) {
     const Node& node = model.nodes()[n];
     in.clear();
     for (ValueId v : node.inputs) in.push_back(v == no_value ? Tensor() : values[v]);
-    if (control_flow::is_control_flow(node.op_type)) {
+    const int64_t t0 = timings ? now_ns() : 0;
+    const int64_t c0 = timings ? thread_cpu_ns() : 0;
+    kernels::Kernel* kernel = prepared ? (*prepared)[n].get() : nullptr;
+    if (kernel) {
+      out.clear();
+      for (ValueId v : node.outputs) out.emplace_back(model.value(v).type, model.value(v).shape);
+      execute_node(*kernel, node, in, out);
+    } else if (control_flow::is_control_flow(node.op_type)) {
       if (!control_[n]) {
         std::vector<ValueInfo> infos;
         for (ValueId v : node.outputs) infos.push_back(model.value(v));
@@ -222,6 +233,7 @@ std::vector<Tensor> GraphInterpreter::run(const std::vector<Tensor>& inputs) {
     }
     for (size_t o = 0; o < node.outputs.size() && o < out.size(); ++o)
       values[node.outputs[o]] = std::move(out[o]);
+    if (timings) (*timings)[n] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
   }
   std::vector<Tensor> outputs;
   for (ValueId o : model.outputs()) outputs.push_back(values[o]);

@@ -14,6 +14,13 @@
 
 namespace troupe::detail {
 
+/// Time one node took in one run.
+struct OpTiming {
+  int64_t real_ns = 0;
+  int64_t cpu_ns = 0;
+  int64_t start_ns = 0;  // steady clock, for traces
+};
+
 /// The output types and shapes of `node` of `model` given its inputs' data. Throws
 /// ExecutionError when the data does not fit the node, UnsupportedOperation when even the data
 /// does not determine a shape.
@@ -46,7 +53,11 @@ class GraphInterpreter {
  public:
   GraphInterpreter(std::shared_ptr<const Model> model, ElementType precision);
   ~GraphInterpreter();
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  /// `prepared`: per node, a kernel made for its compiled shapes, or null where the data decides
+  /// them (null: every node is inferred from the data). `timings`: one entry per node when given.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs,
+                          const std::vector<std::unique_ptr<kernels::Kernel>>* prepared = nullptr,
+                          std::vector<OpTiming>* timings = nullptr);
 
  private:
   std::shared_ptr<const Model> model_;
