@@ -1,5 +1,7 @@
 #include "apps/bench_statistics.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -48,6 +50,8 @@ RunResults summarize_run(double first_inference_ms, const Measurement& m, int64_
   r.latency = summarize_latency(m.latencies_ms);
   r.pipeline = compiled.impl()->context().stats.summary();
   r.merged_run_fallbacks = compiled.impl()->context().batch_fallbacks.load();
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) r.peak_rss_bytes = int64_t{usage.ru_maxrss} * 1024;
   return r;
 }
 

@@ -30,6 +30,8 @@ struct RunResults {
   LatencySummary latency;
   detail::PipelineSummary pipeline;
   int64_t merged_run_fallbacks = 0;  // automatic batching: merged runs redone one request each
+  /// The process's peak resident set size so far (getrusage), loading and compiling included.
+  int64_t peak_rss_bytes = 0;
 };
 
 /// The results of `measurement`, a run of requests of `batch` elements each, with the statistics

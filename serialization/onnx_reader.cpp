@@ -47,11 +47,19 @@ std::string read_whole_file(const std::string& path, const char* what) {
   if (!in)
     throw InvalidArgument("cannot open " + std::string(what) + " '" + path +
                           "': " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad())
+  // One buffer of the file's size: a stream that grows its buffer would hold up to twice the
+  // model's weights at once, and the peak memory of loading a model is its weights' multiple.
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  std::string bytes;
+  if (size > 0) {
+    bytes.resize(static_cast<size_t>(size));
+    in.read(bytes.data(), size);
+  }
+  if (in.bad() || size < 0 || (size > 0 && in.gcount() != size))
     throw InvalidArgument("error while reading " + std::string(what) + " '" + path + "'");
-  return std::move(buffer).str();
+  return bytes;
 }
 
 // ---- diagnosing a buffer protobuf refused -------------------------------------------------------
@@ -962,18 +970,23 @@ auto with_source(const std::string& source, Fn&& fn) -> decltype(fn()) {
   }
 }
 
+onnx::ModelProto parse_model_proto(const void* data, size_t size) {
+  if (size > static_cast<size_t>(INT_MAX))
+    throw FormatError(
+        "the model is larger than 2 GiB, which protobuf cannot parse; store its "
+        "weights as external data");
+  onnx::ModelProto proto;
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (size == 0 || !proto.ParseFromArray(bytes, static_cast<int>(size)))
+    throw_parse_failure(bytes, size);
+  return proto;
+}
+
 std::shared_ptr<Model> read_model_buffer(const void* data, size_t size, const std::string& source,
                                          const std::string& default_name,
                                          const std::string& base_dir) {
   return with_source(source, [&] {
-    if (size > static_cast<size_t>(INT_MAX))
-      throw FormatError(
-          "the model is larger than 2 GiB, which protobuf cannot parse; store its "
-          "weights as external data");
-    onnx::ModelProto proto;
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    if (size == 0 || !proto.ParseFromArray(bytes, static_cast<int>(size)))
-      throw_parse_failure(bytes, size);
+    onnx::ModelProto proto = parse_model_proto(data, size);
     return OnnxImporter(proto, default_name, ExternalDataContext{base_dir}).run();
   });
 }
@@ -981,11 +994,17 @@ std::shared_ptr<Model> read_model_buffer(const void* data, size_t size, const st
 }  // namespace
 
 std::shared_ptr<Model> read_onnx_model(const std::string& path) {
-  const std::string bytes = read_whole_file(path, "ONNX model");
   fs::path p(path);
   std::string base_dir = p.parent_path().string();
   if (base_dir.empty()) base_dir = ".";
-  return read_model_buffer(bytes.data(), bytes.size(), path, p.stem().string(), base_dir);
+  std::string bytes = read_whole_file(path, "ONNX model");
+  return with_source(path, [&] {
+    onnx::ModelProto proto = parse_model_proto(bytes.data(), bytes.size());
+    // The file's bytes go before the weights are converted: otherwise the file, its parsed form
+    // and the model would all be in memory at once.
+    std::string().swap(bytes);
+    return OnnxImporter(proto, p.stem().string(), ExternalDataContext{base_dir}).run();
+  });
 }
 
 std::shared_ptr<Model> read_onnx_model_from_buffer(const void* data, size_t size,

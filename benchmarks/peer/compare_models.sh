@@ -52,6 +52,8 @@ bf16_hint="${TROUPE_BF16_HINT:-throughput}"
 auto_batch="${TROUPE_AUTO_BATCH:-8}"
 batched_models=" ${TROUPE_BATCHED_MODELS-mlp} "
 python=/usr/bin/python3
+# shellcheck source=benchmarks/peer/peer_common.sh
+source "$root/benchmarks/peer/peer_common.sh"
 peer="$build_dir/peer"
 out="$build_dir/compare_models"
 
@@ -59,10 +61,7 @@ out="$build_dir/compare_models"
 mkdir -p "$peer" "$models_dir"
 rm -rf "$out"
 mkdir -p "$out"
-if [ ! -d "$peer/node_modules/onnxruntime-node" ]; then
-  (cd "$peer" && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node)
-fi
-export NODE_PATH="$peer/node_modules"
+ensure_onnxruntime_node "$peer"
 
 missing=()
 for m in "${models[@]}"; do [ -f "$models_dir/$m.onnx" ] || missing+=("$m"); done
@@ -77,33 +76,6 @@ troupe_env=()
 [ -n "$omp_policy" ] && troupe_env=(env "OMP_WAIT_POLICY=$omp_policy")
 ort_opts=()
 [ -n "$ort_spinning" ] && ort_opts=(--spinning "$ort_spinning")
-
-# Runs one case; its JSON goes to $1.json, its console output to $1.txt. A failure is recorded
-# (and shown in the table), not fatal.
-run_case() {
-  local base="$1"
-  shift
-  if ! "$@" >"$base.txt" 2>&1; then
-    echo "    FAILED: $* (see $base.txt)"
-    tail -n 3 "$base.txt" | sed 's/^/      /'
-    return 0
-  fi
-}
-
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-
-# Shapes of the exported inputs in DIR: troupe's -shape text on the first line, JSON for ORT on
-# the second (nothing when there are no .npy inputs: both engines then set dynamic dims to 1).
-input_shapes() {
-  "$python" - "$1" <<'EOF'
-import glob, json, os, sys
-import numpy as np
-files = sorted(glob.glob(os.path.join(sys.argv[1], "*.npy")))
-shapes = {os.path.basename(f)[:-4]: list(np.load(f, mmap_mode="r").shape) for f in files}
-print(",".join(f"{k}[{','.join(map(str, v))}]" for k, v in shapes.items()))
-print(json.dumps(shapes))
-EOF
-}
 
 {
   echo "{\"seconds_per_case\": $seconds, \"rounds\": $rounds, \"omp_wait_policy\": \"$omp_policy\","

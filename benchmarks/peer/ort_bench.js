@@ -11,6 +11,9 @@
 //                calls the synchronous Run on the JS thread, so this is serial: kept to show it.
 //   sessions2x1  two sessions of intraOpNumThreads=1, each in its own worker thread, each running
 //                one request at a time: two requests really in flight
+//   baseline     no session: the process's own memory (Node and the binding loaded), which
+//                compare_memory.sh subtracts
+// Every result carries the process's peak RSS (peak_rss_bytes).
 // Inputs are troupe bench's: the same deterministic values (request k of troupe = seed k here),
 // with the shapes from --shapes (name -> dims), else the model's with dynamic dimensions set to 1.
 // Needs onnxruntime-node on NODE_PATH (compare_models.sh installs it into the build tree).
@@ -219,9 +222,13 @@ async function main() {
     intra2: () => singleSession(args, 1),
     intra2_x2: () => singleSession(args, 2),
     sessions2x1: () => twoSessions(args),
+    // Node with onnxruntime-node loaded and no session: what the process costs before any model.
+    baseline: async () => ({}),
   };
   if (!runners[args.config]) throw new Error(`unknown --config ${args.config}`);
   const results = await runners[args.config]();
+  // The whole process's peak resident set (worker threads included), as troupe bench reports it.
+  results.peak_rss_bytes = process.resourceUsage().maxRSS * 1024;
   console.log(JSON.stringify({engine: 'onnxruntime-node', version, config: args.config,
                               seconds: args.seconds, results}));
 }

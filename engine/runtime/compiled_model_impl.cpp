@@ -8,7 +8,26 @@
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 namespace troupe::detail {
+
+namespace {
+
+// Reading and compiling a model frees about as much as the weights take (the parsed file, the
+// graph before folding, kernels made to compare layouts). glibc keeps freed blocks below its
+// mmap threshold, which grows to 32 MB as large blocks are freed, for later use: the process
+// would then hold the weights' size again for as long as it runs. Compiling is rare; giving that
+// memory back costs a walk of the heap.
+void release_freed_heap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
+}  // namespace
 
 namespace {
 CompileConfig fitted(CompileConfig config, const CompiledGraph& graph, Runtime& runtime) {
@@ -69,6 +88,7 @@ CompiledModelImpl::CompiledModelImpl(
   }
   scheduling_ = context_->config.scheduling;
   pipeline_ = std::make_unique<actors::Pipeline>(runtime_->system(), runtime_, context_);
+  release_freed_heap();
 }
 
 CompiledModelImpl::CompiledModelImpl(std::shared_ptr<Runtime> runtime, RemoteModelSpec remote)

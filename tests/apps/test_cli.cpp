@@ -106,6 +106,10 @@ TEST(Cli, BenchWritesACompleteJsonReport) {
   EXPECT_NEAR(results.at("throughput_fps").get<double>(),
               50.0 / results.at("duration_s").get<double>(), 1e-6);
   expect_sane_latency(results.at("latency_ms"));
+  // The process's peak resident set, in bytes: more than the ~10 MB the binary's code alone
+  // maps, far less than the machine.
+  EXPECT_GT(results.at("peak_rss_bytes").get<int64_t>(), int64_t{10} << 20);
+  EXPECT_LT(results.at("peak_rss_bytes").get<int64_t>(), int64_t{8} << 30);
 
   // The pipeline counters cover exactly the 50 measured requests (the first inference is not
   // counted) and every stage saw each of them.
