@@ -30,8 +30,8 @@ troupe="${TROUPE_BIN:-$build_dir/bin/troupe}"
 models_dir="${MODELS_DIR:-$build_dir/models}"
 python=/usr/bin/python3
 out="$build_dir/compare_memory"
-# shellcheck source=benchmarks/peer/peer_common.sh
-source "$root/benchmarks/peer/peer_common.sh"
+# shellcheck source=benchmarks/common.sh
+source "$root/benchmarks/common.sh"
 
 [ -x "$troupe" ] || { echo "compare_memory.sh: no troupe binary at $troupe" >&2; exit 1; }
 mkdir -p "$models_dir"

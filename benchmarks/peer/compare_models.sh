@@ -52,8 +52,8 @@ bf16_hint="${TROUPE_BF16_HINT:-throughput}"
 auto_batch="${TROUPE_AUTO_BATCH:-8}"
 batched_models=" ${TROUPE_BATCHED_MODELS-mlp} "
 python=/usr/bin/python3
-# shellcheck source=benchmarks/peer/peer_common.sh
-source "$root/benchmarks/peer/peer_common.sh"
+# shellcheck source=benchmarks/common.sh
+source "$root/benchmarks/common.sh"
 peer="$build_dir/peer"
 out="$build_dir/compare_models"
 

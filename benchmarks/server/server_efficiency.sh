@@ -28,6 +28,8 @@ build_dir="${TROUPE_BUILD_DIR:-$root/build}"
 troupe="${TROUPE_BIN:-$build_dir/bin/troupe}"
 out="${OUT_DIR:-$build_dir/server_efficiency}"
 python=/usr/bin/python3
+# shellcheck source=benchmarks/common.sh
+source "$root/benchmarks/common.sh"
 seconds=10
 rounds=3
 concurrency=1:8:2x
@@ -91,15 +93,6 @@ start_server() {
   grpc_port="$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["grpc_port"])' "$ready")"
 }
 
-# Runs one case; stdout and stderr go to $1.txt. A failure is shown and recorded, not fatal.
-run_case() {
-  local base="$1"
-  shift
-  if ! "$@" >"$base.txt" 2>&1; then
-    echo "    FAILED: $* (see $base.txt)"
-    tail -n 3 "$base.txt" | sed 's/^/      /'
-  fi
-}
 
 echo "troupe: $troupe; model: ${model:-embedded default}; $seconds s per case, $rounds rounds," \
   "concurrency $concurrency; $(nproc) cores"

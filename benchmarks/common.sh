@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Shared by the peer comparisons (compare_models.sh, compare_memory.sh): sourced, not run.
+# Shared by the benchmark scripts (peer/compare_models.sh, peer/compare_memory.sh,
+# server/server_efficiency.sh): sourced, not run.
 # Needs $python (Debian's /usr/bin/python3, with numpy), set by the caller.
 # shellcheck disable=SC2154
 
