@@ -95,6 +95,7 @@ void print_results(const RunResults& r, const BenchModel& model) {
   print_row("latency p90", fmt::format("{:.3f} ms", r.latency.p90));
   print_row("latency p99", fmt::format("{:.3f} ms", r.latency.p99));
   print_row("peak memory (RSS)", fmt::format("{:.1f} MB", r.peak_rss_bytes / 1e6));
+  print_row("memory at the end (RSS)", fmt::format("{:.1f} MB", r.rss_bytes / 1e6));
 
   fmt::print(
       "\n[ pipeline stages ] (per request; busy % = stage busy time / (wall time x workers))\n");

@@ -47,6 +47,7 @@ json results_json(const RunResults& r) {
           {"duration_s", r.duration_s},
           {"throughput_fps", r.throughput_fps},
           {"peak_rss_bytes", r.peak_rss_bytes},
+          {"rss_bytes", r.rss_bytes},
           {"latency_ms",
            {{"median", r.latency.median},
             {"average", r.latency.average},

@@ -32,6 +32,9 @@ struct RunResults {
   int64_t merged_run_fallbacks = 0;  // automatic batching: merged runs redone one request each
   /// The process's peak resident set size so far (getrusage), loading and compiling included.
   int64_t peak_rss_bytes = 0;
+  /// Its resident set size when the measured phase ended (/proc/self/statm): what serving the
+  /// model holds, without the transient peaks of loading and compiling.
+  int64_t rss_bytes = 0;
 };
 
 /// The results of `measurement`, a run of requests of `batch` elements each, with the statistics

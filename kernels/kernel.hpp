@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,18 @@ struct TensorLayout {
   bool operator!=(const TensorLayout& other) const { return !(*this == other); }
 };
 
+/// A constant input a kernel copied into memory of its own (packed weights) and never reads
+/// again: the model's copy of it may go. Both functions are thread-safe; both empty when the
+/// kernel reads the input when it runs, or its copy is not exact (weights converted to bf16).
+struct PackedConstant {
+  /// The constant, rebuilt bit for bit from the kernel's copy (for export and inspection).
+  std::function<Tensor()> restore;
+  /// Stops other kernels finding the copy by the constant's address, which another tensor may
+  /// take once the constant's memory is freed.
+  std::function<void()> forget_source;
+  explicit operator bool() const { return static_cast<bool>(restore); }
+};
+
 /// One executable op instance, created for a node once at compile time and run for every request.
 /// Output tensors are allocated by the executor with the inferred shapes before execute() runs;
 /// inputs and outputs are dense row-major. An omitted optional input is an empty Tensor.
@@ -52,6 +65,12 @@ class Kernel {
   /// with that layout in its request; plain when it takes plain only.
   virtual TensorLayout preferred_input_layout(size_t /*i*/) const { return {}; }
   virtual TensorLayout preferred_output_layout(size_t /*o*/) const { return {}; }
+  /// For constant input `i`: whether the kernel packed it into its own memory, as above.
+  virtual PackedConstant packed_constant(size_t /*i*/) const { return {}; }
+  /// Drops the kernel's own reference to constant input `i`, for which packed_constant(i) gave a
+  /// copy. execute() then gets a placeholder of the constant's type and shape at input `i`,
+  /// which the kernel does not read; the kernel cannot be prepared for other shapes afterwards.
+  virtual void release_constant(size_t /*i*/) {}
 };
 
 /// Signature of a reference kernel: a plain function of the node (for attributes) and tensors.

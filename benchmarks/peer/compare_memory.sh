@@ -7,7 +7,8 @@
 #                                    configuration compare_models.sh usually finds best)
 #   Node with onnxruntime-node loaded and no session (ORT's baseline)
 # each SECONDS_PER_CASE long. Each process reports its own peak resident set (getrusage's
-# maxrss: loading and compiling included). troupe's figure is its whole process; ORT's "net"
+# maxrss: loading and compiling included; troupe also reports its RSS when the run ends, what
+# serving the model holds). troupe's figure is its whole process; ORT's "net"
 # figure is its process minus the baseline (Node's own memory), as issue 16 states the goal:
 # troupe's whole process at or below ORT's net figure. Ratios < 1 mean troupe uses less.
 # The table (medians over rounds) goes to stdout and to $TROUPE_BUILD_DIR/compare_memory.json,
@@ -87,17 +88,21 @@ def peaks(pattern, read):
 def troupe_peak(path):
     return json.load(open(path))["results"]["peak_rss_bytes"]
 
+def troupe_end(path):
+    return json.load(open(path))["results"]["rss_bytes"]
+
 def ort_peak(path):
     return json.loads(open(path).read().strip().splitlines()[-1])["results"]["peak_rss_bytes"]
 
 rows = []
-print(f"{'model':<24}{'troupe MB':>10}{'ORT intra2 net':>16}{'ratio':>7}"
+print(f"{'model':<24}{'troupe MB':>10}{'at end':>8}{'ORT intra2 net':>16}{'ratio':>7}"
       f"{'ORT 2x1 net':>13}{'ratio':>7}{'ORT base':>10}")
 for m in models:
     d = os.path.join(out, m)
     t = peaks(f"{d}/r*_troupe.json", troupe_peak)
+    end = peaks(f"{d}/r*_troupe.json", troupe_end)
     base = peaks(f"{d}/r*_ort_baseline.txt", ort_peak)
-    row = {"model": m, "troupe_mb": t, "ort_baseline_mb": base}
+    row = {"model": m, "troupe_mb": t, "troupe_end_mb": end, "ort_baseline_mb": base}
     for c in ("intra2", "sessions2x1"):
         whole = peaks(f"{d}/r*_ort_{c}.txt", ort_peak)
         net = whole - base if whole is not None and base is not None else None
@@ -106,7 +111,7 @@ for m in models:
         row[f"ratio_{c}"] = t / net if t and net else None
     rows.append(row)
     f = lambda v, w, p=1: f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"
-    print(f"{m:<24}{f(t, 10)}{f(row['ort_intra2_net_mb'], 16)}{f(row['ratio_intra2'], 7, 2)}"
+    print(f"{m:<24}{f(t, 10)}{f(end, 8)}{f(row['ort_intra2_net_mb'], 16)}{f(row['ratio_intra2'], 7, 2)}"
           f"{f(row['ort_sessions2x1_net_mb'], 13)}{f(row['ratio_sessions2x1'], 7, 2)}{f(base, 10)}")
 json.dump({"rows": rows}, open(summary_path, "w"), indent=1)
 PY

@@ -183,4 +183,11 @@ std::shared_ptr<CompiledGraph> compile_graph(
   return graph;
 }
 
+std::shared_ptr<Model> model_with_all_constants(const CompiledGraph& graph) {
+  auto model = graph.model->clone();
+  for (const auto& [value, restore] : graph.released_constants)
+    model->set_constant(value, restore());
+  return model;
+}
+
 }  // namespace troupe::detail

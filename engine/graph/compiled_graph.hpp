@@ -1,5 +1,7 @@
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,7 +29,14 @@ struct CompiledGraph {
   std::vector<kernels::TensorLayout> value_layouts;
   /// What the kernels compute in (the resolved INFERENCE_PRECISION_HINT): f32 or bf16.
   ElementType inference_precision = ElementType::f32;
+  /// Constants `model` no longer holds because every kernel reading them holds a packed copy
+  /// (release_packed_constants), each with the function rebuilding it from that copy.
+  std::map<ValueId, std::function<Tensor()>> released_constants;
 };
+
+/// A copy of the graph's model holding every constant, released ones rebuilt: what export and
+/// runtime_model() show. Thread-safe.
+std::shared_ptr<Model> model_with_all_constants(const CompiledGraph& graph);
 
 /// What the kernel registry is told about one node of `model` (types, shapes, constant inputs,
 /// the precision to compute in and, when given, the layouts of its values indexed by ValueId). The

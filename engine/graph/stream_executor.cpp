@@ -124,6 +124,23 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   return s;
 }
 
+std::vector<kernels::Kernel*> StreamExecutor::static_kernels() {
+  std::vector<kernels::Kernel*> result;
+  if (graph_->dynamic_shapes || specializations_.size() != 1) return result;
+  const Specialization& s = specializations_.front();
+  if (s.data_dependent) return result;
+  result.assign(graph_->model->nodes().size(), nullptr);
+  for (size_t n = 0; n < s.kernels.size() && n < s.graph_node.size(); ++n)
+    result[s.graph_node[n]] = s.kernels[n].get();
+  return result;
+}
+
+void StreamExecutor::replace_constant(ValueId v, const Tensor& placeholder) {
+  for (Specialization& s : specializations_)
+    if (static_cast<size_t>(v) < s.values.size()) s.values[v] = placeholder;
+  constants_replaced_ = true;
+}
+
 StreamExecutor::Specialization& StreamExecutor::activate(const std::vector<Tensor>& inputs) {
   auto same_shapes = [&](const Specialization& s) {
     if (s.input_shapes.size() != inputs.size()) return false;
@@ -137,6 +154,10 @@ StreamExecutor::Specialization& StreamExecutor::activate(const std::vector<Tenso
     std::rotate(specializations_.begin(), it, it + 1);
     return specializations_.front();
   }
+  if (constants_replaced_)
+    throw ExecutionError("model '" + graph_->model->name() +
+                         "': inputs of other shapes than compiled, and the weights its kernels "
+                         "packed were released");
   std::vector<Shape> shapes;
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
   Specialization fresh = specialize(shapes);

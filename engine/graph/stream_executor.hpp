@@ -45,6 +45,14 @@ class StreamExecutor {
   /// Keeps up to `count` specializations (at least 1): automatic batching runs one per batch size.
   void keep_specializations(size_t count) { max_specializations_ = count < 1 ? 1 : count; }
 
+  /// Per node of the compiled graph, the kernel of the static graph's one specialization; empty
+  /// for a graph with dynamic shapes. Not while the stream runs.
+  std::vector<kernels::Kernel*> static_kernels();
+  /// Gives constant `v` a placeholder in the static specialization (a constant whose kernels
+  /// hold packed copies: release_packed_constants). The stream can make no other
+  /// specialization afterwards. Not while the stream runs.
+  void replace_constant(ValueId v, const Tensor& placeholder);
+
  private:
   /// The graph with concrete input shapes: its kernels and intermediate buffers.
   struct Specialization {
@@ -80,6 +88,7 @@ class StreamExecutor {
   int threads_ = 1;
   std::vector<Specialization> specializations_;  // most recently used first
   size_t max_specializations_ = default_specializations;
+  bool constants_replaced_ = false;  // see replace_constant()
   mutable std::mutex implementations_mutex_;
   std::vector<std::string> implementations_;  // see implementations()
 };

@@ -4,6 +4,7 @@
 #include <caf/scheduler/abstract_coordinator.hpp>
 
 #include "engine/graph/auto_batching.hpp"
+#include "engine/graph/constant_release.hpp"
 #include "engine/graph/thread_policy.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
@@ -86,6 +87,11 @@ CompiledModelImpl::CompiledModelImpl(
                            "': execute streams chose different input/output layouts");
     }
   }
+  // The weights the kernels packed are held once, packed (this compiled model's graph is its
+  // own; no stage runs yet).
+  std::vector<StreamExecutor*> executors;
+  for (const auto& executor : context_->executors) executors.push_back(executor.get());
+  release_packed_constants(const_cast<CompiledGraph&>(*context_->graph), executors);
   scheduling_ = context_->config.scheduling;
   pipeline_ = std::make_unique<actors::Pipeline>(runtime_->system(), runtime_, context_);
   release_freed_heap();
@@ -237,7 +243,7 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
     throw InvalidArgument("model '" + context_->name +
                           "' is remote: its runtime model is on the node that compiled it");
   const CompiledGraph& graph = *context_->graph;
-  auto model = graph.model->clone();
+  auto model = model_with_all_constants(graph);
   auto& nodes = model->nodes();
   // Per-node counters averaged over the runs recorded so far (present when PERF_COUNT is on).
   std::vector<double> real_us(nodes.size(), 0), cpu_us(nodes.size(), 0);

@@ -182,6 +182,11 @@ class ConvKernel final : public DnnlKernel {
     return dnnl::convolution_forward::primitive_desc(desc, primitive_attributes(ops), cpu_engine());
   }
 
+  const PackedWeights* packed_weights(size_t i) const override {
+    if (i == 1) return &weights_;
+    return i == 3 && fused_dw_ ? &dw_weights_ : nullptr;
+  }
+
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},

@@ -1,5 +1,7 @@
 #include "kernels/dnnl/dnnl_kernel.hpp"
 
+#include <algorithm>
+
 #include "kernels/cpu_isa.hpp"
 #include "kernels/dnnl/shared_weights.hpp"
 
@@ -160,13 +162,29 @@ DnnlKernel::DnnlKernel(const KernelRequest& request)
       output_layouts_(request.output_layouts),
       activation_layout_(
           onednn::activation_layout(request.depthwise_model, request.conv_channels_in_16_blocks)),
-      constants_(request.inputs.size()) {
+      constants_(request.inputs.size()),
+      released_(request.inputs.size(), false) {
   if (request.compute_precision == ElementType::bf16) compute_type_ = dnnl::memory::data_type::bf16;
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     present_[i] = request.inputs[i].type != ElementType::undefined;
     if (i < request.constant_inputs.size() && request.constant_inputs[i])
       constants_[i] = *request.constant_inputs[i];
   }
+}
+
+PackedConstant DnnlKernel::packed_constant(size_t i) const {
+  const Tensor* data = constant(i);
+  const PackedWeights* packed = packed_weights(i);
+  // A kernel that may run the reference (shapes known at run time, or ones oneDNN refused)
+  // reads the constant itself.
+  if (!data || !packed || fallback_ || use_fallback_ || !prepared_) return {};
+  return packed->packed_constant(data->element_type(), data->shape());
+}
+
+void DnnlKernel::release_constant(size_t i) {
+  if (i >= constants_.size()) return;
+  constants_[i] = Tensor();
+  released_[i] = true;
 }
 
 const Tensor* DnnlKernel::constant(size_t i) const {
@@ -243,6 +261,10 @@ void DnnlKernel::execute(const std::vector<Tensor>& inputs, std::vector<Tensor>&
 
   bool same = prepared_ && prepared_for_.size() == inputs.size();
   for (size_t i = 0; same && i < inputs.size(); ++i) same = inputs[i].shape() == prepared_for_[i];
+  if (!same && std::find(released_.begin(), released_.end(), true) != released_.end())
+    throw ExecutionError(op_type_ + " node '" + node_name_ +
+                         "': its constant weights were released after packing; it cannot be "
+                         "prepared for other input shapes");
   if (!same) {
     std::vector<Shape> in;
     std::vector<Shape> out;
@@ -264,7 +286,9 @@ void DnnlKernel::execute(const std::vector<Tensor>& inputs, std::vector<Tensor>&
   // oneDNN sees plain dense memory; strided tensors go through dense copies.
   bool dense_inputs = true;
   bool dense_outputs = true;
-  for (const Tensor& t : inputs) dense_inputs = dense_inputs && (t.empty() || t.is_contiguous());
+  // A released constant's placeholder is never read (its packed copy is): no dense copy.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    dense_inputs = dense_inputs && (inputs[i].empty() || released(i) || inputs[i].is_contiguous());
   for (const Tensor& t : outputs) dense_outputs = dense_outputs && (t.empty() || t.is_contiguous());
   if (dense_inputs && dense_outputs) {
     run(inputs, outputs);
@@ -273,7 +297,8 @@ void DnnlKernel::execute(const std::vector<Tensor>& inputs, std::vector<Tensor>&
   }
   std::vector<Tensor> in_copy;
   if (!dense_inputs)
-    for (const Tensor& t : inputs) in_copy.push_back(t.empty() ? t : t.contiguous());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      in_copy.push_back(inputs[i].empty() || released(i) ? inputs[i] : inputs[i].contiguous());
   std::vector<Tensor> out_copy;
   if (!dense_outputs)
     for (const Tensor& t : outputs)
@@ -331,7 +356,8 @@ void LayoutBridge::to_memory(const Tensor& tensor, const dnnl::memory& target,
 }
 
 PackedWeights::PackedWeights(const dnnl::memory::desc& plain, const dnnl::memory::desc& packed,
-                             const Tensor* constant, const dnnl::stream& stream) {
+                             const Tensor* constant, const dnnl::stream& stream)
+    : plain_(plain) {
   if (constant && plain != packed && constant->owns_memory() && constant->is_contiguous()) {
     shared_ = shared_packed_weights(*constant, plain, packed, stream);
     return;
@@ -343,6 +369,16 @@ PackedWeights::PackedWeights(const dnnl::memory::desc& plain, const dnnl::memory
     dnnl::stream(stream).wait();  // a handle copy: wait() is not const
     packed_once_ = true;
   }
+}
+
+PackedConstant PackedWeights::packed_constant(ElementType type, const Shape& shape) const {
+  if (!shared_ || shared_->packed.get_desc().data_type() != plain_.data_type()) return {};
+  PackedConstant result;
+  result.restore = [shared = shared_, plain = plain_, type, shape] {
+    return unpack_shared_weights(*shared, plain, type, shape);
+  };
+  result.forget_source = [shared = shared_] { forget_shared_source(*shared); };
+  return result;
 }
 
 const dnnl::memory& PackedWeights::get(const Tensor& weights, const dnnl::stream& stream) {

@@ -65,6 +65,8 @@ size_t present_outputs(const KernelRequest& request);
 /// construction when the request's shapes are static, else at the first execute and again whenever
 /// the input shapes change. When oneDNN rejects a shape only known at run time, the kernel runs the
 /// reference kernel instead so that a node accepted at compile time never fails for that reason.
+class PackedWeights;
+
 class DnnlKernel : public Kernel {
  public:
   explicit DnnlKernel(const KernelRequest& request);
@@ -74,6 +76,8 @@ class DnnlKernel : public Kernel {
   /// Input 0 and output 0 in the activation layout after lay_out_first_operand(), else plain.
   TensorLayout preferred_input_layout(size_t i) const override;
   TensorLayout preferred_output_layout(size_t o) const override;
+  PackedConstant packed_constant(size_t i) const override;
+  void release_constant(size_t i) override;
 
   /// Prepares for the request's shapes when they are static; returns false when oneDNN cannot run
   /// this instance (the factory then returns nullptr so another backend is tried).
@@ -85,6 +89,8 @@ class DnnlKernel : public Kernel {
   virtual bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) = 0;
   /// Runs the prepared primitives on dense tensors.
   virtual void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
+  /// The packed copy the kernel made of constant input i, if it made one.
+  virtual const PackedWeights* packed_weights(size_t /*i*/) const { return nullptr; }
 
   /// For kernels that compute element by element or per channel (activations, normalizations):
   /// when the output is one static 4-D tensor, input 0 and output 0 may keep the model's
@@ -120,6 +126,7 @@ class DnnlKernel : public Kernel {
 
  private:
   bool try_prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs);
+  bool released(size_t i) const { return i < released_.size() && released_[i]; }
 
   std::vector<bool> present_;
   bool first_operand_laid_out_ = false;
@@ -127,6 +134,7 @@ class DnnlKernel : public Kernel {
   std::vector<TensorLayout> output_layouts_;
   TensorLayout activation_layout_;
   std::vector<Tensor> constants_;  // empty Tensor where the input is not a constant
+  std::vector<bool> released_;     // constants dropped after packing (release_constant)
   std::vector<Shape> prepared_for_;
   dnnl::memory::data_type compute_type_ = dnnl::memory::data_type::f32;
   bool prepared_ = false;
@@ -231,8 +239,12 @@ class PackedWeights {
                 const Tensor* constant, const dnnl::stream& stream);
   /// Memory to pass as the primitive's weights for this run.
   const dnnl::memory& get(const Tensor& weights, const dnnl::stream& stream);
+  /// The constant as a shared packed copy that get() reads without it (Kernel::packed_constant),
+  /// when the packing kept its data type; empty otherwise.
+  PackedConstant packed_constant(ElementType type, const Shape& shape) const;
 
  private:
+  dnnl::memory::desc plain_;
   std::shared_ptr<const SharedWeights> shared_;  // a packed constant
   bool packed_once_ = false;                     // a constant packed privately (not dense)
   LayoutBridge bridge_;

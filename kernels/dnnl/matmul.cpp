@@ -207,6 +207,10 @@ class MatMulKernel final : public DnnlKernel {
     return true;
   }
 
+  const PackedWeights* packed_weights(size_t i) const override {
+    return i == 1 ? &core_.weights : nullptr;
+  }
+
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     // dst is plain: the sum reads the residual in place.
     if (fused_sum_) inputs[fused_bias_ ? 3 : 2].copy_to(outputs[0]);
@@ -278,6 +282,10 @@ class GemmKernel final : public DnnlKernel {
         core_.build(compute_type(), a_md, b_md, constant(1), y_md, bias_md, attr, post_md, stream_);
     set_impl(pd);
     return true;
+  }
+
+  const PackedWeights* packed_weights(size_t i) const override {
+    return i == 1 ? &core_.weights : nullptr;
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {

@@ -134,6 +134,10 @@ class QuantizedConvKernel final : public DnnlKernel {
     return true;
   }
 
+  const PackedWeights* packed_weights(size_t i) const override {
+    return i == 3 ? &weights_ : nullptr;
+  }
+
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},

@@ -69,6 +69,10 @@ class QuantizedMatMulKernel final : public DnnlKernel {
     return true;
   }
 
+  const PackedWeights* packed_weights(size_t i) const override {
+    return i == 3 ? &weights_ : nullptr;
+  }
+
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     bind(src_, inputs[0]);
     bind(dst_, outputs[0]);

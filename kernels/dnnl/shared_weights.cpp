@@ -26,6 +26,7 @@ struct Slot {
   dnnl::memory::desc packed;
   std::mutex mutex;
   std::weak_ptr<const SharedWeights> weights;  // guarded by mutex
+  Tensor source;                               // guarded by mutex; keeps the key's address taken
 };
 
 struct Cache {
@@ -77,7 +78,8 @@ std::shared_ptr<const SharedWeights> shared_packed_weights(const Tensor& weights
   const std::lock_guard<std::mutex> lock(slot->mutex);
   if (auto shared = slot->weights.lock()) return shared;
   auto shared = std::make_shared<SharedWeights>();
-  shared->source = weights;
+  slot->source = weights;
+  shared->source_address = weights.raw_data();
   shared->packed = dnnl::memory(packed, cpu_engine());
   dnnl::memory source(plain, cpu_engine(), const_cast<void*>(weights.raw_data()));
   dnnl::stream s(stream);  // a handle copy: execute() and wait() are not const
@@ -85,6 +87,33 @@ std::shared_ptr<const SharedWeights> shared_packed_weights(const Tensor& weights
   s.wait();
   slot->weights = shared;
   return shared;
+}
+
+void forget_shared_source(const SharedWeights& weights) {
+  Cache& c = cache();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  c.prune();
+  auto it = c.slots.find(weights.source_address);
+  if (it == c.slots.end()) return;
+  auto& list = it->second;
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&](const std::shared_ptr<Slot>& slot) {
+                              const std::lock_guard<std::mutex> slot_lock(slot->mutex);
+                              return slot->weights.lock().get() == &weights;
+                            }),
+             list.end());
+  if (list.empty()) c.slots.erase(it);
+}
+
+Tensor unpack_shared_weights(const SharedWeights& weights, const dnnl::memory::desc& plain,
+                             ElementType type, const Shape& shape) {
+  Tensor result(type, shape);
+  dnnl::memory target(plain, cpu_engine(), result.raw_data());
+  dnnl::memory source = weights.packed;  // a handle copy: execute() takes non-const memory
+  dnnl::stream stream(cpu_engine());
+  dnnl::reorder(source, target).execute(stream, source, target);
+  stream.wait();
+  return result;
 }
 
 size_t shared_packed_weights_count() {

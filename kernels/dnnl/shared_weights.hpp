@@ -8,11 +8,12 @@
 
 namespace troupe::kernels::onednn {
 
-/// A constant packed into a primitive's weights layout, and the constant it was packed from (held
-/// so that its memory, the cache key, cannot be reused for another tensor while this lives).
+/// A constant packed into a primitive's weights layout. The cache entry that finds it by the
+/// constant's address holds the constant too, so that the address cannot be taken by another
+/// tensor while the entry can be found.
 struct SharedWeights {
   dnnl::memory packed;
-  Tensor source;
+  const void* source_address = nullptr;
 };
 
 /// The constant `weights` (dense, as `plain` describes it) packed into `packed`, shared by every
@@ -23,6 +24,17 @@ std::shared_ptr<const SharedWeights> shared_packed_weights(const Tensor& weights
                                                            const dnnl::memory::desc& plain,
                                                            const dnnl::memory::desc& packed,
                                                            const dnnl::stream& stream);
+
+/// Removes the cache entry for `weights` (and entries no kernel holds any more), dropping the
+/// entry's reference to the constant: kernels holding `weights` keep it, later requests for the
+/// same constant pack it again. For a compiled model that drops its copy of the constant.
+void forget_shared_source(const SharedWeights& weights);
+
+/// The constant `weights` was packed from, rebuilt from the packed copy into a new tensor of
+/// `type` and `shape` laid out as `plain` describes. Exact: a reorder between layouts of one
+/// data type.
+Tensor unpack_shared_weights(const SharedWeights& weights, const dnnl::memory::desc& plain,
+                             ElementType type, const Shape& shape);
 
 /// Constants currently packed and shared (for tests).
 size_t shared_packed_weights_count();

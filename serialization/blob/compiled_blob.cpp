@@ -400,7 +400,10 @@ struct Payload {
 
 void make_payload(const detail::CompiledGraph& graph, Payload& payload) {
   proto::CompiledGraph cg;
-  serialization::to_proto(*graph.model, *cg.mutable_graph(), payload.weights);
+  // Constants the kernels hold packed are rebuilt (exactly) for the blob.
+  const std::shared_ptr<const Model> model =
+      graph.released_constants.empty() ? graph.model : detail::model_with_all_constants(graph);
+  serialization::to_proto(*model, *cg.mutable_graph(), payload.weights);
   const size_t n = graph.model->nodes().size();
   for (size_t i = 0; i < n; ++i) {
     proto::CompiledNode& node = *cg.add_nodes();

@@ -110,6 +110,8 @@ TEST(Cli, BenchWritesACompleteJsonReport) {
   // maps, far less than the machine.
   EXPECT_GT(results.at("peak_rss_bytes").get<int64_t>(), int64_t{10} << 20);
   EXPECT_LT(results.at("peak_rss_bytes").get<int64_t>(), int64_t{8} << 30);
+  EXPECT_GT(results.at("rss_bytes").get<int64_t>(), int64_t{10} << 20);
+  EXPECT_LE(results.at("rss_bytes").get<int64_t>(), results.at("peak_rss_bytes").get<int64_t>());
 
   // The pipeline counters cover exactly the 50 measured requests (the first inference is not
   // counted) and every stage saw each of them.

@@ -76,6 +76,9 @@ class Model {
   /// Replaces the data of an existing constant (or turns a value into a constant); the same rule
   /// as add_constant holds for `data`.
   void set_constant(ValueId id, Tensor data);
+  /// Drops the data of constant `id`, keeping the value (its type and shape): it is no constant
+  /// afterwards. A compiled model does so for constants its kernels hold packed copies of.
+  void drop_constant(ValueId id) { constants_.erase(id); }
   /// Appends a node whose inputs and outputs are existing values (outputs made with add_value,
   /// their type and shape filled in by validate()). Returns the index of the node.
   size_t add_node(Node node);
