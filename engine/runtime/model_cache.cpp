@@ -74,6 +74,9 @@ std::shared_ptr<detail::CompiledModelImpl> compile_model_file(
     auto model = read_model_file(model_path);
     std::vector<std::unique_ptr<kernels::Kernel>> kernels;
     auto graph = detail::compile_graph(*model, config, &kernels);
+    // The file's model goes before the compiled one is built: that releases the weights its
+    // kernels packed and gives the freed memory back (CompiledModelImpl).
+    model.reset();
     return std::make_shared<detail::CompiledModelImpl>(runtime, std::move(graph), config, false,
                                                        std::move(kernels));
   };
