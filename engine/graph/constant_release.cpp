@@ -1,5 +1,6 @@
-// Weights held once: a packed kernel never reads the plain constant again, so only the packed
-// copy needs to stay in memory (BERT-like encoder at the throughput hint: 279 -> see the README).
+// Weights held once: a kernel that packed a constant never reads the plain one again, so only the
+// packed copy needs to stay (the BERT-like encoder at the throughput hint holds 165 MB once
+// compiled instead of 262 MB; benchmarks/README.md).
 #include "engine/graph/constant_release.hpp"
 
 #include <algorithm>

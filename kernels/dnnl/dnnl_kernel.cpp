@@ -372,7 +372,12 @@ PackedWeights::PackedWeights(const dnnl::memory::desc& plain, const dnnl::memory
 }
 
 PackedConstant PackedWeights::packed_constant(ElementType type, const Shape& shape) const {
-  if (!shared_ || shared_->packed.get_desc().data_type() != plain_.data_type()) return {};
+  // Exact only as a pure reorder: not into another type, nor with compensation stored beside
+  // the weights (int8 convolutions of s8 sources), which oneDNN cannot reorder back.
+  const dnnl::memory::desc packed = shared_ ? shared_->packed.get_desc() : dnnl::memory::desc();
+  if (!shared_ || packed.data_type() != plain_.data_type() ||
+      packed.data.extra.flags != dnnl_memory_extra_flag_none)
+    return {};
   PackedConstant result;
   result.restore = [shared = shared_, plain = plain_, type, shape] {
     return unpack_shared_weights(*shared, plain, type, shape);

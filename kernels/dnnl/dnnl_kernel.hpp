@@ -61,12 +61,12 @@ bool all_f32(const KernelRequest& request);
 /// Number of present (typed) outputs of the request.
 size_t present_outputs(const KernelRequest& request);
 
+class PackedWeights;
+
 /// Base of the oneDNN kernels. Primitives are created by prepare() for concrete input shapes: at
 /// construction when the request's shapes are static, else at the first execute and again whenever
 /// the input shapes change. When oneDNN rejects a shape only known at run time, the kernel runs the
 /// reference kernel instead so that a node accepted at compile time never fails for that reason.
-class PackedWeights;
-
 class DnnlKernel : public Kernel {
  public:
   explicit DnnlKernel(const KernelRequest& request);

@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <sstream>
 
 #include "kernels/int8_exactness.hpp"
 #include "transformation_test_util.hpp"
+#include "troupe/core.hpp"
 #include "troupe/model_builder.hpp"
 
 namespace troupe {
@@ -129,6 +131,50 @@ TEST(QdqFusion, SevenBitWeightsRunAsInt8ConvAndMatMul) {
   EXPECT_THAT(test::original_names(conv), ::testing::ElementsAre("conv", "relu", "conv/q"));
   EXPECT_EQ(test::node_named(*fused.runtime, "fc").attributes.get_int("fused_bias"), 1);
   expect_within_one_step(fused, plain);
+}
+
+// The int8 kernels' packed s8 weights stand in for the model's copy once compiled (static
+// shapes: engine/graph/constant_release.cpp); where oneDNN stores a compensation beside them the
+// copy stays. Either way runtime_model() and an exported blob hold the weights bit for bit.
+TEST(QdqFusion, Int8WeightsExportBitForBit) {
+  Core core;
+  auto compiled = core.compile_model(quantized_model(64), "CPU", {});
+  const auto runtime = compiled.runtime_model();
+  const Node& conv = test::node_named(*runtime, "conv");
+  const Node& fc = test::node_named(*runtime, "fc");
+  ASSERT_EQ(conv.op_type, "QLinearConv");
+  ASSERT_EQ(fc.op_type, "QLinearMatMul");
+  const Tensor conv_w = filled<int8_t>(ElementType::i8, {16, 8, 3, 3}, -64, 64, 1);
+  const Tensor fc_w = filled<int8_t>(ElementType::i8, {10, 1600}, -64, 64, 3);
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() && a.to_vector<int8_t>() == b.to_vector<int8_t>();
+  };
+  EXPECT_TRUE(same(runtime->constants().at(conv.inputs[3]), conv_w));
+  // The MatMul's B is the Gemm's B, possibly stored transposed (transB folded at compile time).
+  const Tensor& b = runtime->constants().at(fc.inputs[3]);
+  std::vector<int8_t> transposed(static_cast<size_t>(fc_w.size()));
+  for (int64_t n = 0; n < 10; ++n)
+    for (int64_t k = 0; k < 1600; ++k)
+      transposed[static_cast<size_t>(k * 10 + n)] = fc_w.data<int8_t>()[n * 1600 + k];
+  EXPECT_TRUE(same(b, fc_w) || b.to_vector<int8_t>() == transposed);
+
+  std::stringstream blob;
+  compiled.export_model(blob);
+  auto imported = core.import_model(blob, "CPU", {});
+  const Tensor x = input().at("x");
+  auto run = [&](CompiledModel& m) {
+    auto request = m.create_infer_request();
+    request.set_tensor("x", x);
+    request.infer();
+    return request.get_tensor("y").to_vector<float>();
+  };
+  EXPECT_EQ(run(imported), run(compiled));
+  const auto imported_runtime = imported.runtime_model();
+  EXPECT_TRUE(
+      same(imported_runtime->constants().at(test::node_named(*imported_runtime, "conv").inputs[3]),
+           conv_w));
+  EXPECT_TRUE(same(
+      imported_runtime->constants().at(test::node_named(*imported_runtime, "fc").inputs[3]), b));
 }
 
 // torch's Linear on a 3-D input, quantized: DQ(x) -> MatMul(DQ(w)) -> Add(bias vector) -> Q.
