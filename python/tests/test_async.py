@@ -36,7 +36,9 @@ def test_gil_released_during_infer(core):
     thread.start()
     start = time.monotonic()
     runs = 0
-    while time.monotonic() - start < 0.5:
+    # At least 6 runs however slow a loaded machine makes them (the suite's first seconds
+    # export models beside this test): a time bound alone once allowed only 5.
+    while time.monotonic() - start < 0.5 or runs <= 5:
         request.infer({"x": x})
         runs += 1
     stop.set()
