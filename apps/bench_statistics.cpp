@@ -1,13 +1,10 @@
 #include "apps/bench_statistics.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <numeric>
 
+#include "apps/process_memory.hpp"
 #include "engine/runtime/compiled_model_impl.hpp"
 
 namespace troupe::apps {
@@ -36,13 +33,6 @@ LatencySummary summarize_latency(std::vector<double> ms) {
   return s;
 }
 
-int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size_pages = 0, resident_pages = 0;
-  if (!(statm >> size_pages >> resident_pages)) return 0;
-  return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
-
 }  // namespace
 
 RunResults summarize_run(double first_inference_ms, const Measurement& m, int64_t batch,
@@ -59,9 +49,8 @@ RunResults summarize_run(double first_inference_ms, const Measurement& m, int64_
   r.latency = summarize_latency(m.latencies_ms);
   r.pipeline = compiled.impl()->context().stats.summary();
   r.merged_run_fallbacks = compiled.impl()->context().batch_fallbacks.load();
-  rusage usage{};
   r.rss_bytes = resident_bytes();
-  if (getrusage(RUSAGE_SELF, &usage) == 0) r.peak_rss_bytes = int64_t{usage.ru_maxrss} * 1024;
+  r.peak_rss_bytes = peak_resident_bytes();
   // The two count pages differently (the kernel's maxrss lags by its per-thread counters).
   r.peak_rss_bytes = std::max(r.peak_rss_bytes, r.rss_bytes);
   return r;

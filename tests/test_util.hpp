@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu_isa.hpp"
+#include "troupe/compiled_model.hpp"
 #include "troupe/model_builder.hpp"
 
 namespace troupe::test {
@@ -39,6 +41,24 @@ inline Tensor random_tensor(const Shape& shape, unsigned seed, float low = -1.f,
   std::vector<float> values(static_cast<size_t>(shape.element_count()));
   for (float& v : values) v = dist(rng);
   return Tensor::from_vector<float>(shape, values);
+}
+
+/// Starts `count` requests on `compiled` at once, request i with input "x" = input(i), and
+/// returns each one's output "y", in request order, once all have finished.
+inline std::vector<std::vector<float>> run_in_flight(CompiledModel& compiled, int count,
+                                                     const std::function<Tensor(int)>& input) {
+  std::vector<InferRequest> requests;
+  for (int i = 0; i < count; ++i) {
+    requests.push_back(compiled.create_infer_request());
+    requests.back().set_tensor("x", input(i));
+    requests.back().start_async();
+  }
+  std::vector<std::vector<float>> outputs;
+  for (InferRequest& r : requests) {
+    r.wait();
+    outputs.push_back(r.get_tensor("y").to_vector<float>());
+  }
+  return outputs;
 }
 
 /// Sets an environment variable for the lifetime of the object (and unsets it after). Only for

@@ -13,7 +13,6 @@
 // Without --model it builds a two-layer MLP on [?, 64] (small, so the pipeline, not the kernels,
 // is what runs a million times).
 
-#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -30,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "apps/process_memory.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
 #include "troupe/model_builder.hpp"
@@ -92,13 +92,6 @@ std::shared_ptr<Model> make_mlp() {
                                       b.constant("b1", weights({64}))})});
   b.output(b.op("MatMul", {h, b.constant("w2", weights({64, 10}))}), "y");
   return b.build();
-}
-
-int64_t rss_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * sysconf(_SC_PAGESIZE);
 }
 
 // A fixed set of inputs and, for each, its outputs when run alone: successful outputs under load
@@ -290,7 +283,7 @@ int main(int argc, char** argv) try {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       if (finished.load()) break;
       const int64_t done = tally.done.load();
-      const double rss = static_cast<double>(rss_bytes()) / (1 << 20);
+      const double rss = static_cast<double>(apps::resident_bytes()) / (1 << 20);
       rss_samples.push_back(rss);
       csv << tick << ',' << rss << ',' << done << ',' << (done - last_done) << '\n' << std::flush;
       last_done = done;

@@ -7,6 +7,7 @@
 #include "engine/graph/compiled_graph.hpp"
 #include "engine/ops/control_flow.hpp"
 #include "engine/ops/op_schema.hpp"
+#include "engine/ops/selection.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/error.hpp"
 
@@ -110,24 +111,10 @@ Tensor scalar_bool(bool v) {
   return t;
 }
 
-// [outer, length, inner] geometry of `dims` around `axis`, in elements.
-struct Split3 {
-  int64_t outer = 1;
-  int64_t length = 1;
-  int64_t inner = 1;
-};
-
-Split3 split_at(const std::vector<int64_t>& dims, size_t axis) {
-  Split3 s;
-  for (size_t d = 0; d < dims.size(); ++d)
-    (d < axis ? s.outer : d == axis ? s.length : s.inner) *= dims[d];
-  return s;
-}
-
 // Slice t of `x` along `axis` (the axis dropped).
 Tensor slice_along(const Tensor& x, size_t axis, int64_t t) {
   std::vector<int64_t> dims = x.shape().dims();
-  const Split3 s = split_at(dims, axis);
+  const selection::SliceGeometry s = selection::slices_of(x.shape(), static_cast<int64_t>(axis));
   dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(axis));
   Tensor out(x.element_type(), Shape(dims));
   const size_t es = element_size(x.element_type());
@@ -135,7 +122,7 @@ Tensor slice_along(const Tensor& x, size_t axis, int64_t t) {
   auto* dst = static_cast<uint8_t*>(out.raw_data());
   for (int64_t o = 0; o < s.outer; ++o)
     std::memcpy(dst + static_cast<size_t>(o * s.inner) * es,
-                src + static_cast<size_t>((o * s.length + t) * s.inner) * es,
+                src + static_cast<size_t>((o * s.count + t) * s.inner) * es,
                 static_cast<size_t>(s.inner) * es);
   return out;
 }
@@ -161,13 +148,13 @@ Tensor stack_along(const Node& node, const std::vector<Tensor>& slices, size_t a
   dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(axis),
               static_cast<int64_t>(slices.size()));
   Tensor out(first.element_type(), Shape(dims));
-  const Split3 s = split_at(dims, axis);
+  const selection::SliceGeometry s = selection::slices_of(out.shape(), static_cast<int64_t>(axis));
   const size_t es = element_size(first.element_type());
   auto* dst = static_cast<uint8_t*>(out.raw_data());
   for (size_t i = 0; i < slices.size(); ++i) {
     const auto* src = static_cast<const uint8_t*>(slices[i].raw_data());
     for (int64_t o = 0; o < s.outer; ++o)
-      std::memcpy(dst + static_cast<size_t>((o * s.length + positions[i]) * s.inner) * es,
+      std::memcpy(dst + static_cast<size_t>((o * s.count + positions[i]) * s.inner) * es,
                   src + static_cast<size_t>(o * s.inner) * es, static_cast<size_t>(s.inner) * es);
   }
   return out;

@@ -90,4 +90,25 @@ inline std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& di
   return index;
 }
 
+/// The values of a floating tensor (f32, f64, f16, bf16), in double.
+inline std::vector<double> floating_values(const Node& node, const Tensor& t) {
+  std::vector<double> values(static_cast<size_t>(t.size()));
+  dispatch_floating(node, t.element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = t.data<T>();
+    for (size_t k = 0; k < values.size(); ++k) values[k] = load(x[k]);
+  });
+  return values;
+}
+
+/// Writes `values` to `out`, converted to its numeric element type.
+inline void store_values(const Node& node, const std::vector<double>& values, Tensor& out) {
+  require_output_size(node, out, static_cast<int64_t>(values.size()));
+  dispatch_numeric(node, out.element_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* y = out.data<T>();
+    for (size_t k = 0; k < values.size(); ++k) y[k] = store<T>(values[k]);
+  });
+}
+
 }  // namespace troupe::kernels::reference

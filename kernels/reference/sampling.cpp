@@ -22,26 +22,6 @@ namespace {
 
 using Tensors = std::vector<Tensor>;
 
-// The values of a floating tensor in double.
-std::vector<double> read_doubles(const Node& node, const Tensor& t) {
-  std::vector<double> values(static_cast<size_t>(t.size()));
-  dispatch_floating(node, t.element_type(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* x = t.data<T>();
-    for (size_t k = 0; k < values.size(); ++k) values[k] = load(x[k]);
-  });
-  return values;
-}
-
-void write_doubles(const Node& node, const std::vector<double>& values, Tensor& out) {
-  require_output_size(node, out, static_cast<int64_t>(values.size()));
-  dispatch_floating(node, out.element_type(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* y = out.data<T>();
-    for (size_t k = 0; k < values.size(); ++k) y[k] = store<T>(values[k]);
-  });
-}
-
 // One bilinear sample of RoiAlign: the four neighbours' offsets in a plane and their weights.
 // A sample more than one pixel outside the map has all weights 0.
 struct Sample {
@@ -89,8 +69,8 @@ void roi_align(const Node& node, const Tensors& in, Tensors& out) {
   const int64_t channels = dims[1];
   const int64_t height = dims[2];
   const int64_t width = dims[3];
-  const std::vector<double> x = read_doubles(node, in[0]);
-  const std::vector<double> rois = read_doubles(node, in[1]);
+  const std::vector<double> x = floating_values(node, in[0]);
+  const std::vector<double> rois = floating_values(node, in[1]);
   const std::vector<int64_t> batch_indices = read_ints(node, in[2], "batch_indices");
   const auto num_rois = static_cast<int64_t>(batch_indices.size());
   if (in[1].shape().rank() != 2 || in[1].shape()[1] != 4 || in[1].shape()[0] != num_rois)
@@ -158,7 +138,7 @@ void roi_align(const Node& node, const Tensors& in, Tensors& out) {
         }
     }
   }
-  write_doubles(node, y, out[0]);
+  store_values(node, y, out[0]);
 }
 
 // --- GridSample (PyTorch's grid_sample on 4-D input) -----------------------------------------
@@ -222,8 +202,8 @@ void grid_sample(const Node& node, const Tensors& in, Tensors& out) {
                           : padding_name == "reflection" ? Padding::reflection
                                                          : Padding::zeros;
   const bool align_corners = node.attributes.get_int_or("align_corners", 0) != 0;
-  const std::vector<double> x = read_doubles(node, in[0]);
-  const std::vector<double> grid = read_doubles(node, in[1]);
+  const std::vector<double> x = floating_values(node, in[0]);
+  const std::vector<double> grid = floating_values(node, in[1]);
 
   std::vector<double> y(static_cast<size_t>(batch * channels * out_h * out_w));
   for (int64_t n = 0; n < batch; ++n)
@@ -275,7 +255,7 @@ void grid_sample(const Node& node, const Tensors& in, Tensors& out) {
           y[static_cast<size_t>(((n * channels + c) * out_h + oh) * out_w + ow)] = v;
         }
       }
-  write_doubles(node, y, out[0]);
+  store_values(node, y, out[0]);
 }
 
 }  // namespace

@@ -36,16 +36,6 @@ double read_float_scalar(const Node& node, const Tensor& t, const std::string& w
   return t.value_at(0);
 }
 
-// Writes `values` to `out` in its element type (output_datatype: any numeric type).
-void store_all(const Node& node, const std::vector<double>& values, Tensor& out) {
-  require_output_size(node, out, static_cast<int64_t>(values.size()));
-  dispatch_numeric(node, out.element_type(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* y = out.data<T>();
-    for (size_t k = 0; k < values.size(); ++k) y[k] = store<T>(values[k]);
-  });
-}
-
 // The generalized cosine window sum_m a[m] cos(2 pi m k / N) over k in [0, size), with N = size
 // when periodic (the window of a size + 1 symmetric window without its last value) and size - 1
 // otherwise. As in ONNX's own function body, a symmetric window of size 1 divides by N = 0.
@@ -62,7 +52,7 @@ void cosine_window(const Node& node, const Tensors& in, Tensors& out,
       v += a[m] * std::cos(2 * pi * static_cast<double>(m) * static_cast<double>(k) / n);
     w[static_cast<size_t>(k)] = v;
   }
-  store_all(node, w, out[0]);
+  store_values(node, w, out[0]);
 }
 
 void hann_window(const Node& node, const Tensors& in, Tensors& out) {
@@ -128,7 +118,7 @@ void mel_weight_matrix(const Node& node, const Tensors& in, Tensors& out) {
     for (int64_t j = center; j < right; ++j)
       at(j, i) = static_cast<double>(right - j) / static_cast<double>(right - center);
   }
-  store_all(node, w, out[0]);
+  store_values(node, w, out[0]);
 }
 
 // The complex values of a [..., 1 or 2] floating tensor, in double.

@@ -28,16 +28,6 @@ double single_value(const Node& node, const Tensor& t, const std::string& what) 
   return t.value_at(0);
 }
 
-std::vector<double> values_of(const Node& node, const Tensor& t) {
-  std::vector<double> values(static_cast<size_t>(t.size()));
-  dispatch_floating(node, t.element_type(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* data = t.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) values[i] = load(data[i]);
-  });
-  return values;
-}
-
 void write(const Node& node, Tensor& out, const std::vector<double>& values) {
   require_output_size(node, out, static_cast<int64_t>(values.size()));
   dispatch_floating(node, out.element_type(), [&](auto tag) {
@@ -64,10 +54,10 @@ void update_tensors(const Node& node, const Tensors& in, Tensors& out, size_t st
   single_value(node, in[1], "input 1 (T)");
   const int64_t t = in[1].data<int64_t>()[0];
   for (size_t k = 0; k < n; ++k) {
-    const std::vector<double> x = values_of(node, in[2 + k]);
-    const std::vector<double> g = values_of(node, in[2 + n + k]);
+    const std::vector<double> x = floating_values(node, in[2 + k]);
+    const std::vector<double> g = floating_values(node, in[2 + n + k]);
     std::vector<std::vector<double>> state(states);
-    for (size_t s = 0; s < states; ++s) state[s] = values_of(node, in[2 + (2 + s) * n + k]);
+    for (size_t s = 0; s < states; ++s) state[s] = floating_values(node, in[2 + (2 + s) * n + k]);
     bool same_size = g.size() == x.size();
     for (size_t s = 0; s < states; ++s) same_size = same_size && state[s].size() == x.size();
     if (!same_size)

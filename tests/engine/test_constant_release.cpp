@@ -63,18 +63,9 @@ std::shared_ptr<Model> make_model(int64_t batch, const std::map<std::string, Ten
 }
 
 std::vector<std::vector<float>> run_in_flight(CompiledModel& compiled, int count) {
-  std::vector<InferRequest> requests;
-  for (int i = 0; i < count; ++i) {
-    requests.push_back(compiled.create_infer_request());
-    requests.back().set_tensor("x", test::random_tensor({1, 8, 10, 10}, 100 + i));
-    requests.back().start_async();
-  }
-  std::vector<std::vector<float>> outputs;
-  for (InferRequest& r : requests) {
-    r.wait();
-    outputs.push_back(r.get_tensor("y").to_vector<float>());
-  }
-  return outputs;
+  return test::run_in_flight(compiled, count, [](int i) {
+    return test::random_tensor({1, 8, 10, 10}, static_cast<unsigned>(100 + i));
+  });
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {

@@ -102,23 +102,28 @@ TEST(Transformations, FoldsConstantSubgraphsOfValidModels) {
   EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Mul", "Add"));
 }
 
-TEST(Transformations, FoldsBatchNormIntoConv) {
-  ModelBuilder b("conv_bn");
+// x -> Conv(3->4, 3x3, bias) -> BatchNormalization, inference or training mode.
+std::shared_ptr<Model> conv_batch_norm(bool training_mode) {
+  ModelBuilder b(training_mode ? "conv_bn_training" : "conv_bn");
   auto x = b.input("x", ElementType::f32, {2, 3, 8, 8});
   auto conv = b.op(
       "Conv",
       {x, b.constant("w", conv_weights(4, 3, 3, 1)), b.constant("bias", random_tensor({4}, 2))},
       {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+  Attributes bn_attributes{{"epsilon", 1e-3}};
+  if (training_mode) bn_attributes.set("training_mode", int64_t{1});
   auto bn =
       b.op("BatchNormalization",
            {conv, b.constant("gamma", random_tensor({4}, 3, 0.5f, 1.5f)),
             b.constant("beta", random_tensor({4}, 4)), b.constant("mean", random_tensor({4}, 5)),
             b.constant("var", random_tensor({4}, 6, 0.1f, 2.f))},
-           {{"epsilon", 1e-3}}, "bn");
+           bn_attributes, "bn");
   b.output(bn, "y");
-  auto model = b.build();
+  return b.build();
+}
 
-  auto [plain, transformed] = compare(model);
+TEST(Transformations, FoldsBatchNormIntoConv) {
+  auto [plain, transformed] = compare(conv_batch_norm(false));
   ASSERT_EQ(transformed.runtime->nodes().size(), 1u);
   const Node& fused = node_named(*transformed.runtime, "conv");
   EXPECT_EQ(fused.op_type, "Conv");
@@ -129,21 +134,7 @@ TEST(Transformations, FoldsBatchNormIntoConv) {
 TEST(Transformations, TrainingModeBatchNormIsNotFolded) {
   // With training_mode=1 BatchNormalization normalizes with the batch's own statistics, not the
   // constant running ones: it is no affine map a Conv could absorb.
-  ModelBuilder b("conv_bn_training");
-  auto x = b.input("x", ElementType::f32, {2, 3, 8, 8});
-  auto conv = b.op(
-      "Conv",
-      {x, b.constant("w", conv_weights(4, 3, 3, 1)), b.constant("bias", random_tensor({4}, 2))},
-      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
-  auto bn =
-      b.op("BatchNormalization",
-           {conv, b.constant("gamma", random_tensor({4}, 3, 0.5f, 1.5f)),
-            b.constant("beta", random_tensor({4}, 4)), b.constant("mean", random_tensor({4}, 5)),
-            b.constant("var", random_tensor({4}, 6, 0.1f, 2.f))},
-           {{"epsilon", 1e-3}, {"training_mode", int64_t{1}}}, "bn");
-  b.output(bn, "y");
-  auto model = b.build();
-  auto [plain, transformed] = compare(model);
+  auto [plain, transformed] = compare(conv_batch_norm(true));
   EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "BatchNormalization"));
 }
 

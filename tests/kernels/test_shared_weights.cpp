@@ -119,18 +119,10 @@ std::shared_ptr<Model> conv_chain() {
 
 // Runs `count` requests of alternating batch 1 and 2 in flight; returns each output.
 std::vector<std::vector<float>> run_in_flight(CompiledModel& compiled, int count) {
-  std::vector<InferRequest> requests;
-  for (int i = 0; i < count; ++i) {
-    requests.push_back(compiled.create_infer_request());
-    requests.back().set_tensor("x", test::random_tensor({1 + i % 2, 16, 12, 12}, 100 + i));
-    requests.back().start_async();
-  }
-  std::vector<std::vector<float>> outputs;
-  for (InferRequest& r : requests) {
-    r.wait();
-    outputs.push_back(r.get_tensor("y").to_vector<float>());
-  }
-  return outputs;
+  return test::run_in_flight(compiled, count, [](int i) {
+    return test::random_tensor({1 + static_cast<int64_t>(i) % 2, 16, 12, 12},
+                               static_cast<unsigned>(100 + i));
+  });
 }
 
 // Waits until `count` shared copies are left: a compiled model's streams release their kernels
