@@ -3,6 +3,8 @@
 
 #include <gmock/gmock.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 
@@ -269,13 +271,23 @@ TEST(Pipeline, BackpressureBoundsRequestsInsideTheStages) {
   auto compiled = core.compile_model(make_add_relu_model(), "CPU",
                                      {{props::max_requests_in_flight, 3}, {props::num_streams, 2}});
   std::mutex mutex;
+  std::condition_variable entered;
   std::set<uint64_t> inside;
   size_t max_inside = 0;
+  bool held_one = false;
   set_stage_hook(compiled, [&](detail::Stage stage, uint64_t id) {
-    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_lock<std::mutex> lock(mutex);
     if (stage == detail::Stage::preprocess) inside.insert(id);
     max_inside = std::max(max_inside, inside.size());
-    if (stage == detail::Stage::postprocess) inside.erase(id);
+    entered.notify_all();
+    if (stage != detail::Stage::postprocess) return;
+    // The first request to leave waits (bounded) for another to come in, so that the credits
+    // are used however fast a loaded machine runs each request alone.
+    if (!held_one) {
+      held_one = true;
+      entered.wait_for(lock, std::chrono::seconds(10), [&] { return inside.size() >= 2; });
+    }
+    inside.erase(id);
   });
   std::vector<InferRequest> requests;
   for (int i = 0; i < 64; ++i) {
