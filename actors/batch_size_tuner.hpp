@@ -9,13 +9,15 @@
 // The measure is a batch's credit cycle (released by the scheduler until its credit comes back)
 // divided by its size: with every credit busy, requests per second are credits / that. Sizes are
 // grouped in buckets 1, 2, 4, ... and max_batch_size; each keeps its last few measures, and the
-// median of them is its cost. The limit is the cheapest bucket measured (a larger one must be
-// cheaper by a margin, since it costs latency; a smaller one only as cheap). Now and then one
+// lower quartile of them is its cost. The limit is the cheapest bucket measured (a larger one must
+// be cheaper by a margin, since it costs latency; a smaller one only as cheap). Now and then one
 // batch runs under a neighbouring bucket's size to measure it: every other batch while the
 // neighbour has too few measures, then every 16th, backing off to every 256th while the
 // measures keep confirming the choice (each such batch is slower for the requests in it). So the
-// limit climbs while larger batches pay and comes back down when they stop paying. Time is a
-// parameter: the tuner is tested without a clock.
+// limit climbs while larger batches pay and comes back down when they stop paying. A batch whose
+// run built a shape specialization (its size's first on its stream, ~100 ms on ResNet-50) is not
+// recorded: the scheduler skips it, or a size's first measures would hide what it costs later.
+// Time is a parameter: the tuner is tested without a clock.
 
 #include <array>
 #include <cstddef>
@@ -36,8 +38,8 @@ class BatchSizeTuner {
 
   /// The size the tuner currently believes best (the limit between measuring batches).
   int best_size() const { return buckets_[best_].size; }
-  /// The cost per request (ns, the median of its last measures) of the bucket holding `size`;
-  /// 0 while it has fewer than `min_samples` measures.
+  /// The cost per request (ns, the lower quartile of its last measures) of the bucket holding
+  /// `size`; 0 while it has fewer than `min_samples` measures.
   int64_t cost_of(int size) const;
 
   static constexpr int min_samples = 3;     // measures before a bucket's cost counts

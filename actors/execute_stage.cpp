@@ -211,6 +211,8 @@ void run_batch(PipelineContext& ctx, int stream, ExecuteState& st,
 void run_batch_and_send(caf::event_based_actor* self, PipelineContext& ctx,
                         const StageHandles& next, int stream, ExecuteState& st, batch_msg& batch) {
   const detail::ScopedOmpThreads threads(ctx.config.threads_per_stream);
+  const detail::StreamExecutor& executor = *ctx.executors[static_cast<size_t>(stream)];
+  const uint64_t built = executor.specializations_built();
   try {
     run_batch(ctx, stream, st, batch.requests);
   } catch (...) {
@@ -218,6 +220,9 @@ void run_batch_and_send(caf::event_based_actor* self, PipelineContext& ctx,
     for (request_msg& msg : batch.requests)
       if (!msg.error) msg.error = error;
   }
+  if (executor.specializations_built() != built)
+    for (request_msg& msg : batch.requests)
+      if (msg.credit.batch_size > 0) msg.credit.cold = true;
   send_batch(self, next.download, stage_atom::value, std::move(batch));
 }
 

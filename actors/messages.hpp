@@ -42,6 +42,8 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 struct Credit {
   int32_t batch_size = 0;
   int64_t released_ns = 0;
+  /// The batch's run built a shape specialization: its time says nothing of its size's cost.
+  bool cold = false;
 };
 
 /// One request in flight: its id, its state, the timestamps the stages stamp on it (they become

@@ -149,7 +149,9 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
       },
       [self, ctx, next](credit_atom, const Credit& credit) {
         auto& st = self->state;
-        if (st.queue.policy().adaptive_batch_size)
+        // A run that built a shape specialization (a batch size's first on its stream) would make
+        // its size look far dearer than it is.
+        if (st.queue.policy().adaptive_batch_size && !credit.cold)
           st.tuner.record(credit.batch_size, detail::now_ns() - credit.released_ns);
         ++st.credits;
         dispatch(self, *ctx, *next);

@@ -161,6 +161,7 @@ StreamExecutor::Specialization& StreamExecutor::activate(const std::vector<Tenso
   std::vector<Shape> shapes;
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
   Specialization fresh = specialize(shapes);
+  ++specializations_built_;
   while (specializations_.size() >= max_specializations_) specializations_.pop_back();
   specializations_.insert(specializations_.begin(), std::move(fresh));
   record_implementations(specializations_.front());

@@ -44,6 +44,9 @@ class StreamExecutor {
   static constexpr size_t default_specializations = 8;
   /// Keeps up to `count` specializations (at least 1): automatic batching runs one per batch size.
   void keep_specializations(size_t count) { max_specializations_ = count < 1 ? 1 : count; }
+  /// Shape specializations this stream has built since it was created (a run that builds one
+  /// takes far longer than its shapes' later runs). Read on the thread that runs the stream.
+  uint64_t specializations_built() const { return specializations_built_; }
 
   /// Per node of the compiled graph, the kernel of the static graph's one specialization; empty
   /// for a graph with dynamic shapes. Not while the stream runs.
@@ -89,6 +92,7 @@ class StreamExecutor {
   std::vector<Specialization> specializations_;  // most recently used first
   size_t max_specializations_ = default_specializations;
   bool constants_replaced_ = false;  // see replace_constant()
+  uint64_t specializations_built_ = 0;
   mutable std::mutex implementations_mutex_;
   std::vector<std::string> implementations_;  // see implementations()
 };

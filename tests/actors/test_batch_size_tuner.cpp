@@ -89,6 +89,26 @@ TEST(BatchSizeTuner, NoiseOnAComputeBoundModelDoesNotMakeItBatch) {
   EXPECT_GE(sizes.at(1), 2000 * 9 / 10);
 }
 
+TEST(BatchSizeTuner, EpisodesOfInterferenceDoNotMoveItToASizeMeasuredBeforeThem) {
+  // Now and then something else takes the cores for a while, and a few batches in a row take
+  // twice as long. The neighbour's measures are from before the episode: comparing the chosen
+  // size's inflated cost with them would make a worse size look better.
+  BatchSizeTuner tuner(32);
+  run(tuner, 200, hop_bound);
+  ASSERT_EQ(tuner.best_size(), 32);
+  int batch = 0;
+  int at_best = 0;
+  for (int episode = 0; episode < 20; ++episode) {
+    for (int i = 0; i < 40; ++i, ++batch) {
+      const int size = tuner.next_limit();
+      const bool disturbed = i < BatchSizeTuner::kept_samples / 2;
+      tuner.record(size, hop_bound(size) * (disturbed ? 2 : 1));
+      if (tuner.best_size() == 32) ++at_best;
+    }
+  }
+  EXPECT_EQ(at_best, batch);
+}
+
 TEST(BatchSizeTuner, AMaximumThatIsNoPowerOfTwoIsABucketOfItsOwn) {
   BatchSizeTuner tuner(24);
   run(tuner, 100, hop_bound);
