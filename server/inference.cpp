@@ -1,6 +1,10 @@
 #include "server/inference.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -74,32 +78,81 @@ void account(ServedModel& model, const InferenceResult& result, uint64_t items, 
 
 }  // namespace
 
-void infer_async(caf::actor_system& system, ServedModel::Ticket ticket, NamedTensors inputs,
-                 RequestScheduling scheduling, int64_t start_ns, InferenceCallback done) {
-  auto shared_ticket = std::make_shared<ServedModel::Ticket>(std::move(ticket));
-  auto callback = std::make_shared<InferenceCallback>(std::move(done));
-  const uint64_t items = batch_items(inputs);
-  model_actor target = shared_ticket->model().actor();
-  system.spawn([shared_ticket, callback, items, start_ns, target, scheduling,
-                inputs = std::move(inputs)](caf::event_based_actor* self) mutable {
-    auto finish = [shared_ticket, callback, items, start_ns](InferenceResult result) {
-      account(shared_ticket->model(), result, items, start_ns);
-      try {
-        (*callback)(std::move(result));
-      } catch (...) {
-        // The network layer owns its errors; a throwing callback must not kill this actor's worker.
-      }
-    };
-    self->request(target, caf::infinite, infer_atom::value, std::move(inputs), scheduling.priority,
-                  scheduling.timeout_us)
-        .then(
-            [finish](NamedTensors& outputs) {
-              finish(InferenceResult{std::move(outputs), {}});
-            },
-            [finish, self](caf::error& error) {
-              finish(InferenceResult{{}, serve_error_of(self->system(), error)});
-            });
+// One request on its way through a relay.
+struct RelayedRequest {
+  explicit RelayedRequest(ServedModel::Ticket t) : ticket(std::move(t)) {}
+  ServedModel::Ticket ticket;
+  NamedTensors inputs;
+  RequestScheduling scheduling;
+  int64_t start_ns = 0;
+  uint64_t items = 0;
+  InferenceCallback done;
+};
+
+}  // namespace troupe::server
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<troupe::server::RelayedRequest>)
+
+namespace troupe::server {
+namespace {
+
+using relay_atom = caf::atom_constant<caf::atom("relay")>;
+
+void finish(RelayedRequest& request, InferenceResult result) {
+  account(request.ticket.model(), result, request.items, request.start_ns);
+  try {
+    request.done(std::move(result));
+  } catch (...) {
+    // The network layer owns its errors; a throwing callback must not kill the relay.
+  }
+}
+
+caf::behavior relay(caf::event_based_actor* self) {
+  return {
+      [self](relay_atom, std::shared_ptr<RelayedRequest>& request) {
+        const model_actor target = request->ticket.model().actor();
+        self->request(target, caf::infinite, infer_atom::value, std::move(request->inputs),
+                      request->scheduling.priority, request->scheduling.timeout_us)
+            .then(
+                [request](NamedTensors& outputs) {
+                  finish(*request, InferenceResult{std::move(outputs), {}});
+                },
+                [request, self](caf::error& error) {
+                  finish(*request, InferenceResult{{}, serve_error_of(self->system(), error)});
+                });
+      },
+  };
+}
+
+}  // namespace
+
+struct InferenceRelays::Impl {
+  std::once_flag spawned;
+  std::vector<caf::actor> relays;
+  std::atomic<size_t> next{0};
+};
+
+InferenceRelays::InferenceRelays() : impl_(std::make_unique<Impl>()) {}
+
+// The handles go; each relay exits once no reply is due to it (a pending request holds it).
+InferenceRelays::~InferenceRelays() = default;
+
+void InferenceRelays::infer_async(caf::actor_system& system, ServedModel::Ticket ticket,
+                                  NamedTensors inputs, RequestScheduling scheduling,
+                                  int64_t start_ns, InferenceCallback done) {
+  std::call_once(impl_->spawned, [&] {
+    // As many as CAF has workers: replies (and the encoding the callbacks do) spread over them.
+    const size_t count = std::max<size_t>(2, system.scheduler().num_workers());
+    for (size_t i = 0; i < count; ++i) impl_->relays.push_back(system.spawn(relay));
   });
+  auto request = std::make_shared<RelayedRequest>(std::move(ticket));
+  request->items = batch_items(inputs);
+  request->inputs = std::move(inputs);
+  request->scheduling = scheduling;
+  request->start_ns = start_ns;
+  request->done = std::move(done);
+  const size_t i = impl_->next.fetch_add(1, std::memory_order_relaxed) % impl_->relays.size();
+  caf::anon_send(impl_->relays[i], relay_atom::value, std::move(request));
 }
 
 }  // namespace troupe::server

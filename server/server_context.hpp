@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "server/inference.hpp"
 #include "server/model_repository.hpp"
 
 namespace caf {
@@ -33,6 +34,7 @@ struct ServerContext {
   ServerLimits limits;
   Metrics* metrics = nullptr;         // null: no metrics
   std::atomic<bool> accepting{true};  // false once shutdown began: new requests get 503
+  InferenceRelays relays{};           // the front ends' way to the model actors
 };
 
 /// The server's name and version for server metadata.

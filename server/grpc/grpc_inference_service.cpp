@@ -156,7 +156,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
     response->set_id(request->id());
     // From here the reply finishes the call; it may do so before this method returns, which the
     // callback API allows. `response` lives until the reactor is done, i.e. after Finish.
-    infer_async(
+    context_.relays.infer_async(
         context_.system, std::move(ticket), std::move(decoded.inputs), decoded.scheduling, start_ns,
         [this, reactor, response, names = std::move(decoded.outputs)](InferenceResult result) {
           reactor->Finish(status_of_call([&] {

@@ -121,7 +121,7 @@ void RestRoutes::Impl::infer(const ModelPath& path, const HttpRequestView& reque
   for (const auto& out : model->outputs()) order.push_back(out.name);
   auto meta = std::make_shared<RestInferRequest>(std::move(decoded));
   const RequestScheduling scheduling = meta->scheduling;
-  infer_async(
+  context.relays.infer_async(
       context.system, std::move(ticket), std::move(inputs), scheduling, start,
       [reply, meta, order = std::move(order), name = model->name(),
        version = model->version()](InferenceResult result) {
