@@ -10,6 +10,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev # ONNX model reader
   libdnnl-dev ocl-icd-opencl-dev                # oneDNN backend; its CMake config wants OpenCL
   libcli11-dev nlohmann-json3-dev libfmt-dev    # CLI, JSON reports, formatting
+  libsimdjson-dev                               # the server's infer request bodies (JSON)
   libgtest-dev libgmock-dev libbenchmark-dev    # tests and benchmarks
   python3-onnx python3-numpy                    # ONNX conformance data generation
   python3-torch python3-torchvision             # real-model export (ResNet-50, BERT) and references
