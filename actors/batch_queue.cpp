@@ -94,6 +94,27 @@ void BatchQueue::promote(int64_t now) {
   }
 }
 
+std::vector<uint64_t> BatchQueue::next_top_level_batch(int limit) {
+  const int max_size = limit > 0 ? std::min(limit, policy_.max_batch_size) : policy_.max_batch_size;
+  const size_t max = static_cast<size_t>(std::max(1, max_size));
+  std::vector<uint64_t> batch;
+  uint64_t key = 0;
+  for (Level& level : levels_) {
+    for (auto* queue : {&level.normal, &level.delayed})
+      for (auto it = queue->begin(); it != queue->end() && batch.size() < max;) {
+        if (it->level == 0 && (batch.empty() || it->shape_key == key)) {
+          key = it->shape_key;
+          batch.push_back(it->id);
+          it = queue->erase(it);
+          --size_;
+        } else {
+          ++it;
+        }
+      }
+  }
+  return batch;
+}
+
 std::vector<uint64_t> BatchQueue::next_batch(int64_t now, int limit) {
   promote(now);
   const QueuedRequest* first = head();

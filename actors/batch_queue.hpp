@@ -47,6 +47,10 @@ class BatchQueue {
   /// The ids of the batch that should run now, removed from the queue; empty when none should.
   /// `limit` (> 0) caps the batch below max_batch_size; a batch that reaches it is full.
   std::vector<uint64_t> next_batch(int64_t now, int limit = 0);
+  /// For the top priority level's own stream: the requests that asked for level 1, the first of
+  /// them in scheduling order and those after it with its shape key, up to a batch (`limit` > 0
+  /// caps it), removed; at once, whatever the batch delay. Empty when none waits.
+  std::vector<uint64_t> next_top_level_batch(int limit = 0);
 
   /// The earliest time something may change without a new request: a timeout, or (when
   /// `with_delay`) the moment the first request's batch delay ends. 0 = none.

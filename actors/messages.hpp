@@ -44,6 +44,8 @@ struct Credit {
   int64_t released_ns = 0;
   /// The batch's run built a shape specialization: its time says nothing of its size's cost.
   bool cold = false;
+  /// The top priority level's credit (and stream), not one of the others'.
+  bool top_stream = false;
 };
 
 /// One request in flight: its id, its state, the timestamps the stages stamp on it (they become
@@ -74,6 +76,8 @@ struct batch_msg {
   /// messages do, ahead of the ordinary ones in every mailbox on its way (a flood of low-priority
   /// submissions, refusals and their completions must not delay it).
   bool urgent = false;
+  /// Runs on the top priority level's own stream (top_priority_stream): every other was busy.
+  bool top_stream = false;
 };
 
 }  // namespace troupe::actors

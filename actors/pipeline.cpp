@@ -28,7 +28,7 @@ Pipeline::Pipeline(caf::actor_system& system, std::shared_ptr<void> system_owner
     h.download = h.upload;
   } else {
     h.upload = spawn_upload_stage(system, context_, next);
-    for (int s = 0; s < context_->config.num_streams; ++s)
+    for (int s = 0; s < context_->config.executor_streams(); ++s)
       h.execute.push_back(spawn_execute_stage(system, context_, next, s));
     h.download = system.spawn(download_stage, context_, next);
   }

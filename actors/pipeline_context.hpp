@@ -14,6 +14,7 @@
 #include "engine/graph/compile_config.hpp"
 #include "engine/graph/compiled_graph.hpp"
 #include "engine/graph/stream_executor.hpp"
+#include "engine/graph/stream_yield.hpp"
 #include "troupe/pre_post_processor.hpp"
 
 namespace troupe::actors {
@@ -82,13 +83,15 @@ struct PipelineContext {
   std::atomic<int64_t> batch_fallbacks{0};
   InFlight in_flight;
   StageHook hook;
+  // With top_priority_stream: the other streams give way while that stream runs.
+  detail::StreamYield stream_yield;
   std::atomic<uint64_t> next_request_id{1};
   // A remote-backed pipeline (Core::connect_remote): no graph, no executors, no slots; a router
   // stage sends each request to a replica in place of upload, execute and download.
   std::shared_ptr<RemoteReplicas> remote;
 
   PipelineContext(std::shared_ptr<const detail::CompiledGraph> g, detail::CompileConfig c)
-      : graph(std::move(g)), config(c), stats(c.num_streams) {}
+      : graph(std::move(g)), config(c), stats(c.executor_streams()) {}
 };
 
 }  // namespace troupe::actors

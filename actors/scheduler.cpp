@@ -23,6 +23,7 @@ struct SchedulerState {
   explicit SchedulerState() : queue(detail::SchedulingPolicy{}) {}
   int credits = 0;       // batches the scheduler may still let in (negative after a cut)
   int credit_total = 0;  // credits there are in all, free or with a batch in the stages
+  int top_credits = 0;   // the top priority level's stream: free (1) or with a batch (0)
   bool draining = false;
   BatchQueue queue;
   BatchSizeTuner tuner;  // the batch size limit, with adaptive_batch_size
@@ -77,8 +78,12 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
   }
   const auto& policy = st.queue.policy();
   const int limit = policy.adaptive_batch_size ? st.tuner.next_limit() : 0;
-  while (st.credits > 0) {
-    std::vector<uint64_t> ids = st.queue.next_batch(now, limit);
+  while (st.credits > 0 || st.top_credits > 0) {
+    // The top level's stream takes a batch only when every other stream is busy, and only of
+    // requests that asked for the top level; it does not wait for a batch to fill.
+    const bool top_stream = st.credits <= 0;
+    std::vector<uint64_t> ids =
+        top_stream ? st.queue.next_top_level_batch(limit) : st.queue.next_batch(now, limit);
     if (ids.empty()) break;
     batch_msg batch;
     for (uint64_t id : ids) {
@@ -94,8 +99,11 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
         std::any_of(batch.requests.begin(), batch.requests.end(),
                     [&](const request_msg& m) { return policy.is_top_level(m.state->priority); });
     if (batch.requests.empty()) continue;
-    batch.requests.front().credit = {static_cast<int32_t>(batch.requests.size()), now};
-    --st.credits;
+    batch.top_stream = top_stream;
+    Credit& credit = batch.requests.front().credit;
+    credit = {static_cast<int32_t>(batch.requests.size()), now};
+    credit.top_stream = top_stream;
+    --(top_stream ? st.top_credits : st.credits);
     send_batch(self, next.preprocess, stage_atom::value, std::move(batch));
   }
   const int64_t wake = st.queue.next_event(st.credits > 0);
@@ -108,6 +116,7 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
 
 caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
   self->state.credits = self->state.credit_total = ctx->config.scheduler_credits;
+  self->state.top_credits = ctx->config.scheduling.top_priority_stream ? 1 : 0;
   self->state.queue.set_policy(ctx->config.scheduling);
   self->state.tuner = BatchSizeTuner(ctx->config.scheduling.max_batch_size);
   return {
@@ -150,10 +159,10 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
       [self, ctx, next](credit_atom, const Credit& credit) {
         auto& st = self->state;
         // A run that built a shape specialization (a batch size's first on its stream) would make
-        // its size look far dearer than it is.
-        if (st.queue.policy().adaptive_batch_size && !credit.cold)
+        // its size look far dearer than it is; one on the top level's stream ran beside the others.
+        if (st.queue.policy().adaptive_batch_size && !credit.cold && !credit.top_stream)
           st.tuner.record(credit.batch_size, detail::now_ns() - credit.released_ns);
-        ++st.credits;
+        ++(credit.top_stream ? st.top_credits : st.credits);
         dispatch(self, *ctx, *next);
       },
       [self, ctx, next](cancel_atom) {

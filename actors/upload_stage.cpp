@@ -14,10 +14,11 @@ namespace troupe::actors {
 
 struct UploadState {
   std::vector<int> free_slots;
-  std::vector<int> busy_per_stream;  // slots taken per stream
-  std::deque<batch_msg> waiting;     // batches that found no stream with enough free slots
-  int active_streams = 0;            // streams that take new batches (the first ones)
-  int next_stream = 0;               // where the round-robin among equally loaded streams resumes
+  std::vector<int> busy_per_stream;   // slots taken per stream
+  std::deque<batch_msg> waiting;      // batches that found no stream with enough free slots
+  std::deque<batch_msg> waiting_top;  // the same for the top priority level's stream
+  int active_streams = 0;             // streams that take new batches (the first ones)
+  int next_stream = 0;                // where the round-robin among equally loaded streams resumes
 };
 
 namespace {
@@ -36,6 +37,13 @@ int choose_stream(UploadState& st, const PipelineContext& ctx, int k) {
   }
   if (best >= 0) st.next_stream = (best + 1) % streams;
   return best;
+}
+
+// The top priority level's own stream (after the others) when it has room for `k` requests, else
+// -1.
+int top_stream_with_room(const UploadState& st, const PipelineContext& ctx, int k) {
+  const int top = ctx.config.num_streams;
+  return ctx.config.slots_per_stream - st.busy_per_stream[static_cast<size_t>(top)] >= k ? top : -1;
 }
 
 int take_slot(UploadState& st, const PipelineContext& ctx, int stream) {
@@ -73,12 +81,13 @@ bool failed(const request_msg& msg) {
 
 // Sends on the waiting batches, in order, until one finds no room.
 template <class PassFailed, class TryProcess>
-void process_waiting(UploadState& st, PassFailed& pass_failed, TryProcess& try_process) {
-  while (!st.waiting.empty()) {
-    batch_msg& head = st.waiting.front();
+void process_waiting(std::deque<batch_msg>& waiting, PassFailed& pass_failed,
+                     TryProcess& try_process) {
+  while (!waiting.empty()) {
+    batch_msg& head = waiting.front();
     pass_failed(head);  // cancelled while waiting
     if (!head.requests.empty() && !try_process(head)) break;
-    st.waiting.pop_front();
+    waiting.pop_front();
   }
 }
 
@@ -88,7 +97,7 @@ namespace {
 caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, Handles next) {
   for (size_t i = 0; i < ctx->slots.size(); ++i)
     self->state.free_slots.push_back(static_cast<int>(i));
-  self->state.busy_per_stream.assign(static_cast<size_t>(ctx->config.num_streams), 0);
+  self->state.busy_per_stream.assign(static_cast<size_t>(ctx->config.executor_streams()), 0);
   self->state.active_streams = ctx->config.num_streams;
 
   // Requests with nothing to execute go straight to download (the stage stamped, a cancel turned
@@ -111,7 +120,9 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
   // Uploads the batch into slots of one stream and sends it to that stream's execute; false when
   // no stream has room (nothing done).
   auto try_process = [self, ctx, next](batch_msg& batch) {
-    const int stream = choose_stream(self->state, *ctx, static_cast<int>(batch.requests.size()));
+    const int k = static_cast<int>(batch.requests.size());
+    const int stream = batch.top_stream ? top_stream_with_room(self->state, *ctx, k)
+                                        : choose_stream(self->state, *ctx, k);
     if (stream < 0) return false;
     batch_msg failed_copies;
     failed_copies.urgent = batch.urgent;
@@ -135,6 +146,11 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
       [self, pass_failed, try_process](stage_atom, batch_msg& batch) {
         pass_failed(batch);
         if (batch.requests.empty()) return;
+        if (batch.top_stream) {  // its own stream: no other batch is in its way
+          if (!self->state.waiting_top.empty() || !try_process(batch))
+            self->state.waiting_top.push_back(std::move(batch));
+          return;
+        }
         // In order: a batch never overtakes one that waits for slots, except that an urgent one
         // overtakes the ordinary ones.
         auto& waiting = self->state.waiting;
@@ -149,11 +165,12 @@ caf::behavior upload_stage(caf::stateful_actor<UploadState>* self, Context ctx, 
           --self->state.busy_per_stream[ctx->slots[static_cast<size_t>(slot)].stream];
           self->state.free_slots.push_back(slot);
         }
-        process_waiting(self->state, pass_failed, try_process);
+        process_waiting(self->state.waiting_top, pass_failed, try_process);
+        process_waiting(self->state.waiting, pass_failed, try_process);
       },
       [self, ctx, pass_failed, try_process](streams_atom, int streams) {
         self->state.active_streams = std::clamp(streams, 1, ctx->config.num_streams);
-        process_waiting(self->state, pass_failed, try_process);  // more streams: room now
+        process_waiting(self->state.waiting, pass_failed, try_process);  // more streams: room now
       },
   };
 }

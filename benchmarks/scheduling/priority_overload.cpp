@@ -4,6 +4,7 @@
 // the flood (completed, refused with QueueFull).
 //
 // Usage: troupe_priority_overload MODEL.onnx [SECONDS=5] [FLOOD_IN_FLIGHT=128] [MAX_QUEUE=32]
+//            [TOP_PRIORITY_STREAM=NO]
 // The flood resubmits each request as soon as it completes (or is refused); the high-priority
 // client runs one request at a time, as an interactive caller does.
 
@@ -63,18 +64,23 @@ double percentile(const std::vector<double>& sorted, double p) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s MODEL.onnx [SECONDS] [FLOOD_IN_FLIGHT] [MAX_QUEUE]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s MODEL.onnx [SECONDS] [FLOOD_IN_FLIGHT] [MAX_QUEUE] "
+                 "[TOP_PRIORITY_STREAM]\n",
+                 argv[0]);
     return 2;
   }
   const double seconds = argc > 2 ? std::atof(argv[2]) : 5;
   const int flood = argc > 3 ? std::atoi(argv[3]) : 128;
   const int max_queue = argc > 4 ? std::atoi(argv[4]) : 32;
+  const std::string top_stream = argc > 5 ? argv[5] : "NO";
   Core core;
   CompiledModel compiled = core.compile_model(argv[1], "CPU",
                                               {{props::performance_mode, "THROUGHPUT"},
                                                {"priority_levels", 2},
                                                {"default_priority_level", 2},
-                                               {"max_queue_size", max_queue}});
+                                               {"max_queue_size", max_queue},
+                                               {"top_priority_stream", top_stream}});
 
   high_priority_latencies(compiled, std::min(1.0, seconds / 5));  // warm-up
   const std::vector<double> idle = high_priority_latencies(compiled, seconds);

@@ -47,6 +47,8 @@ struct CompileConfig {
   /// Derives slots_per_stream and scheduler_credits from max_in_flight and the scheduling policy
   /// (part of derive_request_counts).
   void derive_scheduler_counts();
+  /// The streams with an executor: num_streams, and the top priority level's own stream.
+  int executor_streams() const { return num_streams + (scheduling.top_priority_stream ? 1 : 0); }
 
   /// The configuration as properties (what CompiledModel::get_property reports).
   AnyMap to_properties() const;

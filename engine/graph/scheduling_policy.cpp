@@ -24,6 +24,7 @@ constexpr const char* k_override = "allow_timeout_override";
 constexpr const char* k_priority_policy = "priority_queue_policy";
 constexpr const char* k_aging = "priority_aging_microseconds";
 constexpr const char* k_adaptive = "adaptive_batch_size";
+constexpr const char* k_top_stream = "top_priority_stream";
 
 int64_t in_range(const std::string& key, const Any& value, int64_t lo, int64_t hi) {
   const int64_t n = value.as_int();
@@ -89,9 +90,9 @@ bool SchedulingPolicy::is_default() const {
 
 const std::vector<std::string>& scheduling_property_names() {
   static const std::vector<std::string> names = {
-      k_max_batch_size,  k_preferred,  k_delay,   k_ordering, k_levels,
-      k_default_level,   k_queue_size, k_timeout, k_action,   k_override,
-      k_priority_policy, k_aging,      k_adaptive};
+      k_max_batch_size,  k_preferred,  k_delay,    k_ordering,  k_levels,
+      k_default_level,   k_queue_size, k_timeout,  k_action,    k_override,
+      k_priority_policy, k_aging,      k_adaptive, k_top_stream};
   return names;
 }
 
@@ -217,6 +218,8 @@ void apply_scheduling_property(SchedulingPolicy& p, const std::string& key, cons
       p.priority_aging_us = in_range(key, value, 0, 3'600'000'000LL);
     } else if (key == k_adaptive) {
       p.adaptive_batch_size = value.as_bool();
+    } else if (key == k_top_stream) {
+      p.top_priority_stream = value.as_bool();
     } else {
       throw InvalidArgument("property " + key + " is not a scheduling property");
     }
@@ -240,6 +243,10 @@ void validate(const SchedulingPolicy& p) {
                             std::to_string(level) + " is not allowed (allowed: 1.." +
                             std::to_string(p.levels()) +
                             " with priority_levels=" + std::to_string(p.priority_levels) + ")");
+  if (p.top_priority_stream && p.priority_levels < 2)
+    throw InvalidArgument("property " + std::string(k_top_stream) +
+                          ": YES needs priority_levels >= 2 (it is " +
+                          std::to_string(p.priority_levels) + ")");
   for (int64_t s : p.preferred_batch_sizes)
     if (s > p.max_batch_size)
       throw InvalidArgument("property " + std::string(k_preferred) + ": " + std::to_string(s) +
@@ -263,6 +270,7 @@ AnyMap scheduling_properties(const SchedulingPolicy& p) {
   m[k_priority_policy] = priority_queue_policy_text(p);
   m[k_aging] = p.priority_aging_us;
   m[k_adaptive] = p.adaptive_batch_size;
+  m[k_top_stream] = p.top_priority_stream;
   return m;
 }
 

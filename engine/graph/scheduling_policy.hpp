@@ -37,6 +37,11 @@ struct SchedulingPolicy {
   // troupe's own, against starvation: a request that has waited k times this long competes as k
   // levels higher, in arrival order. 0 = strict priorities, as Triton's.
   int64_t priority_aging_us = 0;
+  // troupe's own: one more stream, which only batches of requests asking for the highest of two or
+  // more levels take, when every other stream is busy: such a request does not wait for a running
+  // batch of lower ones, it runs beside them (sharing the cores). Costs one stream's buffers; fixed
+  // at compilation.
+  bool top_priority_stream = false;
   QueuePolicy queue;
   // Triton's priority_queue_policy: a level's own queue policy fields (by 1-based priority
   // level, validated), over `queue` for the requests of that level.

@@ -10,6 +10,7 @@
 #include "engine/graph/clock.hpp"
 #include "engine/graph/layout_assignment.hpp"
 #include "engine/graph/memory_plan.hpp"
+#include "engine/graph/stream_yield.hpp"
 #include "engine/graph/thread_policy.hpp"
 #include "engine/graph/transformations/transformations.hpp"
 #include "engine/ops/control_flow.hpp"
@@ -203,6 +204,7 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     out.clear();
     for (ValueId v : node.inputs) in.push_back(v == no_value ? Tensor() : values[v]);
     for (ValueId v : node.outputs) out.push_back(values[v]);
+    if (yield_) yield_->checkpoint(yield_stream_);
     const int64_t t0 = timings ? now_ns() : 0;
     const int64_t c0 = timings ? thread_cpu_ns() : 0;
     execute_node(*kernels[n], node, in, out);

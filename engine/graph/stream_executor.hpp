@@ -11,6 +11,8 @@
 
 namespace troupe::detail {
 
+class StreamYield;
+
 /// Runs a CompiledGraph on one execute stream: owns the stream's kernel instances and
 /// intermediate buffers. Used from one thread at a time. When input shapes differ from the last
 /// run (dynamic dimensions), it re-infers shapes and creates kernels and buffers for them, and
@@ -47,6 +49,12 @@ class StreamExecutor {
   /// Shape specializations this stream has built since it was created (a run that builds one
   /// takes far longer than its shapes' later runs). Read on the thread that runs the stream.
   uint64_t specializations_built() const { return specializations_built_; }
+  /// Makes this stream (index `stream`) give way between nodes while the top priority level's
+  /// stream runs (engine/graph/stream_yield.hpp). Not while the stream runs.
+  void yield_to(StreamYield* yield, int stream) {
+    yield_ = yield;
+    yield_stream_ = stream;
+  }
 
   /// Per node of the compiled graph, the kernel of the static graph's one specialization; empty
   /// for a graph with dynamic shapes. Not while the stream runs.
@@ -93,6 +101,8 @@ class StreamExecutor {
   size_t max_specializations_ = default_specializations;
   bool constants_replaced_ = false;  // see replace_constant()
   uint64_t specializations_built_ = 0;
+  StreamYield* yield_ = nullptr;  // see yield_to()
+  int yield_stream_ = 0;
   mutable std::mutex implementations_mutex_;
   std::vector<std::string> implementations_;  // see implementations()
 };

@@ -59,12 +59,17 @@ CompiledModelImpl::CompiledModelImpl(
     for (size_t i = 0; i < ppp->outputs.size() && i < context_->outputs.size(); ++i)
       if (ppp->outputs[i]) context_->outputs[i] = ppp->outputs[i]->caller;
   }
-  for (int s = 0; s < context_->config.num_streams; ++s) {
+  for (int s = 0; s < context_->config.executor_streams(); ++s) {
     context_->executors.push_back(
         std::make_unique<StreamExecutor>(context_->graph, context_->config.threads_per_stream,
                                          s == 0 ? std::move(first_stream_kernels)
                                                 : std::vector<std::unique_ptr<kernels::Kernel>>{}));
     // Every batch size up to the largest comes with its own specialization: keep them all.
+    // Streams on threads of their own give way to the top level's; those sharing the scheduler's
+    // workers (a small model's) must not block a worker, and their runs are short anyway.
+    if (context_->config.scheduling.top_priority_stream && s < context_->config.num_streams &&
+        !context_->config.execute_on_scheduler)
+      context_->executors.back()->yield_to(&context_->stream_yield, s);
     context_->executors.back()->keep_specializations(
         StreamExecutor::default_specializations +
         static_cast<size_t>(context_->config.auto_batch_max_size));
@@ -126,10 +131,14 @@ void CompiledModelImpl::set_property(const AnyMap& properties) {
       throw InvalidArgument(
           "property preserve_ordering is fixed at compilation (the completion "
           "actor orders by it from the first request)");
+    if (name == "top_priority_stream")
+      throw InvalidArgument(
+          "property top_priority_stream is fixed at compilation (the stream is created with the "
+          "others)");
     if (!is_scheduling_property(name)) {
       std::string changeable = props::num_streams;
       for (const std::string& k : scheduling_property_names())
-        if (k != "preserve_ordering") changeable += ", " + k;
+        if (k != "preserve_ordering" && k != "top_priority_stream") changeable += ", " + k;
       throw InvalidArgument("property " + key +
                             " cannot be changed on a compiled model (it is fixed at compilation; "
                             "changeable: " +

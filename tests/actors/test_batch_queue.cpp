@@ -393,3 +393,39 @@ TEST(SchedulingPolicy, TheTopLevelIsLevelOneOfTwoOrMoreAndTheDefaultWhenItIsOne)
   p.default_priority_level = 1;
   EXPECT_TRUE(p.is_top_level(0));
 }
+
+TEST(BatchQueue, TheTopLevelsOwnBatchTakesOnlyRequestsThatAskedForItAndDoesNotWait) {
+  detail::SchedulingPolicy p = batching(4, 1'000'000);  // a partial batch would wait a second
+  p.priority_levels = 2;
+  p.priority_aging_us = 100;
+  BatchQueue q{p};
+  ASSERT_TRUE(q.push(request(1, 0, 1)));
+  ASSERT_TRUE(q.push(request(2, 0, 0, 7)));
+  ASSERT_TRUE(q.push(request(3, 0, 0, 8)));  // other shapes: not in 2's batch
+  ASSERT_TRUE(q.push(request(4, 0, 0, 7)));
+  ASSERT_TRUE(q.push(request(5, 0, 1)));
+  // Request 1, aged into the top level's queue, still asked for the lower level: left out.
+  EXPECT_THAT(q.next_batch(1'000 * us, 1), ElementsAre(2));
+  ASSERT_TRUE(q.push(request(6, 1'000 * us, 0, 7)));
+  EXPECT_THAT(q.next_top_level_batch(), ElementsAre(3));  // the first; 4 and 6 have other shapes
+  EXPECT_THAT(q.next_top_level_batch(1), ElementsAre(4));
+  EXPECT_THAT(q.next_top_level_batch(), ElementsAre(6));
+  EXPECT_THAT(q.next_top_level_batch(), IsEmpty());
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_THAT(q.next_batch(2'000 * us), IsEmpty());  // the ordinary batch waits for its delay
+  EXPECT_THAT(q.next_batch(1'000'000 * us), ElementsAre(1, 5));
+}
+
+TEST(BatchQueue, ATopLevelStreamNeedsTwoPriorityLevels) {
+  detail::SchedulingPolicy p;
+  detail::apply_scheduling_property(p, "top_priority_stream", Any("YES"));
+  try {
+    detail::validate(p);
+    ADD_FAILURE() << "top_priority_stream accepted without priority levels";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("top_priority_stream"));
+  }
+  p.priority_levels = 2;
+  detail::validate(p);
+  EXPECT_TRUE(detail::scheduling_properties(p).at("top_priority_stream").as_bool());
+}

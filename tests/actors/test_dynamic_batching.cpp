@@ -201,6 +201,73 @@ TEST(DynamicBatching, HigherPriorityRequestsOvertakeWaitingOnes) {
   requests[0].infer();
 }
 
+// With top_priority_stream, a request of the top level runs while every ordinary stream is held
+// by a lower one; without it, it waits for one of them.
+TEST(DynamicBatching, TheTopLevelsOwnStreamRunsItWhileTheOthersAreBusy) {
+  for (const bool top_stream : {true, false}) {
+    SCOPED_TRACE(top_stream ? "top_priority_stream" : "without");
+    Core core;
+    // Batching makes the execute stages threads of their own (a hook may hold them).
+    auto compiled = core.compile_model(make_linear_model(), "CPU",
+                                       {{"priority_levels", 2},
+                                        {"default_priority_level", 2},
+                                        {"max_batch_size", 2},
+                                        {"adaptive_batch_size", false},
+                                        {"top_priority_stream", top_stream},
+                                        {props::num_streams, 2}});
+    EXPECT_EQ(compiled.get_property("top_priority_stream").as_bool(), top_stream);
+    // The first two runs (one per ordinary stream) hold until opened; the others pass.
+    struct Held {
+      std::mutex mutex;
+      std::condition_variable cv;
+      int holding = 0;
+      bool open = false;
+    };
+    auto held = std::make_shared<Held>();
+    set_stage_hook(compiled, [held](detail::Stage stage, uint64_t) {
+      if (stage != detail::Stage::execute) return;
+      std::unique_lock<std::mutex> lock(held->mutex);
+      if (held->holding >= 2) return;
+      ++held->holding;
+      held->cv.notify_all();
+      held->cv.wait(lock, [&] { return held->open; });
+    });
+    auto open = [&] {
+      std::lock_guard<std::mutex> lock(held->mutex);
+      held->open = true;
+      held->cv.notify_all();
+    };
+    std::vector<InferRequest> low(2);
+    for (unsigned i = 0; i < 2; ++i) {
+      low[i] = compiled.create_infer_request();
+      low[i].set_tensor("x", sample(i));
+      low[i].start_async();
+      std::unique_lock<std::mutex> lock(held->mutex);  // one at a time: two batches of one
+      ASSERT_TRUE(held->cv.wait_for(lock, std::chrono::seconds(10),
+                                    [&] { return held->holding == static_cast<int>(i) + 1; }));
+    }
+    InferRequest high = compiled.create_infer_request();
+    high.set_tensor("x", sample(7));
+    high.set_priority(1);
+    high.start_async();
+    const bool done = high.wait_for(std::chrono::milliseconds(top_stream ? 10'000 : 300));
+    EXPECT_EQ(done, top_stream);
+    open();
+    high.wait();
+    for (auto& r : low) r.wait();
+    Reference reference(core);
+    reference.expect_output_of(7, high.get_tensor("y"));
+    for (unsigned i = 0; i < 2; ++i) reference.expect_output_of(i, low[i].get_tensor("y"));
+    set_stage_hook(compiled, nullptr);
+    try {
+      compiled.set_property({{"top_priority_stream", !top_stream}});
+      ADD_FAILURE() << "top_priority_stream changed on a compiled model";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("fixed at compilation"));
+    }
+  }
+}
+
 TEST(DynamicBatching, AgingSetLiveEndsTheStarvationOfALowRequestUnderSteadyHighLoad) {
   Core core;
   auto compiled = core.compile_model(
@@ -393,7 +460,9 @@ TEST(DynamicBatching, SetPropertyChecksEveryKeyBeforeApplyingAny) {
   EXPECT_THROW(fixed.set_property({{"max_batch_size", 2}}), InvalidArgument);
 }
 
-TEST(DynamicBatching, ManyThreadsWithRandomPrioritiesAndTimeoutsEachCompleteOnce) {
+namespace {
+
+void many_threads_with_random_priorities_and_timeouts(bool top_priority_stream) {
   Core core;
   Reference reference(core);
   auto compiled = core.compile_model(make_linear_model(), "CPU",
@@ -402,6 +471,7 @@ TEST(DynamicBatching, ManyThreadsWithRandomPrioritiesAndTimeoutsEachCompleteOnce
                                       {"priority_levels", 3},
                                       {"max_queue_size", 40},
                                       {"allow_timeout_override", true},
+                                      {"top_priority_stream", top_priority_stream},
                                       {props::num_streams, 2},
                                       {props::performance_mode, "THROUGHPUT"}});
   constexpr int threads = 8, per_thread = 60;
@@ -449,6 +519,16 @@ TEST(DynamicBatching, ManyThreadsWithRandomPrioritiesAndTimeoutsEachCompleteOnce
   EXPECT_GT(ok.load(), threads * per_thread / 2);
   const PipelineCounters c = compiled.counters();
   EXPECT_EQ(c.success + c.failure, static_cast<uint64_t>(threads * per_thread));
+}
+
+}  // namespace
+
+TEST(DynamicBatching, ManyThreadsWithRandomPrioritiesAndTimeoutsEachCompleteOnce) {
+  many_threads_with_random_priorities_and_timeouts(false);
+}
+
+TEST(DynamicBatching, ManyThreadsWithRandomPrioritiesAndTheTopLevelsStreamEachCompleteOnce) {
+  many_threads_with_random_priorities_and_timeouts(true);
 }
 
 TEST(DynamicBatching, ReconfiguringUnderLoadDropsFailsAndLosesNothing) {
