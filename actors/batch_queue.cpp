@@ -12,6 +12,8 @@ BatchQueue::BatchQueue(detail::SchedulingPolicy policy) {
 void BatchQueue::set_policy(const detail::SchedulingPolicy& policy) {
   policy_ = policy;
   const size_t n = static_cast<size_t>(policy_.levels());
+  queues_.clear();
+  for (size_t l = 0; l < n; ++l) queues_.push_back(policy_.queue_of(static_cast<int>(l)));
   if (levels_.size() > n) {
     // Requests of levels that no longer exist keep their order, behind the lowest level's.
     Level& lowest = levels_[n - 1];
@@ -34,7 +36,7 @@ size_t BatchQueue::size(int level) const {
 
 bool BatchQueue::push(const QueuedRequest& request) {
   const int level = std::clamp(request.level, 0, policy_.levels() - 1);
-  const int64_t limit = policy_.queue_of(level).max_queue_size;
+  const int64_t limit = queue_policy(level).max_queue_size;
   if (limit > 0 && static_cast<int64_t>(size(level)) >= limit) return false;
   QueuedRequest r = request;
   r.level = level;
@@ -52,7 +54,7 @@ std::vector<uint64_t> BatchQueue::expire(int64_t now) {
         continue;
       }
       // A promoted request keeps the timeout action of the level it asked for.
-      if (policy_.queue_of(it->level).timeout_action == detail::TimeoutAction::reject) {
+      if (queue_policy(it->level).timeout_action == detail::TimeoutAction::reject) {
         rejected.push_back(it->id);
         --size_;
       } else {

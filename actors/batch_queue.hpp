@@ -4,6 +4,7 @@
 // next and together, which are refused, which have timed out. Time is a parameter (steady-clock
 // ns), so the policy is tested with a fake clock.
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -36,6 +37,11 @@ class BatchQueue {
   /// count move to the lowest level).
   void set_policy(const detail::SchedulingPolicy& policy);
   const detail::SchedulingPolicy& policy() const { return policy_; }
+  /// The queue policy of a 0-based level (clamped to the levels there are), resolved once per
+  /// policy rather than per request.
+  const detail::QueuePolicy& queue_policy(int level) const {
+    return queues_[static_cast<size_t>(std::clamp(level, 0, policy_.levels() - 1))];
+  }
 
   /// False (and nothing queued) when the request's level already holds max_queue_size requests.
   bool push(const QueuedRequest& request);
@@ -71,6 +77,7 @@ class BatchQueue {
   void promote(int64_t now);
 
   detail::SchedulingPolicy policy_;
+  std::vector<detail::QueuePolicy> queues_;  // per level: policy_.queue_of(level)
   std::vector<Level> levels_;
   size_t size_ = 0;
 };

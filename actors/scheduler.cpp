@@ -116,7 +116,8 @@ void dispatch(SchedulerActor* self, PipelineContext& ctx, const StageHandles& ne
 
 caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
   self->state.credits = self->state.credit_total = ctx->config.scheduler_credits;
-  self->state.top_credits = ctx->config.scheduling.top_priority_stream ? 1 : 0;
+  // A remote-backed model's replicas own their streams: it has no top level's stream here.
+  self->state.top_credits = ctx->config.scheduling.top_priority_stream && !ctx->remote ? 1 : 0;
   self->state.queue.set_policy(ctx->config.scheduling);
   self->state.tuner = BatchSizeTuner(ctx->config.scheduling.max_batch_size);
   return {
@@ -135,7 +136,8 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
         try {
           const auto& policy = st.queue.policy();
           queued.level = policy.level_of(msg.state->priority);
-          const int64_t timeout_us = policy.timeout_of(queued.level, msg.state->timeout_us);
+          const int64_t timeout_us = detail::SchedulingPolicy::timeout_under(
+              st.queue.queue_policy(queued.level), msg.state->timeout_us);
           queued.deadline_ns = timeout_us > 0 ? msg.trace.submitted_ns + timeout_us * 1000 : 0;
         } catch (...) {
           complete_now(*ctx, *next, self, std::move(msg), std::current_exception());
@@ -149,7 +151,7 @@ caf::behavior scheduler_actor(SchedulerActor* self, Context ctx, Handles next) {
               "queue full: " + std::to_string(st.queue.size(queued.level)) +
               " requests already wait at priority level " + std::to_string(queued.level + 1) +
               " (max_queue_size " +
-              std::to_string(st.queue.policy().queue_of(queued.level).max_queue_size) + ")";
+              std::to_string(st.queue.queue_policy(queued.level).max_queue_size) + ")";
           complete_now(*ctx, *next, self, std::move(msg), std::make_exception_ptr(QueueFull(why)));
           return;
         }

@@ -68,10 +68,13 @@ int SchedulingPolicy::level_of(int64_t priority) const {
 }
 
 int64_t SchedulingPolicy::timeout_of(int level, int64_t timeout_us) const {
+  return timeout_under(queue_of(level), timeout_us);
+}
+
+int64_t SchedulingPolicy::timeout_under(const QueuePolicy& q, int64_t timeout_us) {
   if (timeout_us < 0)
     throw InvalidArgument("request timeout " + std::to_string(timeout_us) +
                           " us is not allowed (allowed: >= 0)");
-  const QueuePolicy q = queue_of(level);
   if (timeout_us == 0 || !q.allow_timeout_override) return q.default_timeout_us;
   if (q.default_timeout_us == 0) return timeout_us;
   return std::min(timeout_us, q.default_timeout_us);

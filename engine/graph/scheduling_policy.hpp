@@ -56,6 +56,8 @@ struct SchedulingPolicy {
   /// The timeout (µs, 0 = none) of a request of 0-based `level` asking for `timeout_us` (0 = the
   /// level's default).
   int64_t timeout_of(int level, int64_t timeout_us) const;
+  /// The same under the level's queue policy `q`.
+  static int64_t timeout_under(const QueuePolicy& q, int64_t timeout_us);
   /// Whether a request asking for `priority` waits at the highest of two or more levels (false
   /// for a priority out of range: it is refused).
   bool is_top_level(int64_t priority) const;

@@ -32,13 +32,20 @@ inline float exp_of(float x) {
 
 }  // namespace
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void sigmoid_in_place(float* v,
-                                                                                   int64_t n) {
+// One clone per ISA, picked by an ifunc resolver while the program is relocated. Under TSan that
+// resolver is instrumented and runs before TSan's runtime exists: every binary crashed before
+// main. TSan builds take the default clone.
+#if defined(__SANITIZE_THREAD__)
+#define TROUPE_ISA_CLONES
+#else
+#define TROUPE_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+
+TROUPE_ISA_CLONES void sigmoid_in_place(float* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (1.0f + exp_of(-v[i]));
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void tanh_in_place(float* v,
-                                                                                int64_t n) {
+TROUPE_ISA_CLONES void tanh_in_place(float* v, int64_t n) {
   // tanh(x) = 1 - 2 / (1 + e^2x): exact limits at both ends, ~1e-7 absolute error near 0.
   for (int64_t i = 0; i < n; ++i) v[i] = 1.0f - 2.0f / (1.0f + exp_of(2.0f * v[i]));
 }
