@@ -96,16 +96,18 @@ void BatchQueue::promote(int64_t now) {
   }
 }
 
-std::vector<uint64_t> BatchQueue::next_top_level_batch(int limit) {
+size_t BatchQueue::batch_limit(int limit) const {
   const int max_size = limit > 0 ? std::min(limit, policy_.max_batch_size) : policy_.max_batch_size;
-  const size_t max = static_cast<size_t>(std::max(1, max_size));
+  return static_cast<size_t>(std::max(1, max_size));
+}
+
+template <class Takes>
+std::vector<uint64_t> BatchQueue::take_in_order(size_t count, Takes takes) {
   std::vector<uint64_t> batch;
-  uint64_t key = 0;
   for (Level& level : levels_) {
     for (auto* queue : {&level.normal, &level.delayed})
-      for (auto it = queue->begin(); it != queue->end() && batch.size() < max;) {
-        if (it->level == 0 && (batch.empty() || it->shape_key == key)) {
-          key = it->shape_key;
+      for (auto it = queue->begin(); it != queue->end() && batch.size() < count;) {
+        if (takes(*it, batch.empty())) {
           batch.push_back(it->id);
           it = queue->erase(it);
           --size_;
@@ -117,12 +119,20 @@ std::vector<uint64_t> BatchQueue::next_top_level_batch(int limit) {
   return batch;
 }
 
+std::vector<uint64_t> BatchQueue::next_top_level_batch(int limit) {
+  uint64_t key = 0;
+  return take_in_order(batch_limit(limit), [&key](const QueuedRequest& r, bool first) {
+    if (r.level != 0 || (!first && r.shape_key != key)) return false;
+    key = r.shape_key;
+    return true;
+  });
+}
+
 std::vector<uint64_t> BatchQueue::next_batch(int64_t now, int limit) {
   promote(now);
   const QueuedRequest* first = head();
   if (!first) return {};
-  const int max_size = limit > 0 ? std::min(limit, policy_.max_batch_size) : policy_.max_batch_size;
-  const size_t max = static_cast<size_t>(std::max(1, max_size));
+  const size_t max = batch_limit(limit);
   const uint64_t key = first->shape_key;
   const int64_t first_arrival = first->arrival_ns;
 
@@ -142,20 +152,7 @@ std::vector<uint64_t> BatchQueue::next_batch(int64_t now, int limit) {
       if (static_cast<size_t>(*it) <= available) take = static_cast<size_t>(*it);
     if (take == 0 && now - first_arrival >= policy_.max_queue_delay_us * 1000) take = available;
   }
-  std::vector<uint64_t> batch;
-  for (Level& level : levels_) {
-    for (auto* queue : {&level.normal, &level.delayed})
-      for (auto it = queue->begin(); it != queue->end() && batch.size() < take;) {
-        if (it->shape_key == key) {
-          batch.push_back(it->id);
-          it = queue->erase(it);
-          --size_;
-        } else {
-          ++it;
-        }
-      }
-  }
-  return batch;
+  return take_in_order(take, [key](const QueuedRequest& r, bool) { return r.shape_key == key; });
 }
 
 int64_t BatchQueue::next_event(bool with_delay) const {

@@ -74,6 +74,11 @@ class BatchQueue {
     std::deque<QueuedRequest> normal, delayed;
   };
   const QueuedRequest* head() const;
+  size_t batch_limit(int limit) const;  // max_batch_size, capped by `limit` > 0
+  /// Removes and returns, in scheduling order, up to `count` requests `takes(request, first)`
+  /// accepts (`first`: none taken yet).
+  template <class Takes>
+  std::vector<uint64_t> take_in_order(size_t count, Takes takes);
   void promote(int64_t now);
 
   detail::SchedulingPolicy policy_;
