@@ -268,6 +268,79 @@ TEST(DynamicBatching, TheTopLevelsOwnStreamRunsItWhileTheOthersAreBusy) {
   }
 }
 
+// While a run on the top level's stream is in progress, one ordinary stream holds at its next
+// node boundary and the other goes on: of two lower requests let go meanwhile, one completes.
+TEST(DynamicBatching, WhileTheTopLevelsStreamRunsOneOrdinaryStreamGivesWay) {
+  Core core;
+  auto compiled = core.compile_model(make_linear_model(), "CPU",
+                                     {{"priority_levels", 2},
+                                      {"default_priority_level", 2},
+                                      {"max_batch_size", 2},
+                                      {"adaptive_batch_size", false},
+                                      {"top_priority_stream", true},
+                                      {props::num_streams, 2}});
+  // Execute's first two entries (the lower requests) hold until `low_open`, the third (the top
+  // level's request, whose run has begun) until `top_open`.
+  struct Gates {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int entered = 0;
+    bool low_open = false, top_open = false;
+  };
+  auto gates = std::make_shared<Gates>();
+  set_stage_hook(compiled, [gates](detail::Stage stage, uint64_t) {
+    if (stage != detail::Stage::execute) return;
+    std::unique_lock<std::mutex> lock(gates->mutex);
+    const int k = gates->entered++;
+    gates->cv.notify_all();
+    if (k < 2) gates->cv.wait(lock, [&] { return gates->low_open; });
+    if (k == 2) gates->cv.wait(lock, [&] { return gates->top_open; });
+  });
+  auto wait_entered = [&](int n) {
+    std::unique_lock<std::mutex> lock(gates->mutex);
+    return gates->cv.wait_for(lock, std::chrono::seconds(10), [&] { return gates->entered >= n; });
+  };
+  auto open = [&](bool Gates::*gate) {
+    std::lock_guard<std::mutex> lock(gates->mutex);
+    (*gates).*gate = true;
+    gates->cv.notify_all();
+  };
+  std::vector<InferRequest> low(2);
+  for (unsigned i = 0; i < 2; ++i) {
+    low[i] = compiled.create_infer_request();
+    low[i].set_tensor("x", sample(i));
+    low[i].start_async();
+    ASSERT_TRUE(wait_entered(static_cast<int>(i) + 1));
+  }
+  InferRequest high = compiled.create_infer_request();
+  high.set_tensor("x", sample(7));
+  high.set_priority(1);
+  high.start_async();
+  ASSERT_TRUE(wait_entered(3));  // on the top level's stream, its run begun
+  open(&Gates::low_open);
+  // One lower request's stream goes on; the other's holds before its first node.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int done = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    done = 0;
+    for (auto& r : low) done += r.wait_for(std::chrono::milliseconds(0)) ? 1 : 0;
+    if (done >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(done, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  done = 0;
+  for (auto& r : low) done += r.wait_for(std::chrono::milliseconds(0)) ? 1 : 0;
+  EXPECT_EQ(done, 1) << "the stream that gives way ran while the top level's run was in progress";
+  open(&Gates::top_open);
+  high.wait();
+  for (auto& r : low) r.wait();
+  Reference reference(core);
+  reference.expect_output_of(7, high.get_tensor("y"));
+  for (unsigned i = 0; i < 2; ++i) reference.expect_output_of(i, low[i].get_tensor("y"));
+  set_stage_hook(compiled, nullptr);
+}
+
 TEST(DynamicBatching, AgingSetLiveEndsTheStarvationOfALowRequestUnderSteadyHighLoad) {
   Core core;
   auto compiled = core.compile_model(
