@@ -201,63 +201,115 @@ TEST(DynamicBatching, HigherPriorityRequestsOvertakeWaitingOnes) {
   requests[0].infer();
 }
 
+namespace {
+
+// Two streams, two priority levels, and the top level's stream or not. Batching makes the execute
+// stages threads of their own (a hook may hold them).
+CompiledModel two_priority_streams(Core& core, bool top_priority_stream) {
+  return core.compile_model(make_linear_model(), "CPU",
+                            {{"priority_levels", 2},
+                             {"default_priority_level", 2},
+                             {"max_batch_size", 2},
+                             {"adaptive_batch_size", false},
+                             {"top_priority_stream", top_priority_stream},
+                             {props::num_streams, 2}});
+}
+
+// Holds execute's entries by their order: the first two (a lower request on each ordinary stream)
+// until open_low(), the third until open_top() when `hold_third`; every gate opens at the latest
+// when this goes out of scope. The hook owns the state, so it outlives the gates.
+class EntryGates {
+ public:
+  EntryGates(CompiledModel& compiled, bool hold_third) : state_(std::make_shared<State>()) {
+    set_stage_hook(compiled, [state = state_, hold_third](detail::Stage stage, uint64_t) {
+      if (stage != detail::Stage::execute) return;
+      std::unique_lock<std::mutex> lock(state->mutex);
+      const int k = state->entered++;
+      state->cv.notify_all();
+      if (k < 2) state->cv.wait(lock, [&] { return state->low_open; });
+      if (k == 2 && hold_third) state->cv.wait(lock, [&] { return state->top_open; });
+    });
+  }
+  ~EntryGates() {
+    open(&State::low_open);
+    open(&State::top_open);
+  }
+  bool wait_entered(int n) {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    return state_->cv.wait_for(lock, std::chrono::seconds(10),
+                               [&] { return state_->entered >= n; });
+  }
+  void open_low() { open(&State::low_open); }
+  void open_top() { open(&State::top_open); }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int entered = 0;
+    bool low_open = false, top_open = false;
+  };
+  void open(bool State::*gate) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    (*state_).*gate = true;
+    state_->cv.notify_all();
+  }
+  std::shared_ptr<State> state_;
+};
+
+// Two requests of the lower level, started one at a time so that each ordinary stream holds one.
+std::vector<InferRequest> hold_both_streams(CompiledModel& compiled, EntryGates& gates) {
+  std::vector<InferRequest> low(2);
+  for (unsigned i = 0; i < 2; ++i) {
+    low[i] = compiled.create_infer_request();
+    low[i].set_tensor("x", sample(i));
+    low[i].start_async();
+    EXPECT_TRUE(gates.wait_entered(static_cast<int>(i) + 1));
+  }
+  return low;
+}
+
+InferRequest start_top_level_request(CompiledModel& compiled) {
+  InferRequest high = compiled.create_infer_request();
+  high.set_tensor("x", sample(7));
+  high.set_priority(1);
+  high.start_async();
+  return high;
+}
+
+void expect_outputs(Core& core, InferRequest& high, std::vector<InferRequest>& low) {
+  Reference reference(core);
+  reference.expect_output_of(7, high.get_tensor("y"));
+  for (unsigned i = 0; i < low.size(); ++i) reference.expect_output_of(i, low[i].get_tensor("y"));
+}
+
+int completed(std::vector<InferRequest>& requests) {
+  int done = 0;
+  for (auto& r : requests) done += r.wait_for(std::chrono::milliseconds(0)) ? 1 : 0;
+  return done;
+}
+
+}  // namespace
+
 // With top_priority_stream, a request of the top level runs while every ordinary stream is held
 // by a lower one; without it, it waits for one of them.
 TEST(DynamicBatching, TheTopLevelsOwnStreamRunsItWhileTheOthersAreBusy) {
   for (const bool top_stream : {true, false}) {
     SCOPED_TRACE(top_stream ? "top_priority_stream" : "without");
     Core core;
-    // Batching makes the execute stages threads of their own (a hook may hold them).
-    auto compiled = core.compile_model(make_linear_model(), "CPU",
-                                       {{"priority_levels", 2},
-                                        {"default_priority_level", 2},
-                                        {"max_batch_size", 2},
-                                        {"adaptive_batch_size", false},
-                                        {"top_priority_stream", top_stream},
-                                        {props::num_streams, 2}});
+    auto compiled = two_priority_streams(core, top_stream);
     EXPECT_EQ(compiled.get_property("top_priority_stream").as_bool(), top_stream);
-    // The first two runs (one per ordinary stream) hold until opened; the others pass.
-    struct Held {
-      std::mutex mutex;
-      std::condition_variable cv;
-      int holding = 0;
-      bool open = false;
-    };
-    auto held = std::make_shared<Held>();
-    set_stage_hook(compiled, [held](detail::Stage stage, uint64_t) {
-      if (stage != detail::Stage::execute) return;
-      std::unique_lock<std::mutex> lock(held->mutex);
-      if (held->holding >= 2) return;
-      ++held->holding;
-      held->cv.notify_all();
-      held->cv.wait(lock, [&] { return held->open; });
-    });
-    auto open = [&] {
-      std::lock_guard<std::mutex> lock(held->mutex);
-      held->open = true;
-      held->cv.notify_all();
-    };
-    std::vector<InferRequest> low(2);
-    for (unsigned i = 0; i < 2; ++i) {
-      low[i] = compiled.create_infer_request();
-      low[i].set_tensor("x", sample(i));
-      low[i].start_async();
-      std::unique_lock<std::mutex> lock(held->mutex);  // one at a time: two batches of one
-      ASSERT_TRUE(held->cv.wait_for(lock, std::chrono::seconds(10),
-                                    [&] { return held->holding == static_cast<int>(i) + 1; }));
+    std::vector<InferRequest> low;
+    InferRequest high;
+    {
+      EntryGates gates(compiled, false);
+      low = hold_both_streams(compiled, gates);
+      high = start_top_level_request(compiled);
+      EXPECT_EQ(high.wait_for(std::chrono::milliseconds(top_stream ? 10'000 : 300)), top_stream);
     }
-    InferRequest high = compiled.create_infer_request();
-    high.set_tensor("x", sample(7));
-    high.set_priority(1);
-    high.start_async();
-    const bool done = high.wait_for(std::chrono::milliseconds(top_stream ? 10'000 : 300));
-    EXPECT_EQ(done, top_stream);
-    open();
     high.wait();
     for (auto& r : low) r.wait();
-    Reference reference(core);
-    reference.expect_output_of(7, high.get_tensor("y"));
-    for (unsigned i = 0; i < 2; ++i) reference.expect_output_of(i, low[i].get_tensor("y"));
+    expect_outputs(core, high, low);
     set_stage_hook(compiled, nullptr);
     try {
       compiled.set_property({{"top_priority_stream", !top_stream}});
@@ -272,72 +324,25 @@ TEST(DynamicBatching, TheTopLevelsOwnStreamRunsItWhileTheOthersAreBusy) {
 // node boundary and the other goes on: of two lower requests let go meanwhile, one completes.
 TEST(DynamicBatching, WhileTheTopLevelsStreamRunsOneOrdinaryStreamGivesWay) {
   Core core;
-  auto compiled = core.compile_model(make_linear_model(), "CPU",
-                                     {{"priority_levels", 2},
-                                      {"default_priority_level", 2},
-                                      {"max_batch_size", 2},
-                                      {"adaptive_batch_size", false},
-                                      {"top_priority_stream", true},
-                                      {props::num_streams, 2}});
-  // Execute's first two entries (the lower requests) hold until `low_open`, the third (the top
-  // level's request, whose run has begun) until `top_open`.
-  struct Gates {
-    std::mutex mutex;
-    std::condition_variable cv;
-    int entered = 0;
-    bool low_open = false, top_open = false;
-  };
-  auto gates = std::make_shared<Gates>();
-  set_stage_hook(compiled, [gates](detail::Stage stage, uint64_t) {
-    if (stage != detail::Stage::execute) return;
-    std::unique_lock<std::mutex> lock(gates->mutex);
-    const int k = gates->entered++;
-    gates->cv.notify_all();
-    if (k < 2) gates->cv.wait(lock, [&] { return gates->low_open; });
-    if (k == 2) gates->cv.wait(lock, [&] { return gates->top_open; });
-  });
-  auto wait_entered = [&](int n) {
-    std::unique_lock<std::mutex> lock(gates->mutex);
-    return gates->cv.wait_for(lock, std::chrono::seconds(10), [&] { return gates->entered >= n; });
-  };
-  auto open = [&](bool Gates::*gate) {
-    std::lock_guard<std::mutex> lock(gates->mutex);
-    (*gates).*gate = true;
-    gates->cv.notify_all();
-  };
-  std::vector<InferRequest> low(2);
-  for (unsigned i = 0; i < 2; ++i) {
-    low[i] = compiled.create_infer_request();
-    low[i].set_tensor("x", sample(i));
-    low[i].start_async();
-    ASSERT_TRUE(wait_entered(static_cast<int>(i) + 1));
+  auto compiled = two_priority_streams(core, true);
+  std::vector<InferRequest> low;
+  InferRequest high;
+  {
+    EntryGates gates(compiled, true);
+    low = hold_both_streams(compiled, gates);
+    high = start_top_level_request(compiled);
+    ASSERT_TRUE(gates.wait_entered(3));  // on the top level's stream, its run begun
+    gates.open_low();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (completed(low) < 1 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(completed(low), 1)
+        << "the stream that gives way ran while the top level's run was in progress";
   }
-  InferRequest high = compiled.create_infer_request();
-  high.set_tensor("x", sample(7));
-  high.set_priority(1);
-  high.start_async();
-  ASSERT_TRUE(wait_entered(3));  // on the top level's stream, its run begun
-  open(&Gates::low_open);
-  // One lower request's stream goes on; the other's holds before its first node.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  int done = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    done = 0;
-    for (auto& r : low) done += r.wait_for(std::chrono::milliseconds(0)) ? 1 : 0;
-    if (done >= 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_EQ(done, 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  done = 0;
-  for (auto& r : low) done += r.wait_for(std::chrono::milliseconds(0)) ? 1 : 0;
-  EXPECT_EQ(done, 1) << "the stream that gives way ran while the top level's run was in progress";
-  open(&Gates::top_open);
   high.wait();
   for (auto& r : low) r.wait();
-  Reference reference(core);
-  reference.expect_output_of(7, high.get_tensor("y"));
-  for (unsigned i = 0; i < 2; ++i) reference.expect_output_of(i, low[i].get_tensor("y"));
+  expect_outputs(core, high, low);
   set_stage_hook(compiled, nullptr);
 }
 
