@@ -259,15 +259,8 @@ caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int s
       [self, ctx, next, stream, batching](stage_atom, batch_msg& batch) {
         // The top priority level's own stream (after the others) runs while one of the others
         // gives way (engine/graph/stream_yield.hpp).
-        struct TopRun {
-          detail::StreamYield* yield;
-          explicit TopRun(detail::StreamYield* y) : yield(y) {
-            if (yield) yield->begin_top_run();
-          }
-          ~TopRun() {
-            if (yield) yield->end_top_run();
-          }
-        } top_run(stream == ctx->config.num_streams ? &ctx->stream_yield : nullptr);
+        const detail::TopRun top_run(stream == ctx->config.num_streams ? &ctx->stream_yield
+                                                                       : nullptr);
         if (batching) {
           run_batch_and_send(self, *ctx, *next, stream, self->state, batch);
           return;

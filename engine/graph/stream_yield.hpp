@@ -39,4 +39,20 @@ class StreamYield {
   std::condition_variable cv_;
 };
 
+/// A run on the top priority level's stream, for its scope (none when `yield` is null).
+class TopRun {
+ public:
+  explicit TopRun(StreamYield* yield) : yield_(yield) {
+    if (yield_) yield_->begin_top_run();
+  }
+  ~TopRun() {
+    if (yield_) yield_->end_top_run();
+  }
+  TopRun(const TopRun&) = delete;
+  TopRun& operator=(const TopRun&) = delete;
+
+ private:
+  StreamYield* yield_;
+};
+
 }  // namespace troupe::detail
