@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/infer_helpers.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "engine/ops/spatial.hpp"
@@ -74,6 +75,12 @@ std::vector<ValueInfo> infer_batch_normalization(const ShapeInferContext& ctx) {
   std::vector<ValueInfo> outputs{ValueInfo{"", ctx.type(0), ctx.shape(0)}};
   for (size_t o = 1; o < ctx.node.outputs.size(); ++o)
     outputs.push_back(ValueInfo{"", ctx.type(2 + o), ctx.shape(2 + o)});
+  // The graph compiler fuses the Relu after an inference-mode normalization into it.
+  if (!fused::activation(ctx.node).empty()) {
+    if (training_mode != 0 || ctx.node.outputs.size() != 1)
+      ctx.fail("attribute 'fused_activation' needs training_mode=0 and the output Y alone");
+    fused::check_post_ops(ctx, 5, outputs[0]);
+  }
   return outputs;
 }
 

@@ -1,5 +1,6 @@
 // BatchNormalization (inference, with the running statistics) and LayerNormalization on oneDNN's
 // normalization primitives.
+#include "engine/ops/fused_post_ops.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 
@@ -17,6 +18,9 @@ class BatchNormKernel final : public DnnlKernel {
         epsilon_(static_cast<float>(request.node.attributes.get_float_or("epsilon", 1e-5))) {
     if (request.node.attributes.get_int_or("training_mode", 0) != 0) throw Unsupported{};
     if (request.inputs.size() != 5 || present_outputs(request) != 1) throw Unsupported{};
+    const std::string activation = fused::activation(request.node);
+    if (!activation.empty() && activation != "Relu") throw Unsupported{};
+    fused_relu_ = activation == "Relu";
     lay_out_first_operand(request);
   }
 
@@ -31,8 +35,9 @@ class BatchNormKernel final : public DnnlKernel {
     const dnnl::memory::desc data_md = tensor_desc(src, input_layout(0));
     const dnnl::memory::desc out_md = tensor_desc(to_dims(outputs[0]), output_layout(0));
     dnnl::memory::desc channel_md = plain_f32({channels});
-    const auto flags = dnnl::normalization_flags::use_global_stats |
-                       dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    auto flags = dnnl::normalization_flags::use_global_stats |
+                 dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (fused_relu_) flags |= dnnl::normalization_flags::fuse_norm_relu;
     dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data_md,
                                                  epsilon_, flags);
     dnnl::batch_normalization_forward::primitive_desc pd(desc, primitive_attributes(),
@@ -65,6 +70,7 @@ class BatchNormKernel final : public DnnlKernel {
 
  private:
   float epsilon_;
+  bool fused_relu_ = false;
   Primitive primitive_;
   dnnl::memory src_, scale_, shift_, mean_, variance_;
   LayoutBridge dst_;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/reference/fused_post_ops.hpp"
 #include "kernels/reference/reference.hpp"
 #include "kernels/reference/window3d.hpp"
 
@@ -303,6 +304,7 @@ void batch_normalization(const Node& node, const std::vector<Tensor>& inputs,
   dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
     batch_normalization_typed<decltype(tag)>(node, inputs, outputs);
   });
+  apply_fused_post_ops(node, inputs, outputs[0]);  // a Relu the graph compiler fused
 }
 
 void instance_normalization(const Node& node, const std::vector<Tensor>& inputs,

@@ -298,8 +298,9 @@ TEST(LayoutAssignment, SqueezeExcitationBlocksKeepTheActivationLayout) {
 }
 
 // A DenseNet block: each layer normalizes the join of all earlier features (BatchNormalization,
-// Relu: nothing to fuse them into) before its convolution. The joins, the normalizations and the
-// activations keep the activation layout, so no reorder runs between the convolutions.
+// Relu: no convolution before to fold them into; the Relu goes into the normalization) before its
+// convolution. The joins and the normalizations keep the activation layout, so no reorder runs
+// between the convolutions.
 TEST(LayoutAssignment, DenseBlockJoinsAndNormalizationsKeepTheActivationLayout) {
   ModelBuilder b("dense_block");
   auto x = b.input("x", ElementType::f32, {1, 8, 8, 8});
@@ -329,9 +330,9 @@ TEST(LayoutAssignment, DenseBlockJoinsAndNormalizationsKeepTheActivationLayout) 
   expect_same_outputs(laid_out, plain);
   const auto layouts = layouts_by_node(*laid_out.runtime);
   EXPECT_THAT(layouts.at("stem"), ::testing::MatchesRegex(kActivationLayout));
-  for (const std::string node :
-       {"join0", "norm0", "relu0", "conv0", "join2", "norm2", "relu2", "out"})
+  for (const std::string node : {"join0", "norm0", "conv0", "join2", "norm2", "out"})
     EXPECT_EQ(layouts.at(node), layouts.at("stem")) << node;
+  EXPECT_EQ(layouts.count("relu0"), 0u);  // fused into norm0
 }
 
 // Inputs and outputs with a whole number of channel blocks stay blocked inside the stream: the

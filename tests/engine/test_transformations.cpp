@@ -191,6 +191,36 @@ TEST(Transformations, FusesConvResidualAddRelu) {
   EXPECT_EQ(transformed.runtime->value(second.outputs[0]).name, "y");
 }
 
+// DenseNet's layer: the join of the block's features normalized, then ReLU, then a convolution;
+// no convolution before the normalization absorbs it. The Relu goes into the normalization; a
+// Sigmoid, which oneDNN's normalization cannot apply, stays a node of its own.
+TEST(Transformations, FusesTheReluAfterANormalizationNoConvolutionAbsorbed) {
+  for (const std::string activation : {"Relu", "Sigmoid"}) {
+    ModelBuilder b("dense_layer");
+    auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
+    auto y = b.input("y", ElementType::f32, {1, 4, 6, 6});
+    auto joined = b.op("Concat", {x, y}, {{"axis", int64_t{1}}}, "join");
+    auto bn = b.op(
+        "BatchNormalization",
+        {joined, b.constant("gamma", random_tensor({8}, 13, 0.5f, 1.5f)),
+         b.constant("beta", random_tensor({8}, 14)), b.constant("mean", random_tensor({8}, 15)),
+         b.constant("var", random_tensor({8}, 16, 0.1f, 2.f))},
+        {}, "bn");
+    auto act = b.op(activation, {bn}, {}, "act");
+    b.output(b.op("Conv", {act, b.constant("w", conv_weights(4, 8, 1, 17))}, {}, "conv"), "out");
+    auto [plain, transformed] = compare(b.build());  // and the outputs agree
+    const Node& norm = node_named(*transformed.runtime, "bn");
+    if (activation == "Relu") {
+      EXPECT_THAT(original_names(norm), ElementsAre("bn", "act"));
+      EXPECT_EQ(norm.attributes.get_string("fused_activation"), "Relu");
+      EXPECT_EQ(transformed.runtime->nodes().size(), 3u);
+    } else {
+      EXPECT_FALSE(norm.attributes.has("fused_activation"));
+      EXPECT_EQ(transformed.runtime->nodes().size(), 4u);
+    }
+  }
+}
+
 // MobileNetV2's inverted residual: a 1x1 expand with ReLU6, a 3x3 depthwise with ReLU6 (stride 1
 // or 2), a 1x1 projection.
 std::shared_ptr<Model> inverted_residual(int64_t stride, int64_t size, bool expand_bias) {

@@ -1,7 +1,10 @@
 // Fuses Conv / MatMul / Gemm with the residual Add and the activation (Relu, LeakyRelu, Clip,
 // Sigmoid, Tanh, HardSwish, Gelu, Swish) that follow it into one node, so that the fast backend
-// applies them as post-ops while the result is still in cache. The fused node keeps the anchor's
-// name and op type and takes over the last absorbed node's output value.
+// applies them as post-ops while the result is still in cache; likewise an inference-mode
+// BatchNormalization that no convolution absorbed (DenseNet's and pre-activation blocks' BN ->
+// ReLU -> Conv) with the Relu after it, which oneDNN's normalization applies in the same pass. The
+// fused node keeps the anchor's name and op type and takes over the last absorbed node's output
+// value.
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,9 +26,17 @@ size_t sum_input_index(const Node& node) {
   return 0;
 }
 
+// An inference-mode BatchNormalization takes a Relu and nothing else: the activation oneDNN's
+// normalization fuses (any other would send the node to the reference kernel).
+bool is_batch_norm(const Node& node) {
+  return node.op_type == "BatchNormalization" && node.inputs.size() == 5 &&
+         node.attributes.get_int_or("training_mode", 0) == 0;
+}
+
 // MatMul may already carry a fused bias and scale: they precede the sum and the activation.
 bool is_anchor(const Node& node) {
-  return (node.op_type == "Conv" || node.op_type == "MatMul" || node.op_type == "Gemm") &&
+  return (node.op_type == "Conv" || node.op_type == "MatMul" || node.op_type == "Gemm" ||
+          is_batch_norm(node)) &&
          node.outputs.size() == 1 && !fused::has_sum_or_activation(node);
 }
 
@@ -130,6 +141,7 @@ size_t fuse_post_ops(Model& model, OriginalNames& names) {
     if (activation_index >= 0) {
       const Node& node = nodes[static_cast<size_t>(activation_index)];
       activation = fused_activation_of(model, node, result);
+      if (activation && is_batch_norm(anchor) && node.op_type != "Relu") activation.reset();
       // The fused activation computes in the output's type: no type-changing op.
       if (activation && model.value(node.outputs[0]).type == y.type &&
           model.value(node.outputs[0]).shape == model.value(result).shape) {
