@@ -1,7 +1,5 @@
 // The `troupe` command line: subcommand dispatch.
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <iostream>
 #include <set>
@@ -52,21 +50,9 @@ std::vector<std::string> normalize_arguments(CLI::App& app, int argc, char** arg
   return args;
 }
 
-// libgomp reads its wait policy once, when it is loaded, and by default an idle OpenMP thread
-// spins for a while before it sleeps. On a busy machine those spinning threads take the cores the
-// working ones need: a measured ResNet-50 latency went from 116 ms to 1034 ms under load. So the
-// CLI runs itself again with the passive policy unless the user chose one.
-void ensure_passive_openmp_wait(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  // Not re-executed (no /proc): carry on with the default policy.
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  ensure_passive_openmp_wait(argv);
   CLI::App app{
       "troupe: a dataflow, actor-based inference engine. A compiled model is a pipeline of "
       "actors (scheduler -> preprocess -> upload -> execute streams -> download -> postprocess "

@@ -71,6 +71,14 @@ class Kernel {
   /// copy. execute() then gets a placeholder of the constant's type and shape at input `i`,
   /// which the kernel does not read; the kernel cannot be prepared for other shapes afterwards.
   virtual void release_constant(size_t /*i*/) {}
+
+  /// OpenMP threads the kernel was created for and runs with (KernelRequest::threads); 0: the
+  /// executing thread's count.
+  int threads() const { return threads_; }
+  void set_threads(int threads) { threads_ = threads; }
+
+ private:
+  int threads_ = 0;
 };
 
 /// Signature of a reference kernel: a plain function of the node (for attributes) and tensors.

@@ -1,8 +1,10 @@
 #include "kernels/kernel_registry.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "kernels/dnnl/dnnl_backend.hpp"
+#include "kernels/omp_threads.hpp"
 #include "kernels/reference/reference.hpp"
 
 namespace troupe::kernels {
@@ -78,12 +80,18 @@ std::unique_ptr<Kernel> KernelRegistry::create(
   bool laid_out = false;
   for (const TensorLayout& l : request.input_layouts) laid_out = laid_out || !l.is_plain();
   for (const TensorLayout& l : request.output_layouts) laid_out = laid_out || !l.is_plain();
+  // oneDNN fixes a primitive's thread count when it is created (kernels/omp_threads.hpp).
+  std::optional<detail::ScopedOmpThreads> threads;
+  if (request.threads > 0) threads.emplace(request.threads);
   for (const Entry& e : it->second) {
     if (laid_out && e.backend == "reference") continue;
     if (!allowed_backends.empty() && std::find(allowed_backends.begin(), allowed_backends.end(),
                                                e.backend) == allowed_backends.end())
       continue;
-    if (auto kernel = e.factory(request)) return kernel;
+    if (auto kernel = e.factory(request)) {
+      kernel->set_threads(request.threads);
+      return kernel;
+    }
   }
   return nullptr;
 }

@@ -33,6 +33,9 @@ struct KernelRequest {
   /// models'.
   bool depthwise_model = false;
   double conv_channels_in_16_blocks = 1.0;
+  /// OpenMP threads to create and run the kernel with; 0: the calling thread's count (the
+  /// stream's). A node too small for a parallel region to pay runs on one thread.
+  int threads = 0;
 
   TensorLayout input_layout(size_t i) const {
     return i < input_layouts.size() ? input_layouts[i] : TensorLayout{};

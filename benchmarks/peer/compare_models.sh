@@ -27,10 +27,11 @@
 #   generated values (ort_bench.js reproduces them bit for bit) with the shapes of the .npy inputs;
 #   the values do not change the speed of these models. ORT is checked once per model against the
 #   exported expected outputs (max abs diff shown).
-# Spinning: on a shared 2-core machine a thread that spins waiting for work steals the core its
-#   partner needs. By default troupe runs with OMP_WAIT_POLICY=passive (libgomp, used by oneDNN
-#   and troupe's kernels) and ORT with session.intra_op.allow_spinning=0, so neither spins. Set
-#   TROUPE_OMP_WAIT_POLICY= / ORT_SPINNING= (empty) to get each engine's own default.
+# Spinning: by default each engine runs as a user gets it: libgomp's idle threads (oneDNN's and
+#   troupe's) spin for a while before they sleep, and so do ORT's intra-op threads. Spinning only
+#   matters where one request runs on several threads (the latency cases); throughput runs one
+#   thread per stream or session. On a machine shared with other work, a spinning thread takes the
+#   core its partner needs: TROUPE_OMP_WAIT_POLICY=passive ORT_SPINNING=0 makes neither spin.
 # Other knobs: TROUPE_BIN, ORT_THROUGHPUT_CONFIGS (default "sessions2x1"; "intra2_x2" adds two
 #   in-flight runs on one session), TROUPE_BF16_HINT (throughput|latency, default throughput).
 # Needs node, npm (onnxruntime-node is installed with --ignore-scripts into $TROUPE_BUILD_DIR/peer,
@@ -45,8 +46,8 @@ models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(resnet50 mobilenet_v2 bert_encoder mlp)
 troupe="${TROUPE_BIN:-$build_dir/bin/troupe}"
 models_dir="${MODELS_DIR:-$build_dir/models}"
-omp_policy="${TROUPE_OMP_WAIT_POLICY-passive}"
-ort_spinning="${ORT_SPINNING-0}"
+omp_policy="${TROUPE_OMP_WAIT_POLICY-}"
+ort_spinning="${ORT_SPINNING-}"
 ort_tp_configs="${ORT_THROUGHPUT_CONFIGS:-sessions2x1}"
 bf16_hint="${TROUPE_BF16_HINT:-throughput}"
 auto_batch="${TROUPE_AUTO_BATCH:-8}"

@@ -97,7 +97,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args()
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # as the troupe CLI does for itself
+    # One wait policy for the CLI and the binding compared with it (both inherit this).
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
     with tempfile.TemporaryDirectory() as workdir:
         subprocess.run([sys.executable, str(ROOT / "benchmarks/models/export_models.py"), workdir,

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "engine/graph/layout_assignment.hpp"
@@ -59,7 +60,8 @@ KernelRequests::KernelRequests(const Model& model, ElementType precision,
       precision_(precision),
       layouts_(value_layouts),
       depthwise_model_(has_depthwise_conv(model)),
-      conv_channels_in_16_blocks_(conv_channels_in_16_blocks(model)) {}
+      conv_channels_in_16_blocks_(conv_channels_in_16_blocks(model)),
+      stream_threads_(current_omp_threads()) {}
 
 kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
   kernels::KernelRequest request{node, {}, {}};
@@ -77,6 +79,7 @@ kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
     request.outputs.push_back(model_.value(out));
     if (layouts_) request.output_layouts.push_back((*layouts_)[out]);
   }
+  request.threads = node_threads(node, request.inputs, request.outputs, stream_threads_);
   return request;
 }
 
@@ -126,7 +129,9 @@ void check_values_fit_memory(const Model& model) {
   }
 }
 
-std::shared_ptr<CompiledGraph> compile_graph(
+namespace {
+
+std::shared_ptr<CompiledGraph> compile_graph_here(
     const Model& source, const CompileConfig& config,
     std::vector<std::unique_ptr<kernels::Kernel>>* kernels) {
   auto model = source.clone();
@@ -180,6 +185,18 @@ std::shared_ptr<CompiledGraph> compile_graph(
   describe_kernels(*model, created, layouts, *graph);
   if (kernels && !graph->dynamic_shapes) *kernels = std::move(created);
   graph->model = std::move(model);
+  return graph;
+}
+
+}  // namespace
+
+std::shared_ptr<CompiledGraph> compile_graph(
+    const Model& source, const CompileConfig& config,
+    std::vector<std::unique_ptr<kernels::Kernel>>* kernels) {
+  // Folding and packing weights may start an OpenMP team; it must not outlive the compile.
+  std::shared_ptr<CompiledGraph> graph;
+  run_on_own_thread(std::max(config.threads_per_stream, current_omp_threads()),
+                    [&] { graph = compile_graph_here(source, config, kernels); });
   return graph;
 }
 

@@ -60,6 +60,8 @@ class KernelRequests {
   const std::vector<kernels::TensorLayout>* layouts_;
   bool depthwise_model_;
   double conv_channels_in_16_blocks_;
+  // Kernels are created under the count of the stream that runs them (ScopedOmpThreads).
+  int stream_threads_;
 };
 
 /// Fills graph.implementations and graph.output_layouts from the kernels of each node of `model`

@@ -25,7 +25,9 @@ StreamExecutor::StreamExecutor(std::shared_ptr<const CompiledGraph> graph, int t
   if (!graph_->dynamic_shapes) {
     std::vector<Shape> shapes;
     for (ValueId in : graph_->model->inputs()) shapes.push_back(graph_->model->value(in).shape);
-    specializations_.push_back(specialize(shapes, std::move(prepared)));
+    // On the caller's thread (the stream's threads come later): no OpenMP team may stay behind.
+    run_on_own_thread(threads_,
+                      [&] { specializations_.push_back(specialize(shapes, std::move(prepared))); });
     record_implementations(specializations_.front());
   }
 }

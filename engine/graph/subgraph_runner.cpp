@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "engine/graph/clock.hpp"
 #include "engine/graph/compiled_graph.hpp"
+#include "engine/graph/thread_policy.hpp"
 #include "engine/ops/control_flow.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "engine/ops/selection.hpp"
@@ -62,6 +64,8 @@ kernels::Kernel& ShapedKernels::get(const Model& model, const Node& node, Elemen
     request.outputs[o].type = outputs[o].type;
     request.outputs[o].shape = outputs[o].shape;
   }
+  request.threads =
+      node_threads(node, request.inputs, request.outputs, detail::current_omp_threads());
   auto kernel = kernels::KernelRegistry::instance().create(request);
   if (!kernel)
     throw UnsupportedOperation(node.op_type + " node '" + node.name +
@@ -75,6 +79,8 @@ kernels::Kernel& ShapedKernels::get(const Model& model, const Node& node, Elemen
 
 void execute_node(kernels::Kernel& kernel, const Node& node, const std::vector<Tensor>& in,
                   std::vector<Tensor>& out) {
+  std::optional<ScopedOmpThreads> threads;
+  if (kernel.threads() > 0) threads.emplace(kernel.threads());
   try {
     kernel.execute(in, out);
   } catch (const Error&) {

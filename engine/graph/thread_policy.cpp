@@ -1,8 +1,11 @@
 #include "engine/graph/thread_policy.hpp"
 
 #include <omp.h>
+#include <strings.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <vector>
 
 namespace troupe::detail {
 
@@ -20,6 +23,22 @@ constexpr int64_t int8_macs_per_f32_mac = 4;
 // under a millisecond. On that machine, `troupe bench -m mlp.onnx -hint throughput -t 4` went
 // from 3.4 to 1.3 voluntary context switches per request and from 14.6 k to 18.9 k requests/s
 // (medians of 6 interleaved runs against the previous build).
+// A node whose run on one core is estimated below these times stays on one thread in a stream of
+// several: an OpenMP parallel region costs the team's wake-up. On the 2-vCPU VMs this was measured
+// on (Zen 4), an empty region took 1-2 us while libgomp's idle threads spin (its default) and 66 us
+// once they sleep (OMP_WAIT_POLICY=passive): a sleeping vCPU wakes slowly. `troupe bench -hint
+// latency -pc` on EfficientNet-B0, one thread against two per node, passive: global pools,
+// squeeze-and-excitation convolutions and their Mul of 7-30 us took 52-65 us on two; 1x1
+// convolutions gained from about 150 us (0.77x at 131 us, 1.22x at 152 us, 1.5x at 600 us).
+// Spinning, splitting from 30 us rather than 150 ran EfficientNet-B0, MNASNet and RegNetX-400MF
+// 1.09-1.21x faster (5 interleaved rounds), ShuffleNetV2 the same. The rates turn
+// multiply-accumulates and bytes into time: about what oneDNN's convolutions of those sizes and
+// its memory-bound kernels ran on one Zen 4 core.
+constexpr double min_node_us_to_split = 30;
+constexpr double min_node_us_to_split_sleeping = 150;
+constexpr double macs_per_us = 40'000;
+constexpr double bytes_per_us = 20'000;
+
 constexpr int64_t max_macs_on_scheduler = 4'000'000;
 constexpr int64_t max_value_elements_on_scheduler = 1'000'000;
 
@@ -28,6 +47,15 @@ int64_t elements_at_least_one(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d == Shape::dynamic ? 1 : d;
   return n;
+}
+
+// The inputs' and outputs' value infos of `node` (undefined for an omitted optional input).
+void value_infos(const Model& model, const Node& node, std::vector<ValueInfo>& inputs,
+                 std::vector<ValueInfo>& outputs) {
+  inputs.clear();
+  outputs.clear();
+  for (ValueId v : node.inputs) inputs.push_back(v == no_value ? ValueInfo{} : model.value(v));
+  for (ValueId v : node.outputs) outputs.push_back(model.value(v));
 }
 
 // The input holding a product's weights (its second operand), or -1 for a node that is not a
@@ -45,30 +73,61 @@ int weight_input(const Node& node) {
 
 }  // namespace
 
+int64_t node_macs(const Node& node, const std::vector<ValueInfo>& inputs,
+                  const std::vector<ValueInfo>& outputs, int64_t integer_divisor) {
+  const int w = weight_input(node);
+  const bool conv = node.op_type.find("Conv") != std::string::npos;
+  if (w < 0 || inputs.size() <= static_cast<size_t>(w) || outputs.empty()) return 0;
+  const Shape& out = outputs[0].shape;
+  const Shape& weights = inputs[static_cast<size_t>(w)].shape;
+  if (!weights.is_static() || weights.rank() < 2) return 0;
+  int64_t per_output = 0;
+  if (conv) {
+    // Conv weights [OC, IC/group, k...]: each output sums IC/group x k... products
+    // (ConvTranspose [IC, OC/group, k...]: the same count per input, close enough).
+    per_output = 1;
+    for (size_t i = 1; i < weights.rank(); ++i) per_output *= weights[i];
+  } else {
+    const bool trans_b = node.op_type == "Gemm" && node.attributes.get_int_or("transB", 0) != 0;
+    per_output = trans_b ? weights[weights.rank() - 1] : weights[weights.rank() - 2];
+  }
+  const bool integer =
+      node.op_type.rfind("QLinear", 0) == 0 || node.op_type.find("Integer") != std::string::npos;
+  return elements_at_least_one(out) * per_output / (integer ? integer_divisor : 1);
+}
+
 int64_t estimate_macs(const Model& model, int64_t integer_divisor) {
   int64_t total = 0;
+  std::vector<ValueInfo> inputs, outputs;
   for (const Node& node : model.nodes()) {
-    const int w = weight_input(node);
-    const bool conv = node.op_type.find("Conv") != std::string::npos;
-    if (w < 0 || node.inputs.size() <= static_cast<size_t>(w) || node.outputs.empty()) continue;
-    const Shape& out = model.value(node.outputs[0]).shape;
-    const Shape& weights = model.value(node.inputs[w]).shape;
-    if (!weights.is_static() || weights.rank() < 2) continue;
-    int64_t per_output = 0;
-    if (conv) {
-      // Conv weights [OC, IC/group, k...]: each output sums IC/group x k... products
-      // (ConvTranspose [IC, OC/group, k...]: the same count per input, close enough).
-      per_output = 1;
-      for (size_t i = 1; i < weights.rank(); ++i) per_output *= weights[i];
-    } else {
-      const bool trans_b = node.op_type == "Gemm" && node.attributes.get_int_or("transB", 0) != 0;
-      per_output = trans_b ? weights[weights.rank() - 1] : weights[weights.rank() - 2];
-    }
-    const bool integer =
-        node.op_type.rfind("QLinear", 0) == 0 || node.op_type.find("Integer") != std::string::npos;
-    total += elements_at_least_one(out) * per_output / (integer ? integer_divisor : 1);
+    value_infos(model, node, inputs, outputs);
+    total += node_macs(node, inputs, outputs, integer_divisor);
   }
   return total;
+}
+
+bool openmp_threads_sleep_when_idle() {
+  // What libgomp read when it was loaded: OMP_WAIT_POLICY=passive, or no spinning at all.
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (policy && strcasecmp(policy, "passive") == 0) return true;
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  return spin && std::strtoll(spin, nullptr, 10) == 0 && spin[0] == '0';
+}
+
+int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
+                 const std::vector<ValueInfo>& outputs, int stream_threads) {
+  if (stream_threads <= 1) return 0;
+  double bytes = 0;
+  for (const std::vector<ValueInfo>* values : {&inputs, &outputs})
+    for (const ValueInfo& v : *values)
+      if (v.type != ElementType::undefined)
+        bytes += static_cast<double>(elements_at_least_one(v.shape)) *
+                 static_cast<double>(element_size(v.type));
+  const double macs = static_cast<double>(node_macs(node, inputs, outputs, int8_macs_per_f32_mac));
+  const double single_thread_us = macs / macs_per_us + bytes / bytes_per_us;
+  static const double limit =
+      openmp_threads_sleep_when_idle() ? min_node_us_to_split_sleeping : min_node_us_to_split;
+  return single_thread_us < limit ? 1 : 0;
 }
 
 void fit_threads_to_model(CompileConfig& config, const Model& model) {
@@ -83,9 +142,21 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
   // (`troupe bench -hint latency`, Zen 5, QDQ models of `troupe quantize`): ResNet-18 int8
   // (about 22 M f32-equivalent per node) 6.3 -> 4.2 ms on two threads, while EfficientNet-B0
   // int8 (about 1.2 M) went from 7.5 to 12.7 ms on two and MobileNetV2 (1.4 M) from 3.2 to 3.4.
+  // That was with threads that sleep between parallel regions. Where they spin, each node
+  // decides alone (node_threads): MobileNetV3-small (about 1 M per node) ran 1.3-1.5 ms on two
+  // threads against 2.4 on one (Zen 4). A model none of whose nodes would split runs on one.
   const int64_t macs = estimate_macs(model, int8_macs_per_f32_mac);
-  if (compute_nodes == 0 || macs / compute_nodes < min_macs_per_node_to_split)
+  if (openmp_threads_sleep_when_idle() &&
+      (compute_nodes == 0 || macs / compute_nodes < min_macs_per_node_to_split)) {
     config.threads_per_stream = 1;
+    return;
+  }
+  std::vector<ValueInfo> inputs, outputs;
+  for (const Node& node : model.nodes()) {
+    value_infos(model, node, inputs, outputs);
+    if (node_threads(node, inputs, outputs, config.threads_per_stream) != 1) return;
+  }
+  config.threads_per_stream = 1;
 }
 
 void choose_execute_threads(CompileConfig& config, const Model& model, size_t workers) {

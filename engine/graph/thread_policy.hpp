@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/graph/compile_config.hpp"
 #include "kernels/omp_threads.hpp"
@@ -14,9 +15,26 @@ namespace troupe::detail {
 /// cost with f32 work).
 int64_t estimate_macs(const Model& model, int64_t integer_divisor = 1);
 
-/// Gives each stream one thread when the model's compute nodes are too small to split: every
-/// OpenMP parallel region wakes the team, and an op of a few microseconds gets slower, not faster,
-/// on two threads. Only when the user set no thread count and one stream would run several.
+/// The same count for one node whose inputs and outputs are `inputs` and `outputs`.
+int64_t node_macs(const Node& node, const std::vector<ValueInfo>& inputs,
+                  const std::vector<ValueInfo>& outputs, int64_t integer_divisor = 1);
+
+/// Whether idle OpenMP threads go to sleep at once (OMP_WAIT_POLICY=passive or GOMP_SPINCOUNT=0)
+/// rather than spin for a while (libgomp's default): waking a sleeping thread costs tens of
+/// microseconds per parallel region on a VM.
+bool openmp_threads_sleep_when_idle();
+
+/// The OpenMP thread count a node should be created and run with in a stream of `stream_threads`:
+/// 1 when its estimated time on one core (its multiply-accumulates and the bytes it reads and
+/// writes) is too short for a parallel region's wake-up to pay, 0 (the stream's count) otherwise.
+int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
+                 const std::vector<ValueInfo>& outputs, int stream_threads);
+
+/// Gives each stream one thread when the model's nodes are too small to split: every OpenMP
+/// parallel region wakes the team, and an op of a few microseconds gets slower, not faster, on
+/// two threads. With idle threads that sleep, when its compute nodes are small on average; with
+/// spinning ones, when no node would split (node_threads). Only when the user set no thread
+/// count and one stream would run several.
 void fit_threads_to_model(CompileConfig& config, const Model& model);
 
 /// Runs the execute stages of a small model on the actor scheduler's `workers` instead of a thread

@@ -15,29 +15,8 @@ NumPy arrays that are C-contiguous, aligned and of a troupe dtype are read in pl
 no NumPy dtype and is exchanged as uint16 arrays holding the bits (see ``bf16_to_float32``).
 Errors are ``troupe.Error`` subclasses naming what was wrong.
 """
-import os as _os
-
-
-def _prefer_passive_openmp():
-    # libgomp reads its wait policy once, when it is loaded (with the module below). Its default
-    # lets idle OpenMP threads spin, which takes the cores troupe's stage actors need on a busy
-    # machine; the troupe CLI runs itself with the passive policy for the same reason. Only when
-    # the user chose no policy and libgomp is not loaded yet (e.g. by torch).
-    if "OMP_WAIT_POLICY" in _os.environ or "GOMP_SPINCOUNT" in _os.environ:
-        return
-    try:
-        with open("/proc/self/maps") as maps:
-            if "libgomp" in maps.read():
-                return
-    except OSError:
-        return
-    _os.environ["OMP_WAIT_POLICY"] = "passive"
-
-
-_prefer_passive_openmp()
-
-from . import _troupe  # noqa: E402 - after the OpenMP policy is settled
-from ._troupe import (  # noqa: E402
+from . import _troupe
+from ._troupe import (
     AsyncInferQueue,
     Busy,
     Cancelled,
@@ -74,7 +53,7 @@ from ._troupe import (  # noqa: E402
     ValueInfo,
     save_model,
 )
-from . import properties  # noqa: E402
+from . import properties
 
 __version__ = _troupe.__version__
 

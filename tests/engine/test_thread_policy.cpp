@@ -1,13 +1,17 @@
 // Thread policy (engine/graph/thread_policy): a model of tiny compute nodes runs its one LATENCY
 // stream on one thread, a model of large ones on all cores, and a thread count the user set is
-// kept; the MAC estimate counts Conv and MatMul/Gemm work, integer forms included; a small model's execute stages run on
-// the scheduler's workers.
+// kept; the MAC estimate counts Conv and MatMul/Gemm work, integer forms included; a small model's
+// execute stages run on the scheduler's workers; inside a stream of several threads, a node too
+// small for a parallel region to pay is created and run on one; kernel creation leaves no OpenMP
+// team on the caller's thread.
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <thread>
 
 #include "../test_util.hpp"
+#include "engine/graph/compiled_graph.hpp"
 #include "engine/graph/thread_policy.hpp"
 #include "troupe/core.hpp"
 #include "troupe/model_builder.hpp"
@@ -76,6 +80,54 @@ TEST(ThreadPolicy, TinyNodesRunOnOneThreadLargeOnesOnAllCores) {
   EXPECT_EQ(threads_of(conv_model(64, 56)), cores);  // 116 M MACs
   EXPECT_EQ(threads_of(qlinear_conv_model(64, 56)), cores);
   EXPECT_EQ(threads_of(gemm_model(1, 256, 512), {{props::inference_num_threads, int64_t{2}}}), 2);
+}
+
+int node_threads_in(const std::shared_ptr<Model>& model, int stream_threads) {
+  const Node& node = model->nodes().at(0);
+  std::vector<ValueInfo> inputs, outputs;
+  for (ValueId v : node.inputs) inputs.push_back(model->value(v));
+  for (ValueId v : node.outputs) outputs.push_back(model->value(v));
+  return detail::node_threads(node, inputs, outputs, stream_threads);
+}
+
+TEST(ThreadPolicy, ANodeTooSmallToSplitRunsOnOneThreadOfItsStream) {
+  // 4 k multiply-accumulates: microseconds on one core, against a parallel region's wake-up.
+  EXPECT_EQ(node_threads_in(gemm_model(1, 64, 64), 2), 1);
+  EXPECT_EQ(node_threads_in(conv_model(64, 56), 2), 0);     // 116 M: the stream's threads
+  EXPECT_EQ(node_threads_in(gemm_model(1, 64, 64), 1), 0);  // nothing to take away
+}
+
+TEST(ThreadPolicy, KernelsAreCreatedWithTheirNodesThreadCount) {
+  // A large convolution, then a tiny Gemm on its pooled output, in one 2-thread stream.
+  ModelBuilder b("mixed");
+  auto x = b.input("x", ElementType::f32, {1, 64, 56, 56});
+  auto w = b.constant("w", Tensor(ElementType::f32, {64, 64, 3, 3}));
+  auto conv = b.op("Conv", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+  auto pooled = b.op("Flatten", {b.op("GlobalAveragePool", {conv}, {}, "pool")}, {}, "flat");
+  auto fc = b.constant("fc_w", Tensor(ElementType::f32, {10, 64}));
+  b.output(b.op("Gemm", {pooled, fc}, {{"transB", int64_t{1}}}, "fc"), "y");
+  detail::CompileConfig config;
+  config.threads_per_stream = 2;
+  config.inference_num_threads = 2;
+  std::vector<std::unique_ptr<kernels::Kernel>> kernels;
+  auto graph = detail::compile_graph(*b.build(), config, &kernels);
+  ASSERT_EQ(kernels.size(), graph->model->nodes().size());
+  for (size_t n = 0; n < kernels.size(); ++n) {
+    const std::string& name = graph->model->nodes()[n].name;
+    ASSERT_TRUE(kernels[n]) << name;
+    EXPECT_EQ(kernels[n]->threads(), name == "conv" ? 0 : 1) << name;
+  }
+}
+
+TEST(ThreadPolicy, WorkOnItsOwnThreadRunsThereAndRethrows) {
+  const auto caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  detail::run_on_own_thread(2, [&] { ran_on = std::this_thread::get_id(); });
+  EXPECT_NE(ran_on, caller);
+  detail::run_on_own_thread(1, [&] { ran_on = std::this_thread::get_id(); });
+  EXPECT_EQ(ran_on, caller);  // no OpenMP team to leave behind: no thread either
+  EXPECT_THROW(detail::run_on_own_thread(2, [] { throw std::invalid_argument("bad"); }),
+               std::invalid_argument);
 }
 
 detail::CompileConfig execute_config(const std::shared_ptr<Model>& model, int threads_per_stream,
