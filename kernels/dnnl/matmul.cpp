@@ -1,12 +1,14 @@
 // MatMul (numpy semantics: 1-D operands promoted, batch dims broadcast) and Gemm (transposes as
 // strides, alpha as output scale, C as bias or as a binary post-op) on oneDNN's matmul primitive.
-// A constant right-hand side is packed once into the layout the primitive prefers.
+// A constant right-hand side is packed once into the layout the primitive prefers; an f32
+// product of one or two rows by a constant reads it in place with sgemm (SmallRowsProduct).
 #include <algorithm>
 
 #include "engine/ops/fused_post_ops.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/post_ops.hpp"
+#include "kernels/dnnl/small_rows_product.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -38,6 +40,12 @@ int64_t product(const Dims& dims) {
 bool plain_weights(const dnnl::matmul::primitive_desc& pd) {
   const dnnl::memory::desc w = pd.weights_desc();
   return w == plain_f32(w.dims());
+}
+
+// Whether the node's fused activation is one SmallRowsProduct applies: none or a Relu.
+bool relu_or_none(const Node& node) {
+  const std::string activation = fused::activation(node);
+  return activation.empty() || activation == "Relu";
 }
 
 // The primitive and its operands, shared by MatMul and Gemm.
@@ -179,6 +187,22 @@ class MatMulKernel final : public DnnlKernel {
     int64_t count = 1;
     for (int64_t d : y) count *= d;
     if (count != outputs[0].element_count()) return false;
+    small_rows_ = rank == 2 && inputs[1].rank() == 2 && constant(1) &&
+                  compute_type() == dnnl::memory::data_type::f32 &&
+                  a[0] <= SmallRowsProduct::max_rows && relu_or_none(node_);
+    if (small_rows_) {
+      // s * (AB + b) + R: the residual is in dst already, s * b is added to it, then s * AB.
+      product_ = SmallRowsProduct{};
+      product_.m = a[0];
+      product_.k = a[1];
+      product_.n = b[1];
+      product_.alpha = scale_;
+      product_.beta = scale_;
+      product_.c_cols = product_.n;
+      product_.relu = !fused::activation(node_).empty();
+      set_impl("sgemm");
+      return true;
+    }
     // Fused post-ops in the graph compiler's order: bias (the primitive's own), scale, the
     // residual summed into dst (prefilled with it at run), then the activation.
     dnnl::primitive_attr attr = primitive_attributes();
@@ -208,19 +232,25 @@ class MatMulKernel final : public DnnlKernel {
   }
 
   const PackedWeights* packed_weights(size_t i) const override {
-    return i == 1 ? &core_.weights : nullptr;
+    return i == 1 && !small_rows_ ? &core_.weights : nullptr;
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     // dst is plain: the sum reads the residual in place.
     if (fused_sum_) inputs[fused_bias_ ? 3 : 2].copy_to(outputs[0]);
-    core_.run(inputs[0], inputs[1], fused_bias_ ? &inputs[2] : nullptr, outputs[0], stream_);
+    const Tensor* bias = fused_bias_ ? &inputs[2] : nullptr;
+    if (small_rows_)
+      product_.run(inputs[0], inputs[1], bias, outputs[0], fused_sum_);
+    else
+      core_.run(inputs[0], inputs[1], bias, outputs[0], stream_);
   }
 
  private:
   bool fused_sum_ = false;
   bool fused_bias_ = false;
   float scale_ = 1.f;
+  bool small_rows_ = false;
+  SmallRowsProduct product_;
   MatmulCore core_;
 };
 
@@ -260,6 +290,25 @@ class GemmKernel final : public DnnlKernel {
       if ((c[0] != m && c[0] != 1) || (c[1] != n && c[1] != 1)) return false;
     }
     const dnnl::memory::desc c_md = plain_f32(c.empty() ? Dims{1, 1} : c);
+    small_rows_ = constant(1) && compute_type() == dnnl::memory::data_type::f32 &&
+                  m <= SmallRowsProduct::max_rows && relu_or_none(node_);
+    if (small_rows_) {
+      product_ = SmallRowsProduct{};
+      product_.m = m;
+      product_.n = n;
+      product_.k = k;
+      product_.trans_a = trans_a_;
+      product_.trans_b = trans_b_;
+      product_.alpha = alpha_;
+      product_.beta = beta_;
+      if (use_c_) {
+        product_.c_rows = c[0];
+        product_.c_cols = c[1];
+      }
+      product_.relu = !fused::activation(node_).empty();
+      set_impl("sgemm");
+      return true;
+    }
 
     dnnl::primitive_attr attr = primitive_attributes();
     dnnl::post_ops ops;
@@ -285,11 +334,15 @@ class GemmKernel final : public DnnlKernel {
   }
 
   const PackedWeights* packed_weights(size_t i) const override {
-    return i == 1 ? &core_.weights : nullptr;
+    return i == 1 && !small_rows_ ? &core_.weights : nullptr;
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
-    core_.run(inputs[0], inputs[1], use_c_ ? &inputs[2] : nullptr, outputs[0], stream_);
+    const Tensor* c = use_c_ ? &inputs[2] : nullptr;
+    if (small_rows_)
+      product_.run(inputs[0], inputs[1], c, outputs[0], false);
+    else
+      core_.run(inputs[0], inputs[1], c, outputs[0], stream_);
   }
 
  private:
@@ -298,6 +351,8 @@ class GemmKernel final : public DnnlKernel {
   bool trans_a_ = false;
   bool trans_b_ = false;
   bool use_c_ = false;
+  bool small_rows_ = false;
+  SmallRowsProduct product_;
   MatmulCore core_;
 };
 
