@@ -1,5 +1,6 @@
-// Slice and constant-mode Pad as strided copies: whole rows where the innermost axis is
-// contiguous on both sides (memcpy), element by element otherwise, the outer rows shared among
+// Slice and constant-mode Pad as strided copies: whole rows where the innermost axes are
+// contiguous on both sides (memcpy, axes merged into the longest runs), element by element
+// otherwise, the outer rows shared among
 // the stream's threads when there are many. The reference kernels walk every element through an
 // index vector (a ViT's q/k/v Slice of [1,197,2304] took 21 ms there); the plans they read are
 // shared (kernels/reference/slice_pad.hpp), so both take the same starts, steps and pads.
@@ -25,18 +26,47 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
   return strides;
 }
 
+// Merges each axis into the one inside it wherever both sides store them as one run (a channel
+// slice of a batch-1 NCHW tensor is a single block, not channels x rows copies of 28 floats), and
+// drops axes of one element. The copy then moves the longest rows it can.
+void coalesce(std::vector<int64_t>& dims, std::vector<int64_t>& src_strides,
+              std::vector<int64_t>& dst_strides) {
+  std::vector<int64_t> d, s, t;  // outermost first, as the inputs
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;
+    d.push_back(dims[i]);
+    s.push_back(src_strides[i]);
+    t.push_back(dst_strides[i]);
+  }
+  for (size_t i = d.size(); i-- > 1;) {
+    if (s[i - 1] != s[i] * d[i] || t[i - 1] != t[i] * d[i]) continue;
+    d[i] *= d[i - 1];
+    d.erase(d.begin() + static_cast<std::ptrdiff_t>(i) - 1);
+    s.erase(s.begin() + static_cast<std::ptrdiff_t>(i) - 1);
+    t.erase(t.begin() + static_cast<std::ptrdiff_t>(i) - 1);
+  }
+  if (d.empty() && !dims.empty()) {  // every axis of one element: one element
+    d = {1};
+    s = {1};
+    t = {1};
+  }
+  dims = std::move(d);
+  src_strides = std::move(s);
+  dst_strides = std::move(t);
+}
+
 // Copies a tensor of `dims` from src (element strides `src_strides`) to dst (`dst_strides`);
 // strides may be negative. Elements are `es` bytes.
-void strided_copy(const std::vector<int64_t>& dims, const uint8_t* src,
-                  const std::vector<int64_t>& src_strides, uint8_t* dst,
-                  const std::vector<int64_t>& dst_strides, size_t es) {
+void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int64_t> src_strides,
+                  uint8_t* dst, std::vector<int64_t> dst_strides, size_t es) {
+  for (int64_t d : dims)
+    if (d == 0) return;
+  coalesce(dims, src_strides, dst_strides);
   const size_t rank = dims.size();
   if (rank == 0) {
     std::memcpy(dst, src, es);
     return;
   }
-  for (int64_t d : dims)
-    if (d == 0) return;
   const int64_t inner = dims[rank - 1];
   const bool rows = src_strides[rank - 1] == 1 && dst_strides[rank - 1] == 1;
   int64_t outer = 1;
