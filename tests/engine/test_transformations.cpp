@@ -221,6 +221,54 @@ TEST(Transformations, FusesTheReluAfterANormalizationNoConvolutionAbsorbed) {
   }
 }
 
+// torch's avg_pool2d(padding=1, count_include_pad=True) as exported (Inception-v3): a zero Pad of
+// the spatial axes, then an unpadded AveragePool; and a ZeroPad2d before a convolution. Both Pads
+// become the window's own pads. A Pad of another value, of the channels, or one a pool that
+// does not count its own pads reads, stays.
+TEST(Transformations, FoldsAZeroSpatialPadIntoTheWindowThatReadsIt) {
+  struct Variant {
+    std::string reader;
+    std::vector<int64_t> pads;
+    float value;
+    Attributes pool;
+    bool folds;
+  };
+  const std::vector<int64_t> spatial = {0, 0, 1, 2, 0, 0, 1, 0};
+  const std::vector<Variant> variants = {
+      {"AveragePool", spatial, 0.f, {}, true},
+      {"Conv", spatial, 0.f, {}, true},
+      {"AveragePool", spatial, 0.5f, {}, false},
+      {"AveragePool", {0, 1, 1, 1, 0, 0, 1, 1}, 0.f, {}, false},
+      {"AveragePool", spatial, 0.f, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, false},
+      {"AveragePool",
+       spatial,
+       0.f,
+       {{"pads", std::vector<int64_t>{1, 0, 0, 1}}, {"count_include_pad", int64_t{1}}},
+       true},
+  };
+  for (const Variant& v : variants) {
+    ModelBuilder b("padded_window");
+    auto x = b.input("x", ElementType::f32, {1, 3, 7, 6});
+    auto padded = b.op("Pad",
+                       {x, b.constant("pads", Tensor::from_vector<int64_t>({8}, v.pads)),
+                        b.constant("value", Tensor::from_vector<float>({}, {v.value}))},
+                       {}, "pad");
+    ValueId y;
+    if (v.reader == "Conv") {
+      y = b.op("Conv", {padded, b.constant("w", conv_weights(4, 3, 3, 21))}, {}, "window");
+    } else {
+      Attributes attrs = v.pool;
+      attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
+      y = b.op("AveragePool", {padded}, attrs, "window");
+    }
+    b.output(y, "y");
+    auto [plain, transformed] = compare(b.build());  // and the outputs agree
+    const Node& window = node_named(*transformed.runtime, "window");
+    EXPECT_EQ(transformed.runtime->nodes().size(), v.folds ? 1u : 2u) << v.reader;
+    if (v.folds) EXPECT_THAT(original_names(window), ElementsAre("pad", "window"));
+  }
+}
+
 // MobileNetV2's inverted residual: a 1x1 expand with ReLU6, a 3x3 depthwise with ReLU6 (stride 1
 // or 2), a 1x1 projection.
 std::shared_ptr<Model> inverted_residual(int64_t stride, int64_t size, bool expand_bias) {

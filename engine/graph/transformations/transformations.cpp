@@ -21,6 +21,7 @@ OriginalNames run_all(Model& model) {
   // Again: an exported Dropout's training_mode is a Constant node until folding.
   eliminate_identities(model);
   eliminate_dead_code(model);
+  fuse_pad_into_window(model, names);
   fold_batch_norm_into_conv(model, names);
   // Bias before scale: the fused contract scales the biased product, s * (AB + b). Gelu before
   // the post-op fusion, which folds the Gelu node into the MatMul before it; SiLU likewise.

@@ -56,6 +56,10 @@ size_t move_quantized_data(Model& model, OriginalNames& names);
 // Removes nodes none of whose outputs is consumed or a model output.
 size_t eliminate_dead_code(Model& model);
 
+// Folds a zero constant Pad of the spatial axes into the Conv or AveragePool (counting the padded
+// zeros) that alone reads it, as their own pads.
+size_t fuse_pad_into_window(Model& model, OriginalNames& names);
+
 // Folds an inference BatchNormalization into the Conv before it (constant weights and bias, the
 // Conv output read by nothing else).
 size_t fold_batch_norm_into_conv(Model& model, OriginalNames& names);
