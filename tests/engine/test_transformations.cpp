@@ -403,6 +403,27 @@ TEST(Transformations, FusesResidualWithADynamicBatch) {
   }
 }
 
+// A Linear layer, scaled, then GELU, on rows whose batch is chosen per request (a ConvNeXt or ViT
+// exported with a dynamic batch): the bias, the scale and the activation still fuse into the
+// MatMul, whose output's last dimension is known.
+TEST(Transformations, FusesALinearLayerWithADynamicBatch) {
+  ModelBuilder b("dynamic_linear");
+  auto x = b.input("x", ElementType::f32, {Shape::dynamic, 4, 8});
+  auto mm = b.op("MatMul", {x, b.constant("w", random_tensor({8, 16}, 51))}, {}, "mm");
+  auto biased = b.op("Add", {mm, b.constant("b", random_tensor({16}, 52))}, {}, "bias");
+  auto scaled =
+      b.op("Mul", {biased, b.constant("s", Tensor::from_vector<float>({}, {0.5f}))}, {}, "scale");
+  b.output(b.op("Gelu", {scaled}, {}, "gelu"), "y");
+  auto model = b.build();
+  for (int64_t batch : {1, 3}) {
+    const std::map<std::string, Tensor> inputs = {{"x", random_tensor({batch, 4, 8}, 53)}};
+    RunResult plain = compile_and_run(model, true, inputs);
+    RunResult transformed = compile_and_run(model, false, inputs);
+    expect_close(transformed.outputs["y"], plain.outputs["y"], "y");
+    EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("MatMul"));
+  }
+}
+
 TEST(Transformations, BroadcastAddIsNotFusedAsResidual) {
   ModelBuilder b("broadcast_add");
   auto x = b.input("x", ElementType::f32, {3, 8});

@@ -79,8 +79,9 @@ size_t fuse_layer_norm(Model& model, OriginalNames& names) {
     if (rewrite.removed(sub_index) || !is_op(sub, "Sub", 2)) continue;
     const ValueId x = sub.inputs[0];
     const ValueInfo x_info = model.value(x);  // a copy: add_constant grows the values
-    if (x_info.type != ElementType::f32 || !x_info.shape.is_static() || x_info.shape.rank() == 0)
-      continue;
+    // Leading dimensions may be dynamic (a batch or sequence chosen per request); the
+    // normalized ones must be known (checked below).
+    if (x_info.type != ElementType::f32 || x_info.shape.rank() == 0) continue;
     const size_t rank = x_info.shape.rank();
 
     // mean = ReduceMean(x), read by the Sub only.
@@ -89,6 +90,10 @@ size_t fuse_layer_norm(Model& model, OriginalNames& names) {
     const Node& mean = rewrite.node(mean_index);
     const std::optional<int64_t> axis = first_trailing_axis(model, mean, rank);
     if (!axis || mean.inputs[0] != x) continue;
+    bool normalized_known = true;
+    for (size_t d = static_cast<size_t>(*axis); d < rank; ++d)
+      normalized_known = normalized_known && x_info.shape[d] != Shape::dynamic;
+    if (!normalized_known) continue;
 
     // d is read by the square and the division only.
     const ValueId d = sub.outputs[0];

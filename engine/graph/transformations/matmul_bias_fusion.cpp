@@ -37,9 +37,10 @@ size_t fuse_matmul_bias(Model& model, OriginalNames& names) {
     if (rewrite.removed(static_cast<int>(i)) || !is_op(mm, "MatMul", 2) || fused::is_fused(mm))
       continue;
     const ValueInfo y = model.value(mm.outputs[0]);  // a copy: add_constant grows the values
-    // A 1-D B drops the product's last axis; the bias would run along another one.
-    if (y.type != ElementType::f32 || !y.shape.is_static() || y.shape.rank() == 0 ||
-        model.value(mm.inputs[1]).shape.rank() < 2)
+    // A 1-D B drops the product's last axis; the bias would run along another one. Leading
+    // dimensions may be dynamic (a batch chosen per request): the bias runs along the last.
+    if (y.type != ElementType::f32 || y.shape.rank() == 0 ||
+        y.shape[y.shape.rank() - 1] == Shape::dynamic || model.value(mm.inputs[1]).shape.rank() < 2)
       continue;
     const int add_index = rewrite.sole_reader(mm.outputs[0]);
     if (add_index < 0) continue;

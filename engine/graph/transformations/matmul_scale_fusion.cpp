@@ -18,7 +18,7 @@ size_t fuse_matmul_scale(Model& model, OriginalNames& names) {
         fused::has_sum_or_activation(mm))
       continue;
     const ValueInfo& y = model.value(mm.outputs[0]);
-    if (y.type != ElementType::f32 || !y.shape.is_static()) continue;
+    if (y.type != ElementType::f32) continue;  // any shape: a scalar factor keeps it
     const int next = rewrite.sole_reader(mm.outputs[0]);
     if (next < 0) continue;
     const Node& op = rewrite.node(next);
