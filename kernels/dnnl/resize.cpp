@@ -2,11 +2,13 @@
 // interpolation of the spatial axes (N and C unchanged) with half-pixel coordinates, which is
 // ONNX's half_pixel, and pytorch_half_pixel wherever an output axis is longer than 1 (what torch
 // exports for bilinear upsampling without align_corners), with sizes or with scales whose product
-// is exact (oneDNN samples at output / input size). Everything else
-// (nearest, cubic, other coordinate modes, roi) runs on the reference kernel.
+// is exact (oneDNN samples at output / input size). Nearest mode runs as row copies
+// (nearest_resize.cpp); everything else (cubic, other coordinate modes, roi) on the reference
+// kernel.
 #include "engine/ops/resize.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/nearest_resize.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -65,7 +67,10 @@ class ResizeKernel final : public SrcDstKernel {
 }  // namespace
 
 void register_resize(KernelRegistry& registry) {
-  registry.add(backend_name, backend_priority, "Resize", make_kernel_for_data<ResizeKernel>);
+  registry.add(backend_name, backend_priority, "Resize", [](const KernelRequest& request) {
+    if (auto nearest = make_nearest_resize(request)) return nearest;
+    return make_kernel_for_data<ResizeKernel>(request);
+  });
 }
 
 }  // namespace troupe::kernels::onednn

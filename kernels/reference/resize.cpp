@@ -112,20 +112,12 @@ Sample sample_at(const resize::Attributes& attributes, double x, int64_t in) {
   return s;
 }
 
-// Y[o] = the sum over every combination of one tap per axis of X[tap indices] times the product
-// of the tap weights (nearest: the single tap, copied exactly); extrapolation_value where
-// tf_crop_and_resize sampled outside X.
-template <class T>
-void resize_typed(const Node& node, const std::vector<Tensor>& inputs, Tensor& y) {
-  const resize::Attributes attributes = resize::read_attributes(node);
-  const Tensor& x = inputs.at(0);
-  const std::vector<int64_t>& in_dims = x.shape().dims();
-  const std::vector<int64_t>& out_dims = y.shape().dims();
+// Per axis, how each output index samples the input (the scales, roi and sizes of the inputs).
+std::vector<std::vector<Sample>> samples_of(const resize::Attributes& attributes,
+                                            const std::vector<Tensor>& inputs,
+                                            const std::vector<int64_t>& in_dims,
+                                            const std::vector<int64_t>& out_dims) {
   const size_t rank = in_dims.size();
-  if (out_dims.size() != rank)
-    execution_failure(node, "output tensor has shape " + y.shape().to_string() +
-                                ", expected the rank of X " + x.shape().to_string());
-
   const bool has_roi = has_values(inputs, 1);
   const bool has_scales = has_values(inputs, 2);
   std::vector<std::vector<Sample>> samples(rank);
@@ -143,6 +135,25 @@ void resize_typed(const Node& node, const std::vector<Tensor>& inputs, Tensor& y
       samples[a].push_back(sample_at(attributes, source, in_dims[a]));
     }
   }
+  return samples;
+}
+
+// Y[o] = the sum over every combination of one tap per axis of X[tap indices] times the product
+// of the tap weights (nearest: the single tap, copied exactly); extrapolation_value where
+// tf_crop_and_resize sampled outside X.
+template <class T>
+void resize_typed(const Node& node, const std::vector<Tensor>& inputs, Tensor& y) {
+  const resize::Attributes attributes = resize::read_attributes(node);
+  const Tensor& x = inputs.at(0);
+  const std::vector<int64_t>& in_dims = x.shape().dims();
+  const std::vector<int64_t>& out_dims = y.shape().dims();
+  const size_t rank = in_dims.size();
+  if (out_dims.size() != rank)
+    execution_failure(node, "output tensor has shape " + y.shape().to_string() +
+                                ", expected the rank of X " + x.shape().to_string());
+
+  const std::vector<std::vector<Sample>> samples =
+      samples_of(attributes, inputs, in_dims, out_dims);
   const std::vector<int64_t> in_strides = row_major_strides(x.shape());
 
   const T* src = x.data<T>();
@@ -186,6 +197,23 @@ bool is_nearest_type(ElementType type) {
 }
 
 }  // namespace
+
+std::vector<std::vector<int64_t>> nearest_source_indices(const Node& node,
+                                                         const std::vector<Tensor>& inputs,
+                                                         const std::vector<int64_t>& out_dims) {
+  const resize::Attributes attributes = resize::read_attributes(node);
+  const std::vector<int64_t>& in_dims = inputs.at(0).shape().dims();
+  if (attributes.mode != resize::Mode::nearest || out_dims.size() != in_dims.size()) return {};
+  std::vector<std::vector<int64_t>> indices;
+  for (const std::vector<Sample>& axis : samples_of(attributes, inputs, in_dims, out_dims)) {
+    indices.emplace_back();
+    for (const Sample& s : axis) {
+      if (s.outside) return {};
+      indices.back().push_back(s.index[0]);
+    }
+  }
+  return indices;
+}
 
 void resize(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   Tensor& y = outputs.at(0);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "troupe/model.hpp"
@@ -11,5 +12,12 @@
 namespace troupe::kernels::reference {
 
 void resize(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+
+/// For a nearest-mode Resize of `inputs` into an output of `out_dims`: per axis, the input index
+/// each output index copies, with the coordinate transform and rounding resize() uses. Empty when
+/// some output samples outside X (tf_crop_and_resize's extrapolation), which only resize() does.
+std::vector<std::vector<int64_t>> nearest_source_indices(const Node& node,
+                                                         const std::vector<Tensor>& inputs,
+                                                         const std::vector<int64_t>& out_dims);
 
 }  // namespace troupe::kernels::reference

@@ -1540,6 +1540,88 @@ TEST(BackendConsistency, ResizeLinear) {
   run_family("resize", resize_cases(rng));
 }
 
+// Nearest-mode Resize (the row copies of kernels/dnnl/nearest_resize.cpp): every coordinate
+// transform and rounding mode, sizes or scales up and down on any axis (batch and channels too),
+// ranks 1 to 5, and tf_crop_and_resize with a roi sampling outside X (which the
+// kernel hands to the reference). Exact copies: no tolerance.
+std::vector<Case> nearest_resize_cases(Rng& rng) {
+  const std::vector<std::string> coordinates = {"half_pixel",           "pytorch_half_pixel",
+                                                "align_corners",        "asymmetric",
+                                                "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  const std::vector<std::string> roundings = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                              "ceil"};
+  std::vector<Case> cases;
+  for (int k = 0; k < 36; ++k) {
+    const ints x = rng.dims(static_cast<size_t>(1 + k % 5), 1, 7);
+    const size_t rank = x.size();
+    const std::string coordinate = coordinates[static_cast<size_t>(k) % coordinates.size()];
+    Attributes attrs;
+    attrs.set("mode", std::string("nearest"));
+    attrs.set("coordinate_transformation_mode", coordinate);
+    attrs.set("nearest_mode", roundings[static_cast<size_t>(k / 6) % roundings.size()]);
+    if (coordinate == "tf_crop_and_resize") attrs.set("extrapolation_value", -7.0);
+    Case c;
+    c.node = make_node("Resize", attrs);
+    const Tensor data = rng.tensor(x);
+    std::vector<float> roi_values;
+    for (size_t a = 0; a < rank; ++a) roi_values.push_back(static_cast<float>(rng.real(-0.3, 0.4)));
+    for (size_t a = 0; a < rank; ++a) roi_values.push_back(static_cast<float>(rng.real(0.6, 1.3)));
+    const Tensor roi =
+        coordinate == "tf_crop_and_resize"
+            ? Tensor::from_vector<float>(Shape{static_cast<int64_t>(2 * rank)}, roi_values)
+            : Tensor();
+    if (k % 2 == 0) {
+      ints sizes;
+      for (int64_t d : x) sizes.push_back(rng.integer(1, 2 * d + 3));
+      c.inputs = {data, roi, Tensor(),
+                  Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(rank)}, sizes)};
+    } else {
+      std::vector<float> scales;
+      for (size_t a = 0; a < rank; ++a)
+        scales.push_back(rng.pick(std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f, 3.0f}));
+      c.inputs = {data, roi, Tensor::from_vector<float>(Shape{static_cast<int64_t>(rank)}, scales)};
+    }
+    c.constant.assign(c.inputs.size(), true);
+    c.constant[0] = false;
+    c.tolerance = {0.0, 0.0};
+    c.implementation = "dnnl:nearest_rows";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// The row copies move elements of any type: u8 data (a quantized detector's upsampling) copied
+// by both backends, byte for byte.
+TEST(BackendConsistency, ResizeNearestCopiesBytes) {
+  Rng rng(base_seed() + 25);
+  Tensor x(ElementType::u8, Shape{1, 3, 5, 4});
+  for (int64_t i = 0; i < x.size(); ++i)
+    x.data<uint8_t>()[i] = static_cast<uint8_t>(rng.integer(0, 255));
+  Case c;
+  c.node = make_node("Resize",
+                     Attributes{{"mode", std::string("nearest")},
+                                {"coordinate_transformation_mode", std::string("asymmetric")}});
+  c.inputs = {x, Tensor(), Tensor::from_vector<float>(Shape{4}, {1.f, 1.f, 2.f, 1.5f})};
+  const std::vector<const Tensor*> constants = {nullptr, nullptr, &c.inputs[2]};
+  const std::vector<ValueInfo> inputs = value_infos(c.inputs, "x");
+  const std::vector<ValueInfo> outputs = infer_outputs(c, inputs, constants);
+  const KernelRequest request{c.node, inputs, outputs, constants};
+  auto fast = KernelRegistry::instance().create_with("dnnl", request);
+  auto reference = KernelRegistry::instance().create_with("reference", request);
+  ASSERT_TRUE(fast && reference);
+  EXPECT_EQ(fast->implementation(), "dnnl:nearest_rows");
+  std::vector<Tensor> y_fast = {Tensor(ElementType::u8, outputs[0].shape)};
+  std::vector<Tensor> y_reference = {Tensor(ElementType::u8, outputs[0].shape)};
+  fast->execute(c.inputs, y_fast);
+  reference->execute(c.inputs, y_reference);
+  EXPECT_EQ(y_fast[0].to_vector<uint8_t>(), y_reference[0].to_vector<uint8_t>());
+}
+
+TEST(BackendConsistency, ResizeNearest) {
+  Rng rng(base_seed() + 24);
+  run_family("nearest resize", nearest_resize_cases(rng));
+}
+
 TEST(BackendConsistency, Reductions) {
   Rng rng(base_seed() + 29);
   run_family("reduction", reduction_cases(rng));
