@@ -23,6 +23,9 @@ constexpr int64_t int8_macs_per_f32_mac = 4;
 // under a millisecond. On that machine, `troupe bench -m mlp.onnx -hint throughput -t 4` went
 // from 3.4 to 1.3 voluntary context switches per request and from 14.6 k to 18.9 k requests/s
 // (medians of 6 interleaved runs against the previous build).
+constexpr int64_t max_macs_on_scheduler = 4'000'000;
+constexpr int64_t max_value_elements_on_scheduler = 1'000'000;
+
 // A node whose run on one core is estimated below these times stays on one thread in a stream of
 // several: an OpenMP parallel region costs the team's wake-up. On the 2-vCPU VMs this was measured
 // on (Zen 4), an empty region took 1-2 us while libgomp's idle threads spin (its default) and 66 us
@@ -38,9 +41,6 @@ constexpr double min_node_us_to_split = 30;
 constexpr double min_node_us_to_split_sleeping = 150;
 constexpr double macs_per_us = 40'000;
 constexpr double bytes_per_us = 20'000;
-
-constexpr int64_t max_macs_on_scheduler = 4'000'000;
-constexpr int64_t max_value_elements_on_scheduler = 1'000'000;
 
 // Elements of a shape whose dynamic dimensions (a batch chosen at run time) count as 1.
 int64_t elements_at_least_one(const Shape& shape) {
@@ -107,11 +107,15 @@ int64_t estimate_macs(const Model& model, int64_t integer_divisor) {
 }
 
 bool openmp_threads_sleep_when_idle() {
-  // What libgomp read when it was loaded: OMP_WAIT_POLICY=passive, or no spinning at all.
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  if (policy && strcasecmp(policy, "passive") == 0) return true;
-  const char* spin = std::getenv("GOMP_SPINCOUNT");
-  return spin && std::strtoll(spin, nullptr, 10) == 0 && spin[0] == '0';
+  // What libgomp read once, when it was loaded: OMP_WAIT_POLICY=passive, or no spinning at all.
+  // Read once here too, so every decision of the process agrees.
+  static const bool sleep = [] {
+    const char* policy = std::getenv("OMP_WAIT_POLICY");
+    if (policy && strcasecmp(policy, "passive") == 0) return true;
+    const char* spin = std::getenv("GOMP_SPINCOUNT");
+    return spin != nullptr && spin[0] == '0' && std::strtoll(spin, nullptr, 10) == 0;
+  }();
+  return sleep;
 }
 
 int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
@@ -125,7 +129,7 @@ int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
                  static_cast<double>(element_size(v.type));
   const double macs = static_cast<double>(node_macs(node, inputs, outputs, int8_macs_per_f32_mac));
   const double single_thread_us = macs / macs_per_us + bytes / bytes_per_us;
-  static const double limit =
+  const double limit =
       openmp_threads_sleep_when_idle() ? min_node_us_to_split_sleeping : min_node_us_to_split;
   return single_thread_us < limit ? 1 : 0;
 }
