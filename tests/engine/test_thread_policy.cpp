@@ -98,9 +98,10 @@ TEST(ThreadPolicy, ANodeTooSmallToSplitRunsOnOneThreadOfItsStream) {
 }
 
 TEST(ThreadPolicy, KernelsAreCreatedWithTheirNodesThreadCount) {
-  // A large convolution, then a tiny Gemm on its pooled output, in one 2-thread stream.
+  // A large convolution (29 M MACs), then a pool and a tiny Gemm (each a few microseconds under
+  // either split threshold, threads spinning or sleeping), in one 2-thread stream.
   ModelBuilder b("mixed");
-  auto x = b.input("x", ElementType::f32, {1, 64, 56, 56});
+  auto x = b.input("x", ElementType::f32, {1, 64, 28, 28});
   auto w = b.constant("w", Tensor(ElementType::f32, {64, 64, 3, 3}));
   auto conv = b.op("Conv", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
   auto pooled = b.op("Flatten", {b.op("GlobalAveragePool", {conv}, {}, "pool")}, {}, "flat");
