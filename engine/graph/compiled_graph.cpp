@@ -46,6 +46,35 @@ double conv_channels_in_16_blocks(const Model& model) {
   return all > 0 ? whole / all : 1.0;
 }
 
+// KernelRequest::winograd_conv_share: multiply-accumulates are counted from the output and weight
+// shapes (dynamic dimensions count as 1).
+double winograd_conv_share(const Model& model) {
+  double all = 0, eligible = 0;
+  for (const Node& node : model.nodes()) {
+    if (node.op_type != "Conv" || node.inputs.size() < 2 || node.inputs[1] == no_value ||
+        node.outputs.empty())
+      continue;
+    const Shape& weights = model.value(node.inputs[1]).shape;
+    const Shape& output = model.value(node.outputs[0]).shape;
+    if (weights.rank() != 4 || output.rank() != 4) continue;
+    double macs = 1;
+    for (size_t d = 0; d < 4; ++d) {
+      macs *= output[d] > 0 ? static_cast<double>(output[d]) : 1.0;
+      if (d > 0) macs *= weights[d] > 0 ? static_cast<double>(weights[d]) : 1.0;
+    }
+    all += macs;
+    auto all_ones = [&](const char* name) {
+      const std::vector<int64_t> values = node.attributes.get_ints_or(name, {});
+      return std::all_of(values.begin(), values.end(), [](int64_t v) { return v == 1; });
+    };
+    if (node.attributes.get_int_or("group", 1) == 1 && weights[2] == 3 && weights[3] == 3 &&
+        weights[0] > 0 && weights[0] % 16 == 0 && weights[1] > 0 && weights[1] % 16 == 0 &&
+        all_ones("strides") && all_ones("dilations"))
+      eligible += macs;
+  }
+  return all > 0 ? eligible / all : 0.0;
+}
+
 }  // namespace
 
 kernels::KernelRequest make_kernel_request(const Model& model, const Node& node,
@@ -61,6 +90,7 @@ KernelRequests::KernelRequests(const Model& model, ElementType precision,
       layouts_(value_layouts),
       depthwise_model_(has_depthwise_conv(model)),
       conv_channels_in_16_blocks_(conv_channels_in_16_blocks(model)),
+      winograd_conv_share_(winograd_conv_share(model)),
       stream_threads_(current_omp_threads()) {}
 
 kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
@@ -68,6 +98,7 @@ kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
   request.compute_precision = precision_;
   request.depthwise_model = depthwise_model_;
   request.conv_channels_in_16_blocks = conv_channels_in_16_blocks_;
+  request.winograd_conv_share = winograd_conv_share_;
   for (ValueId in : node.inputs) {
     request.inputs.push_back(in == no_value ? ValueInfo{} : model_.value(in));
     auto c = in == no_value ? model_.constants().end() : model_.constants().find(in);

@@ -46,8 +46,8 @@ kernels::KernelRequest make_kernel_request(
     const std::vector<kernels::TensorLayout>* value_layouts = nullptr);
 
 /// make_kernel_request for many nodes of one model: what the requests say about the whole model
-/// (KernelRequest::depthwise_model, conv_channels_in_16_blocks) are found once, not per node. The
-/// model must outlive it.
+/// (KernelRequest::depthwise_model, conv_channels_in_16_blocks, winograd_conv_share) are found
+/// once, not per node. The model must outlive it.
 class KernelRequests {
  public:
   explicit KernelRequests(const Model& model, ElementType precision = ElementType::f32,
@@ -60,6 +60,7 @@ class KernelRequests {
   const std::vector<kernels::TensorLayout>* layouts_;
   bool depthwise_model_;
   double conv_channels_in_16_blocks_;
+  double winograd_conv_share_;
   // Kernels are created under the count of the stream that runs them (ScopedOmpThreads).
   int stream_threads_;
 };

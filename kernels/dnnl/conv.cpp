@@ -4,6 +4,7 @@
 // directly. Constant weights are reordered into the primitive's layout once; plain activations are
 // reordered in and out around each run.
 #include <algorithm>
+#include <optional>
 
 #include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/spatial.hpp"
@@ -98,13 +99,27 @@ class ConvKernel final : public DnnlKernel {
     // In bf16, src and weights are bf16 (src converted from the f32 tensor on each run, in its
     // layout when it has one) and dst stays f32; where oneDNN has no bf16 implementation for this
     // instance, the kernel computes in f32.
-    auto create = [&](bool assigned_layouts) {
+    auto create = [&](bool assigned_layouts,
+                      dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct) {
       return create_in(compute_type(), [&](dnnl::memory::data_type type) {
-        return make_primitive_desc(type, src, plain_weights, conv_dst, src_md, bias_md, strides,
-                                   dilation, pad_l, pad_r, assigned_layouts);
+        return make_primitive_desc(type, algorithm, src, plain_weights, conv_dst, src_md, bias_md,
+                                   strides, dilation, pad_l, pad_r, assigned_layouts);
       });
     };
-    dnnl::convolution_forward::primitive_desc pd = create(true);
+    // Winograd computes a 3x3 stride-1 convolution with about half the multiplications (oneDNN
+    // 2.6 has it for f32 on AVX-512, on nChw16c; ResNet-50's took 0.48-0.71x of the direct
+    // kernel's time on Zen 4). Its results differ from the direct kernel's by rounding only: on
+    // the zoo's CNNs, as much as AVX2's direct kernels differ from AVX-512's.
+    std::optional<dnnl::convolution_forward::primitive_desc> winograd;
+    if (winograd_shape(plain_weights, *dims)) {
+      try {
+        winograd = create(true, dnnl::algorithm::convolution_winograd);
+        if (is_reference(*winograd)) winograd.reset();
+      } catch (const dnnl::error&) {
+        // this shape, layout or post-op has no Winograd kernel: the direct one runs it
+      }
+    }
+    dnnl::convolution_forward::primitive_desc pd = winograd ? *winograd : create(true);
     // oneDNN answers a layout its JIT kernels cannot run with its own reference kernel (on AVX2,
     // nChw8c with dilations of 3 and more: `ref:any`, orders of magnitude slower). Then let it
     // choose the layouts and reorder the tensors around the primitive instead.
@@ -141,16 +156,34 @@ class ConvKernel final : public DnnlKernel {
     return true;
   }
 
+  bool winograd_shape(const Dims& weights, const ConvDims& dims) const {
+    const auto ones = [](const Dims& d) {
+      return std::all_of(d.begin(), d.end(), [](int64_t v) { return v == 1; });
+    };
+    const auto zeros = [](const Dims& d) {
+      return std::all_of(d.begin(), d.end(), [](int64_t v) { return v == 0; });
+    };
+    // oneDNN pads other channel counts to 16: VGG-11's first convolution (3 channels in) took
+    // 2.35x the direct kernel's time, its others 0.37-0.60x.
+    const auto whole_blocks = [](int64_t channels) { return channels % 16 == 0; };
+    // Constant weights only: they are transformed once (oneDNN cannot reorder them back, and
+    // weights given at run time would be transformed on every run).
+    return rank_ == 4 && group_ == 1 && !fused_dw_ && constant(1) &&
+           compute_type() == dnnl::memory::data_type::f32 && winograd_allowed(ElementType::f32) &&
+           weights.size() == 4 && weights[2] == 3 && weights[3] == 3 && ones(dims.strides) &&
+           zeros(dims.dilation) && whole_blocks(weights[0]) && whole_blocks(weights[1]);
+  }
+
   dnnl::convolution_forward::primitive_desc make_primitive_desc(
-      dnnl::memory::data_type type, const Dims& src, const Dims& weights, const Dims& dst,
-      const dnnl::memory::desc& src_md, const dnnl::memory::desc& bias_md, const Dims& strides,
-      const Dims& dilation, const Dims& pad_l, const Dims& pad_r, bool assigned_layouts) {
+      dnnl::memory::data_type type, dnnl::algorithm algorithm, const Dims& src, const Dims& weights,
+      const Dims& dst, const dnnl::memory::desc& src_md, const dnnl::memory::desc& bias_md,
+      const Dims& strides, const Dims& dilation, const Dims& pad_l, const Dims& pad_r,
+      bool assigned_layouts) {
     auto any = [](const Dims& dims, dnnl::memory::data_type t) {
       return dnnl::memory::desc(dims, t, dnnl::memory::format_tag::any);
     };
     const auto f32 = dnnl::memory::data_type::f32;
     const auto kind = dnnl::prop_kind::forward_inference;
-    const auto algorithm = dnnl::algorithm::convolution_direct;
     // A laid-out tensor is read/written in its layout (a bf16 src as bf16 in that layout, which
     // the src reorder converts to); a plain one lets the primitive choose.
     // (A src stored as bf16 is read in its order; an f32 fallback reorders it to f32.)

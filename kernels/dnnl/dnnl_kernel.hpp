@@ -32,13 +32,19 @@ dnnl::memory::desc plain_f32(const Dims& dims);
 /// (8 with AVX2, 16 with AVX-512).
 int native_channel_block();
 
-/// The layout activations are kept in between convolutions and pooling: on AVX-512,
-/// channels-last (what oneDNN's brgemm convolutions read), or blocked by 16 for a model with
-/// depthwise convolutions whose convolution activations nearly all have whole 16-channel blocks;
-/// else blocked by native_channel_block().
+/// Whether 3x3 stride-1 convolutions computed in f32 may use oneDNN's Winograd algorithm (its
+/// AVX-512 kernels; on other CPUs oneDNN has none and they stay direct). Yes unless
+/// TROUPE_CONV_WINOGRAD=0 (read whenever a kernel is created).
+bool winograd_allowed(ElementType compute_precision);
+
+/// The layout activations are kept in between convolutions and pooling. On AVX-512: blocked by
+/// 16 for a model with a large share of convolutions Winograd can compute (its kernels read only
+/// that layout), or with depthwise convolutions whose convolution activations nearly all have
+/// whole 16-channel blocks; else channels-last (what oneDNN's brgemm convolutions read). Without
+/// AVX-512, blocked by native_channel_block().
 /// TROUPE_ACTIVATION_LAYOUT=blocked or channels_last overrides the choice (for measuring one
 /// against the other; read whenever a kernel is created).
-TensorLayout activation_layout(bool depthwise_model, double conv_channels_in_16_blocks);
+TensorLayout activation_layout(const KernelRequest& request);
 
 /// Descriptor of a tensor of `dims` in `layout`: plain, channel-blocked by 8 or 16, or
 /// channels-last, ranks 3 to 5.

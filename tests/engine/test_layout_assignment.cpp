@@ -198,6 +198,8 @@ TEST(LayoutAssignment, DepthwiseModelsAreBlockedOthersChannelsLastOnAvx512) {
   auto layouts = layouts_by_node(*laid_out.runtime);
   for (const char* node : {"stem", "dw", "project"}) EXPECT_EQ(layouts.at(node), "nChw16c") << node;
 
+  // (residual_cnn's 3x3 convolutions would take Winograd and its layout: see the next test.)
+  test::ScopedEnv direct("TROUPE_CONV_WINOGRAD", "0");
   const Outcome without_depthwise = run_all(residual_cnn(), {}, inputs_for(*residual_cnn(), 1));
   EXPECT_EQ(layouts_by_node(*without_depthwise.runtime).at("stem"), "nhwc");
 
@@ -212,6 +214,53 @@ TEST(LayoutAssignment, DepthwiseModelsAreBlockedOthersChannelsLastOnAvx512) {
   test::ScopedEnv forced("TROUPE_ACTIVATION_LAYOUT", "channels_last");
   layouts = layouts_by_node(*run_all(model, {}, inputs).runtime);
   for (const char* node : {"stem", "dw", "project"}) EXPECT_EQ(layouts.at(node), "nhwc") << node;
+}
+
+std::map<std::string, std::string> implementations_by_node(const Model& runtime) {
+  std::map<std::string, std::string> implementations;
+  for (const Node& n : runtime.nodes())
+    implementations[n.name] = n.attributes.get_string_or("implementation", "?");
+  return implementations;
+}
+
+// On AVX-512 a model whose multiply-accumulates are largely in 3x3 stride-1 convolutions with
+// whole 16-channel blocks is laid out nChw16c, the layout of oneDNN's Winograd kernels, and those
+// convolutions run on them (the others direct), agreeing with the plain run. TROUPE_CONV_WINOGRAD=0
+// keeps every convolution direct and the model channels-last; bf16 never takes Winograd (f32 only).
+TEST(LayoutAssignment, ThreeByThreeModelsTakeWinogradAndItsLayoutOnAvx512) {
+  if (!test::cpu_has_avx512()) GTEST_SKIP() << "oneDNN 2.6 has Winograd kernels only on AVX-512";
+  auto model = residual_cnn();
+  const auto inputs = inputs_for(*model, 3);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome winograd = run_all(model, {}, inputs);
+  expect_same_outputs(winograd, plain);
+  const auto layouts = layouts_by_node(*winograd.runtime);
+  const auto implementations = implementations_by_node(*winograd.runtime);
+  for (const char* node : {"stem", "block_a", "block_b"}) EXPECT_EQ(layouts.at(node), "nChw16c");
+  // block_b carries the fused residual sum and ReLU as post-ops.
+  for (const char* node : {"block_a", "block_b"})
+    EXPECT_THAT(implementations.at(node), ::testing::HasSubstr("wino")) << node;
+  // 3 input channels (not a whole block) and a 1x1 kernel stay direct.
+  for (const char* node : {"stem", "head"})
+    EXPECT_THAT(implementations.at(node), ::testing::Not(::testing::HasSubstr("wino"))) << node;
+
+  {
+    test::ScopedEnv direct("TROUPE_CONV_WINOGRAD", "0");
+    const Outcome without = run_all(model, {}, inputs);
+    expect_same_outputs(without, plain);
+    EXPECT_EQ(layouts_by_node(*without.runtime).at("block_a"), "nhwc");
+    for (const auto& [node, implementation] : implementations_by_node(*without.runtime))
+      EXPECT_THAT(implementation, ::testing::Not(::testing::HasSubstr("wino"))) << node;
+  }
+  {
+    test::ScopedEnv malformed("TROUPE_CONV_WINOGRAD", "yes");
+    EXPECT_THAT(test::error_of<InvalidArgument>([&] { run_all(model, {}, inputs); }),
+                ::testing::HasSubstr("TROUPE_CONV_WINOGRAD='yes'"));
+  }
+  // (bf16 runs on any AVX-512 CPU, emulated where it is not native.)
+  const Outcome bf16 = run_all(model, {{props::inference_precision, "bf16"}}, inputs);
+  for (const auto& [node, implementation] : implementations_by_node(*bf16.runtime))
+    EXPECT_THAT(implementation, ::testing::Not(::testing::HasSubstr("wino"))) << node;
 }
 
 // Without AVX-512 (an AVX2 CPU, or ONEDNN_MAX_CPU_ISA=avx2) every model keeps its convolution

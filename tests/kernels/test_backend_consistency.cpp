@@ -62,6 +62,8 @@ struct Case {
   ElementType precision = ElementType::f32;
   /// When set, the implementation the dnnl kernel must report (a path the case is written for).
   std::string implementation;
+  /// When set, a part of the implementation's name the dnnl kernel must report ("wino").
+  std::string implementation_part;
   /// Layouts the graph compiler assigned (empty or plain: dense row-major), as it hands them to
   /// kernels between convolutions: the dnnl kernel reads and writes those tensors in them.
   std::vector<TensorLayout> input_layouts;
@@ -250,6 +252,10 @@ void check_case(const Case& c, Tally& tally) {
   EXPECT_EQ(fast->implementation().rfind("dnnl", 0), 0u) << fast->implementation();
   if (!c.implementation.empty()) {
     EXPECT_EQ(fast->implementation(), c.implementation);
+  }
+  if (!c.implementation_part.empty()) {
+    EXPECT_NE(fast->implementation().find(c.implementation_part), std::string::npos)
+        << fast->implementation();
   }
   if (c.fast_implementation) {
     EXPECT_NE(fast->implementation().rfind("dnnl:ref", 0), 0u) << fast->implementation();
@@ -645,6 +651,51 @@ std::vector<Case> conv_sweep_cases(Rng& rng) {
     for (int64_t d : kernel) reduction *= d;
     c.tolerance = {1e-4, 2e-6 * static_cast<double>(reduction)};
     c.fast_implementation = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// 3x3 stride-1 convolutions with whole 16-channel blocks and constant weights: on AVX-512, in
+// nChw16c or plain activations (the kernel reorders those), oneDNN's Winograd kernels compute
+// them (4x3 or 2x3 tiles, its choice) with a ReLU, a residual sum or both fused; other fused
+// activations have no Winograd kernel and run direct. Spatial sizes that tiles of 2 and 4 do
+// not divide, padding 0, 1 and asymmetric, batches of 1 to 3. Elsewhere they run direct.
+std::vector<Case> winograd_cases(Rng& rng) {
+  std::vector<Case> cases;
+  const std::vector<TensorLayout> layouts = {TensorLayout{}, TensorLayout::blocked(16)};
+  for (int k = 0; k < 32; ++k) {
+    const TensorLayout layout = test::cpu_has_avx512() ? layouts[k % 2] : TensorLayout{};
+    const int64_t channels = 16 * rng.integer(1, 3);
+    const int64_t out_channels = 16 * rng.integer(1, 3);
+    const ints x{rng.integer(1, 3), channels, rng.integer(3, 30), rng.integer(3, 30)};
+    const ints pads = k % 3 == 0   ? ints{0, 0, 0, 0}
+                      : k % 3 == 1 ? ints{1, 1, 1, 1}
+                                   : ints{1, 0, 0, 1};
+    Attributes attrs;
+    attrs.set("kernel_shape", ints{3, 3});
+    attrs.set("pads", pads);
+    const int post = (k / 2) % 5;  // none, Relu, sum, sum then Relu, Sigmoid (direct)
+    if (post == 1 || post == 3) attrs.set("fused_activation", std::string("Relu"));
+    if (post == 4) attrs.set("fused_activation", std::string("Sigmoid"));
+    Case c;
+    c.node = make_node("Conv", attrs);
+    c.inputs = {rng.tensor(x), rng.tensor({out_channels, channels, 3, 3}),
+                rng.chance(0.7) ? rng.tensor({out_channels}) : Tensor()};
+    c.constant = {false, true, true};
+    c.input_layouts = {layout};
+    c.output_layout = layout;
+    if (post == 2 || post == 3) {
+      const ints out{x[0], out_channels, x[2] + pads[0] + pads[2] - 2,
+                     x[3] + pads[1] + pads[3] - 2};
+      c.inputs.push_back(rng.tensor(out));
+      c.constant.push_back(false);
+      c.input_layouts = {layout, {}, {}, layout};
+      c.node.attributes.set("fused_sum", int64_t{1});
+    }
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(channels * 9)};
+    c.fast_implementation = true;
+    if (test::cpu_has_avx512() && post != 4) c.implementation_part = "wino";
     cases.push_back(c);
   }
   return cases;
@@ -1086,6 +1137,11 @@ TEST(BackendConsistency, Conv) {
 TEST(BackendConsistency, ConvShapesLayoutsAndPostOps) {
   Rng rng(base_seed() + 6);
   run_family("conv sweep (" + test::effective_isa_name() + ")", conv_sweep_cases(rng));
+}
+
+TEST(BackendConsistency, WinogradConvolutions) {
+  Rng rng(base_seed() + 33);
+  run_family("winograd (" + test::effective_isa_name() + ")", winograd_cases(rng));
 }
 
 TEST(BackendConsistency, PoolingInActivationLayouts) {
