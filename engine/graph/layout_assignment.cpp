@@ -46,6 +46,16 @@ bool laid_out_type(ElementType type) {
   return type == ElementType::f32 || type == ElementType::u8 || type == ElementType::i8;
 }
 
+// Whether a convolution writes or reads `v`. A 3-D value is laid out only then: between the 1-D
+// convolutions of a temporal network. The sums and products of a transformer's [batch, tokens,
+// features] values, which binary kernels would lay out as readily, gained a reorder each
+// (GPT-like decoder: 37 -> 97 reorders per request).
+bool touches_convolution(const Model& model, const Dataflow& flow, ValueId v) {
+  auto is_conv = [&](const Port& p) { return model.nodes()[p.node].op_type == "Conv"; };
+  return std::any_of(flow.writers[v].begin(), flow.writers[v].end(), is_conv) ||
+         std::any_of(flow.readers[v].begin(), flow.readers[v].end(), is_conv);
+}
+
 // The layout value `v` can be kept in (plain when none). Nodes in `excluded` take plain only.
 // A model input has no writer (the upload stage writes it) and a model output may have no reader
 // (the download stage reads it); with `boundaries` both may be laid out too.
@@ -56,8 +66,9 @@ kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueI
   const ValueInfo& info = model.value(v);
   const bool boundary = flow.is_input[v] || flow.is_output[v];
   if ((boundary && !boundaries) || (flow.is_input[v] && flow.is_output[v]) ||
-      model.is_constant(v) || !laid_out_type(info.type) || info.shape.rank() != 4 ||
-      !info.shape.is_static())
+      model.is_constant(v) || !laid_out_type(info.type) ||
+      (info.shape.rank() != 4 && info.shape.rank() != 3) ||
+      (info.shape.rank() == 3 && !touches_convolution(model, flow, v)) || !info.shape.is_static())
     return plain;
   if (flow.is_input[v] ? !flow.writers[v].empty() : flow.writers[v].size() != 1) return plain;
   if (flow.readers[v].empty() && !flow.is_output[v]) return plain;

@@ -46,7 +46,9 @@ class BinaryKernel final : public DnnlKernel {
     // Max and Min are variadic in ONNX; only their two-input form maps onto one primitive.
     if (request.inputs.size() != 2 || !has_input(0) || !has_input(1)) throw Unsupported{};
     const Shape& out = request.outputs[0].shape;
-    if (out.rank() == 4 && out.is_static() && request.outputs[0].type == ElementType::f32) {
+    // 2-D and 1-D activations (the residual sums of CNNs and temporal convolution networks).
+    if ((out.rank() == 4 || out.rank() == 3) && out.is_static() &&
+        request.outputs[0].type == ElementType::f32) {
       for (size_t i = 0; i < 2; ++i)
         full_size_[i] =
             request.inputs[i].shape == out && request.inputs[i].type == ElementType::f32;
@@ -120,10 +122,12 @@ class BinaryKernel final : public DnnlKernel {
   }
 
  private:
-  // [N or 1, C, 1, 1] against a 4-D output of C channels.
+  // [N or 1, C, 1, 1] against a 4-D output of C channels ([N or 1, C, 1] against a 3-D one).
   static bool is_per_channel(const Shape& s, const Shape& out) {
-    if (s.rank() != 4) return false;
-    return (s[0] == 1 || s[0] == out[0]) && s[1] == out[1] && s[2] == 1 && s[3] == 1;
+    if (s.rank() != out.rank()) return false;
+    for (size_t d = 2; d < s.rank(); ++d)
+      if (s[d] != 1) return false;
+    return (s[0] == 1 || s[0] == out[0]) && s[1] == out[1];
   }
 
   // The row plan for dst dims `dst` and second-operand dims `b` (each equal or 1).

@@ -250,15 +250,20 @@ class ConvKernel final : public DnnlKernel {
  public:
   TensorLayout preferred_input_layout(size_t i) const override {
     const bool activation = i == 0 || (i == 3 && fused_sum_);
-    if (!activation || rank_ != 4 || !takes_activation_layout()) return {};
+    if (!activation || !laid_out_rank() || !takes_activation_layout()) return {};
     // A primitive that reads bf16 would rather be given bf16 (upload converts a model input).
     return i == 0 && bf16_src_ ? activation_layout().in_bf16() : activation_layout();
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return o == 0 && rank_ == 4 && takes_activation_layout() ? activation_layout() : TensorLayout{};
+    return o == 0 && laid_out_rank() && takes_activation_layout() ? activation_layout()
+                                                                  : TensorLayout{};
   }
 
  private:
+  // 2-D convolutions, and 1-D ones (temporal convolution networks): their chains keep the
+  // activation layout too (a TCN's plain tensors cost a reorder in and out of each convolution,
+  // about a third of its time).
+  bool laid_out_rank() const { return rank_ == 4 || rank_ == 3; }
   bool takes_activation_layout() const { return !(fused_dw_ && activation_layout().channels_last); }
 
  private:

@@ -263,6 +263,36 @@ TEST(LayoutAssignment, ThreeByThreeModelsTakeWinogradAndItsLayoutOnAvx512) {
     EXPECT_THAT(implementation, ::testing::Not(::testing::HasSubstr("wino"))) << node;
 }
 
+// A temporal convolution network: 1-D dilated convolutions with residual sums. The chain keeps
+// the activation layout as 2-D ones do (nwc on AVX-512, nCw8c on AVX2) instead of each
+// convolution reordering its plain input in and its output back, and agrees with the plain run
+// with requests in flight on two streams.
+TEST(LayoutAssignment, TemporalConvolutionChainsKeepTheActivationLayout) {
+  ModelBuilder b("temporal_cnn");
+  const int64_t channels = 16;
+  auto x = b.input("x", ElementType::f32, {1, channels, 40});
+  ValueId v = x;
+  for (int64_t i = 0; i < 3; ++i) {
+    const int64_t dilation = int64_t{1} << i;
+    const std::string name = "tconv" + std::to_string(i);
+    auto w = b.constant(name + "_w", random_tensor({channels, channels, 3}, 30 + i, -0.3f, 0.3f));
+    auto bias = b.constant(name + "_b", random_tensor({channels}, 40 + i));
+    auto conv = b.op("Conv", {v, w, bias},
+                     {{"dilations", std::vector<int64_t>{dilation}},
+                      {"pads", std::vector<int64_t>{dilation, dilation}}},
+                     name);
+    v = b.op("Add", {b.op("Relu", {conv}, {}, name + "_relu"), v}, {}, name + "_sum");
+  }
+  b.output(b.op("Relu", {v}, {}, "out_relu"), "y");
+  auto model = b.build();
+  const auto inputs = inputs_for(*model, 6);
+  const Outcome laid_out = run_all(model, {{props::num_streams, int64_t{2}}}, inputs);
+  expect_same_outputs(laid_out, run_all(model, {{props::disable_transformations, true}}, inputs));
+  const auto layouts = layouts_by_node(*laid_out.runtime);
+  const std::string expected = test::cpu_has_avx512() ? "nwc" : "nCw8c";
+  for (const char* node : {"tconv0", "tconv1", "tconv2"}) EXPECT_EQ(layouts.at(node), expected);
+}
+
 // Without AVX-512 (an AVX2 CPU, or ONEDNN_MAX_CPU_ISA=avx2) every model keeps its convolution
 // chains blocked by 8, the layout of oneDNN's jit:avx2 convolutions, depthwise or not.
 TEST(LayoutAssignment, ConvolutionChainsAreBlockedBy8WithoutAvx512) {

@@ -567,8 +567,8 @@ std::vector<TensorLayout> activation_layouts() {
           TensorLayout::channels_last_order()};
 }
 
-// Conv over the shapes real models have, as the graph compiler hands it over: 1-D to 3-D (2-D also
-// in each activation layout of this ISA), dilations up to 4 (temporal convolution networks; oneDNN
+// Conv over the shapes real models have, as the graph compiler hands it over: 1-D to 3-D (1-D, 2-D
+// also in each activation layout of this ISA), dilations up to 4 (temporal convolution networks; oneDNN
 // runs those with gemm on AVX2), dense, grouped and depthwise, strides 1-3, symmetric and
 // asymmetric padding, with and without bias, batch 1 to 3, each with no post-op, an activation, a
 // residual sum, or the sum then the activation (the fused contract's order).
@@ -579,7 +579,7 @@ std::vector<Case> conv_sweep_cases(Rng& rng) {
   std::vector<Case> cases;
   for (int k = 0; k < 120; ++k) {
     const size_t spatial = k % 8 == 6 ? 1 : k % 8 == 7 ? 3 : 2;
-    const TensorLayout layout = spatial == 2 ? layouts[(k / 2) % layouts.size()] : TensorLayout{};
+    const TensorLayout layout = spatial <= 2 ? layouts[(k / 2) % layouts.size()] : TensorLayout{};
     // Blocked layouts hold only channel counts the block divides.
     const int64_t unit = layout.channel_block ? layout.channel_block : rng.pick(ints{1, 3, 4});
     const int kind = k % 4;  // dense, grouped, depthwise, a wide dense one
@@ -864,10 +864,11 @@ std::vector<Case> concat_cases(Rng& rng) {
   return cases;
 }
 
-// Binary ops on 4-D activations in each layout of this ISA, as between convolutions: both operands
-// full size (the second sometimes plain), or the second (either side for commutative ops) per
-// channel [N or 1, C, 1, 1] and plain, as a squeeze-and-excitation block's Mul(x, s); channel
-// counts the block divides.
+// Binary ops on 4-D activations (3-D ones, as between 1-D convolutions, in a third of the cases)
+// in each layout of this ISA, as between convolutions: both operands full size (the second
+// sometimes plain), or the second (either side for commutative ops) per channel [N or 1, C, 1, 1]
+// ([N or 1, C, 1]) and plain, as a squeeze-and-excitation block's Mul(x, s); channel counts the
+// block divides.
 std::vector<Case> binary_layout_cases(Rng& rng) {
   const std::vector<TensorLayout> layouts = activation_layouts();
   std::vector<Case> cases;
@@ -877,11 +878,14 @@ std::vector<Case> binary_layout_cases(Rng& rng) {
     for (int i = 0; i < 6; ++i, ++k) {
       const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
       const int64_t unit = layout.channel_block ? layout.channel_block : 3;
-      const ints x{rng.integer(1, 2), unit * rng.integer(1, 4), rng.integer(1, 9),
-                   rng.integer(1, 9)};
+      ints x{rng.integer(1, 2), unit * rng.integer(1, 4), rng.integer(1, 9), rng.integer(1, 9)};
+      ints s{rng.chance(0.5) ? 1 : x[0], x[1], 1, 1};
+      if (i >= 4) {  // 1-D
+        x.pop_back();
+        s.pop_back();
+      }
       const bool per_channel = i % 2 == 1;
       const bool small_left = per_channel && commutative && i % 4 == 3;
-      const ints s{rng.chance(0.5) ? 1 : x[0], x[1], 1, 1};
       const double lo = std::string(op) == "Div" ? 0.5 : -2;
       Tensor full = rng.tensor(x, lo, 2);
       Tensor other = rng.tensor(per_channel ? s : x, lo, 2);
