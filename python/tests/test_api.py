@@ -166,9 +166,11 @@ def test_errors_name_the_input(mlp):
 
 
 def test_busy_while_in_flight(core):
-    compiled = core.compile_model(mlp_model(batch=64, inputs=256, hidden=512), "CPU")
+    # About 270M multiply-adds a request (milliseconds): a request of 8.5M (~0.2 ms) could end
+    # before the next Python call on a loaded machine, twenty times in a row (seen in CI).
+    compiled = core.compile_model(mlp_model(batch=64, inputs=1024, hidden=4096), "CPU")
     request = compiled.create_infer_request()
-    x = np.ones((64, 256), np.float32)
+    x = np.ones((64, 1024), np.float32)
     busy = 0
     for _ in range(20):
         request.start_async({"x": x})
