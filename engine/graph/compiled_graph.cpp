@@ -10,6 +10,7 @@
 #include "engine/graph/transformations/transformations.hpp"
 #include "engine/ops/control_flow.hpp"
 #include "kernels/kernel_registry.hpp"
+#include "kernels/winograd.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::detail {
@@ -46,30 +47,15 @@ double conv_channels_in_16_blocks(const Model& model) {
   return all > 0 ? whole / all : 1.0;
 }
 
-// KernelRequest::winograd_conv_share: multiply-accumulates are counted from the output and weight
-// shapes (dynamic dimensions count as 1).
+// KernelRequest::winograd_conv_share, of the Conv nodes' multiply-accumulates (node_macs).
 double winograd_conv_share(const Model& model) {
   double all = 0, eligible = 0;
   for (const Node& node : model.nodes()) {
-    if (node.op_type != "Conv" || node.inputs.size() < 2 || node.inputs[1] == no_value ||
-        node.outputs.empty())
-      continue;
-    const Shape& weights = model.value(node.inputs[1]).shape;
-    const Shape& output = model.value(node.outputs[0]).shape;
-    if (weights.rank() != 4 || output.rank() != 4) continue;
-    double macs = 1;
-    for (size_t d = 0; d < 4; ++d) {
-      macs *= output[d] > 0 ? static_cast<double>(output[d]) : 1.0;
-      if (d > 0) macs *= weights[d] > 0 ? static_cast<double>(weights[d]) : 1.0;
-    }
+    if (node.op_type != "Conv") continue;
+    const auto macs = static_cast<double>(node_macs(model, node));
     all += macs;
-    auto all_ones = [&](const char* name) {
-      const std::vector<int64_t> values = node.attributes.get_ints_or(name, {});
-      return std::all_of(values.begin(), values.end(), [](int64_t v) { return v == 1; });
-    };
-    if (node.attributes.get_int_or("group", 1) == 1 && weights[2] == 3 && weights[3] == 3 &&
-        weights[0] > 0 && weights[0] % 16 == 0 && weights[1] > 0 && weights[1] % 16 == 0 &&
-        all_ones("strides") && all_ones("dilations"))
+    // (node_macs counts only convolutions with static weights.)
+    if (macs > 0 && kernels::winograd_shape(node, model.value(node.inputs[1]).shape.dims()))
       eligible += macs;
   }
   return all > 0 ? eligible / all : 0.0;

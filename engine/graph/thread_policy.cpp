@@ -96,13 +96,15 @@ int64_t node_macs(const Node& node, const std::vector<ValueInfo>& inputs,
   return elements_at_least_one(out) * per_output / (integer ? integer_divisor : 1);
 }
 
+int64_t node_macs(const Model& model, const Node& node, int64_t integer_divisor) {
+  std::vector<ValueInfo> inputs, outputs;
+  value_infos(model, node, inputs, outputs);
+  return node_macs(node, inputs, outputs, integer_divisor);
+}
+
 int64_t estimate_macs(const Model& model, int64_t integer_divisor) {
   int64_t total = 0;
-  std::vector<ValueInfo> inputs, outputs;
-  for (const Node& node : model.nodes()) {
-    value_infos(model, node, inputs, outputs);
-    total += node_macs(node, inputs, outputs, integer_divisor);
-  }
+  for (const Node& node : model.nodes()) total += node_macs(model, node, integer_divisor);
   return total;
 }
 

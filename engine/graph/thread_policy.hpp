@@ -19,6 +19,9 @@ int64_t estimate_macs(const Model& model, int64_t integer_divisor = 1);
 int64_t node_macs(const Node& node, const std::vector<ValueInfo>& inputs,
                   const std::vector<ValueInfo>& outputs, int64_t integer_divisor = 1);
 
+/// The same count for one node of `model`.
+int64_t node_macs(const Model& model, const Node& node, int64_t integer_divisor = 1);
+
 /// Whether idle OpenMP threads go to sleep at once (OMP_WAIT_POLICY=passive or GOMP_SPINCOUNT=0)
 /// rather than spin for a while (libgomp's default): waking a sleeping thread costs tens of
 /// microseconds per parallel region on a VM.

@@ -12,6 +12,7 @@
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/post_ops.hpp"
+#include "kernels/winograd.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -111,7 +112,7 @@ class ConvKernel final : public DnnlKernel {
     // kernel's time on Zen 4). Its results differ from the direct kernel's by rounding only: on
     // the zoo's CNNs, as much as AVX2's direct kernels differ from AVX-512's.
     std::optional<dnnl::convolution_forward::primitive_desc> winograd;
-    if (winograd_shape(plain_weights, *dims)) {
+    if (tries_winograd(plain_weights)) {
       try {
         winograd = create(true, dnnl::algorithm::convolution_winograd);
         if (is_reference(*winograd)) winograd.reset();
@@ -156,22 +157,11 @@ class ConvKernel final : public DnnlKernel {
     return true;
   }
 
-  bool winograd_shape(const Dims& weights, const ConvDims& dims) const {
-    const auto ones = [](const Dims& d) {
-      return std::all_of(d.begin(), d.end(), [](int64_t v) { return v == 1; });
-    };
-    const auto zeros = [](const Dims& d) {
-      return std::all_of(d.begin(), d.end(), [](int64_t v) { return v == 0; });
-    };
-    // oneDNN pads other channel counts to 16: VGG-11's first convolution (3 channels in) took
-    // 2.35x the direct kernel's time, its others 0.37-0.60x.
-    const auto whole_blocks = [](int64_t channels) { return channels % 16 == 0; };
-    // Constant weights only: they are transformed once (oneDNN cannot reorder them back, and
-    // weights given at run time would be transformed on every run).
-    return rank_ == 4 && group_ == 1 && !fused_dw_ && constant(1) &&
-           compute_type() == dnnl::memory::data_type::f32 && winograd_allowed(ElementType::f32) &&
-           weights.size() == 4 && weights[2] == 3 && weights[3] == 3 && ones(dims.strides) &&
-           zeros(dims.dilation) && whole_blocks(weights[0]) && whole_blocks(weights[1]);
+  // Constant weights only: they are transformed once (oneDNN cannot reorder them back, and
+  // weights given at run time would be transformed on every run).
+  bool tries_winograd(const Dims& weights) const {
+    return !fused_dw_ && constant(1) && compute_type() == dnnl::memory::data_type::f32 &&
+           winograd_allowed() && winograd_shape(node_, weights);
   }
 
   dnnl::convolution_forward::primitive_desc make_primitive_desc(

@@ -54,8 +54,7 @@ int native_channel_block() {
   return effective_cpu_isa().avx512 ? 16 : 8;
 }
 
-bool winograd_allowed(ElementType compute_precision) {
-  if (compute_precision != ElementType::f32) return false;
+bool winograd_allowed() {
   const char* choice = std::getenv("TROUPE_CONV_WINOGRAD");
   if (!choice || !*choice || std::strcmp(choice, "1") == 0) return true;
   if (std::strcmp(choice, "0") == 0) return false;
@@ -91,7 +90,8 @@ TensorLayout activation_layout(const KernelRequest& request) {
   // (DeepLabV3-MobileNetV3, kept channels-last) or 36% and more (Inception-v3 1.02x, ResNet-50,
   // EfficientNetV2-S 1.06x, ...): the threshold sits between, at a fifth.
   if (native_channel_block() != 16) return TensorLayout::blocked(native_channel_block());
-  if (request.winograd_conv_share >= 0.2 && winograd_allowed(request.compute_precision))
+  if (request.winograd_conv_share >= 0.2 && request.compute_precision == ElementType::f32 &&
+      winograd_allowed())
     return TensorLayout::blocked(16);
   return request.depthwise_model && request.conv_channels_in_16_blocks >= 0.94
              ? TensorLayout::blocked(16)

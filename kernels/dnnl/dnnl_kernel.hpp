@@ -32,10 +32,10 @@ dnnl::memory::desc plain_f32(const Dims& dims);
 /// (8 with AVX2, 16 with AVX-512).
 int native_channel_block();
 
-/// Whether 3x3 stride-1 convolutions computed in f32 may use oneDNN's Winograd algorithm (its
-/// AVX-512 kernels; on other CPUs oneDNN has none and they stay direct). Yes unless
-/// TROUPE_CONV_WINOGRAD=0 (read whenever a kernel is created).
-bool winograd_allowed(ElementType compute_precision);
+/// Whether convolutions computed in f32 that kernels::winograd_shape accepts may use oneDNN's
+/// Winograd algorithm (its AVX-512 kernels; on other CPUs oneDNN has none and they stay direct).
+/// Yes unless TROUPE_CONV_WINOGRAD=0 (read whenever a kernel is created).
+bool winograd_allowed();
 
 /// The layout activations are kept in between convolutions and pooling. On AVX-512: blocked by
 /// 16 for a model with a large share of convolutions Winograd can compute (its kernels read only

@@ -34,11 +34,15 @@ ValueId conv(ModelBuilder& b, ValueId x, int64_t in, int64_t out, int64_t k, uns
               {{"pads", std::vector<int64_t>{pad, pad, pad, pad}}}, name);
 }
 
+// A string attribute of every node of a runtime model ("output_layouts", "implementation").
+std::map<std::string, std::string> by_node(const Model& runtime, const std::string& attribute) {
+  std::map<std::string, std::string> values;
+  for (const Node& n : runtime.nodes()) values[n.name] = n.attributes.get_string_or(attribute, "?");
+  return values;
+}
+
 std::map<std::string, std::string> layouts_by_node(const Model& runtime) {
-  std::map<std::string, std::string> layouts;
-  for (const Node& n : runtime.nodes())
-    layouts[n.name] = n.attributes.get_string_or("output_layouts", "?");
-  return layouts;
+  return by_node(runtime, "output_layouts");
 }
 
 struct Outcome {
@@ -217,10 +221,7 @@ TEST(LayoutAssignment, DepthwiseModelsAreBlockedOthersChannelsLastOnAvx512) {
 }
 
 std::map<std::string, std::string> implementations_by_node(const Model& runtime) {
-  std::map<std::string, std::string> implementations;
-  for (const Node& n : runtime.nodes())
-    implementations[n.name] = n.attributes.get_string_or("implementation", "?");
-  return implementations;
+  return by_node(runtime, "implementation");
 }
 
 // On AVX-512 a model whose multiply-accumulates are largely in 3x3 stride-1 convolutions with
