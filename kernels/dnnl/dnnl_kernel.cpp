@@ -87,8 +87,9 @@ TensorLayout activation_layout(const KernelRequest& request) {
   // 1.33x, DenseNet-121 1.24x and ResNet-50 1.20x as fast as channels-last, blocked ones without
   // it 0.99-1.04x; ResNet-50's eligible convolutions took 0.48-0.71x of the direct kernel's time.
   // In the zoo the share of multiply-accumulates Winograd can take is 0 or under 7%
-  // (DeepLabV3-MobileNetV3, kept channels-last) or 36% and more (Inception-v3 1.02x, ResNet-50,
-  // EfficientNetV2-S 1.06x, ...): the threshold sits between, at a fifth.
+  // (DeepLabV3-MobileNetV3, kept channels-last) or 36% and more (Inception-v3 1.02x, ResNet-50
+  // 1.22x, DenseNet-121, ...): the threshold sits between, at a fifth. (EfficientNetV2-S's 3x3
+  // convolutions end in SiLU, which the Winograd kernels refuse: it stays channels-last.)
   if (native_channel_block() != 16) return TensorLayout::blocked(native_channel_block());
   if (request.winograd_conv_share >= 0.2 && request.compute_precision == ElementType::f32 &&
       winograd_allowed())
