@@ -33,13 +33,16 @@ inline float round_even(float v) {
 
 /// QuantizeLinear's steps after the division by the scale, into u8 or i8: clamp (before
 /// rounding: the same integer, and within round_even's range), round half to even, add the zero
-/// point, saturate. Inlined into the vectorized loops of QLinearAdd and QLinearConcat.
+/// point, saturate. Inlined into the vectorized loops of QLinearAdd and QLinearConcat; the
+/// saturation is on integers, which compilers vectorize without a range check per lane.
 template <class Y>
 [[gnu::always_inline]] inline Y quantize_scaled(float q, float zero) {
-  constexpr float low = std::is_same_v<Y, uint8_t> ? 0.f : -128.f;
-  constexpr float high = std::is_same_v<Y, uint8_t> ? 255.f : 127.f;
-  q = std::min(std::max(q, low - zero - 1.f), high - zero + 1.f);
-  return static_cast<Y>(std::min(std::max(round_even(q) + zero, low), high));
+  constexpr int32_t low = std::is_same_v<Y, uint8_t> ? 0 : -128;
+  constexpr int32_t high = std::is_same_v<Y, uint8_t> ? 255 : 127;
+  q = std::min(std::max(q, static_cast<float>(low) - zero - 1.f),
+               static_cast<float>(high) - zero + 1.f);
+  const int32_t shifted = static_cast<int32_t>(round_even(q)) + static_cast<int32_t>(zero);
+  return static_cast<Y>(std::min(std::max(shifted, low), high));
 }
 
 /// `t`, stored in `layout`, as stored in `target`: itself when the orders agree, else converted

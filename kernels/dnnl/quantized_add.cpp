@@ -13,6 +13,7 @@
 #include "kernels/cpu_isa.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/int8_vectors_avx512.hpp"
 #include "kernels/dnnl/quantization_params.hpp"
 #include "kernels/layout_conversion.hpp"
 
@@ -73,15 +74,49 @@ template <class A>
 
 // The loop compiled for each ISA: the library is built for the x86-64 baseline, whose SSE2 loop
 // took 1.4 ns per element (ResNet-50's 16 residual adds were a third of an int8 inference on an
-// AVX-512 CPU; 0.7 with AVX-512). The kernel picks one by the effective ISA, so a run capped with
-// ONEDNN_MAX_CPU_ISA tests the others; each computes the same f32 steps lane by lane.
+// AVX-512 CPU). The kernel picks one by the effective ISA, so a run capped with
+// ONEDNN_MAX_CPU_ISA tests the others; each computes the same f32 steps lane by lane. AVX-512
+// runs them 16 lanes at a time with intrinsics (the vectorized C++ loop took 0.8 ns per
+// element, these 0.21 ns), the tail through the scalar loop.
 using AddLoop = void (*)(bool, const void*, bool, const void*, bool, void*, int64_t,
                          const AddParams&);
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq")]] void add_avx512(bool a_u8, const void* a,
-                                                                      bool b_u8, const void* b,
-                                                                      bool c_u8, void* c, int64_t n,
-                                                                      const AddParams& p) {
-  add_any(a_u8, a, b_u8, b, c_u8, c, n, p);
+
+template <class A, class B, class C>
+[[TROUPE_AVX512_TARGET]] void add_vectors_avx512(const A* a, const B* b, C* c, int64_t n,
+                                                 const AddParams& p) {
+  const __m512 a_scale = _mm512_set1_ps(p.a_scale), b_scale = _mm512_set1_ps(p.b_scale);
+  const __m512 c_scale = _mm512_set1_ps(p.c_scale);
+  const __m512i a_zero = _mm512_set1_epi32(p.a_zero), b_zero = _mm512_set1_epi32(p.b_zero);
+  const auto requantize = avx512::Requantize::to<C>(p.c_zero);
+  int64_t i = 0;
+  for (; i + avx512::lanes <= n; i += avx512::lanes) {
+    __m512 sum = _mm512_add_ps(avx512::dequantize(a + i, a_zero, a_scale),
+                               avx512::dequantize(b + i, b_zero, b_scale));
+    if (p.relu) sum = _mm512_max_ps(sum, _mm512_setzero_ps());
+    requantize.store(c + i, _mm512_div_ps(sum, c_scale));
+  }
+  add_loop(a + i, b + i, c + i, n - i, p);
+}
+
+template <class A, class B>
+[[TROUPE_AVX512_TARGET]] void add_to_avx512(const A* a, const B* b, bool c_u8, void* c, int64_t n,
+                                            const AddParams& p) {
+  if (c_u8)
+    add_vectors_avx512(a, b, static_cast<uint8_t*>(c), n, p);
+  else
+    add_vectors_avx512(a, b, static_cast<int8_t*>(c), n, p);
+}
+
+[[TROUPE_AVX512_TARGET]] void add_avx512(bool a_u8, const void* a, bool b_u8, const void* b,
+                                         bool c_u8, void* c, int64_t n, const AddParams& p) {
+  const auto* a8 = static_cast<const uint8_t*>(a);
+  const auto* as8 = static_cast<const int8_t*>(a);
+  const auto* b8 = static_cast<const uint8_t*>(b);
+  const auto* bs8 = static_cast<const int8_t*>(b);
+  if (a_u8 && b_u8) return add_to_avx512(a8, b8, c_u8, c, n, p);
+  if (a_u8) return add_to_avx512(a8, bs8, c_u8, c, n, p);
+  if (b_u8) return add_to_avx512(as8, b8, c_u8, c, n, p);
+  add_to_avx512(as8, bs8, c_u8, c, n, p);
 }
 [[gnu::target("avx2")]] void add_avx2(bool a_u8, const void* a, bool b_u8, const void* b, bool c_u8,
                                       void* c, int64_t n, const AddParams& p) {

@@ -383,7 +383,7 @@ std::vector<Case> concat_cases(Rng& rng) {
     const int inputs = static_cast<int>(rng.integer(2, 4));
     for (int i = 0; i < inputs; ++i) {
       ints x = dims;
-      x[static_cast<size_t>(axis)] = rng.integer(1, 9);
+      x[static_cast<size_t>(axis)] = rng.integer(1, 40);  // channels-last rows of 16+ lanes too
       const bool same = rng.chance(0.4);
       const ElementType x_type = same               ? y_type
                                  : rng.chance(0.75) ? ElementType::u8
