@@ -169,10 +169,43 @@ std::vector<ValueInfo> infer_mean_variance_normalization(const ShapeInferContext
   return {ValueInfo{"", ctx.type(0), ctx.shape(0)}};
 }
 
+// QuantizingBatchNormalization (troupe's own, written by the QDQ fusion for an inference-mode
+// BatchNormalization [-> activation] -> QuantizeLinear): X (f32), scale, B, input_mean, input_var,
+// Y_scale (f32, one value), Y_zero_point (u8 or i8, one value: the output's type); attribute
+// epsilon and the fused activation. Semantics in engine/ops/quantized_post_ops.hpp.
+std::vector<ValueInfo> infer_quantizing_batch_normalization(const ShapeInferContext& ctx) {
+  if (ctx.type(0) != ElementType::f32)
+    ctx.fail("input X has element type " + type_text(ctx.type(0)) + ", expected f32");
+  check_min_rank(ctx, 2);
+  check_channel_param(ctx, 1, "scale");
+  check_channel_param(ctx, 2, "B");
+  check_channel_param(ctx, 3, "input_mean");
+  check_channel_param(ctx, 4, "input_var");
+  auto one_value = [&](size_t i, const std::string& name) {
+    const Shape& s = ctx.shape(i);
+    if (s.rank() > 1 || (s.is_static() && s.element_count() != 1))
+      ctx.fail("input " + name + " has shape " + s.to_string() + ", expected one value");
+  };
+  if (ctx.type(5) != ElementType::f32)
+    ctx.fail("input Y_scale has element type " + type_text(ctx.type(5)) + ", expected f32");
+  one_value(5, "Y_scale");
+  if (ctx.type(6) != ElementType::u8 && ctx.type(6) != ElementType::i8)
+    ctx.fail("input Y_zero_point has element type " + type_text(ctx.type(6)) +
+             ", expected u8 or i8");
+  one_value(6, "Y_zero_point");
+  const std::string activation = fused::activation(ctx.node);
+  if (!activation.empty() && !fused::is_known_activation(activation))
+    ctx.fail("attribute 'fused_activation' is '" + activation + "', expected " +
+             fused::known_activations_text());
+  return {ValueInfo{"", ctx.type(6), ctx.shape(0)}};
+}
+
 }  // namespace
 
 void register_normalization_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"BatchNormalization", 5, 5, 1, 5, infer_batch_normalization});
+  registry.add(
+      OpSchema{"QuantizingBatchNormalization", 7, 7, 1, 1, infer_quantizing_batch_normalization});
   registry.add(OpSchema{"InstanceNormalization", 3, 3, 1, 1, infer_instance_normalization});
   registry.add(OpSchema{"LayerNormalization", 2, 3, 1, 3, infer_layer_normalization});
   registry.add(OpSchema{"LRN", 1, 1, 1, 1, infer_lrn});

@@ -1,6 +1,10 @@
 #pragma once
 
+#include <cmath>
+#include <vector>
+
 #include "engine/ops/fused_post_ops.hpp"
+#include "troupe/tensor.hpp"
 
 namespace troupe::quantized {
 
@@ -18,6 +22,34 @@ namespace troupe::quantized {
 // QLinearAdd computes, in f32 like the chain DequantizeLinear x2 -> Add -> activation ->
 // QuantizeLinear it stands for: a = f32(A - a_zero_point) * a_scale, b likewise, y = a + b, the
 // fused activation of y, then saturate(round_half_to_even(y / c_scale) + c_zero_point).
+
+// QuantizingBatchNormalization (BatchNormalization [-> activation] -> QuantizeLinear, which the
+// QDQ fusion writes where a float normalization feeds a quantized layer, as in DenseNet's and
+// pre-activation ResNets' blocks) computes, in f32 per element x of channel c:
+//   y = x * multiplier[c], then y + offset[c]      (two roundings, no fused multiply-add)
+// with multiplier = scale / sqrt(var + epsilon) and offset = B - mean * multiplier computed in
+// double and rounded to f32 once (`batch_norm_affine`); then the fused activation of y, and
+// saturate(round_half_to_even(y / y_scale) + y_zero_point). The normalization alone computes
+// (x - mean) / sqrt(var + epsilon) * scale + B: the two agree up to float rounding, so the fused
+// node's integers are the chain's up to a rounding tie.
+
+/// A per-channel y = x * multiplier[c] + offset[c].
+struct ChannelAffine {
+  std::vector<float> multiplier;
+  std::vector<float> offset;
+};
+
+/// BatchNormalization's inference-mode affine from its four [C] parameters.
+inline ChannelAffine batch_norm_affine(const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                                       const Tensor& var, double epsilon) {
+  ChannelAffine affine;
+  for (int64_t c = 0; c < scale.size(); ++c) {
+    const double multiplier = scale.value_at(c) / std::sqrt(var.value_at(c) + epsilon);
+    affine.multiplier.push_back(static_cast<float>(multiplier));
+    affine.offset.push_back(static_cast<float>(bias.value_at(c) - mean.value_at(c) * multiplier));
+  }
+  return affine;
+}
 
 inline const char* const fused_attributes[] = {"fused_activation", "fused_activation_alpha",
                                                "fused_activation_beta", "fused_sum", "fused_bias"};

@@ -29,6 +29,7 @@ void register_quantized_convolution(KernelRegistry& registry);  // QLinearConv (
 void register_quantized_matmul(KernelRegistry& registry);       // QLinearMatMul (int8)
 void register_linear_quantization(KernelRegistry& registry);    // QuantizeLinear DequantizeLinear
 void register_quantized_add(KernelRegistry& registry);          // QLinearAdd (int8)
+void register_quantizing_batch_norm(KernelRegistry& registry);  // BatchNormalization -> Q
 void register_quantized_concat(KernelRegistry& registry);       // QLinearConcat (int8)
 void register_quantized_lookup(KernelRegistry& registry);       // QLinearLookup (int8)
 

@@ -400,6 +400,32 @@ void qlinear_lookup(const Node&, const Tensors& in, Tensors& out) {
   }
 }
 
+// QuantizingBatchNormalization: the per-channel affine, the activation and QuantizeLinear's
+// steps, in f32 as engine/ops/quantized_post_ops.hpp specifies.
+void quantizing_batch_normalization(const Node& node, const Tensors& in, Tensors& out) {
+  const Tensor x = in.at(0).contiguous();
+  const quantized::ChannelAffine affine = quantized::batch_norm_affine(
+      in.at(1), in.at(2), in.at(3), in.at(4), node.attributes.get_float_or("epsilon", 1e-5));
+  const float y_scale = static_cast<float>(in.at(5).value_at(0));
+  const double y_zero = in.at(6).value_at(0);
+  const Range range = range_of(node, in.at(6).element_type());
+  const std::string activation = fused::activation(node);
+  const auto channels = static_cast<int64_t>(affine.multiplier.size());
+  const int64_t inner = x.shape().rank() > 2 ? x.size() / (x.shape()[0] * channels) : 1;
+  const float* data = x.data<float>();
+  std::vector<double> result(static_cast<size_t>(x.size()));
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const auto c = static_cast<size_t>((i / inner) % channels);
+    const float scaled = data[i] * affine.multiplier[c];
+    float y = scaled + affine.offset[c];
+    if (!activation.empty()) y = static_cast<float>(apply_fused_activation(node, activation, y));
+    const float q = y / y_scale;
+    const double rounded = std::isnan(q) ? 0.0 : std::nearbyint(static_cast<double>(q));
+    result[static_cast<size_t>(i)] = std::clamp(rounded + y_zero, range.low, range.high);
+  }
+  store_integers(node, result, out.at(0));
+}
+
 }  // namespace
 
 void register_quantization(KernelRegistry& registry) {
@@ -412,6 +438,7 @@ void register_quantization(KernelRegistry& registry) {
       {"QLinearAdd", &qlinear_add},
       {"QLinearConcat", &qlinear_concat},
       {"QLinearLookup", &qlinear_lookup},
+      {"QuantizingBatchNormalization", &quantizing_batch_normalization},
       {"ConvInteger", &conv_integer},
       {"MatMulInteger", &matmul_integer}};
   for (const auto& [op_type, fn] : kernels)

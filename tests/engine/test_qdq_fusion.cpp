@@ -330,6 +330,74 @@ TEST(QdqFusion, ElementWiseOpsBetweenDqAndQAreOneTable) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1.f / 255.f + 1e-6f) << i;
 }
 
+// x f32[1,20,5,5] -> Concat(x, Sigmoid(x)) -> BatchNormalization -> `activation` -> Q -> DQ -> y:
+// a DenseNet block's float normalization feeding a quantized layer. With `after_conv` a float
+// Conv produces the normalization's input instead of the Concat.
+std::shared_ptr<Model> normalized_then_quantized(const std::string& activation, bool after_conv) {
+  ModelBuilder b("qdq_batch_norm");
+  auto x = b.input("x", ElementType::f32, {1, 20, 5, 5});
+  ValueId features;
+  if (after_conv)
+    features =
+        b.op("Conv", {x, b.constant("w", test::random_tensor({40, 20, 1, 1}, 3))}, {}, "conv");
+  else
+    features =
+        b.op("Concat", {x, b.op("Sigmoid", {x}, {}, "gate")}, {{"axis", int64_t{1}}}, "concat");
+  auto param = [&](const std::string& name, float lo, float hi, unsigned seed) {
+    return b.constant(name, test::random_tensor({40}, seed, lo, hi));
+  };
+  auto bn = b.op("BatchNormalization",
+                 {features, param("gamma", -2.f, 2.f, 4), param("beta", -1.f, 1.f, 5),
+                  param("mean", -0.5f, 0.5f, 6), param("var", 0.1f, 2.f, 7)},
+                 {{"epsilon", 1e-3f}}, "bn");
+  auto act = b.op(activation, {bn}, {}, "act");
+  auto q = b.op("QuantizeLinear",
+                {act, b.constant("q_s", scalar(0.03f)),
+                 b.constant("q_z", u8_scalar(activation == "Relu" ? 0 : 128))},
+                {}, "bn/q");
+  b.output(b.op("DequantizeLinear",
+                {q, b.constant("dq_s", scalar(0.03f)),
+                 b.constant("dq_z", u8_scalar(activation == "Relu" ? 0 : 128))},
+                {}, "out/dq"),
+           "y");
+  return b.build();
+}
+
+// A float normalization and Relu feeding a QuantizeLinear are one pass from f32 to u8 (the f32
+// output is never written), within one output step of the graph as written.
+TEST(QdqFusion, ANormalizationFeedingAQuantizerIsOnePass) {
+  auto model = normalized_then_quantized("Relu", false);
+  const std::map<std::string, Tensor> in = {
+      {"x", test::random_tensor({1, 20, 5, 5}, 9, -3.f, 3.f)}};
+  const test::RunResult plain = compile_and_run(model, true, in);
+  const test::RunResult fused = compile_and_run(model, false, in);
+  EXPECT_THAT(op_types(*fused.runtime),
+              ::testing::ElementsAre("Sigmoid", "Concat", "QuantizingBatchNormalization",
+                                     "DequantizeLinear"));
+  const Node& bn = test::node_named(*fused.runtime, "bn");
+  EXPECT_EQ(fused.runtime->value(bn.outputs[0]).type, ElementType::u8);
+  EXPECT_EQ(bn.attributes.get_string("fused_activation"), "Relu");
+  EXPECT_THAT(test::original_names(bn), ::testing::ElementsAre("bn", "act", "bn/q"));
+  const std::vector<float>& a = fused.outputs.at("y");
+  const std::vector<float>& e = plain.outputs.at("y");
+  ASSERT_EQ(a.size(), e.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 0.03f + 1e-5f) << i;
+}
+
+// After a float convolution the normalization is folded into the convolution's weights instead;
+// an activation the fast kernel does not apply keeps the float nodes.
+TEST(QdqFusion, ANormalizationAfterAConvolutionOrWithAnotherActivationIsNotFused) {
+  for (const auto& [activation, after_conv] :
+       std::vector<std::pair<std::string, bool>>{{"Relu", true}, {"Sigmoid", false}}) {
+    SCOPED_TRACE(activation);
+    const test::RunResult fused =
+        compile_and_run(normalized_then_quantized(activation, after_conv), false,
+                        {{"x", test::random_tensor({1, 20, 5, 5}, 9, -3.f, 3.f)}});
+    const std::vector<std::string> ops = op_types(*fused.runtime);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "QuantizingBatchNormalization"), 0);
+  }
+}
+
 // A value the caller reads (or another node outside) keeps its nodes as written.
 TEST(QdqFusion, AnElementWiseValueReadElsewhereIsNotTabulated) {
   auto model = quantized_elementwise(true);

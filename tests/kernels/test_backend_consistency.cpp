@@ -568,8 +568,8 @@ std::vector<TensorLayout> activation_layouts() {
 }
 
 // Conv over the shapes real models have, as the graph compiler hands it over: 1-D to 3-D (1-D, 2-D
-// also in each activation layout of this ISA), dilations up to 4 (temporal convolution networks; oneDNN
-// runs those with gemm on AVX2), dense, grouped and depthwise, strides 1-3, symmetric and
+// also in each activation layout of this ISA), dilations up to 4 (temporal convolution networks;
+// oneDNN runs those with gemm on AVX2), dense, grouped and depthwise, strides 1-3, symmetric and
 // asymmetric padding, with and without bias, batch 1 to 3, each with no post-op, an activation, a
 // residual sum, or the sum then the activation (the fused contract's order).
 std::vector<Case> conv_sweep_cases(Rng& rng) {
@@ -1707,7 +1707,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
-      "QLinearConcat", "QLinearLookup"};
+      "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
   const std::vector<std::string> ops = KernelRegistry::instance().op_types("dnnl");
   EXPECT_FALSE(ops.empty());
   for (const std::string& op : ops)

@@ -323,6 +323,42 @@ std::vector<Case> linear_cases(Rng& rng) {
   return cases;
 }
 
+// QuantizingBatchNormalization of f32 tensors, Relu or none, into u8 or i8, plain or
+// channels-last (input and output stored alike or not), with channel counts below and above the
+// 16-lane vectors.
+std::vector<Case> quantizing_batch_norm_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 24; ++k) {
+    const ElementType y_type = rng.chance(0.75) ? ElementType::u8 : ElementType::i8;
+    const int64_t channels = rng.integer(1, 70);
+    const ints dims = rng.chance(0.75)
+                          ? ints{rng.integer(1, 2), channels, rng.integer(1, 9), rng.integer(1, 9)}
+                          : ints{rng.integer(1, 3), channels};
+    Attributes attrs;
+    if (rng.chance(0.5)) attrs.set("fused_activation", std::string("Relu"));
+    if (rng.chance(0.5)) attrs.set("epsilon", rng.real(1e-6, 1e-2));
+    Case c;
+    c.node = make_node("QuantizingBatchNormalization", attrs);
+    c.inputs = {rng.reals(dims, -4.0, 4.0),
+                rng.reals({channels}, -2.0, 2.0),
+                rng.reals({channels}, -1.0, 1.0),
+                rng.reals({channels}, -0.5, 0.5),
+                rng.reals({channels}, 0.05, 3.0),
+                scalar_f32(rng.real(0.005, 0.05)),
+                zero_point(y_type, random_zero_point(rng, y_type))};
+    c.constant = {false, true, true, true, true, true, true};
+    auto layout = [&] {
+      return dims.size() == 4 && rng.chance(0.5) ? TensorLayout::channels_last_order()
+                                                 : TensorLayout{};
+    };
+    c.input_layouts.assign(7, TensorLayout{});
+    c.input_layouts[0] = layout();
+    c.output_layout = layout();
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 // QLinearAdd of same-shape tensors, Relu or none, plain or channels-last (the two operands may be
 // stored differently).
 std::vector<Case> add_cases(Rng& rng) {
@@ -487,6 +523,11 @@ TEST(QuantizedKernels, QuantizeAndDequantizeMatchTheReference) {
 TEST(QuantizedKernels, QLinearAddIsTheChainBitForBit) {
   Rng rng(seed() + 4);
   check_family(add_cases(rng), 0.0);
+}
+
+TEST(QuantizedKernels, QuantizingBatchNormalizationIsTheReferenceBitForBit) {
+  Rng rng(seed() + 8);
+  check_family(quantizing_batch_norm_cases(rng), 0.0);
 }
 
 TEST(QuantizedKernels, QLinearConcatIsTheChainBitForBit) {

@@ -98,6 +98,7 @@ class QdqFusion {
       const std::string& op = rewrite_.node(index).op_type;
       if (op == "Conv" || op == "MatMul" || op == "Gemm") fuse_product(index);
       if (op == "Add") fuse_add(index);
+      if (op == "BatchNormalization") fuse_batch_norm(index);
       if (op == "Concat") fuse_concat(index);
       if (op == "QuantizeLinear") fuse_lookup(index);
     }
@@ -143,6 +144,38 @@ class QdqFusion {
     fused.inputs = {a->data,  a->scale,       zero_point(*a), b->data,
                     b->scale, zero_point(*b), y.scale,        zero_point(y)};
     fused.outputs = {y.data};
+    rewrite_.replace(index, std::move(fused), absorbed);
+  }
+
+  // BatchNormalization(x) [-> Relu] -> Q  =>  QuantizingBatchNormalization: one pass from the
+  // f32 input to the quantized output instead of an f32 output written and read back (DenseNet's
+  // and pre-activation networks' normalizations, which no convolution can absorb). A
+  // normalization after a float convolution is left to the BatchNorm folding, which removes it.
+  void fuse_batch_norm(int index) {
+    const Node bn = rewrite_.node(index);
+    if (!is_op(bn, "BatchNormalization", 5) || bn.attributes.get_int_or("training_mode", 0) != 0 ||
+        model_.value(bn.inputs[0]).type != ElementType::f32)
+      return;
+    for (size_t i = 1; i < 5; ++i)
+      if (!f32_constant(model_, bn.inputs[i])) return;
+    const int producer = rewrite_.producer(bn.inputs[0]);
+    if (producer >= 0 && (rewrite_.node(producer).op_type == "Conv" ||
+                          rewrite_.node(producer).op_type == "ConvTranspose"))
+      return;
+    std::vector<int> absorbed{index};
+    const std::optional<QuantizedOutput> out = quantized_output(bn.outputs[0], absorbed);
+    if (!out) return;
+    // The fast kernel applies Relu or nothing; another activation stays a float node.
+    if (out->activation && out->activation->get_string_or("fused_activation", "") != "Relu") return;
+    Node fused;
+    fused.name = bn.name;
+    fused.op_type = "QuantizingBatchNormalization";
+    fused.attributes.set("epsilon",
+                         static_cast<double>(bn.attributes.get_float_or("epsilon", 1e-5)));
+    set_activation(fused, out->activation);
+    fused.inputs = {bn.inputs[0], bn.inputs[1], bn.inputs[2],      bn.inputs[3],
+                    bn.inputs[4], out->y.scale, zero_point(out->y)};
+    fused.outputs = {out->y.data};
     rewrite_.replace(index, std::move(fused), absorbed);
   }
 
