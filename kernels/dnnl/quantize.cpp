@@ -6,13 +6,78 @@
 // The reorder multiplies by 1 / scale where ONNX divides by the scale: the two round the same way
 // except within an ulp of a tie, so a quantized value may differ from the reference's by one step
 // there.
+//
+// Where both sides keep one layout (no conversion) an element-wise loop runs instead, the
+// reference's own f32 steps: oneDNN 2.6's reorder with a zero point runs its generic `jit:uni`
+// kernel at about 0.8 ns per element on Zen 4 (a quarter of a quantized ShuffleNetV2's time went
+// to such conversions), the loop with AVX-512 at a fifth of that.
+#include "kernels/cpu_isa.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/int8_vectors_avx512.hpp"
 #include "kernels/dnnl/quantization_params.hpp"
 
 namespace troupe::kernels::onednn {
 
 namespace {
+
+struct LinearParams {
+  float scale = 1.f;  // ONNX's: DequantizeLinear multiplies by it, QuantizeLinear divides
+  int32_t zero = 0;
+};
+
+template <class X>
+[[gnu::always_inline]] inline void dequantize_span(const X* x, float* y, int64_t n,
+                                                   const LinearParams& p) {
+  const float scale = p.scale;
+  const int32_t zero = p.zero;
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zero) * scale;
+}
+
+template <class Y>
+[[gnu::always_inline]] inline void quantize_span(const float* x, Y* y, int64_t n,
+                                                 const LinearParams& p) {
+  const float scale = p.scale, zero = static_cast<float>(p.zero);
+  for (int64_t i = 0; i < n; ++i) y[i] = quantize_scaled<Y>(x[i] / scale, zero);
+}
+
+template <class X>
+[[TROUPE_AVX512_TARGET]] void dequantize_avx512(const X* x, float* y, int64_t n,
+                                                const LinearParams& p) {
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  const __m512i zero = _mm512_set1_epi32(p.zero);
+  int64_t i = 0;
+  for (; i + avx512::lanes <= n; i += avx512::lanes)
+    _mm512_storeu_ps(y + i, avx512::dequantize(x + i, zero, scale));
+  dequantize_span(x + i, y + i, n - i, p);
+}
+
+template <class Y>
+[[TROUPE_AVX512_TARGET]] void quantize_avx512(const float* x, Y* y, int64_t n,
+                                              const LinearParams& p) {
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  const auto requantize = avx512::Requantize::to<Y>(static_cast<float>(p.zero));
+  int64_t i = 0;
+  for (; i + avx512::lanes <= n; i += avx512::lanes)
+    requantize.store(y + i, _mm512_div_ps(_mm512_loadu_ps(x + i), scale));
+  quantize_span(x + i, y + i, n - i, p);
+}
+
+// QuantizeLinear (`quantize`) or DequantizeLinear of `n` elements, the integer side u8 or i8.
+using LinearLoop = void (*)(bool quantize, bool u8, const void*, void*, int64_t,
+                            const LinearParams&);
+
+[[TROUPE_AVX512_TARGET]] void linear_avx512(bool quantize, bool u8, const void* in, void* out,
+                                            int64_t n, const LinearParams& p) {
+  const auto* f = static_cast<const float*>(in);
+  if (quantize)
+    u8 ? quantize_avx512(f, static_cast<uint8_t*>(out), n, p)
+       : quantize_avx512(f, static_cast<int8_t*>(out), n, p);
+  else
+    u8 ? dequantize_avx512(static_cast<const uint8_t*>(in), static_cast<float*>(out), n, p)
+       : dequantize_avx512(static_cast<const int8_t*>(in), static_cast<float*>(out), n, p);
+}
 
 class LinearQuantizationKernel final : public DnnlKernel {
  public:
@@ -32,6 +97,8 @@ class LinearQuantizationKernel final : public DnnlKernel {
       zero_point = static_cast<int32_t>(zero->value_at(0));
     }
     scale_ = static_cast<float>(quantize_ ? 1.0 / scale->value_at(0) : scale->value_at(0));
+    loop_params_ = {static_cast<float>(scale->value_at(0)), zero_point};
+    u8_ = (quantize_ ? out : in) == ElementType::u8;
     zero_point_ = ZeroPointMemory(zero_point);
     src_type_ = *to_dnnl(in);
     dst_type_ = *to_dnnl(out);
@@ -54,6 +121,13 @@ class LinearQuantizationKernel final : public DnnlKernel {
   bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
     const Dims dims = to_dims(inputs[0]);
     if (to_dims(outputs[0]) != dims) return false;
+    // The loop is measured faster than the reorder with AVX-512 only; elsewhere the reorder runs.
+    if (effective_cpu_isa().avx512 && input_layout(0).same_order(output_layout(0)) &&
+        !input_layout(0).bf16 && !output_layout(0).bf16) {
+      loop_ = linear_avx512;
+      set_impl("dnnl:loop");
+      return true;
+    }
     const bool layout_capable = dims.size() >= 3 && dims.size() <= 5;
     if ((!input_layout(0).is_plain() || !output_layout(0).is_plain()) && !layout_capable)
       return false;
@@ -74,6 +148,11 @@ class LinearQuantizationKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    if (loop_) {
+      loop_(quantize_, u8_, inputs[0].raw_data(), outputs[0].raw_data(), outputs[0].size(),
+            loop_params_);
+      return;
+    }
     bind(src_, inputs[0]);
     bind(dst_, outputs[0]);
     primitive_.execute(stream_,
@@ -85,7 +164,10 @@ class LinearQuantizationKernel final : public DnnlKernel {
 
  private:
   bool quantize_ = true;
+  bool u8_ = true;  // the integer side's type (else i8)
   float scale_ = 1.f;
+  LinearParams loop_params_;
+  LinearLoop loop_ = nullptr;
   size_t rank_ = 0;
   ZeroPointMemory zero_point_;
   dnnl::memory::data_type src_type_ = dnnl::memory::data_type::f32;

@@ -313,14 +313,20 @@ std::vector<Case> linear_cases(Rng& rng) {
     c.inputs = {quantize ? rng.reals(dims, -20.0, 20.0) : rng.activation(q_type, dims),
                 scalar_f32(scale), zero_point(q_type, random_zero_point(rng, q_type))};
     c.constant = {false, true, true};
+    // The integer side channels-last, the float side plain (a conversion) or channels-last too.
     const bool channels_last = dims.size() == 4 && rng.chance(0.5);
+    const bool both = channels_last && rng.chance(0.5);
     const TensorLayout layout =
         channels_last ? TensorLayout::channels_last_order() : TensorLayout{};
-    c.input_layouts = {quantize ? TensorLayout{} : layout, {}, {}};
-    c.output_layout = quantize ? layout : TensorLayout{};
+    c.input_layouts = {quantize && !both ? TensorLayout{} : layout, {}, {}};
+    c.output_layout = quantize || both ? layout : TensorLayout{};
     cases.push_back(std::move(c));
   }
   return cases;
+}
+
+bool same_layouts(const Case& c) {
+  return c.input_layouts[0] == c.output_layout;
 }
 
 // QuantizingBatchNormalization of f32 tensors, Relu or none, into u8 or i8, plain or
@@ -518,6 +524,18 @@ TEST(QuantizedKernels, QuantizeAndDequantizeMatchTheReference) {
   Rng rng(seed() + 2);
   // Dequantized f32: (x - zp) * scale computed the same way up to float rounding.
   check_family(linear_cases(rng), 1.0);
+}
+
+// Where no layout changes, AVX-512 runs the reference's own steps (a loop, not oneDNN's reorder):
+// bit for bit.
+TEST(QuantizedKernels, QuantizeAndDequantizeInOneLayoutAreTheReferenceBitForBitOnAvx512) {
+  Rng rng(seed() + 9);
+  std::vector<Case> cases = linear_cases(rng);
+  cases.erase(
+      std::remove_if(cases.begin(), cases.end(), [](const Case& c) { return !same_layouts(c); }),
+      cases.end());
+  ASSERT_GE(cases.size(), 4u);
+  check_family(cases, kernels::effective_cpu_isa().avx512 ? 0.0 : 1.0);
 }
 
 TEST(QuantizedKernels, QLinearAddIsTheChainBitForBit) {
