@@ -54,7 +54,7 @@ class BinaryKernel final : public DnnlKernel {
             request.inputs[i].shape == out && request.inputs[i].type == ElementType::f32;
       const Shape& other = request.inputs[full_size_[0] ? 1 : 0].shape;
       lays_out_ = (full_size_[0] || full_size_[1]) &&
-                  (full_size_[0] && full_size_[1] || is_per_channel(other, out));
+                  ((full_size_[0] && full_size_[1]) || is_per_channel(other, out));
     }
   }
 

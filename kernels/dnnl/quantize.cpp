@@ -125,7 +125,7 @@ class LinearQuantizationKernel final : public DnnlKernel {
     if (effective_cpu_isa().avx512 && input_layout(0).same_order(output_layout(0)) &&
         !input_layout(0).bf16 && !output_layout(0).bf16) {
       loop_ = linear_avx512;
-      set_impl("dnnl:loop");
+      set_impl("loop");
       return true;
     }
     const bool layout_capable = dims.size() >= 3 && dims.size() <= 5;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -168,8 +169,16 @@ std::vector<ValueInfo> infer_outputs(const Case& c, const std::vector<ValueInfo>
 std::string compare(const Tensor& got, const Tensor& want, Tolerance tol) {
   if (got.shape() != want.shape())
     return "shape " + got.shape().to_string() + " vs " + want.shape().to_string();
-  const std::vector<float> g = got.to_vector<float>();
-  const std::vector<float> w = want.to_vector<float>();
+  // Integer and boolean outputs (Where's) compare as their f32 values, exact for the cases' range.
+  auto as_f32 = [](const Tensor& t) {
+    if (t.element_type() == ElementType::f32) return t.to_vector<float>();
+    std::vector<float> v(static_cast<size_t>(t.size()));
+    for (int64_t i = 0; i < t.size(); ++i)
+      v[static_cast<size_t>(i)] = static_cast<float>(t.value_at(i));
+    return v;
+  };
+  const std::vector<float> g = as_f32(got);
+  const std::vector<float> w = as_f32(want);
   double worst = 0;
   size_t worst_index = 0;
   for (size_t i = 0; i < g.size(); ++i) {
@@ -273,7 +282,10 @@ void check_case(const Case& c, Tally& tally) {
         continue;
       }
       Tensor t(v.type, v.shape);
-      std::fill(t.data<float>(), t.data<float>() + t.size(), fill);
+      if (v.type == ElementType::f32)
+        std::fill(t.data<float>(), t.data<float>() + t.size(), fill);
+      else
+        std::memset(t.raw_data(), std::isnan(fill) ? 0x7f : 0, t.byte_size());
       out.push_back(t);
     }
     return out;
@@ -1051,6 +1063,45 @@ std::vector<Case> slice_pad_cases(Rng& rng) {
   return cases;
 }
 
+// Where with every operand full-size, broadcast over some axes (a causal mask [1,1,T,T] over
+// [B,H,T,T]) or a scalar, of f32, i64 and boolean elements: the row-wise select against the
+// reference.
+std::vector<Case> where_cases(Rng& rng) {
+  std::vector<Case> cases;
+  auto broadcast_of = [&](const ints& out) {
+    if (rng.chance(0.2)) return ints{};
+    ints d = out;
+    for (auto& x : d)
+      if (rng.chance(0.4)) x = 1;
+    if (rng.chance(0.3)) d.erase(d.begin());  // fewer axes, aligned to the right
+    return d;
+  };
+  auto random_of = [&](ElementType type, const ints& dims) {
+    Tensor t(type, Shape(dims));
+    for (int64_t i = 0; i < t.size(); ++i) {
+      if (type == ElementType::f32) t.data<float>()[i] = static_cast<float>(rng.real(-3, 3));
+      if (type == ElementType::i64) t.data<int64_t>()[i] = rng.integer(-1000, 1000);
+      if (type == ElementType::boolean) t.data<bool>()[i] = rng.chance(0.5);
+    }
+    return t;
+  };
+  for (int k = 0; k < 40; ++k) {
+    const ints out = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, k % 4 == 3 ? 40 : 7);
+    const ElementType type = k % 5 == 0   ? ElementType::i64
+                             : k % 5 == 1 ? ElementType::boolean
+                                          : ElementType::f32;
+    Case c;
+    c.node = make_node("Where");
+    c.inputs = {random_of(ElementType::boolean, k % 3 == 0 ? out : broadcast_of(out)),
+                random_of(type, k % 3 == 1 ? out : broadcast_of(out)),
+                random_of(type, k % 3 == 2 ? out : broadcast_of(out))};
+    c.constant = {false, rng.chance(0.3), false};
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // RNN, GRU and LSTM: both directions and bidirectional, both layouts, ragged sequence_lens,
 // initial states, biases, peepholes, clip, input_forget and linear_before_reset, hidden sizes 1-40.
 std::vector<Case> recurrent_cases(Rng& rng) {
@@ -1692,6 +1743,11 @@ TEST(BackendConsistency, SliceAndPad) {
   run_family("slice_pad", slice_pad_cases(rng));
 }
 
+TEST(BackendConsistency, Where) {
+  Rng rng(base_seed() + 31);
+  run_family("where", where_cases(rng));
+}
+
 TEST(BackendConsistency, Recurrent) {
   Rng rng(base_seed() + 17);
   run_family("recurrent", recurrent_cases(rng));
@@ -1703,7 +1759,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Swish", "Concat", "Add",
       "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv",
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
-      "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize",
+      "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "Where",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
