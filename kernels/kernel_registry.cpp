@@ -47,6 +47,7 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_signal(registry);
   reference::register_sampling(registry);
   reference::register_training(registry);
+  reference::register_text(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {
