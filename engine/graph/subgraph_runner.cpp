@@ -166,6 +166,72 @@ Tensor stack_along(const Node& node, const std::vector<Tensor>& slices, size_t a
   return out;
 }
 
+// An opset-8 Scan's sequence_lens: one length per batch entry, each within the scan inputs'
+// `length`; every entry runs the whole length when the input is omitted.
+std::vector<int64_t> sequence_lengths(const Node& node, const Tensor& lens, int64_t batch,
+                                      int64_t length) {
+  if (lens.empty()) return std::vector<int64_t>(static_cast<size_t>(batch), length);
+  if (lens.element_type() != ElementType::i64 || lens.shape().rank() != 1 ||
+      lens.shape()[0] != batch)
+    fail(node, "sequence_lens is " + std::string(to_string(lens.element_type())) + " " +
+                   lens.shape().to_string() + ", expected i64 [" + std::to_string(batch) + "]");
+  std::vector<int64_t> lengths = lens.to_vector<int64_t>();
+  for (size_t b = 0; b < lengths.size(); ++b)
+    if (lengths[b] < 0 || lengths[b] > length)
+      fail(node, "sequence_lens[" + std::to_string(b) + "] is " + std::to_string(lengths[b]) +
+                     ", outside [0, " + std::to_string(length) +
+                     "] (the scan inputs' sequence length)");
+  return lengths;
+}
+
+// One batch entry's scan output, [length, slice...]: its `steps` slices first, then zeros where a
+// shorter sequence ended (ONNX leaves those values undefined). `slice`: the slices' type and shape.
+Tensor padded_sequence(const std::vector<Tensor>& steps, int64_t length, const ValueInfo& slice) {
+  std::vector<int64_t> dims{length};
+  dims.insert(dims.end(), slice.shape.dims().begin(), slice.shape.dims().end());
+  Tensor out(slice.type, Shape(std::move(dims)));
+  const size_t bytes = static_cast<size_t>(slice.shape.element_count()) * element_size(slice.type);
+  auto* dst = static_cast<uint8_t*>(out.raw_data());
+  for (size_t t = 0; t < steps.size(); ++t)
+    std::memcpy(dst + t * bytes, steps[t].raw_data(), bytes);
+  return out;
+}
+
+// Scan output k of an opset-8 Scan, [batch, length, slice...]: each batch entry's steps (`steps`:
+// per entry, per scan output, per step), padded to `length`. `inferred`: the output's inferred
+// type and shape, which give the slices' when no entry ran a step.
+Tensor batched_scan_output(const Node& node,
+                           const std::vector<std::vector<std::vector<Tensor>>>& steps, size_t k,
+                           int64_t length, const ValueInfo& inferred) {
+  if (inferred.shape.rank() < 2)
+    fail(node, "scan output " + std::to_string(k) + " has the inferred shape " +
+                   inferred.shape.to_string() + ", expected [batch, sequence, ...]");
+  ValueInfo slice{
+      "", inferred.type,
+      Shape(std::vector<int64_t>(inferred.shape.dims().begin() + 2, inferred.shape.dims().end()))};
+  for (const auto& entry_steps : steps)
+    if (!entry_steps[k].empty()) {
+      slice.type = entry_steps[k].front().element_type();
+      slice.shape = entry_steps[k].front().shape();
+      break;
+    }
+  if (!slice.shape.is_static())
+    fail(node, "scan output " + std::to_string(k) +
+                   " has no step to take its shape from and an inferred shape " +
+                   inferred.shape.to_string());
+  std::vector<Tensor> padded;
+  for (const auto& entry_steps : steps) {
+    for (const Tensor& step : entry_steps[k])
+      if (step.shape() != slice.shape || step.element_type() != slice.type)
+        fail(node, "iterations produced scan outputs of different shapes (" +
+                       slice.shape.to_string() + " and " + step.shape().to_string() + ")");
+    padded.push_back(padded_sequence(entry_steps[k], length, slice));
+  }
+  std::vector<int64_t> entries(steps.size());
+  for (size_t b = 0; b < steps.size(); ++b) entries[b] = static_cast<int64_t>(b);
+  return stack_along(node, padded, 0, entries, inferred);
+}
+
 size_t normalized(const Node& node, int64_t axis, size_t rank, const std::string& what) {
   const auto r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r)
@@ -312,6 +378,7 @@ std::vector<Tensor> ControlFlowRunner::run_loop(const std::vector<Tensor>& input
 }
 
 std::vector<Tensor> ControlFlowRunner::run_scan(const std::vector<Tensor>& inputs) {
+  if (control_flow::is_batched_scan(node_)) return run_batched_scan(inputs);
   const auto& attrs = node_.attributes;
   const size_t formal = control_flow::formal_inputs(node_);
   const auto scan_count = static_cast<size_t>(attrs.get_int("num_scan_inputs"));
@@ -359,6 +426,76 @@ std::vector<Tensor> ControlFlowRunner::run_scan(const std::vector<Tensor>& input
         normalized(node_, k < out_axes.size() ? out_axes[k] : 0, rank, "scan output axis");
     results.push_back(stack_along(node_, scans[k], axis, positions, outputs_[states + k]));
   }
+  return results;
+}
+
+void ControlFlowRunner::scan_batch_entry(const std::vector<Tensor>& inputs, int64_t entry,
+                                         int64_t steps_to_run, std::vector<Tensor>& state,
+                                         std::vector<std::vector<Tensor>>& steps) {
+  const size_t first_scan = 1 + state.size();
+  const std::vector<int64_t> directions = node_.attributes.get_ints_or("directions", {});
+  std::vector<Tensor> sequences;  // each scan input's entry, [length, ...]
+  for (size_t i = first_scan; i < control_flow::formal_inputs(node_); ++i)
+    sequences.push_back(slice_along(inputs[i], 0, entry));
+  for (int64_t t = 0; t < steps_to_run; ++t) {
+    std::vector<Tensor> formal_inputs = state;
+    for (size_t s = 0; s < sequences.size(); ++s) {
+      // A reversed scan input runs from the end of this entry's own sequence, not of the axis.
+      const bool reverse = s < directions.size() && directions[s] != 0;
+      formal_inputs.push_back(slice_along(sequences[s], 0, reverse ? steps_to_run - 1 - t : t));
+    }
+    std::vector<Tensor> out = run_body(bodies_[0], std::move(formal_inputs), inputs);
+    if (out.size() < state.size())
+      fail(node_, "the body returned " + std::to_string(out.size()) + " outputs");
+    for (size_t i = 0; i < state.size(); ++i) state[i] = std::move(out[i]);
+    steps.resize(out.size() - state.size());
+    for (size_t k = 0; k < steps.size(); ++k) steps[k].push_back(std::move(out[state.size() + k]));
+  }
+}
+
+// Opset 8: each batch entry b is a scan of its own, from entry b of the states, over entry b of
+// the scan inputs along their axis 1, for sequence_lens[b] steps; the final states and the scan
+// outputs (padded to the whole length) are stacked again along the batch axis.
+std::vector<Tensor> ControlFlowRunner::run_batched_scan(const std::vector<Tensor>& inputs) {
+  const size_t formal = control_flow::formal_inputs(node_);
+  const auto scan_count = static_cast<size_t>(node_.attributes.get_int("num_scan_inputs"));
+  const size_t states = formal - 1 - scan_count;
+  int64_t batch = -1;
+  int64_t length = -1;
+  for (size_t i = 1 + states; i < formal; ++i) {
+    const Shape& shape = inputs[i].shape();
+    if (shape.rank() < 2 || (batch >= 0 && (shape[0] != batch || shape[1] != length)))
+      fail(node_, "scan input " + std::to_string(i) + " has shape " + shape.to_string() +
+                      ", expected [batch, sequence, ...] as the other scan inputs");
+    batch = shape[0];
+    length = shape[1];
+  }
+  for (size_t i = 1; i <= states; ++i)
+    if (inputs[i].shape().rank() < 1 || inputs[i].shape()[0] != batch)
+      fail(node_, "state input " + std::to_string(i) + " has shape " +
+                      inputs[i].shape().to_string() + ", expected [" + std::to_string(batch) +
+                      ", ...]");
+  const std::vector<int64_t> lengths = sequence_lengths(node_, inputs[0], batch, length);
+
+  const size_t scan_outputs = outputs_.size() - std::min(outputs_.size(), states);
+  std::vector<std::vector<Tensor>> final_states(states);
+  std::vector<std::vector<std::vector<Tensor>>> steps(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<Tensor> state;
+    for (size_t i = 1; i <= states; ++i) state.push_back(slice_along(inputs[i], 0, b));
+    auto& entry_steps = steps[static_cast<size_t>(b)];
+    scan_batch_entry(inputs, b, lengths[static_cast<size_t>(b)], state, entry_steps);
+    entry_steps.resize(scan_outputs);
+    for (size_t i = 0; i < states; ++i) final_states[i].push_back(std::move(state[i]));
+  }
+
+  std::vector<int64_t> entries(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) entries[static_cast<size_t>(b)] = b;
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < states; ++i)
+    results.push_back(stack_along(node_, final_states[i], 0, entries, outputs_[i]));
+  for (size_t k = 0; k < scan_outputs; ++k)
+    results.push_back(batched_scan_output(node_, steps, k, length, outputs_[states + k]));
   return results;
 }
 

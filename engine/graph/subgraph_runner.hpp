@@ -88,6 +88,11 @@ class ControlFlowRunner {
   std::vector<Tensor> run_if(const std::vector<Tensor>& inputs);
   std::vector<Tensor> run_loop(const std::vector<Tensor>& inputs);
   std::vector<Tensor> run_scan(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> run_batched_scan(const std::vector<Tensor>& inputs);
+  /// One batch entry of an opset-8 Scan: `state` in, final state out; `steps` gets each scan
+  /// output's slices, one per step.
+  void scan_batch_entry(const std::vector<Tensor>& inputs, int64_t entry, int64_t steps_to_run,
+                        std::vector<Tensor>& state, std::vector<std::vector<Tensor>>& steps);
 
   const Node& node_;
   std::vector<ValueInfo> outputs_;

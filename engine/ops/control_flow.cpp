@@ -1,10 +1,12 @@
-// Schemas of If, Loop and Scan (ONNX opsets 11-16). Their output types come from inferring the
-// subgraphs with the node's input types; a dimension the subgraphs do not fix (a branch-dependent
-// size, a loop's trip count) is dynamic, and the executor runs such graphs node by node.
+// Schemas of If, Loop and Scan (ONNX opsets 11-16; Scan also in its batched form of opset 8).
+// Their output types come from inferring the subgraphs with the node's input types; a dimension
+// the subgraphs do not fix (a branch-dependent size, a loop's trip count) is dynamic, and the
+// executor runs such graphs node by node.
 #include "engine/ops/control_flow.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "engine/ops/infer_helpers.hpp"
@@ -25,9 +27,14 @@ size_t formal_inputs(const Node& node) {
   return std::min(static_cast<size_t>(std::max<int64_t>(formal, 0)), node.inputs.size());
 }
 
+bool is_batched_scan(const Node& node) {
+  return node.op_type == "Scan" && node.attributes.get_int_or("opset", 9) < 9;
+}
+
 size_t body_formal_inputs(const Node& node) {
   if (node.op_type == "If") return 0;
   if (node.op_type == "Loop") return std::max<size_t>(formal_inputs(node), 2);
+  if (is_batched_scan(node)) return std::max<size_t>(formal_inputs(node), 1) - 1;
   return formal_inputs(node);
 }
 
@@ -192,27 +199,135 @@ std::vector<ValueInfo> infer_loop(const ShapeInferContext& ctx) {
   return outs;
 }
 
+// The number of states of a Scan whose `formal` inputs (sequence_lens left out) are its states
+// and then num_scan_inputs scan inputs.
+size_t scan_states(const ShapeInferContext& ctx, size_t formal) {
+  if (!ctx.node.attributes.has("num_scan_inputs"))
+    ctx.fail("attribute 'num_scan_inputs' is missing");
+  const int64_t scans = ctx.node.attributes.get_int("num_scan_inputs");
+  if (scans < 1 || static_cast<size_t>(scans) > formal)
+    ctx.fail("num_scan_inputs is " + std::to_string(scans) + " but the node has " +
+             std::to_string(formal) + " states and scan inputs");
+  return formal - static_cast<size_t>(scans);
+}
+
+// Agrees `dim` of input `i` with what is known so far of a dimension several inputs share.
+void agree(const ShapeInferContext& ctx, int64_t& known, size_t i, size_t axis,
+           const std::string& what) {
+  const int64_t dim = ctx.shape(i)[axis];
+  if (dim == Shape::dynamic) return;
+  if (known != Shape::dynamic && known != dim)
+    ctx.fail(infer::input_label(ctx, i) + " has shape " + ctx.shape(i).to_string() + ", whose " +
+             what + " " + std::to_string(dim) + " differs from the other inputs' " +
+             std::to_string(known));
+  known = dim;
+}
+
+std::vector<int64_t> with_leading(std::vector<int64_t> leading, const Shape& rest) {
+  leading.insert(leading.end(), rest.dims().begin(), rest.dims().end());
+  return leading;
+}
+
+// sequence_lens: [B] of i64, each at most the sequence length (checked here when constant).
+void check_sequence_lens(const ShapeInferContext& ctx, int64_t batch, int64_t length) {
+  if (!ctx.has_input(0)) return;
+  if (ctx.type(0) != ElementType::i64)
+    ctx.fail("input 0 'sequence_lens' has element type " + std::string(to_string(ctx.type(0))) +
+             ", expected i64");
+  const Shape& lens = ctx.shape(0);
+  if (lens.rank() != 1 ||
+      (lens[0] != Shape::dynamic && batch != Shape::dynamic && lens[0] != batch))
+    ctx.fail("input 0 'sequence_lens' has shape " + lens.to_string() +
+             ", expected [batch size] = [" +
+             (batch == Shape::dynamic ? std::string("?") : std::to_string(batch)) + "]");
+  const std::optional<std::vector<int64_t>> lengths =
+      infer::constant_ints(ctx, 0, "input 0 'sequence_lens'");
+  if (!lengths) return;
+  for (int64_t n : *lengths)
+    if (n < 0 || (length != Shape::dynamic && n > length))
+      ctx.fail("input 0 'sequence_lens' holds " + std::to_string(n) + ", outside [0, " +
+               (length == Shape::dynamic ? std::string("?") : std::to_string(length)) +
+               "] (the scan inputs' sequence length)");
+}
+
+void check_directions(const ShapeInferContext& ctx, size_t scans) {
+  const std::vector<int64_t> directions = ctx.node.attributes.get_ints_or("directions", {});
+  if (!directions.empty() && directions.size() != scans)
+    ctx.fail("attribute 'directions' has " + std::to_string(directions.size()) +
+             " entries, expected one per scan input (" + std::to_string(scans) + ")");
+  for (int64_t d : directions)
+    if (d != 0 && d != 1)
+      ctx.fail("attribute 'directions' has the entry " + std::to_string(d) + ", expected 0 or 1");
+}
+
+// Opset 8: Scan(sequence_lens?, states..., scan_inputs...), every state [B, ...] and scan input
+// [B, T, ...]; body(state slices..., scan input slices...) -> (states..., scan output slices...),
+// each without the batch (and sequence) axes; outputs: states [B, ...], scan outputs [B, T, ...].
+std::vector<ValueInfo> infer_batched_scan(const ShapeInferContext& ctx) {
+  const size_t formal = formal_inputs(ctx.node);
+  if (formal < 2) ctx.fail("needs sequence_lens (or an empty name) and at least one scan input");
+  const size_t states = scan_states(ctx, formal - 1);
+  const size_t scans = formal - 1 - states;
+  check_directions(ctx, scans);
+  int64_t batch = Shape::dynamic;
+  int64_t length = Shape::dynamic;
+  std::vector<ValueInfo> slices;
+  for (size_t s = 0; s < scans; ++s) {
+    const size_t i = 1 + states + s;
+    const Shape& shape = ctx.shape(i);
+    if (shape.rank() < 2)
+      ctx.fail(infer::input_label(ctx, i) + " has shape " + shape.to_string() +
+               ", expected [batch, sequence, ...]");
+    agree(ctx, batch, i, 0, "batch size");
+    agree(ctx, length, i, 1, "sequence length");
+    slices.push_back(
+        ValueInfo{"", ctx.type(i),
+                  Shape(std::vector<int64_t>(shape.dims().begin() + 2, shape.dims().end()))});
+  }
+  std::vector<ValueInfo> formal_infos;
+  for (size_t i = 1; i <= states; ++i) {
+    const Shape& shape = ctx.shape(i);
+    if (shape.rank() < 1)
+      ctx.fail("state " + infer::input_label(ctx, i) + " has shape " + shape.to_string() +
+               ", expected [batch, ...]");
+    agree(ctx, batch, i, 0, "batch size");
+    formal_infos.push_back(
+        ValueInfo{"", ctx.type(i),
+                  Shape(std::vector<int64_t>(shape.dims().begin() + 1, shape.dims().end()))});
+  }
+  check_sequence_lens(ctx, batch, length);
+  formal_infos.insert(formal_infos.end(), slices.begin(), slices.end());
+  const auto body_out = outputs_of(*bind_subgraph(ctx.node, graph_attribute(ctx, "body"),
+                                                  subgraph_inputs(ctx, "body", formal_infos)));
+  if (body_out.size() < states)
+    ctx.fail("the body has " + std::to_string(body_out.size()) + " outputs, fewer than the " +
+             std::to_string(states) + " states");
+  std::vector<ValueInfo> outs;
+  for (size_t i = 0; i < states; ++i) {
+    const ValueInfo batched{"", body_out[i].type, Shape(with_leading({batch}, body_out[i].shape))};
+    outs.push_back(merge(ctx, ctx.inputs[1 + i], batched, "state " + std::to_string(i)));
+  }
+  for (size_t k = states; k < body_out.size(); ++k)
+    outs.push_back(
+        ValueInfo{"", body_out[k].type, Shape(with_leading({batch, length}, body_out[k].shape))});
+  outs.resize(ctx.node.outputs.size());
+  return outs;
+}
+
 // Scan(states..., scan_inputs...): body(states..., slices...) -> (states..., scan outputs...).
 std::vector<ValueInfo> infer_scan(const ShapeInferContext& ctx) {
   const auto& attrs = ctx.node.attributes;
-  if (attrs.get_int_or("opset", 9) < 9)
-    infer::unsupported(ctx, "the opset-8 Scan (a batch axis and sequence_lens) is not supported; "
-                            "opset 9 and later are");
-  if (!attrs.has("num_scan_inputs")) ctx.fail("attribute 'num_scan_inputs' is missing");
-  const size_t formal = formal_inputs(ctx.node);
-  const int64_t scans = attrs.get_int("num_scan_inputs");
-  if (scans < 1 || static_cast<size_t>(scans) > formal)
-    ctx.fail("num_scan_inputs is " + std::to_string(scans) + " but the node has " +
-             std::to_string(formal) + " inputs");
-  const size_t states = formal - static_cast<size_t>(scans);
+  if (is_batched_scan(ctx.node)) return infer_batched_scan(ctx);
+  const size_t states = scan_states(ctx, formal_inputs(ctx.node));
+  const auto scans = static_cast<size_t>(attrs.get_int("num_scan_inputs"));
   const std::vector<int64_t> axes = attrs.get_ints_or("scan_input_axes", {});
-  if (!axes.empty() && axes.size() != static_cast<size_t>(scans))
+  if (!axes.empty() && axes.size() != scans)
     ctx.fail("scan_input_axes has " + std::to_string(axes.size()) + " entries, expected " +
              std::to_string(scans));
   std::vector<ValueInfo> formal_infos(ctx.inputs.begin(),
                                       ctx.inputs.begin() + static_cast<std::ptrdiff_t>(states));
   int64_t length = Shape::dynamic;
-  for (size_t s = 0; s < static_cast<size_t>(scans); ++s) {
+  for (size_t s = 0; s < scans; ++s) {
     const Shape& shape = ctx.shape(states + s);
     const size_t axis = infer::normalize_axis(ctx, axes.empty() ? 0 : axes[s], shape.rank());
     std::vector<int64_t> slice;

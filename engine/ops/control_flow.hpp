@@ -21,11 +21,17 @@ inline constexpr const char* captured_attribute_prefix = "troupe_captured_";
 
 bool is_control_flow(const std::string& op_type);
 
+/// Whether `node` is a Scan of ONNX opset 8 (the opset the ONNX reader records on every node):
+/// its first input is the optional sequence_lens, and its states, scan inputs and scan outputs
+/// have a leading batch axis, each batch entry scanned on its own along axis 1. Scan from opset 9
+/// on has neither.
+bool is_batched_scan(const Node& node);
+
 /// How many of the node's inputs are the op's own (the rest feed its subgraphs).
 size_t formal_inputs(const Node& node);
 
 /// How many of `body`'s inputs are formal for this node's op (If 0; Loop 2 + carried; Scan
-/// states + scan inputs).
+/// states + scan inputs, which for a batched Scan leaves out sequence_lens).
 size_t body_formal_inputs(const Node& node);
 
 /// For each input of the subgraph in graph attribute `attribute` after its formal ones, the index

@@ -1,7 +1,8 @@
 // If, Loop and Scan read from ONNX and run through the public API: subgraphs that read values of
 // the enclosing graphs (two levels out, through an Identity the compiler removes), loop-carried
-// values and scan outputs, reversed scans, many requests in flight, the .troupe round trip, and
-// a subgraph reading an undefined value named.
+// values and scan outputs, reversed scans, the batched Scan of opset 8 (sequence_lens, padding),
+// many requests in flight, the .troupe round trip, and a subgraph reading an undefined value
+// named.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -118,6 +119,36 @@ onnx::ModelProto scan_model() {
   return m;
 }
 
+// Opset 8: running sums over the sequence axis of X [2, 3, 2], each batch entry from its own
+// initial state; `lens` adds the input sequence_lens ([2], i64), `directions` the attribute.
+onnx::ModelProto batched_scan_model(bool lens, const std::vector<int64_t>& directions = {}) {
+  auto m = onnx_model(8);
+  if (lens) onnx_input(m, "lens", onnx::TensorProto::INT64, {2});
+  onnx_input(m, "s0", onnx::TensorProto::FLOAT, {2, 2});
+  onnx_input(m, "X", onnx::TensorProto::FLOAT, {2, 3, 2});
+  auto* scan =
+      onnx_node(m, "Scan", {lens ? "lens" : "", "s0", "X"}, {"s", "sums"}, "batched_running_sum");
+  onnx_int_attribute(scan, "num_scan_inputs", 1);
+  if (!directions.empty()) onnx_ints_attribute(scan, "directions", directions);
+  auto* body = graph_attribute(
+      scan, "body", "add_row",
+      {{"state", onnx::TensorProto::FLOAT, {2}}, {"row", onnx::TensorProto::FLOAT, {2}}},
+      {"next", "out"});
+  sub_node(body, "Add", {"state", "row"}, {"next"});
+  sub_node(body, "Identity", {"next"}, {"out"});
+  onnx_output(m, "s", onnx::TensorProto::FLOAT, {2, 2});
+  onnx_output(m, "sums", onnx::TensorProto::FLOAT, {2, 3, 2});
+  return m;
+}
+
+// Entry 0 starts from (0, 0) over rows (1, 2), (3, 4), (5, 6); entry 1 from (100, 200) over
+// (10, 20), (30, 40), (50, 60).
+void set_batched_scan_inputs(InferRequest& request) {
+  request.set_tensor("s0", Tensor::from_vector<float>({2, 2}, {0, 0, 100, 200}));
+  request.set_tensor(
+      "X", Tensor::from_vector<float>({2, 3, 2}, {1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60}));
+}
+
 Tensor scalar_bool(bool v) {
   Tensor t(ElementType::boolean, Shape{});
   t.data<bool>()[0] = v;
@@ -179,6 +210,96 @@ TEST(OnnxControlFlow, ScanInReverse) {
   EXPECT_EQ(request.get_tensor("s").to_vector<float>(), (std::vector<float>{9, 12}));
   EXPECT_EQ(request.get_tensor("sums").to_vector<float>(),
             (std::vector<float>{5, 6, 8, 10, 9, 12}));
+}
+
+TEST(OnnxControlFlow, Scan8ScansEachBatchEntryFromItsOwnState) {
+  Core core;
+  TempDir dir;
+  auto model = read(core, dir, batched_scan_model(false));
+  EXPECT_EQ(model->nodes().at(0).attributes.get_int("opset"), 8);
+  auto request = core.compile_model(model, "CPU").create_infer_request();
+  set_batched_scan_inputs(request);
+  request.infer();
+  EXPECT_EQ(request.get_tensor("s").to_vector<float>(), (std::vector<float>{9, 12, 190, 320}));
+  EXPECT_EQ(request.get_tensor("sums").shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(request.get_tensor("sums").to_vector<float>(),
+            (std::vector<float>{1, 2, 4, 6, 9, 12, 110, 220, 140, 260, 190, 320}));
+}
+
+TEST(OnnxControlFlow, Scan8HonoursSequenceLensAndPadsWithZeros) {
+  Core core;
+  TempDir dir;
+  auto request =
+      core.compile_model(read(core, dir, batched_scan_model(true)), "CPU").create_infer_request();
+  set_batched_scan_inputs(request);
+  // Entry 0 stops after two steps, entry 1 runs none: its state stays, its sums are all padding.
+  request.set_tensor("lens", Tensor::from_vector<int64_t>({2}, {2, 0}));
+  request.infer();
+  EXPECT_EQ(request.get_tensor("s").to_vector<float>(), (std::vector<float>{4, 6, 100, 200}));
+  EXPECT_EQ(request.get_tensor("sums").to_vector<float>(),
+            (std::vector<float>{1, 2, 4, 6, 0, 0, 0, 0, 0, 0, 0, 0}));
+  request.set_tensor("lens", Tensor::from_vector<int64_t>({2}, {3, 4}));
+  try {
+    request.infer();
+    ADD_FAILURE() << "expected an ExecutionError";
+  } catch (const ExecutionError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Scan node 'batched_running_sum'"));
+    EXPECT_THAT(e.what(), HasSubstr("sequence_lens[1] is 4, outside [0, 3]"));
+  }
+}
+
+TEST(OnnxControlFlow, Scan8ReversesWithinEachEntrysOwnLength) {
+  Core core;
+  TempDir dir;
+  auto request = core.compile_model(read(core, dir, batched_scan_model(true, {1})), "CPU")
+                     .create_infer_request();
+  set_batched_scan_inputs(request);
+  // Entry 0 runs rows 2, 1, 0; entry 1 (length 2) rows 1, 0, then one step of padding.
+  request.set_tensor("lens", Tensor::from_vector<int64_t>({2}, {3, 2}));
+  request.infer();
+  EXPECT_EQ(request.get_tensor("s").to_vector<float>(), (std::vector<float>{9, 12, 140, 260}));
+  EXPECT_EQ(request.get_tensor("sums").to_vector<float>(),
+            (std::vector<float>{5, 6, 8, 10, 9, 12, 130, 240, 140, 260, 0, 0}));
+}
+
+TEST(OnnxControlFlow, Scan8BadAttributesAndInputsAreNamed) {
+  Core core;
+  TempDir dir;
+  const auto expect_refused = [&](const onnx::ModelProto& m, const std::string& what) {
+    try {
+      read(core, dir, m);
+      ADD_FAILURE() << "expected a ModelError saying " << what;
+    } catch (const ModelError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("Scan node 'batched_running_sum'"));
+      EXPECT_THAT(e.what(), HasSubstr(what));
+    }
+  };
+  expect_refused(batched_scan_model(false, {2}),
+                 "attribute 'directions' has the entry 2, expected 0 or 1");
+  expect_refused(batched_scan_model(false, {0, 1}), "attribute 'directions' has 2 entries");
+  auto longer = batched_scan_model(true);
+  *longer.mutable_graph()->add_initializer() = [] {
+    onnx::TensorProto lens;
+    lens.set_name("lens");
+    lens.set_data_type(onnx::TensorProto::INT64);
+    lens.add_dims(2);
+    lens.add_int64_data(1);
+    lens.add_int64_data(5);
+    return lens;
+  }();
+  longer.mutable_graph()->mutable_input()->erase(longer.mutable_graph()->mutable_input()->begin());
+  expect_refused(longer, "'sequence_lens' holds 5, outside [0, 3]");
+  // A state of 3 entries against scan inputs of 2.
+  auto mismatched = batched_scan_model(false);
+  mismatched.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_value(3);
+  expect_refused(mismatched,
+                 "has shape [3,2], whose batch size 3 differs from the other inputs' 2");
 }
 
 TEST(OnnxControlFlow, ManyLoopsInFlightFromSeveralThreads) {
