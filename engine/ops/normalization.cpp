@@ -1,5 +1,5 @@
 // Schemas of BatchNormalization (inference and training mode), InstanceNormalization,
-// LayerNormalization and LRN (ONNX semantics).
+// LayerNormalization, LRN, MeanVarianceNormalization and LpNormalization (ONNX semantics).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -200,6 +200,18 @@ std::vector<ValueInfo> infer_quantizing_batch_normalization(const ShapeInferCont
   return {ValueInfo{"", ctx.type(6), ctx.shape(0)}};
 }
 
+// LpNormalization (opset 1): X / ||X||_p along `axis`; ONNX defines p = 1 and p = 2 only.
+std::vector<ValueInfo> infer_lp_normalization(const ShapeInferContext& ctx) {
+  check_floating(ctx, 0, "X");
+  const Shape& x = ctx.shape(0);
+  if (x.rank() == 0) ctx.fail("input X is a scalar, which has no axis to normalize along");
+  infer::normalize_axis(ctx, ctx.node.attributes.get_int_or("axis", -1), x.rank(),
+                        "attribute 'axis'");
+  const int64_t p = ctx.node.attributes.get_int_or("p", 2);
+  if (p != 1 && p != 2) ctx.fail("attribute 'p' is " + std::to_string(p) + ", expected 1 or 2");
+  return {ValueInfo{"", ctx.type(0), x}};
+}
+
 }  // namespace
 
 void register_normalization_ops(OpSchemaRegistry& registry) {
@@ -211,6 +223,7 @@ void register_normalization_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"LRN", 1, 1, 1, 1, infer_lrn});
   registry.add(
       OpSchema{"MeanVarianceNormalization", 1, 1, 1, 1, infer_mean_variance_normalization});
+  registry.add(OpSchema{"LpNormalization", 1, 1, 1, 1, infer_lp_normalization});
 }
 
 }  // namespace troupe

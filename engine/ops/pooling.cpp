@@ -1,5 +1,5 @@
-// Schemas of MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool and MaxUnpool (ONNX
-// semantics).
+// Schemas of MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool,
+// MaxUnpool and MaxRoiPool (ONNX semantics).
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -70,6 +70,45 @@ std::vector<ValueInfo> infer_global_pool(const ShapeInferContext& ctx) {
   return {ValueInfo{"", ctx.type(0), Shape(dims)}};
 }
 
+// LpPool and GlobalLpPool take the p-norm of each window for any integer p >= 1.
+void check_p(const ShapeInferContext& ctx) {
+  const int64_t p = ctx.node.attributes.get_int_or("p", 2);
+  if (p < 1) ctx.fail("attribute 'p' is " + std::to_string(p) + ", expected at least 1");
+}
+
+// LpPool (opset 11; opset 18's dilations and ceil_mode read as AveragePool's).
+std::vector<ValueInfo> infer_lp_pool(const ShapeInferContext& ctx) {
+  check_feature_map(ctx, 3, 5, false);
+  check_flag(ctx, "ceil_mode");
+  check_p(ctx);
+  return {ValueInfo{"", ctx.type(0), pooled_shape(ctx)}};
+}
+
+std::vector<ValueInfo> infer_global_lp_pool(const ShapeInferContext& ctx) {
+  check_p(ctx);
+  return infer_global_pool(ctx);
+}
+
+// MaxRoiPool(X [N, C, H, W], rois [R, 5]) -> Y [R, C, pooled_shape[0], pooled_shape[1]].
+std::vector<ValueInfo> infer_max_roi_pool(const ShapeInferContext& ctx) {
+  infer::require_type(ctx, 0, infer::TypeClass::floating);
+  infer::require_rank(ctx, 0, 4);
+  infer::require_same_type(ctx, 0, 1);
+  const Shape& rois = ctx.shape(1);
+  if (rois.rank() != 2 || (rois[1] != Shape::dynamic && rois[1] != 5))
+    ctx.fail("input rois has shape " + rois.to_string() +
+             ", expected [num_rois, 5] (batch index, x1, y1, x2, y2)");
+  if (!ctx.node.attributes.has("pooled_shape")) ctx.fail("attribute 'pooled_shape' is required");
+  const std::vector<int64_t> pooled = ctx.node.attributes.get_ints("pooled_shape");
+  if (pooled.size() != 2 || pooled[0] < 1 || pooled[1] < 1)
+    ctx.fail("attribute 'pooled_shape' is " + spatial::to_string(pooled) +
+             ", expected two positive sizes (height, width)");
+  const double scale = ctx.node.attributes.get_float_or("spatial_scale", 1.0);
+  if (!(scale > 0.0))
+    ctx.fail("attribute 'spatial_scale' is " + std::to_string(scale) + ", expected > 0");
+  return {ValueInfo{"", ctx.type(0), Shape{rois[0], ctx.shape(0)[1], pooled[0], pooled[1]}}};
+}
+
 // MaxUnpool(X, I, output_shape?): the output of the MaxPool that I indexes, per spatial dim
 // (in - 1) * stride + kernel - pad_begin - pad_end; an output_shape, at least that large, replaces
 // it (and then, as in ONNX's reference, the pads are ignored).
@@ -138,6 +177,9 @@ void register_pooling_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"GlobalAveragePool", 1, 1, 1, 1, infer_global_pool});
   registry.add(OpSchema{"GlobalMaxPool", 1, 1, 1, 1, infer_global_pool});
   registry.add(OpSchema{"MaxUnpool", 2, 3, 1, 1, infer_max_unpool});
+  registry.add(OpSchema{"LpPool", 1, 1, 1, 1, infer_lp_pool});
+  registry.add(OpSchema{"GlobalLpPool", 1, 1, 1, 1, infer_global_lp_pool});
+  registry.add(OpSchema{"MaxRoiPool", 2, 2, 1, 1, infer_max_roi_pool});
 }
 
 }  // namespace troupe

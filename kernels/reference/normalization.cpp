@@ -296,6 +296,41 @@ void mean_variance_normalization_typed(const Node& node, const Tensor& x, Tensor
   }
 }
 
+// Y = X / ||X||_p, the norm taken over each line of elements along `axis`: the sum of |x| (p = 1)
+// or the root of the sum of squares (p = 2). A line of zeros stays zero, as in onnxruntime,
+// rather than becoming 0 / 0.
+template <class T>
+void lp_normalization_typed(const Node& node, const Tensor& x, Tensor& y) {
+  const Shape& shape = x.shape();
+  const auto rank = static_cast<int64_t>(shape.rank());
+  const int64_t attribute = node.attributes.get_int_or("axis", -1);
+  if (attribute < -rank || attribute >= rank)
+    execution_failure(
+        node, "axis " + std::to_string(attribute) + " is out of range for X " + shape.to_string());
+  const auto axis = static_cast<size_t>(attribute < 0 ? attribute + rank : attribute);
+  const bool p1 = node.attributes.get_int_or("p", 2) == 1;
+  const int64_t outer = product(shape, 0, axis);
+  const int64_t length = shape[axis];
+  const int64_t inner = product(shape, axis + 1, shape.rank());
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t first = o * length * inner + i;
+      double norm = 0.0;
+      for (int64_t k = 0; k < length; ++k) {
+        const double v = static_cast<double>(src[first + k * inner]);
+        norm += p1 ? std::abs(v) : v * v;
+      }
+      if (!p1) norm = std::sqrt(norm);
+      for (int64_t k = 0; k < length; ++k) {
+        const int64_t at = first + k * inner;
+        dst[at] = norm == 0.0 ? T(0) : static_cast<T>(static_cast<double>(src[at]) / norm);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void batch_normalization(const Node& node, const std::vector<Tensor>& inputs,
@@ -337,6 +372,14 @@ void lrn(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor
                     [&](auto tag) { lrn_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0)); });
 }
 
+void lp_normalization(const Node& node, const std::vector<Tensor>& inputs,
+                      std::vector<Tensor>& outputs) {
+  check_same_shape(node, inputs.at(0), outputs.at(0));
+  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+    lp_normalization_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
+  });
+}
+
 void register_normalization(KernelRegistry& registry) {
   const auto add = [&](const char* op_type, ReferenceFn fn) {
     registry.add("reference", 0, op_type, [fn](const KernelRequest& r) -> std::unique_ptr<Kernel> {
@@ -349,6 +392,7 @@ void register_normalization(KernelRegistry& registry) {
   add("LayerNormalization", &layer_normalization);
   add("LRN", &lrn);
   add("MeanVarianceNormalization", &mean_variance_normalization);
+  add("LpNormalization", &lp_normalization);
 }
 
 }  // namespace troupe::kernels::reference

@@ -21,5 +21,8 @@ void layer_normalization(const Node& node, const std::vector<Tensor>& inputs,
 void lrn(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 void mean_variance_normalization(const Node& node, const std::vector<Tensor>& inputs,
                                  std::vector<Tensor>& outputs);
+/// Y = X / ||X||_p along `axis`, p = 1 or 2 (a line of zeros stays zero).
+void lp_normalization(const Node& node, const std::vector<Tensor>& inputs,
+                      std::vector<Tensor>& outputs);
 
 }  // namespace troupe::kernels::reference

@@ -1,8 +1,10 @@
 #include "kernels/reference/pooling.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/ops/spatial.hpp"
@@ -134,6 +136,53 @@ void average_pool_typed(const Node& node, const Tensor& x, Tensor& y) {
   }
 }
 
+// |v|^p and its inverse, with p = 1 and p = 2 spelled out so that they are exact.
+double lp_term(double v, int64_t p) {
+  if (p == 1) return std::abs(v);
+  if (p == 2) return v * v;
+  return std::pow(std::abs(v), static_cast<double>(p));
+}
+
+double lp_root(double sum, int64_t p) {
+  if (p == 1) return sum;
+  if (p == 2) return std::sqrt(sum);
+  return std::pow(sum, 1.0 / static_cast<double>(p));
+}
+
+// Y[n,c,o] = (sum of |x|^p over the window's taps inside X)^(1/p): padding counts as zeros.
+template <class T>
+void lp_pool_typed(const Node& node, const Tensor& x, Tensor& y) {
+  const Window3d g = pooling_window(node, x, y);
+  const int64_t p = node.attributes.get_int_or("p", 2);
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  for (int64_t plane_index = 0; plane_index < planes; ++plane_index) {
+    const T* plane = src + plane_index * g.in_size();
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          double sum = 0.0;
+          for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+            const int64_t id = g.source(0, od, kd);
+            if (!g.inside(0, id)) continue;
+            for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+              const int64_t ih = g.source(1, oh, kh);
+              if (!g.inside(1, ih)) continue;
+              for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                const int64_t iw = g.source(2, ow, kw);
+                if (!g.inside(2, iw)) continue;
+                sum += lp_term(static_cast<double>(plane[(id * g.in[1] + ih) * g.in[2] + iw]), p);
+              }
+            }
+          }
+          *dst++ = static_cast<T>(lp_root(sum, p));
+        }
+      }
+    }
+  }
+}
+
 int64_t spatial_size(const Shape& shape) {
   int64_t size = 1;
   for (size_t i = 2; i < shape.rank(); ++i) size *= shape[i];
@@ -164,6 +213,110 @@ void global_max_pool_typed(const Tensor& x, Tensor& y) {
     for (int64_t i = 0; i < size; ++i)
       if (i == 0 || src[p * size + i] > best) best = src[p * size + i];
     dst[p] = best;
+  }
+}
+
+template <class T>
+void global_lp_pool_typed(const Node& node, const Tensor& x, Tensor& y) {
+  const int64_t p = node.attributes.get_int_or("p", 2);
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  const int64_t size = spatial_size(x.shape());
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < size; ++i)
+      sum += lp_term(static_cast<double>(src[plane * size + i]), p);
+    dst[plane] = static_cast<T>(lp_root(sum, p));
+  }
+}
+
+// One roi of MaxRoiPool in feature-map cells: its batch entry, its first row and column, and its
+// height and width.
+struct RoiCells {
+  int64_t batch = 0;
+  int64_t top = 0;
+  int64_t left = 0;
+  int64_t height = 1;
+  int64_t width = 1;
+};
+
+// A scaled coordinate rounded to its cell. Coordinates far outside any map are pinned where the
+// arithmetic below cannot overflow: the bins they make are clipped to the map all the same.
+int64_t cell_of(double coordinate, double scale) {
+  constexpr double far = static_cast<double>(int64_t{1} << 40);
+  return static_cast<int64_t>(std::clamp(std::round(coordinate * scale), -far, far));
+}
+
+// The box (x1, y1, x2, y2) scaled by spatial_scale and rounded to cells, both corners included;
+// an inverted or empty box counts as one cell, as in Fast R-CNN's RoI pooling.
+RoiCells roi_cells(const Node& node, const double* roi, int64_t batch, double scale, int64_t r) {
+  for (int k = 0; k < 5; ++k)
+    if (!std::isfinite(roi[k]))
+      execution_failure(node, "roi " + std::to_string(r) + " has a value that is not finite");
+  if (roi[0] < 0 || roi[0] >= static_cast<double>(batch))
+    execution_failure(node, "roi " + std::to_string(r) + " has batch index " +
+                                std::to_string(roi[0]) + ", outside [0, " + std::to_string(batch) +
+                                ")");
+  RoiCells cells;
+  cells.batch = static_cast<int64_t>(roi[0]);
+  cells.left = cell_of(roi[1], scale);
+  cells.top = cell_of(roi[2], scale);
+  cells.width = std::max<int64_t>(cell_of(roi[3], scale) - cells.left + 1, 1);
+  cells.height = std::max<int64_t>(cell_of(roi[4], scale) - cells.top + 1, 1);
+  return cells;
+}
+
+// The cells [begin, end) of bin `bin` of `bins` over `size` cells from `offset`, clipped to the
+// map's `extent`: bins start at floor(bin * size / bins) and end at ceil((bin + 1) * size / bins),
+// so neighbouring bins may share a cell and none is skipped.
+std::pair<int64_t, int64_t> bin_cells(int64_t bin, int64_t bins, int64_t size, int64_t offset,
+                                      int64_t extent) {
+  const double bin_size = static_cast<double>(size) / static_cast<double>(bins);
+  const auto begin = static_cast<int64_t>(std::floor(static_cast<double>(bin) * bin_size));
+  const auto end = static_cast<int64_t>(std::ceil(static_cast<double>(bin + 1) * bin_size));
+  return {std::clamp<int64_t>(begin + offset, 0, extent),
+          std::clamp<int64_t>(end + offset, 0, extent)};
+}
+
+// Y[r, c, i, j] = the largest X[batch, c] value in bin (i, j) of roi r; a bin wholly outside the
+// map is 0.
+template <class T>
+void max_roi_pool_typed(const Node& node, const Tensor& x, const Tensor& rois, Tensor& y) {
+  const Shape& xs = x.shape();
+  const std::vector<int64_t> pooled = node.attributes.get_ints("pooled_shape");
+  const double scale = node.attributes.get_float_or("spatial_scale", 1.0);
+  const int64_t count = rois.shape()[0];
+  const int64_t channels = xs[1];
+  const int64_t height = xs[2];
+  const int64_t width = xs[3];
+  check_output_shape(node, y, {count, channels, pooled[0], pooled[1]});
+  const T* boxes = rois.data<T>();
+  T* dst = y.data<T>();
+  for (int64_t r = 0; r < count; ++r) {
+    const double roi[5] = {static_cast<double>(boxes[r * 5]), static_cast<double>(boxes[r * 5 + 1]),
+                           static_cast<double>(boxes[r * 5 + 2]),
+                           static_cast<double>(boxes[r * 5 + 3]),
+                           static_cast<double>(boxes[r * 5 + 4])};
+    const RoiCells cells = roi_cells(node, roi, xs[0], scale, r);
+    for (int64_t c = 0; c < channels; ++c) {
+      const T* plane = x.data<T>() + (cells.batch * channels + c) * height * width;
+      for (int64_t i = 0; i < pooled[0]; ++i) {
+        const auto [top, bottom] = bin_cells(i, pooled[0], cells.height, cells.top, height);
+        for (int64_t j = 0; j < pooled[1]; ++j) {
+          const auto [left, right] = bin_cells(j, pooled[1], cells.width, cells.left, width);
+          T best = T(0);
+          bool found = false;
+          for (int64_t h = top; h < bottom; ++h)
+            for (int64_t w = left; w < right; ++w)
+              if (!found || plane[h * width + w] > best) {
+                best = plane[h * width + w];
+                found = true;
+              }
+          *dst++ = best;
+        }
+      }
+    }
   }
 }
 
@@ -276,6 +429,33 @@ void global_max_pool(const Node& node, const std::vector<Tensor>& inputs,
   });
 }
 
+void lp_pool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+    lp_pool_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
+  });
+}
+
+void global_lp_pool(const Node& node, const std::vector<Tensor>& inputs,
+                    std::vector<Tensor>& outputs) {
+  check_output_shape(node, outputs.at(0), global_dims(inputs.at(0).shape()));
+  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+    global_lp_pool_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
+  });
+}
+
+void max_roi_pool(const Node& node, const std::vector<Tensor>& inputs,
+                  std::vector<Tensor>& outputs) {
+  const Tensor& x = inputs.at(0);
+  const Tensor& rois = inputs.at(1);
+  if (x.shape().rank() != 4 || rois.shape().rank() != 2 || rois.shape()[1] != 5 ||
+      rois.element_type() != x.element_type())
+    execution_failure(node, "expected X [N, C, H, W] and rois [num_rois, 5] of one type, got " +
+                                x.shape().to_string() + " and " + rois.shape().to_string());
+  dispatch_floating(node, x.element_type(), [&](auto tag) {
+    max_roi_pool_typed<decltype(tag)>(node, x, rois, outputs.at(0));
+  });
+}
+
 void register_pooling(KernelRegistry& registry) {
   const auto add = [&](const char* op_type, ReferenceFn fn, bool (*accepts)(ElementType)) {
     registry.add("reference", 0, op_type,
@@ -289,6 +469,9 @@ void register_pooling(KernelRegistry& registry) {
   add("GlobalAveragePool", &global_average_pool, &is_f32_or_f64);
   add("GlobalMaxPool", &global_max_pool, &is_max_pool_type);
   add("MaxUnpool", &max_unpool, &is_f32_or_f64);
+  add("LpPool", &lp_pool, &is_f32_or_f64);
+  add("GlobalLpPool", &global_lp_pool, &is_f32_or_f64);
+  add("MaxRoiPool", &max_roi_pool, &is_f32_or_f64);
 }
 
 }  // namespace troupe::kernels::reference

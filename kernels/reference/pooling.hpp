@@ -20,6 +20,15 @@ void global_average_pool(const Node& node, const std::vector<Tensor>& inputs,
 /// X [N,C,D..] -> Y [N,C,1..]; f32, f64, i8, u8.
 void global_max_pool(const Node& node, const std::vector<Tensor>& inputs,
                      std::vector<Tensor>& outputs);
+/// Y = (sum of |X|^p over each window)^(1/p), windows as AveragePool's; f32, f64.
+void lp_pool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+/// X [N,C,D..] -> Y [N,C,1..], the p-norm of each plane; f32, f64.
+void global_lp_pool(const Node& node, const std::vector<Tensor>& inputs,
+                    std::vector<Tensor>& outputs);
+/// X [N,C,H,W], rois [R,5] (batch index, x1, y1, x2, y2) -> Y [R,C,pooled_shape]: the max of each
+/// bin of each roi (Fast R-CNN's RoI pooling); f32, f64.
+void max_roi_pool(const Node& node, const std::vector<Tensor>& inputs,
+                  std::vector<Tensor>& outputs);
 /// X [N,C,D..], I (i64 flat indices into the unpooled tensor), output_shape? -> Y with each X
 /// value at its index, zeros elsewhere; f32, f64.
 void max_unpool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
