@@ -172,6 +172,8 @@ void check_quantized_post_ops(const ShapeInferContext& ctx, size_t plain_inputs,
 
 // QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B.
 std::vector<ValueInfo> infer_qlinear_conv(const ShapeInferContext& ctx) {
+  if (quantized::has_float_output(ctx.node))
+    ctx.fail("attribute 'fused_float_output' is for QLinearMatMul only");
   for (size_t i : {0, 2, 3, 5, 7}) {
     if (!ctx.has_input(i)) ctx.fail(infer::input_label(ctx, i) + " is required");
     require_8bit(ctx, i);
@@ -197,20 +199,31 @@ std::vector<ValueInfo> infer_qlinear_conv(const ShapeInferContext& ctx) {
 
 // The eight inputs QLinearMatMul and QLinearAdd share: two quantized operands (a, a_scale,
 // a_zero_point, b, b_scale, b_zero_point) and the output's y_scale, y_zero_point.
-void check_two_operands(const ShapeInferContext& ctx) {
-  for (size_t i = 0; i < 8; ++i)
+// `float_output`: a product into f32 ("fused_float_output"), whose y_scale and y_zero_point are
+// omitted.
+void check_two_operands(const ShapeInferContext& ctx, bool float_output = false) {
+  const size_t operands = float_output ? 6 : 8;
+  for (size_t i = 0; i < operands; ++i)
     if (!ctx.has_input(i)) ctx.fail(infer::input_label(ctx, i) + " is required");
-  for (size_t i : {0, 2, 3, 5, 7}) require_8bit(ctx, i);
+  if (float_output && (ctx.has_input(6) || ctx.has_input(7)))
+    ctx.fail("attribute 'fused_float_output' needs y_scale and y_zero_point (inputs 6, 7) omitted");
+  for (size_t i : {0, 2, 3, 5}) require_8bit(ctx, i);
   require_zero_point_type(ctx, 2, 0);
   require_zero_point_type(ctx, 5, 3);
-  for (size_t i : {1, 4, 6}) require_scale(ctx, i);
+  for (size_t i : {1, 4}) require_scale(ctx, i);
+  if (float_output) return;
+  require_8bit(ctx, 7);
+  require_scale(ctx, 6);
   for (size_t i : {6, 7}) require_scalar(ctx, i);
 }
 
 // QLinearMatMul: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, and
 // with attribute "fused_bias" an i32 bias [N] in units of a_scale * b_scale.
 std::vector<ValueInfo> infer_qlinear_matmul(const ShapeInferContext& ctx) {
-  check_two_operands(ctx);
+  const bool float_output = quantized::has_float_output(ctx.node);
+  if (float_output && fused::has_sum(ctx.node))
+    ctx.fail("attributes 'fused_float_output' and 'fused_sum' do not go together");
+  check_two_operands(ctx, float_output);
   const ValueInfo product = infer_as_float(ctx, "MatMul", {0, 3});
   const Shape& a = ctx.shape(0);
   const Shape& b = ctx.shape(3);
@@ -226,7 +239,8 @@ std::vector<ValueInfo> infer_qlinear_matmul(const ShapeInferContext& ctx) {
     require_scalar_or_vector(ctx, 4, n, "column of B");
     require_scalar_or_vector(ctx, 5, n, "column of B");
   }
-  const ValueInfo out = infer::value_info(ctx.type(7), product.shape);
+  const ValueInfo out =
+      infer::value_info(float_output ? ElementType::f32 : ctx.type(7), product.shape);
   size_t plain = 8;
   if (fused::has_bias(ctx.node)) {
     plain = 9;

@@ -17,7 +17,10 @@ namespace troupe::quantized {
 //   "fused_sum" = 1    y += (R - r_zero_point) * r_scale, with the residual R (the output's type
 //                      and shape), r_scale and r_zero_point the three inputs after the plain ones;
 //   "fused_activation" then an activation, as for the float ops (engine/ops/fused_post_ops.hpp);
-// and outputs saturate(round_half_to_even(y / y_scale) + y_zero_point).
+// and outputs saturate(round_half_to_even(y / y_scale) + y_zero_point), or, with
+//   "fused_float_output" = 1 (QLinearMatMul only) y_scale and y_zero_point (inputs 6 and 7)
+//                      omitted, y itself in f32: a quantized product no QuantizeLinear reads (a
+//                      classifier's last layer, a language model's head), still computed in int8.
 //
 // QLinearAdd computes, in f32 like the chain DequantizeLinear x2 -> Add -> activation ->
 // QuantizeLinear it stands for: a = f32(A - a_zero_point) * a_scale, b likewise, y = a + b, the
@@ -51,8 +54,14 @@ inline ChannelAffine batch_norm_affine(const Tensor& scale, const Tensor& bias, 
   return affine;
 }
 
-inline const char* const fused_attributes[] = {"fused_activation", "fused_activation_alpha",
-                                               "fused_activation_beta", "fused_sum", "fused_bias"};
+inline const char* const fused_attributes[] = {
+    "fused_activation", "fused_activation_alpha", "fused_activation_beta", "fused_sum",
+    "fused_bias",       "fused_float_output"};
+
+/// Whether a quantized product outputs its real value in f32 ("fused_float_output").
+inline bool has_float_output(const Node& node) {
+  return node.attributes.get_int_or("fused_float_output", 0) != 0;
+}
 
 /// Number of plain inputs of a quantized product (before any fused residual).
 inline size_t plain_inputs(const Node& node) {

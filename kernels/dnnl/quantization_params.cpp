@@ -47,8 +47,10 @@ QuantizedProductParams read_quantized_params(const Node& node,
   const Tensor& w_zero = required_constant(constants, 5);
   for (int64_t i = 0; i < w_zero.size(); ++i)
     if (w_zero.value_at(i) != 0.0) throw Unsupported{};  // oneDNN's int8 weights are symmetric
-  p.y_scale = scalar(constants, 6);
-  p.y_zero_point = zero_point(constants, 7);
+  if (!quantized::has_float_output(node)) {  // else y is the real value: scale 1, zero point 0
+    p.y_scale = scalar(constants, 6);
+    p.y_zero_point = zero_point(constants, 7);
+  }
   p.sum = fused::has_sum(node);
   if (p.sum) {
     const size_t r = quantized::plain_inputs(node);

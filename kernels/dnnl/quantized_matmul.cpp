@@ -1,7 +1,8 @@
 // QLinearMatMul with a constant 2-D s8 B (zero point 0, per-tensor or per-column scales) on
 // oneDNN's int8 matmul: A's leading dimensions are rows of one [M, K] x [K, N] product; the fused
 // i32 bias, the requantization and the fused activation (engine/ops/quantized_post_ops.hpp) are
-// the primitive's bias, output scales, zero points and post-ops.
+// the primitive's bias, output scales, zero points and post-ops. With a float output the
+// primitive writes f32 scaled by a_scale * b_scale alone.
 #include "engine/ops/quantized_post_ops.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
@@ -17,10 +18,13 @@ class QuantizedMatMulKernel final : public DnnlKernel {
  public:
   explicit QuantizedMatMulKernel(const KernelRequest& request) : DnnlKernel(request) {
     const auto& in = request.inputs;
+    float_output_ = quantized::has_float_output(request.node);
+    const ElementType out =
+        request.outputs.empty() ? ElementType::undefined : request.outputs[0].type;
     if (in.size() < 8 || present_outputs(request) != 1 || !is_8bit(in[0].type) ||
-        in[3].type != ElementType::i8 || !is_8bit(request.outputs[0].type) ||
-        constant(3) == nullptr || in[3].shape.rank() != 2 || in[0].shape.rank() < 2 ||
-        fused::has_sum(request.node))
+        in[3].type != ElementType::i8 ||
+        !(float_output_ ? out == ElementType::f32 : is_8bit(out)) || constant(3) == nullptr ||
+        in[3].shape.rank() != 2 || in[0].shape.rank() < 2 || fused::has_sum(request.node))
       throw Unsupported{};
     if (!int8_product_is_exact(in[0].type, *constant(3), false)) throw Unsupported{};
     params_ = read_quantized_params(request.node, request.constant_inputs);
@@ -58,7 +62,7 @@ class QuantizedMatMulKernel final : public DnnlKernel {
     const std::vector<float> scales = params_.output_scales();
     attr.set_output_scales(scales.size() == 1 ? 0 : 1 << 1, scales);
     attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    if (!float_output_) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
     dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
     primitive_ = Primitive::of<dnnl::matmul>(pd);
     src_ = unbound_memory(src_md);
@@ -80,8 +84,8 @@ class QuantizedMatMulKernel final : public DnnlKernel {
         {DNNL_ARG_SRC, src_},
         {DNNL_ARG_WEIGHTS, weights_.get(inputs[3], stream_)},
         {DNNL_ARG_DST, dst_},
-        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zero_point_.memory()},
-        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zero_point_.memory()}};
+        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, src_zero_point_.memory()}};
+    if (!float_output_) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = dst_zero_point_.memory();
     if (with_bias_) {
       bind(bias_, inputs[8]);
       args[DNNL_ARG_BIAS] = bias_;
@@ -92,6 +96,7 @@ class QuantizedMatMulKernel final : public DnnlKernel {
  private:
   QuantizedProductParams params_;
   bool with_bias_ = false;
+  bool float_output_ = false;
   dnnl::memory::data_type src_type_ = dnnl::memory::data_type::u8;
   dnnl::memory::data_type dst_type_ = dnnl::memory::data_type::u8;
   ZeroPointMemory src_zero_point_;

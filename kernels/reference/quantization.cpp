@@ -205,10 +205,20 @@ Node float_node(const Node& node, const char* op_type) {
 void requantize(const Node& node, const Tensors& in, const Tensor& acc, double input_scale,
                 const std::vector<double>& weight_scales, AxisIndex channel, const Tensor& y_scale,
                 const Tensor& y_zero_point, Tensor& y) {
+  const std::string activation = fused::activation(node);
+  const double* a = acc.data<double>();
+  if (quantized::has_float_output(node)) {  // the real value itself, in f32
+    float* out = y.data<float>();
+    for (int64_t i = 0; i < acc.size(); ++i) {
+      double real = a[i] * input_scale * weight_scales[channel(i)];
+      if (!activation.empty()) real = apply_fused_activation(node, activation, real);
+      out[i] = static_cast<float>(real);
+    }
+    return;
+  }
   const double out_scale = y_scale.value_at(0);
   const double out_zero = y_zero_point.value_at(0);
   const Range range = range_of(node, y_zero_point.element_type());
-  const std::string activation = fused::activation(node);
   const bool sum = fused::has_sum(node);
   Tensor residual;
   double r_scale = 0.0;
@@ -222,7 +232,6 @@ void requantize(const Node& node, const Tensors& in, const Tensor& acc, double i
       fail(node, "fused residual " + residual.shape().to_string() + " does not match output " +
                      acc.shape().to_string());
   }
-  const double* a = acc.data<double>();
   std::vector<double> result(static_cast<size_t>(acc.size()));
   for (int64_t i = 0; i < acc.size(); ++i) {
     double real = a[i] * input_scale * weight_scales[channel(i)];

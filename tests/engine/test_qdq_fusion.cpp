@@ -330,6 +330,42 @@ TEST(QdqFusion, ElementWiseOpsBetweenDqAndQAreOneTable) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1.f / 255.f + 1e-6f) << i;
 }
 
+// A classifier's last layer as quantizers write it: x -> Q -> DQ -> Gemm(DQ(W) per row, bias,
+// transB) -> y, no QuantizeLinear after: the product runs in int8 into f32, within float rounding
+// of the chain as written.
+TEST(QdqFusion, AProductNoQuantizerReadsRunsInInt8IntoF32) {
+  ModelBuilder b("qdq_head");
+  auto x = b.input("x", ElementType::f32, {2, 64});
+  auto xq =
+      b.op("QuantizeLinear",
+           {x, b.constant("x_s", scalar(0.02f)), b.constant("x_z", u8_scalar(128))}, {}, "x/q");
+  auto xd =
+      b.op("DequantizeLinear",
+           {xq, b.constant("xd_s", scalar(0.02f)), b.constant("xd_z", u8_scalar(128))}, {}, "x/dq");
+  Tensor w_scale(ElementType::f32, Shape{10});
+  for (int n = 0; n < 10; ++n) w_scale.data<float>()[n] = 0.003f + 0.0004f * n;
+  auto wd = b.op("DequantizeLinear",
+                 {b.constant("w", filled<int8_t>(ElementType::i8, {10, 64}, -64, 64, 5)),
+                  b.constant("w_s", w_scale), b.constant("w_zp", i8_zeros({10}))},
+                 {{"axis", int64_t{0}}}, "w/dq");
+  b.output(b.op("Gemm", {xd, wd, b.constant("bias", test::random_tensor({10}, 6))},
+                {{"transB", int64_t{1}}}, "head"),
+           "y");
+  auto model = b.build();
+  const std::map<std::string, Tensor> in = {{"x", test::random_tensor({2, 64}, 8, -2.f, 2.f)}};
+  const test::RunResult plain = compile_and_run(model, true, in);
+  const test::RunResult fused = compile_and_run(model, false, in);
+  EXPECT_THAT(op_types(*fused.runtime), ::testing::ElementsAre("QuantizeLinear", "QLinearMatMul"));
+  const Node& head = test::node_named(*fused.runtime, "head");
+  EXPECT_EQ(head.attributes.get_int("fused_float_output"), 1);
+  EXPECT_EQ(fused.runtime->value(head.outputs[0]).type, ElementType::f32);
+  const std::vector<float>& a = fused.outputs.at("y");
+  const std::vector<float>& e = plain.outputs.at("y");
+  ASSERT_EQ(a.size(), e.size());
+  // The bias is rounded to the product's integer grid (x_scale * w_scale, below 1e-4).
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1e-3f) << i;
+}
+
 // x f32[1,20,5,5] -> Concat(x, Sigmoid(x)) -> BatchNormalization -> `activation` -> Q -> DQ -> y:
 // a DenseNet block's float normalization feeding a quantized layer. With `after_conv` a float
 // Conv produces the normalization's input instead of the Concat.

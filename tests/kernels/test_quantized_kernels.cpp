@@ -298,6 +298,19 @@ std::vector<Case> matmul_cases(Rng& rng) {
   return cases;
 }
 
+// The same products into f32 ("fused_float_output": y_scale and y_zero_point omitted), as the QDQ
+// fusion writes a quantized layer no QuantizeLinear reads.
+std::vector<Case> float_output_matmul_cases(Rng& rng) {
+  std::vector<Case> cases = matmul_cases(rng);
+  for (Case& c : cases) {
+    c.node.attributes.set("fused_float_output", int64_t{1});
+    c.inputs[6] = Tensor();
+    c.inputs[7] = Tensor();
+    c.constant[6] = c.constant[7] = false;
+  }
+  return cases;
+}
+
 // QuantizeLinear and DequantizeLinear, per-tensor parameters, plain and channels-last.
 std::vector<Case> linear_cases(Rng& rng) {
   std::vector<Case> cases;
@@ -518,6 +531,13 @@ TEST(QuantizedKernels, QLinearConvMatchesTheReference) {
 TEST(QuantizedKernels, QLinearMatMulMatchesTheReference) {
   Rng rng(seed() + 1);
   check_family(matmul_cases(rng), 1.0);
+}
+
+// Integer accumulation is exact on both; the f32 output differs by the float rounding of the
+// folded scales (outputs reach a few thousand).
+TEST(QuantizedKernels, QLinearMatMulIntoF32MatchesTheReference) {
+  Rng rng(seed() + 10);
+  check_family(float_output_matmul_cases(rng), 1e-2);
 }
 
 TEST(QuantizedKernels, QuantizeAndDequantizeMatchTheReference) {

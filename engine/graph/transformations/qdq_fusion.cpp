@@ -471,15 +471,25 @@ class QdqFusion {
         }
       }
     }
-    const std::optional<QuantizedOutput> out = quantized_output(result, absorbed);
-    if (!out) return;
-    const Linear& y = out->y;
+    const size_t absorbed_before = absorbed.size();
+    std::optional<QuantizedOutput> out = quantized_output(result, absorbed);
+    // A MatMul/Gemm no QuantizeLinear reads (a classifier's last layer, a language model's head)
+    // still computes in int8, into f32; ONNX Runtime does the same (MatMulIntegerToFloat).
+    const bool float_output = !out && !conv && model_.value(result).type == ElementType::f32;
+    if (!out && !float_output) return;
+    std::optional<Attributes> activation;
+    if (float_output) {
+      absorbed.resize(absorbed_before);
+      activation = activation_after(result, absorbed);
+    } else {
+      activation = out->activation;
+    }
 
     Node fused;
     fused.name = product.name;
     fused.op_type = conv ? "QLinearConv" : "QLinearMatMul";
     if (conv) fused.attributes = product.attributes;
-    set_activation(fused, out->activation);
+    set_activation(fused, activation);
     ValueId weights = w->data;
     if (trans_b) {
       Tensor transposed(ElementType::i8, Shape{w_shape[1], w_shape[0]});
@@ -491,14 +501,20 @@ class QdqFusion {
       weights = model_.add_constant(unique_value_name(model_, product.name + "/weights_kn"),
                                     std::move(transposed));
     }
-    fused.inputs = {x->data,  x->scale,       zero_point(*x), weights,
-                    w->scale, zero_point(*w), y.scale,        zero_point(y)};
+    if (float_output) {
+      fused.attributes.set("fused_float_output", int64_t{1});
+      fused.inputs = {x->data,  x->scale,       zero_point(*x), weights,
+                      w->scale, zero_point(*w), no_value,       no_value};
+    } else {
+      fused.inputs = {x->data,  x->scale,       zero_point(*x), weights,
+                      w->scale, zero_point(*w), out->y.scale,   zero_point(out->y)};
+    }
     if (bias) {
       fused.inputs.push_back(
           model_.add_constant(unique_value_name(model_, product.name + "/bias_i32"), *bias));
       if (!conv) fused.attributes.set("fused_bias", int64_t{1});
     }
-    fused.outputs = {y.data};
+    fused.outputs = {float_output ? result : out->y.data};
     rewrite_.replace(index, std::move(fused), absorbed);
   }
 
