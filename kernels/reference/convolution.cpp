@@ -56,20 +56,10 @@ void conv_typed(const Node& node, const Tensor& x, const Tensor& w, const Tensor
             for (int64_t c = 0; c < group_in; ++c) {
               const T* plane = src + (n * channels + first_channel + c) * g.in_size();
               const T* kernel = weights + (m * group_in + c) * g.kernel_size();
-              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-                const int64_t id = g.source(0, od, kd);
-                if (!g.inside(0, id)) continue;
-                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                  const int64_t ih = g.source(1, oh, kh);
-                  if (!g.inside(1, ih)) continue;
-                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                    const int64_t iw = g.source(2, ow, kw);
-                    if (!g.inside(2, iw)) continue;
-                    sum += static_cast<double>(plane[(id * g.in[1] + ih) * g.in[2] + iw]) *
-                           static_cast<double>(kernel[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
-                  }
-                }
-              }
+              g.for_each_tap(od, oh, ow, [&](int64_t id, int64_t ih, int64_t iw, int64_t tap) {
+                sum += static_cast<double>(plane[g.in_offset(id, ih, iw)]) *
+                       static_cast<double>(kernel[tap]);
+              });
             }
             *dst++ = static_cast<T>(sum);
           }

@@ -71,25 +71,15 @@ void max_pool_typed(const Node& node, const Tensor& x, Tensor& y, Tensor* indice
           bool found = false;
           T best = lowest_value<T>();
           int64_t best_index = 0;
-          for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-            const int64_t id = g.source(0, od, kd);
-            if (!g.inside(0, id)) continue;
-            for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-              const int64_t ih = g.source(1, oh, kh);
-              if (!g.inside(1, ih)) continue;
-              for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                const int64_t iw = g.source(2, ow, kw);
-                if (!g.inside(2, iw)) continue;
-                const T value = plane[(id * g.in[1] + ih) * g.in[2] + iw];
-                if (!found || value > best) {
-                  found = true;
-                  best = value;
-                  best_index = column_major ? id + (ih + iw * g.in[1]) * g.in[0]
-                                            : (id * g.in[1] + ih) * g.in[2] + iw;
-                }
-              }
+          g.for_each_tap(od, oh, ow, [&](int64_t id, int64_t ih, int64_t iw, int64_t) {
+            const T value = plane[g.in_offset(id, ih, iw)];
+            if (!found || value > best) {
+              found = true;
+              best = value;
+              best_index =
+                  column_major ? id + (ih + iw * g.in[1]) * g.in[0] : g.in_offset(id, ih, iw);
             }
-          }
+          });
           *dst++ = best;
           if (index_dst != nullptr) *index_dst++ = p * g.in_size() + best_index;
         }
@@ -163,19 +153,9 @@ void lp_pool_typed(const Node& node, const Tensor& x, Tensor& y) {
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
         for (int64_t ow = 0; ow < g.out[2]; ++ow) {
           double sum = 0.0;
-          for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-            const int64_t id = g.source(0, od, kd);
-            if (!g.inside(0, id)) continue;
-            for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-              const int64_t ih = g.source(1, oh, kh);
-              if (!g.inside(1, ih)) continue;
-              for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                const int64_t iw = g.source(2, ow, kw);
-                if (!g.inside(2, iw)) continue;
-                sum += lp_term(static_cast<double>(plane[(id * g.in[1] + ih) * g.in[2] + iw]), p);
-              }
-            }
-          }
+          g.for_each_tap(od, oh, ow, [&](int64_t id, int64_t ih, int64_t iw, int64_t) {
+            sum += lp_term(static_cast<double>(plane[g.in_offset(id, ih, iw)]), p);
+          });
           *dst++ = static_cast<T>(lp_root(sum, p));
         }
       }

@@ -32,6 +32,28 @@ struct Window3d {
     return o * stride[axis] - pad_begin[axis] + k * dilation[axis];
   }
   bool inside(int axis, int64_t i) const { return i >= 0 && i < in[axis]; }
+  /// Calls visit(id, ih, iw, tap) for each kernel tap of output position (od, oh, ow) whose
+  /// input position (id, ih, iw) lies inside the input (not in its padding); `tap` is the
+  /// kernel element's index, kd * kernel[1] * kernel[2] + kh * kernel[2] + kw.
+  template <class Visit>
+  void for_each_tap(int64_t od, int64_t oh, int64_t ow, Visit&& visit) const {
+    for (int64_t kd = 0; kd < kernel[0]; ++kd) {
+      const int64_t id = source(0, od, kd);
+      if (!inside(0, id)) continue;
+      for (int64_t kh = 0; kh < kernel[1]; ++kh) {
+        const int64_t ih = source(1, oh, kh);
+        if (!inside(1, ih)) continue;
+        for (int64_t kw = 0; kw < kernel[2]; ++kw) {
+          const int64_t iw = source(2, ow, kw);
+          if (inside(2, iw)) visit(id, ih, iw, (kd * kernel[1] + kh) * kernel[2] + kw);
+        }
+      }
+    }
+  }
+  /// Offset of input position (id, ih, iw) within one plane.
+  int64_t in_offset(int64_t id, int64_t ih, int64_t iw) const {
+    return (id * in[1] + ih) * in[2] + iw;
+  }
   /// Whether `i` lies in the input or its explicit padding (AveragePool's count_include_pad).
   bool inside_padded(int axis, int64_t i) const {
     return i >= -pad_begin[axis] && i < in[axis] + pad_end[axis];
