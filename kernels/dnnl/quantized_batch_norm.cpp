@@ -16,6 +16,7 @@
 #include "kernels/dnnl/int8_vectors_avx512.hpp"
 #include "kernels/dnnl/quantization_params.hpp"
 #include "kernels/layout_conversion.hpp"
+#include "troupe/error.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -103,7 +104,7 @@ class QuantizingBatchNormKernel final : public Kernel {
     const auto& c = request.constant_inputs;
     if (in.size() != 7 || request.outputs.size() != 1 || c.size() != 7 ||
         in[0].type != ElementType::f32 || !is_8bit(request.outputs[0].type) ||
-        !in[0].shape.is_static() || in[0].shape.rank() < 2)
+        in[0].shape.rank() < 2)
       throw Unsupported{};
     for (size_t i = 1; i <= 4; ++i)
       if (!c[i]) throw Unsupported{};
@@ -114,8 +115,11 @@ class QuantizingBatchNormKernel final : public Kernel {
     params_.relu = activation == "Relu";
     params_.y_scale = static_cast<float>(constant_scalar(c[5]));
     params_.y_zero = static_cast<float>(constant_scalar(c[6]));
-    shape_ = in[0].shape;
-    if (static_cast<int64_t>(affine_.multiplier.size()) != shape_[1]) throw Unsupported{};
+    // Any batch and spatial size (known at run time or not); the channels are the parameters'.
+    rank_ = in[0].shape.rank();
+    const int64_t channels = in[0].shape[1];
+    if (channels != Shape::dynamic && static_cast<int64_t>(affine_.multiplier.size()) != channels)
+      throw Unsupported{};
     y_u8_ = request.outputs[0].type == ElementType::u8;
     x_layout_ = request.input_layout(0);
     y_layout_ = request.output_layout(0);
@@ -124,10 +128,10 @@ class QuantizingBatchNormKernel final : public Kernel {
   std::string implementation() const override { return "dnnl:loop"; }
 
   TensorLayout preferred_input_layout(size_t i) const override {
-    return i == 0 && shape_.rank() == 4 ? TensorLayout::channels_last_order() : TensorLayout{};
+    return i == 0 && rank_ == 4 ? TensorLayout::channels_last_order() : TensorLayout{};
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return o == 0 && shape_.rank() == 4 ? TensorLayout::channels_last_order() : TensorLayout{};
+    return o == 0 && rank_ == 4 ? TensorLayout::channels_last_order() : TensorLayout{};
   }
 
   void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
@@ -141,16 +145,21 @@ class QuantizingBatchNormKernel final : public Kernel {
       y_scratch_ = Tensor(y.element_type(), y.shape());
     Tensor& target = direct ? y : y_scratch_;
     const auto channels = static_cast<int64_t>(affine_.multiplier.size());
+    const Shape& shape = inputs[0].shape();
+    if (shape.rank() < 2 || shape[1] != channels || y.size() != inputs[0].size())
+      throw ExecutionError("QuantizingBatchNormalization: input " + shape.to_string() + " for " +
+                           std::to_string(channels) + " channels and an output of " +
+                           std::to_string(y.size()) + " elements");
     const float* src = x.data<float>();
     auto* dst = static_cast<uint8_t*>(target.raw_data());  // u8 or i8: one byte per element
     const float* m = affine_.multiplier.data();
     const float* o = affine_.offset.data();
-    if (order.channels_last || shape_.rank() == 2) {
+    if (order.channels_last || shape.rank() == 2) {
       for (int64_t row = 0; row < x.size() / channels; ++row)
         span_(src + row * channels, y_u8_, dst + row * channels, channels, m, o, true, params_);
     } else {
-      const int64_t inner = x.size() / (shape_[0] * channels);
-      for (int64_t plane = 0; plane < shape_[0] * channels; ++plane) {
+      const int64_t inner = x.size() / (shape[0] * channels);
+      for (int64_t plane = 0; plane < shape[0] * channels; ++plane) {
         const int64_t c = plane % channels;
         span_(src + plane * inner, y_u8_, dst + plane * inner, inner, m + c, o + c, false, params_);
       }
@@ -162,7 +171,7 @@ class QuantizingBatchNormKernel final : public Kernel {
   quantized::ChannelAffine affine_;
   AffineParams params_;
   AffineSpan span_ = affine_span_for(effective_cpu_isa());
-  Shape shape_;
+  size_t rank_ = 0;
   bool y_u8_ = true;
   TensorLayout x_layout_, y_layout_;
   Tensor x_scratch_, y_scratch_;

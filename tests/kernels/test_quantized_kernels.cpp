@@ -568,6 +568,41 @@ TEST(QuantizedKernels, QuantizingBatchNormalizationIsTheReferenceBitForBit) {
   check_family(quantizing_batch_norm_cases(rng), 0.0);
 }
 
+// A model compiled with its batch and image sizes open (dynamic) keeps the fast kernel: one
+// instance runs inputs of different sizes, each bit for bit the reference.
+TEST(QuantizedKernels, QuantizingBatchNormalizationRunsShapesKnownOnlyAtRunTime) {
+  Rng rng(seed() + 11);
+  std::vector<Case> cases = quantizing_batch_norm_cases(rng);
+  Case c = cases.front();
+  const int64_t channels = c.inputs[1].size();
+  std::vector<ValueInfo> infos;
+  std::vector<const Tensor*> constants(c.inputs.size(), nullptr);
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    infos.push_back({"x" + std::to_string(i), c.inputs[i].element_type(), c.inputs[i].shape()});
+    if (c.constant[i]) constants[i] = &c.inputs[i];
+  }
+  infos[0].shape = Shape{Shape::dynamic, channels, Shape::dynamic, Shape::dynamic};
+  const ElementType y_type = c.inputs[6].element_type();
+  KernelRequest request{c.node, infos, {ValueInfo{"y", y_type, infos[0].shape}}, constants};
+  std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
+  ASSERT_TRUE(fast) << "the dnnl backend declined open shapes";
+  for (const ints& dims : {ints{1, channels, 3, 5}, ints{2, channels, 7, 2}}) {
+    SCOPED_TRACE(Shape(dims).to_string());
+    std::vector<Tensor> inputs = c.inputs;
+    inputs[0] = rng.reals(dims, -4.0, 4.0);
+    std::vector<ValueInfo> run_infos = infos;
+    run_infos[0].shape = Shape(dims);
+    KernelRequest plain{c.node, run_infos, {ValueInfo{"y", y_type, Shape(dims)}}, constants};
+    std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", plain);
+    std::vector<Tensor> want{Tensor(y_type, Shape(dims))};
+    std::vector<Tensor> got{Tensor(y_type, Shape(dims))};
+    reference->execute(inputs, want);
+    fast->execute(inputs, got);
+    for (int64_t i = 0; i < want[0].size(); ++i)
+      ASSERT_EQ(got[0].value_at(i), want[0].value_at(i)) << "element " << i;
+  }
+}
+
 TEST(QuantizedKernels, QLinearConcatIsTheChainBitForBit) {
   Rng rng(seed() + 5);
   check_family(concat_cases(rng), 0.0);
