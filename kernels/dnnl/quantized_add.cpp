@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "engine/ops/quantized_post_ops.hpp"
@@ -15,6 +16,7 @@
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/int8_vectors_avx512.hpp"
 #include "kernels/dnnl/quantization_params.hpp"
+#include "kernels/kernel_registry.hpp"
 #include "kernels/layout_conversion.hpp"
 
 namespace troupe::kernels::onednn {
@@ -137,9 +139,17 @@ class QuantizedAddKernel final : public Kernel {
     if (in.size() != 8 || request.outputs.size() != 1 || !is_8bit(in[0].type) ||
         !is_8bit(in[3].type) || !is_8bit(request.outputs[0].type))
       throw Unsupported{};
-    if (!in[0].shape.is_static() || in[0].shape != in[3].shape ||
-        in[0].shape != request.outputs[0].shape)
-      throw Unsupported{};
+    // Same-shape operands. Sizes known only at run time (a dynamic batch) may turn out to
+    // broadcast: those runs go to the reference kernel.
+    if (in[0].shape != in[3].shape || in[0].shape != request.outputs[0].shape) throw Unsupported{};
+    if (!in[0].shape.is_static()) {
+      // The reference kernel reads plain tensors; such operands stay plain.
+      if (!request.input_layout(0).is_plain() || !request.input_layout(3).is_plain() ||
+          !request.output_layout(0).is_plain())
+        throw Unsupported{};
+      broadcast_fallback_ = KernelRegistry::instance().create_with("reference", request);
+      if (!broadcast_fallback_) throw Unsupported{};
+    }
     const std::string activation = fused::activation(request.node);
     if (!activation.empty() && activation != "Relu") throw Unsupported{};
     params_.relu = activation == "Relu";
@@ -163,16 +173,18 @@ class QuantizedAddKernel final : public Kernel {
   std::string implementation() const override { return "dnnl:loop"; }
 
   TensorLayout preferred_input_layout(size_t i) const override {
-    return (i == 0 || i == 3) && rank_ == 4 ? TensorLayout::channels_last_order() : TensorLayout{};
+    return (i == 0 || i == 3) && laid_out() ? TensorLayout::channels_last_order() : TensorLayout{};
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return o == 0 && rank_ == 4 ? TensorLayout::channels_last_order() : TensorLayout{};
+    return o == 0 && laid_out() ? TensorLayout::channels_last_order() : TensorLayout{};
   }
 
   void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     const Tensor& a = in_layout(inputs[0], a_layout_, c_layout_, a_scratch_);
     const Tensor& b = in_layout(inputs[3], b_layout_, c_layout_, b_scratch_);
     Tensor& c = outputs[0];
+    if (broadcast_fallback_ && (inputs[0].shape() != c.shape() || inputs[3].shape() != c.shape()))
+      return broadcast_fallback_->execute(inputs, outputs);
     const int64_t n = c.size();
     if (a.size() != n || b.size() != n)
       throw ExecutionError("QLinearAdd: operands of " + std::to_string(a.size()) + " and " +
@@ -189,6 +201,9 @@ class QuantizedAddKernel final : public Kernel {
   size_t rank_ = 0;
   TensorLayout a_layout_, b_layout_, c_layout_;
   Tensor a_scratch_, b_scratch_;
+  std::unique_ptr<Kernel> broadcast_fallback_;  // shapes known only at run time
+
+  bool laid_out() const { return rank_ == 4 && !broadcast_fallback_; }
 };
 
 }  // namespace

@@ -603,6 +603,47 @@ TEST(QuantizedKernels, QuantizingBatchNormalizationRunsShapesKnownOnlyAtRunTime)
   }
 }
 
+// Operands of the same open shape ([?, 8, ?]) keep the fast kernel: equal sizes at run time run
+// its loop, sizes that turn out to broadcast the reference kernel; both as the reference.
+TEST(QuantizedKernels, QLinearAddRunsShapesKnownOnlyAtRunTime) {
+  Rng rng(seed() + 12);
+  Case c = add_cases(rng).front();
+  c.node.attributes = {};
+  const ElementType a_type = c.inputs[0].element_type(), b_type = c.inputs[3].element_type();
+  const ElementType y_type = c.inputs[7].element_type();
+  const Shape open{Shape::dynamic, 8, Shape::dynamic};
+  std::vector<ValueInfo> infos;
+  std::vector<const Tensor*> constants(c.inputs.size(), nullptr);
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    infos.push_back({"x" + std::to_string(i), c.inputs[i].element_type(), c.inputs[i].shape()});
+    if (c.constant[i]) constants[i] = &c.inputs[i];
+  }
+  infos[0].shape = open;
+  infos[3].shape = open;
+  KernelRequest request{c.node, infos, {ValueInfo{"y", y_type, open}}, constants};
+  std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
+  ASSERT_TRUE(fast) << "the dnnl backend declined open shapes";
+  for (const auto& [a_dims, b_dims] : std::vector<std::pair<ints, ints>>{
+           {{2, 8, 37}, {2, 8, 37}}, {{3, 8, 5}, {1, 8, 5}}, {{1, 8, 1}, {4, 8, 6}}}) {
+    const Shape out{std::max(a_dims[0], b_dims[0]), 8, std::max(a_dims[2], b_dims[2])};
+    SCOPED_TRACE(Shape(a_dims).to_string() + " + " + Shape(b_dims).to_string());
+    std::vector<Tensor> inputs = c.inputs;
+    inputs[0] = rng.activation(a_type, a_dims);
+    inputs[3] = rng.activation(b_type, b_dims);
+    std::vector<ValueInfo> run_infos = infos;
+    run_infos[0].shape = Shape(a_dims);
+    run_infos[3].shape = Shape(b_dims);
+    KernelRequest plain{c.node, run_infos, {ValueInfo{"y", y_type, out}}, constants};
+    std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", plain);
+    std::vector<Tensor> want{Tensor(y_type, out)};
+    std::vector<Tensor> got{Tensor(y_type, out)};
+    reference->execute(inputs, want);
+    fast->execute(inputs, got);
+    for (int64_t i = 0; i < want[0].size(); ++i)
+      ASSERT_EQ(got[0].value_at(i), want[0].value_at(i)) << "element " << i;
+  }
+}
+
 TEST(QuantizedKernels, QLinearConcatIsTheChainBitForBit) {
   Rng rng(seed() + 5);
   check_family(concat_cases(rng), 0.0);
