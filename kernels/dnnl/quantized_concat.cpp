@@ -126,7 +126,8 @@ class QuantizedConcatKernel final : public Kernel {
       throw Unsupported{};
     const Shape& out = request.outputs[0].shape;
     y_type_ = request.outputs[0].type;
-    if (!is_8bit(y_type_) || !out.is_static()) throw Unsupported{};
+    // Sizes may be known only at run time (a dynamic batch): execute() reads the tensors' own.
+    if (!is_8bit(y_type_)) throw Unsupported{};
     rank_ = out.rank();
     int64_t axis = request.node.attributes.get_int_or("axis", 1);
     if (axis < 0) axis += static_cast<int64_t>(rank_);
@@ -134,7 +135,7 @@ class QuantizedConcatKernel final : public Kernel {
     y_scale_ = static_cast<float>(constant_scalar(c[0]));
     y_zero_ = static_cast<float>(constant_scalar(c[1]));
     for (size_t i = 2; i < in.size(); i += 3) {
-      if (!is_8bit(in[i].type) || !in[i].shape.is_static()) throw Unsupported{};
+      if (!is_8bit(in[i].type) || in[i].shape.rank() != rank_) throw Unsupported{};
       Part p;
       p.type = in[i].type;
       p.scale = static_cast<float>(constant_scalar(c[i + 1]));
@@ -173,6 +174,12 @@ class QuantizedConcatKernel final : public Kernel {
     int64_t offset = 0;
     for (size_t k = 0; k < parts_.size(); ++k) {
       const Part& p = parts_[k];
+      const Shape& x_shape = inputs[2 + 3 * k].shape();
+      for (size_t d = 0; d < rank_; ++d)
+        if (x_shape.rank() != rank_ || (d != axis_ && x_shape[d] != shape[d]))
+          throw ExecutionError("QLinearConcat: input " + std::to_string(k) + " of shape " +
+                               x_shape.to_string() + " differs from the output " +
+                               shape.to_string() + " outside axis " + std::to_string(axis_));
       const Tensor& x = in_layout(inputs[2 + 3 * k], p.layout, y_layout_, scratch_[k]);
       const int64_t row = x.size() / std::max<int64_t>(outer, 1);
       if (offset + row > y_row) throw ExecutionError("QLinearConcat: inputs overrun the output");

@@ -644,6 +644,50 @@ TEST(QuantizedKernels, QLinearAddRunsShapesKnownOnlyAtRunTime) {
   }
 }
 
+// QLinearConcat of inputs whose batch and widths are open ([?, c_k, ?]): one instance runs two
+// sets of sizes, each bit for bit the reference.
+TEST(QuantizedKernels, QLinearConcatRunsShapesKnownOnlyAtRunTime) {
+  Rng rng(seed() + 13);
+  const ints channels{3, 20, 5};
+  Attributes attrs;
+  attrs.set("axis", int64_t{1});
+  const Node node = make_node("QLinearConcat", attrs);
+  std::vector<Tensor> params{scalar_f32(0.05), zero_point(ElementType::u8, 7)};
+  std::vector<ValueInfo> infos{{"ys", ElementType::f32, Shape{}}, {"yz", ElementType::u8, Shape{}}};
+  for (size_t k = 0; k < channels.size(); ++k) {
+    params.push_back(Tensor());
+    params.push_back(scalar_f32(k == 1 ? 0.05 : rng.real(0.01, 0.1)));
+    params.push_back(zero_point(ElementType::u8, k == 1 ? 7 : rng.integer(0, 255)));
+    infos.push_back({"x", ElementType::u8, Shape{Shape::dynamic, channels[k], Shape::dynamic}});
+    infos.push_back({"s", ElementType::f32, Shape{}});
+    infos.push_back({"z", ElementType::u8, Shape{}});
+  }
+  std::vector<const Tensor*> constants(params.size(), nullptr);
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!params[i].empty()) constants[i] = &params[i];
+  const Shape open{Shape::dynamic, 28, Shape::dynamic};
+  KernelRequest request{node, infos, {ValueInfo{"y", ElementType::u8, open}}, constants};
+  std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
+  ASSERT_TRUE(fast) << "the dnnl backend declined open shapes";
+  for (const auto& [batch, width] : std::vector<std::pair<int64_t, int64_t>>{{1, 40}, {3, 9}}) {
+    std::vector<Tensor> inputs = params;
+    std::vector<ValueInfo> run_infos = infos;
+    for (size_t k = 0; k < channels.size(); ++k) {
+      inputs[2 + 3 * k] = rng.activation(ElementType::u8, {batch, channels[k], width});
+      run_infos[2 + 3 * k].shape = Shape{batch, channels[k], width};
+    }
+    const Shape out{batch, 28, width};
+    KernelRequest plain{node, run_infos, {ValueInfo{"y", ElementType::u8, out}}, constants};
+    std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", plain);
+    std::vector<Tensor> want{Tensor(ElementType::u8, out)};
+    std::vector<Tensor> got{Tensor(ElementType::u8, out)};
+    reference->execute(inputs, want);
+    fast->execute(inputs, got);
+    for (int64_t i = 0; i < want[0].size(); ++i)
+      ASSERT_EQ(got[0].value_at(i), want[0].value_at(i)) << "element " << i;
+  }
+}
+
 TEST(QuantizedKernels, QLinearConcatIsTheChainBitForBit) {
   Rng rng(seed() + 5);
   check_family(concat_cases(rng), 0.0);
