@@ -201,24 +201,13 @@ Node float_node(const Node& node, const char* op_type) {
 
 // Requantizes `acc`, the f64 product of the shifted operands (bias included) in the output's
 // shape, into y: the real value acc * input_scale * weight_scales[channel(i)], the fused residual
-// and activation, then saturate(round(real / y_scale) + y_zero_point).
+// and activation, then saturate(round(real / y_scale) + y_zero_point) (with fused_float_output
+// the real value itself, in f32).
 void requantize(const Node& node, const Tensors& in, const Tensor& acc, double input_scale,
                 const std::vector<double>& weight_scales, AxisIndex channel, const Tensor& y_scale,
                 const Tensor& y_zero_point, Tensor& y) {
   const std::string activation = fused::activation(node);
-  const double* a = acc.data<double>();
-  if (quantized::has_float_output(node)) {  // the real value itself, in f32
-    float* out = y.data<float>();
-    for (int64_t i = 0; i < acc.size(); ++i) {
-      double real = a[i] * input_scale * weight_scales[channel(i)];
-      if (!activation.empty()) real = apply_fused_activation(node, activation, real);
-      out[i] = static_cast<float>(real);
-    }
-    return;
-  }
-  const double out_scale = y_scale.value_at(0);
-  const double out_zero = y_zero_point.value_at(0);
-  const Range range = range_of(node, y_zero_point.element_type());
+  const bool float_output = quantized::has_float_output(node);  // y is the real value, in f32
   const bool sum = fused::has_sum(node);
   Tensor residual;
   double r_scale = 0.0;
@@ -232,14 +221,25 @@ void requantize(const Node& node, const Tensors& in, const Tensor& acc, double i
       fail(node, "fused residual " + residual.shape().to_string() + " does not match output " +
                      acc.shape().to_string());
   }
+  const double* a = acc.data<double>();
   std::vector<double> result(static_cast<size_t>(acc.size()));
   for (int64_t i = 0; i < acc.size(); ++i) {
     double real = a[i] * input_scale * weight_scales[channel(i)];
     if (sum) real += (residual.value_at(i) - r_zero) * r_scale;
     if (!activation.empty()) real = apply_fused_activation(node, activation, real);
-    const double q = real / out_scale;
-    result[static_cast<size_t>(i)] =
-        std::clamp((std::isnan(q) ? 0.0 : std::nearbyint(q)) + out_zero, range.low, range.high);
+    result[static_cast<size_t>(i)] = real;
+  }
+  if (float_output) {
+    std::transform(result.begin(), result.end(), y.data<float>(),
+                   [](double v) { return static_cast<float>(v); });
+    return;
+  }
+  const double out_scale = y_scale.value_at(0);
+  const double out_zero = y_zero_point.value_at(0);
+  const Range range = range_of(node, y_zero_point.element_type());
+  for (double& v : result) {
+    const double q = v / out_scale;
+    v = std::clamp((std::isnan(q) ? 0.0 : std::nearbyint(q)) + out_zero, range.low, range.high);
   }
   store_integers(node, result, y);
 }

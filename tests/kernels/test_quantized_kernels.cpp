@@ -568,39 +568,72 @@ TEST(QuantizedKernels, QuantizingBatchNormalizationIsTheReferenceBitForBit) {
   check_family(quantizing_batch_norm_cases(rng), 0.0);
 }
 
-// A model compiled with its batch and image sizes open (dynamic) keeps the fast kernel: one
-// instance runs inputs of different sizes, each bit for bit the reference.
-TEST(QuantizedKernels, QuantizingBatchNormalizationRunsShapesKnownOnlyAtRunTime) {
-  Rng rng(seed() + 11);
-  std::vector<Case> cases = quantizing_batch_norm_cases(rng);
-  Case c = cases.front();
-  const int64_t channels = c.inputs[1].size();
-  std::vector<ValueInfo> infos;
-  std::vector<const Tensor*> constants(c.inputs.size(), nullptr);
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    infos.push_back({"x" + std::to_string(i), c.inputs[i].element_type(), c.inputs[i].shape()});
-    if (c.constant[i]) constants[i] = &c.inputs[i];
-  }
-  infos[0].shape = Shape{Shape::dynamic, channels, Shape::dynamic, Shape::dynamic};
-  const ElementType y_type = c.inputs[6].element_type();
-  KernelRequest request{c.node, infos, {ValueInfo{"y", y_type, infos[0].shape}}, constants};
+// One run of a kernel compiled for open sizes: its inputs, with their sizes, and the output's.
+struct ConcreteRun {
+  std::vector<Tensor> inputs;
+  Shape output;
+};
+
+// Creates the dnnl kernel once for `open_inputs` and `open_output` (sizes open: a model compiled
+// with a dynamic batch) and runs each of `runs` on that one instance, bit for bit against the
+// reference kernel made for the run's own sizes.
+void expect_open_shapes_match_reference(const Node& node, const std::vector<ValueInfo>& open_inputs,
+                                        const ValueInfo& open_output,
+                                        const std::vector<const Tensor*>& constants,
+                                        const std::vector<ConcreteRun>& runs) {
+  KernelRequest request{node, open_inputs, {open_output}, constants};
   std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
   ASSERT_TRUE(fast) << "the dnnl backend declined open shapes";
-  for (const ints& dims : {ints{1, channels, 3, 5}, ints{2, channels, 7, 2}}) {
-    SCOPED_TRACE(Shape(dims).to_string());
-    std::vector<Tensor> inputs = c.inputs;
-    inputs[0] = rng.reals(dims, -4.0, 4.0);
-    std::vector<ValueInfo> run_infos = infos;
-    run_infos[0].shape = Shape(dims);
-    KernelRequest plain{c.node, run_infos, {ValueInfo{"y", y_type, Shape(dims)}}, constants};
+  for (const ConcreteRun& run : runs) {
+    std::vector<ValueInfo> infos = open_inputs;
+    std::string sizes;
+    for (size_t i = 0; i < infos.size(); ++i)
+      if (!run.inputs[i].empty() && !constants[i]) {
+        infos[i].shape = run.inputs[i].shape();
+        sizes += infos[i].shape.to_string() + " ";
+      }
+    SCOPED_TRACE(sizes + "-> " + run.output.to_string());
+    KernelRequest plain{node, infos, {ValueInfo{"y", open_output.type, run.output}}, constants};
     std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", plain);
-    std::vector<Tensor> want{Tensor(y_type, Shape(dims))};
-    std::vector<Tensor> got{Tensor(y_type, Shape(dims))};
-    reference->execute(inputs, want);
-    fast->execute(inputs, got);
+    std::vector<Tensor> want{Tensor(open_output.type, run.output)};
+    std::vector<Tensor> got{Tensor(open_output.type, run.output)};
+    reference->execute(run.inputs, want);
+    fast->execute(run.inputs, got);
     for (int64_t i = 0; i < want[0].size(); ++i)
       ASSERT_EQ(got[0].value_at(i), want[0].value_at(i)) << "element " << i;
   }
+}
+
+// A case's inputs as value infos, and pointers to those that are constant.
+std::vector<ValueInfo> infos_of(const Case& c) {
+  std::vector<ValueInfo> infos;
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    infos.push_back({"x" + std::to_string(i), c.inputs[i].element_type(), c.inputs[i].shape()});
+  return infos;
+}
+std::vector<const Tensor*> constants_of(const Case& c) {
+  std::vector<const Tensor*> constants(c.inputs.size(), nullptr);
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (c.constant[i] && !c.inputs[i].empty()) constants[i] = &c.inputs[i];
+  return constants;
+}
+
+// A model compiled with its batch and image sizes open keeps the fast kernel: one instance runs
+// inputs of different sizes, each bit for bit the reference.
+TEST(QuantizedKernels, QuantizingBatchNormalizationRunsShapesKnownOnlyAtRunTime) {
+  Rng rng(seed() + 11);
+  const Case c = quantizing_batch_norm_cases(rng).front();
+  const int64_t channels = c.inputs[1].size();
+  std::vector<ValueInfo> infos = infos_of(c);
+  infos[0].shape = Shape{Shape::dynamic, channels, Shape::dynamic, Shape::dynamic};
+  std::vector<ConcreteRun> runs;
+  for (const ints& dims : {ints{1, channels, 3, 5}, ints{2, channels, 7, 2}}) {
+    ConcreteRun run{c.inputs, Shape(dims)};
+    run.inputs[0] = rng.reals(dims, -4.0, 4.0);
+    runs.push_back(std::move(run));
+  }
+  expect_open_shapes_match_reference(
+      c.node, infos, {"y", c.inputs[6].element_type(), infos[0].shape}, constants_of(c), runs);
 }
 
 // Operands of the same open shape ([?, 8, ?]) keep the fast kernel: equal sizes at run time run
@@ -609,39 +642,21 @@ TEST(QuantizedKernels, QLinearAddRunsShapesKnownOnlyAtRunTime) {
   Rng rng(seed() + 12);
   Case c = add_cases(rng).front();
   c.node.attributes = {};
-  const ElementType a_type = c.inputs[0].element_type(), b_type = c.inputs[3].element_type();
-  const ElementType y_type = c.inputs[7].element_type();
   const Shape open{Shape::dynamic, 8, Shape::dynamic};
-  std::vector<ValueInfo> infos;
-  std::vector<const Tensor*> constants(c.inputs.size(), nullptr);
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    infos.push_back({"x" + std::to_string(i), c.inputs[i].element_type(), c.inputs[i].shape()});
-    if (c.constant[i]) constants[i] = &c.inputs[i];
-  }
+  std::vector<ValueInfo> infos = infos_of(c);
   infos[0].shape = open;
   infos[3].shape = open;
-  KernelRequest request{c.node, infos, {ValueInfo{"y", y_type, open}}, constants};
-  std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
-  ASSERT_TRUE(fast) << "the dnnl backend declined open shapes";
+  std::vector<ConcreteRun> runs;
   for (const auto& [a_dims, b_dims] : std::vector<std::pair<ints, ints>>{
            {{2, 8, 37}, {2, 8, 37}}, {{3, 8, 5}, {1, 8, 5}}, {{1, 8, 1}, {4, 8, 6}}}) {
-    const Shape out{std::max(a_dims[0], b_dims[0]), 8, std::max(a_dims[2], b_dims[2])};
-    SCOPED_TRACE(Shape(a_dims).to_string() + " + " + Shape(b_dims).to_string());
-    std::vector<Tensor> inputs = c.inputs;
-    inputs[0] = rng.activation(a_type, a_dims);
-    inputs[3] = rng.activation(b_type, b_dims);
-    std::vector<ValueInfo> run_infos = infos;
-    run_infos[0].shape = Shape(a_dims);
-    run_infos[3].shape = Shape(b_dims);
-    KernelRequest plain{c.node, run_infos, {ValueInfo{"y", y_type, out}}, constants};
-    std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", plain);
-    std::vector<Tensor> want{Tensor(y_type, out)};
-    std::vector<Tensor> got{Tensor(y_type, out)};
-    reference->execute(inputs, want);
-    fast->execute(inputs, got);
-    for (int64_t i = 0; i < want[0].size(); ++i)
-      ASSERT_EQ(got[0].value_at(i), want[0].value_at(i)) << "element " << i;
+    ConcreteRun run{c.inputs,
+                    Shape{std::max(a_dims[0], b_dims[0]), 8, std::max(a_dims[2], b_dims[2])}};
+    run.inputs[0] = rng.activation(c.inputs[0].element_type(), a_dims);
+    run.inputs[3] = rng.activation(c.inputs[3].element_type(), b_dims);
+    runs.push_back(std::move(run));
   }
+  expect_open_shapes_match_reference(c.node, infos, {"y", c.inputs[7].element_type(), open},
+                                     constants_of(c), runs);
 }
 
 // QLinearConcat of inputs whose batch and widths are open ([?, c_k, ?]): one instance runs two
@@ -651,41 +666,30 @@ TEST(QuantizedKernels, QLinearConcatRunsShapesKnownOnlyAtRunTime) {
   const ints channels{3, 20, 5};
   Attributes attrs;
   attrs.set("axis", int64_t{1});
-  const Node node = make_node("QLinearConcat", attrs);
-  std::vector<Tensor> params{scalar_f32(0.05), zero_point(ElementType::u8, 7)};
-  std::vector<ValueInfo> infos{{"ys", ElementType::f32, Shape{}}, {"yz", ElementType::u8, Shape{}}};
+  Case c;
+  c.node = make_node("QLinearConcat", attrs);
+  c.inputs = {scalar_f32(0.05), zero_point(ElementType::u8, 7)};
   for (size_t k = 0; k < channels.size(); ++k) {
-    params.push_back(Tensor());
-    params.push_back(scalar_f32(k == 1 ? 0.05 : rng.real(0.01, 0.1)));
-    params.push_back(zero_point(ElementType::u8, k == 1 ? 7 : rng.integer(0, 255)));
-    infos.push_back({"x", ElementType::u8, Shape{Shape::dynamic, channels[k], Shape::dynamic}});
-    infos.push_back({"s", ElementType::f32, Shape{}});
-    infos.push_back({"z", ElementType::u8, Shape{}});
+    c.inputs.push_back(Tensor(ElementType::u8, Shape{1, channels[k], 1}));
+    c.inputs.push_back(scalar_f32(k == 1 ? 0.05 : rng.real(0.01, 0.1)));  // input 1 is copied
+    c.inputs.push_back(zero_point(ElementType::u8, k == 1 ? 7 : rng.integer(0, 255)));
   }
-  std::vector<const Tensor*> constants(params.size(), nullptr);
-  for (size_t i = 0; i < params.size(); ++i)
-    if (!params[i].empty()) constants[i] = &params[i];
-  const Shape open{Shape::dynamic, 28, Shape::dynamic};
-  KernelRequest request{node, infos, {ValueInfo{"y", ElementType::u8, open}}, constants};
-  std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
-  ASSERT_TRUE(fast) << "the dnnl backend declined open shapes";
+  c.constant.assign(c.inputs.size(), true);
+  std::vector<ValueInfo> infos = infos_of(c);
+  for (size_t k = 0; k < channels.size(); ++k) {
+    c.constant[2 + 3 * k] = false;
+    infos[2 + 3 * k].shape = Shape{Shape::dynamic, channels[k], Shape::dynamic};
+  }
+  std::vector<ConcreteRun> runs;
   for (const auto& [batch, width] : std::vector<std::pair<int64_t, int64_t>>{{1, 40}, {3, 9}}) {
-    std::vector<Tensor> inputs = params;
-    std::vector<ValueInfo> run_infos = infos;
-    for (size_t k = 0; k < channels.size(); ++k) {
-      inputs[2 + 3 * k] = rng.activation(ElementType::u8, {batch, channels[k], width});
-      run_infos[2 + 3 * k].shape = Shape{batch, channels[k], width};
-    }
-    const Shape out{batch, 28, width};
-    KernelRequest plain{node, run_infos, {ValueInfo{"y", ElementType::u8, out}}, constants};
-    std::unique_ptr<Kernel> reference = KernelRegistry::instance().create_with("reference", plain);
-    std::vector<Tensor> want{Tensor(ElementType::u8, out)};
-    std::vector<Tensor> got{Tensor(ElementType::u8, out)};
-    reference->execute(inputs, want);
-    fast->execute(inputs, got);
-    for (int64_t i = 0; i < want[0].size(); ++i)
-      ASSERT_EQ(got[0].value_at(i), want[0].value_at(i)) << "element " << i;
+    ConcreteRun run{c.inputs, Shape{batch, 28, width}};
+    for (size_t k = 0; k < channels.size(); ++k)
+      run.inputs[2 + 3 * k] = rng.activation(ElementType::u8, {batch, channels[k], width});
+    runs.push_back(std::move(run));
   }
+  expect_open_shapes_match_reference(
+      c.node, infos, {"y", ElementType::u8, Shape{Shape::dynamic, 28, Shape::dynamic}},
+      constants_of(c), runs);
 }
 
 TEST(QuantizedKernels, QLinearConcatIsTheChainBitForBit) {
