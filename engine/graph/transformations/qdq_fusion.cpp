@@ -107,17 +107,19 @@ class QdqFusion {
 
  private:
   // What a fused node writes: the activation alone reading `value` (if any) and the per-tensor
-  // QuantizeLinear after it, with the nodes they absorb appended to `absorbed`; nullopt when no
-  // quantizer ends the chain.
+  // QuantizeLinear after it, with the nodes they absorb appended to `absorbed`; nullopt (and
+  // `absorbed` untouched) when no quantizer ends the chain.
   struct QuantizedOutput {
     std::optional<Attributes> activation;
     Linear y;
   };
   std::optional<QuantizedOutput> quantized_output(ValueId value, std::vector<int>& absorbed) {
-    const std::optional<Attributes> activation = activation_after(value, absorbed);
+    std::vector<int> chain;  // appended to `absorbed` only when a quantizer ends it
+    const std::optional<Attributes> activation = activation_after(value, chain);
     const std::optional<Linear> y = quantizer(value);
     if (!y) return std::nullopt;
-    absorbed.push_back(y->node);
+    chain.push_back(y->node);
+    absorbed.insert(absorbed.end(), chain.begin(), chain.end());
     return QuantizedOutput{activation, *y};
   }
 
@@ -471,15 +473,13 @@ class QdqFusion {
         }
       }
     }
-    const size_t absorbed_before = absorbed.size();
-    std::optional<QuantizedOutput> out = quantized_output(result, absorbed);
+    const std::optional<QuantizedOutput> out = quantized_output(result, absorbed);
     // A MatMul/Gemm no QuantizeLinear reads (a classifier's last layer, a language model's head)
     // still computes in int8, into f32; ONNX Runtime does the same (MatMulIntegerToFloat).
     const bool float_output = !out && !conv && model_.value(result).type == ElementType::f32;
     if (!out && !float_output) return;
     std::optional<Attributes> activation;
     if (float_output) {
-      absorbed.resize(absorbed_before);
       activation = activation_after(result, absorbed);
     } else {
       activation = out->activation;
