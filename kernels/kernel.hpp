@@ -20,8 +20,9 @@ namespace troupe::kernels {
 struct TensorLayout {
   int channel_block = 0;
   bool channels_last = false;
-  /// Elements stored as bf16 rather than in the value's f32: only for model inputs that every
-  /// reader computes in bf16, which upload then converts once instead of each reader.
+  /// Elements stored as bf16 rather than in the value's f32, where every reader computes in bf16:
+  /// a model input (upload converts it once instead of each reader) or a value whose writer
+  /// computes in bf16 too (it writes bf16, and nothing converts it).
   bool bf16 = false;
 
   static TensorLayout blocked(int block) { return {block, false}; }

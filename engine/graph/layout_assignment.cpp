@@ -73,10 +73,12 @@ kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueI
   if (flow.is_input[v] ? !flow.writers[v].empty() : flow.writers[v].size() != 1) return plain;
   if (flow.readers[v].empty() && !flow.is_output[v]) return plain;
   kernels::TensorLayout layout;
+  bool writer_bf16 = flow.is_input[v];  // upload converts a model input
   if (!flow.is_input[v]) {
     const Port writer = flow.writers[v][0];
     if (excluded.count(writer.node)) return plain;
     layout = kernels[writer.node]->preferred_output_layout(writer.index);
+    writer_bf16 = layout.bf16;
   } else if (!flow.readers[v].empty()) {
     layout = kernels[flow.readers[v][0].node]->preferred_input_layout(flow.readers[v][0].index);
   }
@@ -90,9 +92,10 @@ kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueI
     if (excluded.count(r.node) || !wanted.same_order(layout)) return plain;
     every_reader_bf16 = every_reader_bf16 && wanted.bf16;
   }
-  // A model input that only bf16 readers read is converted to bf16 once, by upload. Values that
-  // kernels write stay f32: the kernels write f32.
-  if (flow.is_input[v] && every_reader_bf16 && !flow.is_output[v] && info.type == ElementType::f32)
+  // A model input that only bf16 readers read is converted to bf16 once, by upload; a value
+  // between a writer and readers that all compute in bf16 is stored as bf16. A model output stays
+  // f32 (the caller reads it).
+  if (writer_bf16 && every_reader_bf16 && !flow.is_output[v] && info.type == ElementType::f32)
     layout.bf16 = true;
   return layout;
 }

@@ -108,7 +108,10 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     const int buffer = plan.buffer_of[v];
     if (buffer == MemoryPlan::unplanned) continue;
     const std::shared_ptr<void>& storage = buffers[static_cast<size_t>(buffer)];
-    values[v] = Tensor(model->value(v).type, model->value(v).shape, storage, storage.get());
+    // A value stored as bf16 between bf16 kernels (layout_assignment) is a bf16 tensor.
+    const bool bf16 = static_cast<size_t>(v) < s.value_layouts.size() && s.value_layouts[v].bf16;
+    values[v] = Tensor(bf16 ? ElementType::bf16 : model->value(v).type, model->value(v).shape,
+                       storage, storage.get());
   }
   std::unordered_map<std::string, size_t> graph_index;
   const auto& graph_nodes = graph_->model->nodes();

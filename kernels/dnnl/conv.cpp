@@ -183,10 +183,11 @@ class ConvKernel final : public DnnlKernel {
         src_order.is_plain() ? any(src, type) : tensor_desc(src, src_order, type);
     const dnnl::memory::desc weights_choice = any(weights, type);
     // `dst` is this convolution's own output (with a fused depthwise one, the primitive's dst has
-    // the depthwise output's dims in the same layout).
-    const dnnl::memory::desc dst_choice = !assigned_layouts || output_layout(0).is_plain()
-                                              ? any(dst, f32)
-                                              : tensor_desc(dst, output_layout(0));
+    // the depthwise output's dims in the same layout). A primitive computing in bf16 writes a
+    // value stored as bf16 itself; one that fell back to f32 writes f32, which dst_ converts.
+    const TensorLayout dst_layout = type == f32 ? output_layout(0).order() : output_layout(0);
+    const dnnl::memory::desc dst_choice =
+        !assigned_layouts || dst_layout.is_plain() ? any(dst, f32) : tensor_desc(dst, dst_layout);
     dnnl::convolution_forward::desc desc =
         with_bias_
             ? dnnl::convolution_forward::desc(kind, algorithm, src_choice, weights_choice, bias_md,
@@ -241,12 +242,16 @@ class ConvKernel final : public DnnlKernel {
   TensorLayout preferred_input_layout(size_t i) const override {
     const bool activation = i == 0 || (i == 3 && fused_sum_);
     if (!activation || !laid_out_rank() || !takes_activation_layout()) return {};
-    // A primitive that reads bf16 would rather be given bf16 (upload converts a model input).
-    return i == 0 && bf16_src_ ? activation_layout().in_bf16() : activation_layout();
+    // A primitive that reads bf16 would rather be given bf16, its residual too (the sum starts
+    // from it, converted to dst's type either way).
+    return bf16_src_ ? activation_layout().in_bf16() : activation_layout();
   }
+  // Computing in bf16, it can write bf16 (stored so where every reader reads bf16: between bf16
+  // convolutions an activation is then neither written nor converted as f32). Not with a fused
+  // depthwise convolution, whose post-op writes f32.
   TensorLayout preferred_output_layout(size_t o) const override {
-    return o == 0 && laid_out_rank() && takes_activation_layout() ? activation_layout()
-                                                                  : TensorLayout{};
+    if (o != 0 || !laid_out_rank() || !takes_activation_layout()) return {};
+    return bf16_src_ && !fused_dw_ ? activation_layout().in_bf16() : activation_layout();
   }
 
  private:

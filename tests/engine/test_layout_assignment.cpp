@@ -258,7 +258,9 @@ TEST(LayoutAssignment, ThreeByThreeModelsTakeWinogradAndItsLayoutOnAvx512) {
     EXPECT_THAT(test::error_of<InvalidArgument>([&] { run_all(model, {}, inputs); }),
                 ::testing::HasSubstr("TROUPE_CONV_WINOGRAD='yes'"));
   }
-  // (bf16 runs on any AVX-512 CPU, emulated where it is not native.)
+  // (bf16 runs on any AVX-512 CPU, emulated where it is not native; without the emulation switch
+  // an AVX-512 CPU without bf16 instructions computes in f32, and takes Winograd.)
+  const test::ScopedEnv emulation("TROUPE_BF16_EMULATION", "1");
   const Outcome bf16 = run_all(model, {{props::inference_precision, "bf16"}}, inputs);
   for (const auto& [node, implementation] : implementations_by_node(*bf16.runtime))
     EXPECT_THAT(implementation, ::testing::Not(::testing::HasSubstr("wino"))) << node;
