@@ -13,6 +13,7 @@
 // running jit_dw on nChw16c instead of brdgmm_dw between reorders).
 #include <omp.h>
 
+#include <optional>
 #include <vector>
 
 #include "kernels/dnnl/dnnl_backend.hpp"
@@ -58,11 +59,15 @@ class BinaryKernel final : public DnnlKernel {
     }
   }
 
+  // In a bf16 graph a laid-out op reads and writes bf16 where its neighbours do (a
+  // squeeze-and-excitation product or a residual sum between bf16 convolutions).
   TensorLayout preferred_input_layout(size_t i) const override {
-    return lays_out_ && i < 2 && full_size_[i] ? activation_layout() : TensorLayout{};
+    if (!lays_out_ || i >= 2 || !full_size_[i]) return {};
+    return bf16_graph() ? activation_layout().in_bf16() : activation_layout();
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return lays_out_ && o == 0 ? activation_layout() : TensorLayout{};
+    if (!lays_out_ || o != 0) return {};
+    return bf16_graph() ? activation_layout().in_bf16() : activation_layout();
   }
 
  protected:
@@ -86,25 +91,51 @@ class BinaryKernel final : public DnnlKernel {
     const TensorLayout dst_layout = output_layout(0);
     const bool laid_out = !dst_layout.is_plain();
     if (laid_out && b != dst && !is_per_channel(Shape(b), Shape(dst))) return false;
-    const dnnl::memory::desc dst_md = tensor_desc(dst, dst_layout);
-    const dnnl::memory::desc a_md = tensor_desc(a, dst_layout);
-    const dnnl::memory::desc b_md =
-        laid_out || b == dst ? tensor_desc(b, dst_layout) : plain_f32(b);
-    dnnl::binary::desc desc(op_.algorithm, a_md, b_md, dst_md);
-    dnnl::binary::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
+    const TensorLayout a_layout = input_layout(swapped_ ? 1 : 0);
+    const TensorLayout b_layout = input_layout(swapped_ ? 0 : 1);
+    // Operands stored as bf16 are read as bf16 and a bf16 output written so (`stored`), or, where
+    // oneDNN has no JIT kernel for those types, everything computed in f32 and converted.
+    const auto type = [](bool bf16) {
+      return bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+    };
+    const bool any_bf16 = a_layout.bf16 || (b == dst && b_layout.bf16) || dst_layout.bf16;
+    auto make = [&](bool stored) {
+      const TensorLayout order = dst_layout.order();
+      Descs d;
+      d.dst = tensor_desc(dst, order, type(stored && dst_layout.bf16));
+      d.a = tensor_desc(a, order, type(stored && a_layout.bf16));
+      d.b = laid_out || b == dst ? tensor_desc(b, order, type(stored && b == dst && b_layout.bf16))
+                                 : plain_f32(b);
+      return d;
+    };
+    Descs descs = make(true);
+    auto primitive_desc = [&](const Descs& d) {
+      return dnnl::binary::primitive_desc(dnnl::binary::desc(op_.algorithm, d.a, d.b, d.dst),
+                                          primitive_attributes(), cpu_engine());
+    };
+    std::optional<dnnl::binary::primitive_desc> pd;
+    try {
+      pd = primitive_desc(descs);
+    } catch (const dnnl::error&) {
+      if (!any_bf16) throw;
+    }
+    if (any_bf16 && (!pd || is_reference(*pd))) {
+      descs = make(false);
+      pd = primitive_desc(descs);
+    }
     rows_ = false;
-    if (is_reference(pd)) {
+    if (is_reference(*pd)) {
       // oneDNN answers layouts its JIT kernels decline with its reference kernel: then plain.
       // The rows read plain tensors only.
       if (laid_out || !input_layout(0).is_plain() || !input_layout(1).is_plain()) return false;
       return plan_rows(dst, b);
     }
-    primitive_ = Primitive::of<dnnl::binary>(pd);
-    src0_ = LayoutBridge(tensor_desc(a, input_layout(swapped_ ? 1 : 0)), a_md);
-    src1_ = b == dst ? LayoutBridge(tensor_desc(b, input_layout(swapped_ ? 0 : 1)), b_md)
-                     : LayoutBridge(b_md, b_md);
-    dst_ = unbound_memory(dst_md);
-    set_impl(pd);
+    primitive_ = Primitive::of<dnnl::binary>(*pd);
+    src0_ = LayoutBridge(tensor_desc(a, a_layout), descs.a);
+    src1_ =
+        b == dst ? LayoutBridge(tensor_desc(b, b_layout), descs.b) : LayoutBridge(descs.b, descs.b);
+    dst_ = LayoutBridge(tensor_desc(dst, dst_layout), descs.dst);
+    set_impl(*pd);
     return true;
   }
 
@@ -114,14 +145,20 @@ class BinaryKernel final : public DnnlKernel {
                outputs[0].data<float>());
       return;
     }
-    bind(dst_, outputs[0]);
     primitive_.execute(stream_,
                        {{DNNL_ARG_SRC_0, src0_.to_internal(inputs[swapped_ ? 1 : 0], stream_)},
                         {DNNL_ARG_SRC_1, src1_.to_internal(inputs[swapped_ ? 0 : 1], stream_)},
-                        {DNNL_ARG_DST, dst_}});
+                        {DNNL_ARG_DST, dst_.output_memory(outputs[0])}});
+    dst_.from_internal(outputs[0], stream_);
   }
 
  private:
+  struct Descs {
+    dnnl::memory::desc a, b, dst;
+  };
+
+  bool bf16_graph() const { return compute_type() == dnnl::memory::data_type::bf16; }
+
   // [N or 1, C, 1, 1] against a 4-D output of C channels ([N or 1, C, 1] against a 3-D one).
   static bool is_per_channel(const Shape& s, const Shape& out) {
     if (s.rank() != out.rank()) return false;
@@ -211,7 +248,7 @@ class BinaryKernel final : public DnnlKernel {
   Primitive primitive_;
   LayoutBridge src0_;
   LayoutBridge src1_;
-  dnnl::memory dst_;
+  LayoutBridge dst_;
 };
 
 }  // namespace

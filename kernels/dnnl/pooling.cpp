@@ -59,25 +59,42 @@ class PoolingKernel final : public SrcDstKernel {
     // Pooling runs in the layout of its source; plain tensors are pooled in the blocked layout
     // too (the reorders cost less than oneDNN's plain-layout pooling, which is not vectorized).
     // A destination in another layout than the primitive's is reordered after it.
+    // A source stored as bf16 is pooled in bf16 (oneDNN pools bf16 into bf16), where oneDNN can.
     const dnnl::memory::desc src_md = tensor_desc(src, input_layout(0), type_);
     const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0), type_);
-    const TensorLayout internal = layout();
-    dnnl::pooling_v2_forward::desc desc(
-        dnnl::prop_kind::forward_inference, algorithm, tensor_desc(src, internal, type_),
-        tensor_desc(dst, internal, type_), strides, kernel, dilation, pad_l, pad_r);
-    dnnl::pooling_v2_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
-    return adopt<dnnl::pooling_v2_forward>(pd, src_md, dst_md);
+    auto make = [&](dnnl::memory::data_type type) {
+      const TensorLayout internal = layout();
+      dnnl::pooling_v2_forward::desc desc(
+          dnnl::prop_kind::forward_inference, algorithm, tensor_desc(src, internal, type),
+          tensor_desc(dst, internal, type), strides, kernel, dilation, pad_l, pad_r);
+      return dnnl::pooling_v2_forward::primitive_desc(desc, primitive_attributes(), cpu_engine());
+    };
+    if (input_layout(0).bf16) {
+      try {
+        const auto pd = make(dnnl::memory::data_type::bf16);
+        if (!is_reference(pd)) return adopt<dnnl::pooling_v2_forward>(pd, src_md, dst_md);
+      } catch (const dnnl::error&) {
+        // no bf16 pooling here: pooled in f32, the source converted
+      }
+    }
+    return adopt<dnnl::pooling_v2_forward>(make(type_), src_md, dst_md);
   }
 
  public:
+  // In a bf16 graph it reads and writes bf16 where its neighbours do (layout_assignment), so the
+  // activations between bf16 convolutions stay bf16 through the pooling.
   TensorLayout preferred_input_layout(size_t i) const override {
-    return i == 0 ? layout() : TensorLayout{};
+    if (i != 0) return {};
+    return bf16_graph() ? layout().in_bf16() : layout();
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return o == 0 ? layout() : TensorLayout{};
+    if (o != 0) return {};
+    return bf16_graph() ? layout().in_bf16() : layout();
   }
 
  private:
+  bool bf16_graph() const { return !int8_ && compute_type() == dnnl::memory::data_type::bf16; }
+
   TensorLayout layout() const {
     return int8_ ? TensorLayout::channels_last_order() : activation_layout();
   }

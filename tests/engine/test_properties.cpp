@@ -301,20 +301,21 @@ TEST(InferencePrecision, UploadConvertsAnInputOnlyBf16KernelsReadToBf16) {
   for (size_t i = 0; i < deviations.size(); ++i)
     EXPECT_LT(deviations[i].worst, 2e-2f * deviations[i].scale) << "request " << i;
 
-  // The same input also read by an f32 Mul: it stays f32.
-  ModelBuilder b("conv_and_mul");
+  // The same input also read by an f32 Sigmoid: it stays f32.
+  ModelBuilder b("conv_and_sigmoid");
   auto x = b.input("x", ElementType::f32, {1, 8, 6, 6});
   auto w = b.constant("w", test::random_tensor(Shape{8, 8, 3, 3}, 13));
   auto conv = b.op("Conv", {x, w}, Attributes{{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
   b.output(conv, "y");
-  b.output(b.op("Mul", {x, x}, {}, "square"), "z");
+  b.output(b.op("Sigmoid", {x}, {}, "sigmoid"), "z");
   auto mixed = core.compile_model(b.build(), "CPU", {{props::inference_precision, "bf16"}});
   EXPECT_FALSE(mixed.impl()->context().graph_input_layouts[0].bf16);
 }
 
-// In bf16, a value one bf16 convolution writes and only bf16 convolutions read (as input or as
-// the residual of a fused sum) is stored as bf16: written so by the first, read so by the others,
-// never converted. A value an f32 kernel reads (here the pooling) and the model output stay f32.
+// In bf16, a value one bf16 convolution, pooling or product writes and only such kernels read (as
+// input or as the residual of a fused sum) is stored as bf16: written so by the first,
+// read so by the others, never converted. A value an f32 kernel reads and the model output stay
+// f32.
 // With 16 requests in flight on two streams the outputs stay within bf16's error of f32's.
 TEST(InferencePrecision, ValuesBetweenBf16ConvolutionsAreStoredAsBf16) {
   if (!test::cpu_has_avx512()) GTEST_SKIP() << "oneDNN runs bf16 only on AVX-512";
@@ -330,9 +331,19 @@ TEST(InferencePrecision, ValuesBetweenBf16ConvolutionsAreStoredAsBf16) {
                 name);
   };
   auto first = b.op("Relu", {conv(x, 8, 3, 21, "first")}, {}, "first_relu");
-  auto second = conv(first, 16, 1, 22, "second");
+  auto max_pool = b.op("MaxPool", {first},
+                       Attributes{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                  {"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+                       "max_pool");
+  auto second = conv(max_pool, 16, 1, 22, "second");
   auto third = b.op("Add", {conv(second, 16, 3, 23, "third"), second}, {}, "third_sum");
-  auto pooled = b.op("GlobalAveragePool", {b.op("Relu", {third}, {}, "third_relu")}, {}, "pool");
+  // A squeeze-and-excitation block: the product reads `third` (after its fused Relu) in bf16,
+  // the per-channel scale in f32.
+  auto activated = b.op("Relu", {third}, {}, "third_relu");
+  auto squeeze = b.op("GlobalAveragePool", {activated}, {}, "squeeze");
+  auto excited = b.op("Mul", {activated, b.op("Sigmoid", {squeeze}, {}, "gate")}, {}, "excite");
+  auto fourth = conv(excited, 16, 1, 24, "fourth");
+  auto pooled = b.op("GlobalAveragePool", {fourth}, {}, "pool");
   b.output(b.op("Flatten", {pooled}, {}, "flatten"), "y");
   auto model = b.build();
 
@@ -349,12 +360,18 @@ TEST(InferencePrecision, ValuesBetweenBf16ConvolutionsAreStoredAsBf16) {
   };
   const auto layouts = layouts_of(bf16);
   const auto f32_layouts = layouts_of(f32);
-  // `first` (with its Relu fused) is read by `second` alone; `second` by `third`, as its input
-  // and as the residual its fused sum starts from; `third` by the f32 pooling.
+  // `first` (with its Relu fused) is read by the max pooling alone, which pools in bf16; its
+  // output by `second` alone; `second` by `third`, as its input and as the residual its fused sum
+  // starts from; `third` by a squeeze-and-excitation block's pooling and product; `fourth` by the
+  // global pooling, whose output is f32 for the f32 Flatten.
   ASSERT_EQ(layouts.count("first"), 1u) << ::testing::PrintToString(layouts);
   EXPECT_THAT(layouts.at("first"), ::testing::EndsWith(":bf16"));
+  EXPECT_THAT(layouts.at("max_pool"), ::testing::EndsWith(":bf16"));
   EXPECT_THAT(layouts.at("second"), ::testing::EndsWith(":bf16"));
-  EXPECT_THAT(layouts.at("third"), ::testing::Not(::testing::HasSubstr("bf16")));
+  EXPECT_THAT(layouts.at("third"), ::testing::EndsWith(":bf16"));
+  EXPECT_THAT(layouts.at("excite"), ::testing::EndsWith(":bf16"));
+  EXPECT_THAT(layouts.at("fourth"), ::testing::EndsWith(":bf16"));
+  EXPECT_THAT(layouts.at("pool"), ::testing::Not(::testing::HasSubstr("bf16")));
   for (const auto& [node, layout] : f32_layouts)
     EXPECT_THAT(layout, ::testing::Not(::testing::HasSubstr("bf16"))) << node;
 
