@@ -66,6 +66,9 @@ class Kernel {
   /// with that layout in its request; plain when it takes plain only.
   virtual TensorLayout preferred_input_layout(size_t /*i*/) const { return {}; }
   virtual TensorLayout preferred_output_layout(size_t /*o*/) const { return {}; }
+  /// Whether its laid-out inputs and outputs must all be stored alike, all bf16 or none (a kernel
+  /// that copies bytes and converts nothing).
+  virtual bool stores_one_type() const { return false; }
   /// For constant input `i`: whether the kernel packed it into its own memory, as above.
   virtual PackedConstant packed_constant(size_t /*i*/) const { return {}; }
   /// Drops the kernel's own reference to constant input `i`, for which packed_constant(i) gave a

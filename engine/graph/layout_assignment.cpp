@@ -100,6 +100,31 @@ kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueI
   return layout;
 }
 
+// A kernel that stores its laid-out inputs and outputs alike (Concat's byte copies) gets them all
+// bf16 or none: where they disagree they all stay f32 (their writers can write f32 and their
+// readers read it), until no such kernel disagrees.
+void store_alike(const Model& model, const std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
+                 ValueLayouts& layouts) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t n = 0; n < model.nodes().size(); ++n) {
+      if (!kernels[n] || !kernels[n]->stores_one_type()) continue;
+      std::vector<ValueId> values;
+      for (ValueId v : model.nodes()[n].inputs)
+        if (v != no_value && !layouts[v].order().is_plain()) values.push_back(v);
+      for (ValueId v : model.nodes()[n].outputs)
+        if (v != no_value && !layouts[v].order().is_plain()) values.push_back(v);
+      const bool all_bf16 =
+          std::all_of(values.begin(), values.end(), [&](ValueId v) { return layouts[v].bf16; });
+      if (all_bf16) continue;
+      for (ValueId v : values) {
+        changed = changed || layouts[v].bf16;
+        layouts[v].bf16 = false;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 ValueLayouts assign_layouts(const Model& model,
@@ -112,9 +137,11 @@ ValueLayouts assign_layouts(const Model& model,
   std::set<size_t> excluded;
   for (;;) {
     ValueLayouts layouts(model.values().size());
+    for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v)
+      layouts[v] = layout_of(model, flow, v, kernels, excluded, boundaries);
+    store_alike(model, kernels, layouts);
     std::set<size_t> touched;
     for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v) {
-      layouts[v] = layout_of(model, flow, v, kernels, excluded, boundaries);
       if (layouts[v].is_plain()) continue;
       for (const Port& w : flow.writers[v]) touched.insert(w.node);
       for (const Port& r : flow.readers[v]) touched.insert(r.node);

@@ -1,14 +1,15 @@
-// Concat of f32 tensors as copies of contiguous runs, one per input per outer index. A 4-D join
-// along the channels (the branch joins of GoogLeNet/Inception, SqueezeNet's fire modules,
-// DenseNet) may read and write the model's activation layout, so that the convolutions around it
-// keep theirs instead of every join reordering its inputs to plain and its output back: in
-// channels-last a run is a pixel's channels of one input, channel-blocked ([N][C/b][H][W][b]) it
-// is an input's whole image when its channels fill whole blocks, as the graph compiler lays them
-// out. Measured against oneDNN 2.6's concat primitive (simple:any) on Zen 5: 3x as fast on
-// DenseNet's blocked joins, DenseNet 8-11% faster with channels-last joins, GoogLeNet, SqueezeNet
-// and Inception-v3 unchanged. Inputs in another layout than the output are declined (the graph
-// compiler then keeps the node plain): oneDNN's concat converted them element by element,
-// ShuffleNetV2's joins (blocked in, plain out for its channel shuffle) took 14x as long.
+// Concat of f32 tensors (bf16 between bf16 kernels) as copies of contiguous runs, one per input per
+// outer index. A 4-D join along the channels (the branch joins of GoogLeNet/Inception, SqueezeNet's
+// fire modules, DenseNet) may read and write the model's activation layout, so that the
+// convolutions around it keep theirs instead of every join reordering its inputs to plain and its
+// output back: in channels-last a run is a pixel's channels of one input, channel-blocked
+// ([N][C/b][H][W][b]) it is an input's whole image when its channels fill whole blocks, as the
+// graph compiler lays them out. Measured against oneDNN 2.6's concat primitive (simple:any) on Zen
+// 5: 3x as fast on DenseNet's blocked joins, DenseNet 8-11% faster with channels-last joins,
+// GoogLeNet, SqueezeNet and Inception-v3 unchanged. Inputs in another layout than the output are
+// declined (the graph compiler then keeps the node plain): oneDNN's concat converted them element
+// by element, ShuffleNetV2's joins (blocked in, plain out for its channel shuffle) took 14x as
+// long.
 #include <cstring>
 
 #include "kernels/dnnl/dnnl_backend.hpp"
@@ -33,18 +34,24 @@ class ConcatKernel final : public DnnlKernel {
     lays_out_ = rank == 4 && axis_ == 1 && out.is_static();
   }
 
+  // In a bf16 graph it joins bf16 activations where every input and the output are stored so
+  // (the graph compiler stores them alike: stores_one_type).
   TensorLayout preferred_input_layout(size_t /*i*/) const override {
-    return lays_out_ ? activation_layout() : TensorLayout{};
+    if (!lays_out_) return {};
+    return bf16_graph() ? activation_layout().in_bf16() : activation_layout();
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return lays_out_ && o == 0 ? activation_layout() : TensorLayout{};
+    if (!lays_out_ || o != 0) return {};
+    return bf16_graph() ? activation_layout().in_bf16() : activation_layout();
   }
+  bool stores_one_type() const override { return true; }
 
  protected:
   bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
     const Dims dst = to_dims(outputs[0]);
     const TensorLayout layout = output_layout(0);
-    if (layout.bf16) return false;
+    if (layout.bf16 && layout.order().is_plain()) return false;
+    const size_t element_bytes = layout.bf16 ? 2 : sizeof(float);
     present_.clear();
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (input_layout(i) != layout || inputs[i].rank() != dst.size()) return false;
@@ -60,16 +67,16 @@ class ConcatKernel final : public DnnlKernel {
     if (layout.channels_last) {  // 4-D, joined along the channels (lays_out_)
       outer_ = dst[0] * dst[2] * dst[3];
       for (size_t i : present_)
-        row_bytes_.push_back(static_cast<size_t>(inputs[i][1]) * sizeof(float));
+        row_bytes_.push_back(static_cast<size_t>(inputs[i][1]) * element_bytes);
     } else {  // plain, or [N][C/b][H][W][b] (the same runs as plain, per image)
       for (size_t d = 0; d < axis; ++d) outer_ *= dst[d];
       for (size_t i : present_) {
         int64_t row = 1;
         for (size_t d = axis; d < dst.size(); ++d) row *= inputs[i][d];
-        row_bytes_.push_back(static_cast<size_t>(row) * sizeof(float));
+        row_bytes_.push_back(static_cast<size_t>(row) * element_bytes);
       }
     }
-    set_impl("concat_rows");
+    set_impl(layout.bf16 ? "concat_rows/bf16" : "concat_rows");
     return true;
   }
 
@@ -84,6 +91,8 @@ class ConcatKernel final : public DnnlKernel {
   }
 
  private:
+  bool bf16_graph() const { return compute_type() == dnnl::memory::data_type::bf16; }
+
   int axis_ = 0;
   bool lays_out_ = false;
   std::vector<size_t> present_;  // the inputs with elements, in order

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -415,6 +416,76 @@ TEST(LayoutAssignment, DenseBlockJoinsAndNormalizationsKeepTheActivationLayout) 
   for (const std::string node : {"join0", "norm0", "conv0", "join2", "norm2", "out"})
     EXPECT_EQ(layouts.at(node), layouts.at("stem")) << node;
   EXPECT_EQ(layouts.count("relu0"), 0u);  // fused into norm0
+}
+
+// In bf16 a join whose inputs and output bf16 kernels alone write and read is stored as bf16 whole
+// (an Inception-like block: two branches joined, then a convolution). Where one of them is read by
+// an f32 kernel (a dense block's joins are read by batch normalization) all of the join's values
+// stay f32, in the same layout as in f32, instead of the join declining and its node going plain.
+TEST(LayoutAssignment, Bf16JoinsStoreTheirInputsAndOutputAlike) {
+  if (!test::cpu_has_avx512()) GTEST_SKIP() << "oneDNN runs bf16 only on AVX-512";
+  const test::ScopedEnv emulation("TROUPE_BF16_EMULATION", "1");
+  const AnyMap bf16 = {{props::inference_precision, "bf16"}, {props::num_streams, int64_t{2}}};
+  auto within_bf16_error = [](const Outcome& got, const Outcome& want) {
+    ASSERT_EQ(got.outputs.size(), want.outputs.size());
+    for (size_t r = 0; r < want.outputs.size(); ++r) {
+      float scale = 0.f, worst = 0.f;
+      for (size_t i = 0; i < want.outputs[r].size(); ++i) {
+        scale = std::max(scale, std::abs(want.outputs[r][i]));
+        worst = std::max(worst, std::abs(want.outputs[r][i] - got.outputs[r][i]));
+      }
+      EXPECT_GT(scale, 0.f);
+      EXPECT_LT(worst, 3e-2f * scale) << "request " << r;
+    }
+  };
+
+  ModelBuilder b("inception_block");
+  auto x = b.input("x", ElementType::f32, {1, 8, 8, 8});
+  auto stem = b.op("Relu", {conv(b, x, 8, 16, 3, 1, "stem")}, {}, "stem_relu");
+  auto narrow = conv(b, stem, 16, 16, 1, 2, "narrow");
+  auto wide = conv(b, stem, 16, 16, 3, 3, "wide");
+  auto join = b.op("Concat", {narrow, wide}, {{"axis", int64_t{1}}}, "join");
+  auto head = conv(b, join, 32, 16, 1, 4, "head");
+  b.output(b.op("Flatten", {b.op("GlobalAveragePool", {head}, {}, "gap")}, {}, "flatten"), "y");
+  auto inception = b.build();
+  const auto inputs = inputs_for(*inception, 6);
+  const Outcome f32 = run_all(inception, {}, inputs);
+  const Outcome joined = run_all(inception, bf16, inputs);
+  within_bf16_error(joined, f32);
+  const auto layouts = layouts_by_node(*joined.runtime);
+  for (const char* node : {"stem", "narrow", "wide", "join", "head"})
+    EXPECT_THAT(layouts.at(node), ::testing::EndsWith(":bf16")) << node;
+  EXPECT_THAT(by_node(*joined.runtime, "implementation").at("join"), ::testing::HasSubstr("bf16"));
+
+  ModelBuilder d("dense_block");
+  auto y = d.input("x", ElementType::f32, {1, 8, 8, 8});
+  std::vector<ValueId> features{conv(d, y, 8, 16, 3, 1, "stem")};
+  int64_t channels = 16;
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string n = std::to_string(layer);
+    auto joined_features = d.op("Concat", features, {{"axis", int64_t{1}}}, "join" + n);
+    auto norm = d.op(
+        "BatchNormalization",
+        {joined_features, d.constant("scale" + n, random_tensor({channels}, 40 + layer, 0.5f, 2)),
+         d.constant("shift" + n, random_tensor({channels}, 50 + layer)),
+         d.constant("mean" + n, random_tensor({channels}, 60 + layer)),
+         d.constant("var" + n, random_tensor({channels}, 70 + layer, 0.1f, 2))},
+        {}, "norm" + n);
+    features.push_back(
+        conv(d, d.op("Relu", {norm}, {}, "relu" + n), channels, 16, 3, 80 + layer, "conv" + n));
+    channels += 16;
+  }
+  d.output(d.op("GlobalAveragePool", {d.op("Concat", features, {{"axis", int64_t{1}}}, "out")}, {},
+                "gap"),
+           "y");
+  auto dense = d.build();
+  const Outcome dense_f32 = run_all(dense, {}, inputs);
+  const Outcome dense_bf16 = run_all(dense, bf16, inputs);
+  within_bf16_error(dense_bf16, dense_f32);
+  const auto dense_layouts = layouts_by_node(*dense_bf16.runtime);
+  EXPECT_THAT(dense_layouts.at("stem"), ::testing::MatchesRegex(kActivationLayout));
+  for (const std::string node : {"join0", "conv0", "join1", "conv1", "out"})
+    EXPECT_EQ(dense_layouts.at(node), dense_layouts.at("stem")) << node;
 }
 
 // Inputs and outputs with a whole number of channel blocks stay blocked inside the stream: the
