@@ -1,5 +1,7 @@
 // BatchNormalization (inference, with the running statistics) and LayerNormalization on oneDNN's
 // normalization primitives.
+#include <optional>
+
 #include "engine/ops/fused_post_ops.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
@@ -24,6 +26,17 @@ class BatchNormKernel final : public DnnlKernel {
     lay_out_first_operand(request);
   }
 
+  // In a bf16 graph it reads and writes bf16 where its neighbours do (DenseNet normalizes each
+  // join of bf16 convolution outputs before a bf16 convolution).
+  TensorLayout preferred_input_layout(size_t i) const override {
+    const TensorLayout layout = DnnlKernel::preferred_input_layout(i);
+    return bf16_graph() && !layout.is_plain() ? layout.in_bf16() : layout;
+  }
+  TensorLayout preferred_output_layout(size_t o) const override {
+    const TensorLayout layout = DnnlKernel::preferred_output_layout(o);
+    return bf16_graph() && !layout.is_plain() ? layout.in_bf16() : layout;
+  }
+
  protected:
   bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
     const Dims src = to_dims(inputs[0]);
@@ -31,35 +44,47 @@ class BatchNormKernel final : public DnnlKernel {
     const int64_t channels = src[1];
     for (size_t i = 1; i < 5; ++i)
       if (inputs[i].element_count() != channels) return false;
-    if (input_layout(0).bf16 || output_layout(0).bf16) return false;
     const dnnl::memory::desc data_md = tensor_desc(src, input_layout(0));
     const dnnl::memory::desc out_md = tensor_desc(to_dims(outputs[0]), output_layout(0));
     dnnl::memory::desc channel_md = plain_f32({channels});
     auto flags = dnnl::normalization_flags::use_global_stats |
                  dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     if (fused_relu_) flags |= dnnl::normalization_flags::fuse_norm_relu;
-    dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data_md,
-                                                 epsilon_, flags);
-    dnnl::batch_normalization_forward::primitive_desc pd(desc, primitive_attributes(),
-                                                         cpu_engine());
-    primitive_ = Primitive::of<dnnl::batch_normalization_forward>(pd);
-    src_ = unbound_memory(data_md);
-    dst_ = LayoutBridge(out_md, pd.dst_desc());
+    // It normalizes in its source's type (a bf16 one where oneDNN can, else converted to f32);
+    // the statistics and the arithmetic are f32 either way.
+    auto make = [&](const dnnl::memory::desc& md) {
+      dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, md, epsilon_,
+                                                   flags);
+      return dnnl::batch_normalization_forward::primitive_desc(desc, primitive_attributes(),
+                                                               cpu_engine());
+    };
+    std::optional<dnnl::batch_normalization_forward::primitive_desc> pd;
+    if (input_layout(0).bf16) {
+      try {
+        pd = make(data_md);
+        if (is_reference(*pd)) pd.reset();
+      } catch (const dnnl::error&) {
+        // no bf16 normalization here
+      }
+    }
+    if (!pd) pd = make(tensor_desc(src, input_layout(0).order()));
+    primitive_ = Primitive::of<dnnl::batch_normalization_forward>(*pd);
+    src_ = LayoutBridge(data_md, pd->src_desc());
+    dst_ = LayoutBridge(out_md, pd->dst_desc());
     scale_ = unbound_memory(channel_md);
     shift_ = unbound_memory(channel_md);
     mean_ = unbound_memory(channel_md);
     variance_ = unbound_memory(channel_md);
-    set_impl(pd);
+    set_impl(*pd);
     return true;
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
-    bind(src_, inputs[0]);
     bind(scale_, inputs[1]);
     bind(shift_, inputs[2]);
     bind(mean_, inputs[3]);
     bind(variance_, inputs[4]);
-    primitive_.execute(stream_, {{DNNL_ARG_SRC, src_},
+    primitive_.execute(stream_, {{DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},
                                  {DNNL_ARG_DST, dst_.output_memory(outputs[0])},
                                  {DNNL_ARG_SCALE, scale_},
                                  {DNNL_ARG_SHIFT, shift_},
@@ -69,10 +94,13 @@ class BatchNormKernel final : public DnnlKernel {
   }
 
  private:
+  bool bf16_graph() const { return compute_type() == dnnl::memory::data_type::bf16; }
+
   float epsilon_;
   bool fused_relu_ = false;
   Primitive primitive_;
-  dnnl::memory src_, scale_, shift_, mean_, variance_;
+  dnnl::memory scale_, shift_, mean_, variance_;
+  LayoutBridge src_;
   LayoutBridge dst_;
 };
 
