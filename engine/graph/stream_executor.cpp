@@ -96,7 +96,12 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   for (const auto& [id, tensor] : model->constants()) values[id] = tensor;
   // Intermediate values share buffers where their lifetimes do not overlap; with shapes that
   // depend on the data, each run allocates its own.
-  const MemoryPlan plan = s.data_dependent ? MemoryPlan{} : plan_memory(*model);
+  // A value stored as bf16 between bf16 kernels (layout_assignment) is a bf16 tensor, planned at
+  // its bf16 size.
+  std::vector<ElementType> stored_types(model->values().size(), ElementType::undefined);
+  for (size_t v = 0; v < s.value_layouts.size() && v < stored_types.size(); ++v)
+    if (s.value_layouts[v].bf16) stored_types[v] = ElementType::bf16;
+  const MemoryPlan plan = s.data_dependent ? MemoryPlan{} : plan_memory(*model, stored_types);
   std::vector<std::shared_ptr<void>> buffers;
   for (size_t bytes : plan.buffer_bytes) {
     constexpr size_t alignment = 64;  // what Tensor's own allocations and oneDNN prefer
@@ -108,10 +113,9 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     const int buffer = plan.buffer_of[v];
     if (buffer == MemoryPlan::unplanned) continue;
     const std::shared_ptr<void>& storage = buffers[static_cast<size_t>(buffer)];
-    // A value stored as bf16 between bf16 kernels (layout_assignment) is a bf16 tensor.
-    const bool bf16 = static_cast<size_t>(v) < s.value_layouts.size() && s.value_layouts[v].bf16;
-    values[v] = Tensor(bf16 ? ElementType::bf16 : model->value(v).type, model->value(v).shape,
-                       storage, storage.get());
+    const ElementType stored = stored_types[v];
+    values[v] = Tensor(stored == ElementType::undefined ? model->value(v).type : stored,
+                       model->value(v).shape, storage, storage.get());
   }
   std::unordered_map<std::string, size_t> graph_index;
   const auto& graph_nodes = graph_->model->nodes();

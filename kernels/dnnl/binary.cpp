@@ -157,8 +157,6 @@ class BinaryKernel final : public DnnlKernel {
     dnnl::memory::desc a, b, dst;
   };
 
-  bool bf16_graph() const { return compute_type() == dnnl::memory::data_type::bf16; }
-
   // [N or 1, C, 1, 1] against a 4-D output of C channels ([N or 1, C, 1] against a 3-D one).
   static bool is_per_channel(const Shape& s, const Shape& out) {
     if (s.rank() != out.rank()) return false;

@@ -91,8 +91,6 @@ class ConcatKernel final : public DnnlKernel {
   }
 
  private:
-  bool bf16_graph() const { return compute_type() == dnnl::memory::data_type::bf16; }
-
   int axis_ = 0;
   bool lays_out_ = false;
   std::vector<size_t> present_;  // the inputs with elements, in order

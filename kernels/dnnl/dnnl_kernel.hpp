@@ -113,8 +113,11 @@ class DnnlKernel : public Kernel {
   /// The data of input i when it is a model constant, else nullptr.
   const Tensor* constant(size_t i) const;
   /// The data type the kernel computes its main operands in: f32, or bf16 where the request asks
-  /// for bf16 inference (the kernel's tensors stay f32; see KernelRequest::compute_precision).
+  /// for bf16 inference (see KernelRequest::compute_precision). Its tensors are f32 unless their
+  /// layout says bf16 (TensorLayout::bf16).
   dnnl::memory::data_type compute_type() const { return compute_type_; }
+  /// Whether the request asks for bf16 inference: the kernel's neighbours may store bf16.
+  bool bf16_graph() const { return compute_type_ == dnnl::memory::data_type::bf16; }
   /// The layouts the graph compiler assigned to input i / output o.
   TensorLayout input_layout(size_t i) const {
     return i < input_layouts_.size() ? input_layouts_[i] : TensorLayout{};

@@ -94,8 +94,6 @@ class BatchNormKernel final : public DnnlKernel {
   }
 
  private:
-  bool bf16_graph() const { return compute_type() == dnnl::memory::data_type::bf16; }
-
   float epsilon_;
   bool fused_relu_ = false;
   Primitive primitive_;

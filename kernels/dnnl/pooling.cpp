@@ -85,16 +85,14 @@ class PoolingKernel final : public SrcDstKernel {
   // activations between bf16 convolutions stay bf16 through the pooling.
   TensorLayout preferred_input_layout(size_t i) const override {
     if (i != 0) return {};
-    return bf16_graph() ? layout().in_bf16() : layout();
+    return bf16_graph() && !int8_ ? layout().in_bf16() : layout();
   }
   TensorLayout preferred_output_layout(size_t o) const override {
     if (o != 0) return {};
-    return bf16_graph() ? layout().in_bf16() : layout();
+    return bf16_graph() && !int8_ ? layout().in_bf16() : layout();
   }
 
  private:
-  bool bf16_graph() const { return !int8_ && compute_type() == dnnl::memory::data_type::bf16; }
-
   TensorLayout layout() const {
     return int8_ ? TensorLayout::channels_last_order() : activation_layout();
   }

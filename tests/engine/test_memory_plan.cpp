@@ -73,6 +73,24 @@ TEST(MemoryPlan, ChainNeedsTwoBuffers) {
   EXPECT_EQ(plan.buffer_of[model->outputs()[0]], MemoryPlan::unplanned);
 }
 
+// A value stored in another type than its own (bf16 between bf16 kernels) is planned at that
+// type's size: the chain's two buffers hold 256 bf16 elements each.
+TEST(MemoryPlan, ValuesStoredAsBf16TakeTheirBf16Size) {
+  ModelBuilder b("chain");
+  auto v = b.input("x", ElementType::f32, {1, 256});
+  for (int i = 0; i < 4; ++i) v = b.op("Relu", {v}, {}, "relu" + std::to_string(i));
+  b.output(v, "y");
+  auto model = b.build();
+  std::vector<ElementType> stored(model->values().size(), ElementType::undefined);
+  for (const Node& node : model->nodes())
+    if (node.outputs[0] != model->outputs()[0]) stored[node.outputs[0]] = ElementType::bf16;
+  const MemoryPlan plan = detail::plan_memory(*model, stored);
+  EXPECT_EQ(plan.buffer_bytes.size(), 2u);
+  EXPECT_EQ(plan.total_bytes(), 2u * 256 * 2);
+  EXPECT_EQ(plan.unshared_bytes, 3u * 256 * 2);
+  EXPECT_EQ(detail::plan_memory(*model).total_bytes(), 2u * 256 * 4);
+}
+
 // A Reshape's output is its input's memory, and that memory lives until the view's last reader:
 // `negated` is written after `relu`'s last direct reader, yet must not land in its buffer.
 TEST(MemoryPlan, AViewSharesItsInputsBufferAndKeepsItAlive) {
