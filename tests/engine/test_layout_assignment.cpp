@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -106,6 +107,29 @@ std::shared_ptr<Model> residual_cnn() {
   auto head = conv(b, out, 16, 24, 1, 4, "head");
   auto gap = b.op("GlobalAveragePool", {head}, {}, "gap");
   b.output(b.op("Flatten", {gap}, {{"axis", int64_t{1}}}, "flatten"), "y");
+  return b.build();
+}
+
+// A DenseNet-like block on x [1, 8, 8, 8]: a stem convolution of `stem_channels`, then `layers`
+// times a join of every feature so far ("join<i>"), `prepare` applied to it, and a 3x3 convolution
+// ("conv<i>") adding 16 channels; the output is the global average of the last join ("out").
+std::shared_ptr<Model> dense_block(
+    int64_t stem_channels, int layers,
+    const std::function<ValueId(ModelBuilder&, ValueId, int64_t, int)>& prepare) {
+  ModelBuilder b("dense_block");
+  auto x = b.input("x", ElementType::f32, {1, 8, 8, 8});
+  std::vector<ValueId> features{conv(b, x, 8, stem_channels, 3, 1, "stem")};
+  int64_t channels = stem_channels;
+  for (int layer = 0; layer < layers; ++layer) {
+    const std::string n = std::to_string(layer);
+    auto join = b.op("Concat", features, {{"axis", int64_t{1}}}, "join" + n);
+    features.push_back(
+        conv(b, prepare(b, join, channels, layer), channels, 16, 3, 80 + layer, "conv" + n));
+    channels += 16;
+  }
+  b.output(b.op("GlobalAveragePool", {b.op("Concat", features, {{"axis", int64_t{1}}}, "out")}, {},
+                "gap"),
+           "y");
   return b.build();
 }
 
@@ -385,27 +409,16 @@ TEST(LayoutAssignment, SqueezeExcitationBlocksKeepTheActivationLayout) {
 // convolution. The joins and the normalizations keep the activation layout, so no reorder runs
 // between the convolutions.
 TEST(LayoutAssignment, DenseBlockJoinsAndNormalizationsKeepTheActivationLayout) {
-  ModelBuilder b("dense_block");
-  auto x = b.input("x", ElementType::f32, {1, 8, 8, 8});
-  std::vector<ValueId> features{conv(b, x, 8, 32, 3, 1, "stem")};
-  int64_t channels = 32;
-  for (int layer = 0; layer < 3; ++layer) {
+  auto model = dense_block(32, 3, [](ModelBuilder& b, ValueId join, int64_t channels, int layer) {
     const std::string n = std::to_string(layer);
-    auto join = b.op("Concat", features, {{"axis", int64_t{1}}}, "join" + n);
     auto norm = b.op("BatchNormalization",
                      {join, b.constant("scale" + n, random_tensor({channels}, 40 + layer, 0.5f, 2)),
                       b.constant("shift" + n, random_tensor({channels}, 50 + layer)),
                       b.constant("mean" + n, random_tensor({channels}, 60 + layer)),
                       b.constant("var" + n, random_tensor({channels}, 70 + layer, 0.1f, 2))},
                      {}, "norm" + n);
-    auto act = b.op("Relu", {norm}, {}, "relu" + n);
-    features.push_back(conv(b, act, channels, 16, 3, 80 + layer, "conv" + n));
-    channels += 16;
-  }
-  b.output(b.op("GlobalAveragePool", {b.op("Concat", features, {{"axis", int64_t{1}}}, "out")}, {},
-                "gap"),
-           "y");
-  auto model = b.build();
+    return b.op("Relu", {norm}, {}, "relu" + n);
+  });
 
   const auto inputs = inputs_for(*model, 3);
   const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
@@ -463,21 +476,9 @@ TEST(LayoutAssignment, Bf16JoinsStoreTheirInputsAndOutputAlike) {
     EXPECT_THAT(layouts.at(node), ::testing::EndsWith(":bf16")) << node;
   EXPECT_THAT(by_node(*joined.runtime, "implementation").at("join"), ::testing::HasSubstr("bf16"));
 
-  ModelBuilder d("dense_block");
-  auto y = d.input("x", ElementType::f32, {1, 8, 8, 8});
-  std::vector<ValueId> features{conv(d, y, 8, 16, 3, 1, "stem")};
-  int64_t channels = 16;
-  for (int layer = 0; layer < 2; ++layer) {
-    const std::string n = std::to_string(layer);
-    auto joined_features = d.op("Concat", features, {{"axis", int64_t{1}}}, "join" + n);
-    auto activated = d.op("Elu", {joined_features}, {}, "elu" + n);
-    features.push_back(conv(d, activated, channels, 16, 3, 80 + layer, "conv" + n));
-    channels += 16;
-  }
-  d.output(d.op("GlobalAveragePool", {d.op("Concat", features, {{"axis", int64_t{1}}}, "out")}, {},
-                "gap"),
-           "y");
-  auto dense = d.build();
+  auto dense = dense_block(16, 2, [](ModelBuilder& b, ValueId join, int64_t, int layer) {
+    return b.op("Elu", {join}, {}, "elu" + std::to_string(layer));
+  });
   const Outcome dense_f32 = run_all(dense, {}, inputs);
   const Outcome dense_bf16 = run_all(dense, bf16, inputs);
   within_bf16_error(dense_bf16, dense_f32);
