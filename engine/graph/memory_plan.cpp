@@ -23,9 +23,8 @@ bool is_view(const Node& node) {
   return views.count(node.op_type) != 0 && node.outputs.size() == 1 && !node.inputs.empty();
 }
 
-size_t byte_size(const ValueInfo& info, ElementType stored = ElementType::undefined) {
-  return static_cast<size_t>(info.shape.element_count()) *
-         element_size(stored == ElementType::undefined ? info.type : stored);
+size_t byte_size(const ValueInfo& info) {
+  return static_cast<size_t>(info.shape.element_count()) * element_size(info.type);
 }
 
 }  // namespace
@@ -81,9 +80,10 @@ MemoryPlan plan_memory(const Model& model, const std::vector<ElementType>& store
         plan.buffer_of[v] = plan.buffer_of[storage(v)];
         continue;
       }
-      const size_t bytes = byte_size(model.value(v), static_cast<size_t>(v) < stored_types.size()
-                                                         ? stored_types[v]
-                                                         : ElementType::undefined);
+      const size_t bytes =
+          static_cast<size_t>(model.value(v).shape.element_count()) *
+          element_size(static_cast<size_t>(v) < stored_types.size() ? stored_types[v]
+                                                                    : model.value(v).type);
       plan.unshared_bytes += bytes;
       // Best fit: the smallest free buffer that holds the value; else grow the largest free one
       // (one allocation instead of two); else a new buffer.

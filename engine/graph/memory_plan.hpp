@@ -30,8 +30,8 @@ struct MemoryPlan {
 /// Plans the intermediate values of a validated model with static shapes. A node's outputs never
 /// share a buffer with its own inputs (kernels do not work in place), except a view's output,
 /// which is its input's memory: the buffer then lives until the last reader of either.
-/// `stored_types`, when given, has per ValueId the type a value is stored in where it is not its
-/// own (bf16 between bf16 kernels), `undefined` elsewhere.
+/// `stored_types`, when given, has per ValueId the type each value is stored in (bf16 between bf16
+/// kernels, else its own); without it, each value's own type.
 MemoryPlan plan_memory(const Model& model, const std::vector<ElementType>& stored_types = {});
 
 }  // namespace troupe::detail

@@ -98,9 +98,11 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   // depend on the data, each run allocates its own.
   // A value stored as bf16 between bf16 kernels (layout_assignment) is a bf16 tensor, planned at
   // its bf16 size.
-  std::vector<ElementType> stored_types(model->values().size(), ElementType::undefined);
-  for (size_t v = 0; v < s.value_layouts.size() && v < stored_types.size(); ++v)
-    if (s.value_layouts[v].bf16) stored_types[v] = ElementType::bf16;
+  std::vector<ElementType> stored_types;
+  for (size_t v = 0; v < model->values().size(); ++v)
+    stored_types.push_back(v < s.value_layouts.size() && s.value_layouts[v].bf16
+                               ? ElementType::bf16
+                               : model->value(static_cast<ValueId>(v)).type);
   const MemoryPlan plan = s.data_dependent ? MemoryPlan{} : plan_memory(*model, stored_types);
   std::vector<std::shared_ptr<void>> buffers;
   for (size_t bytes : plan.buffer_bytes) {
@@ -113,9 +115,7 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     const int buffer = plan.buffer_of[v];
     if (buffer == MemoryPlan::unplanned) continue;
     const std::shared_ptr<void>& storage = buffers[static_cast<size_t>(buffer)];
-    const ElementType stored = stored_types[v];
-    values[v] = Tensor(stored == ElementType::undefined ? model->value(v).type : stored,
-                       model->value(v).shape, storage, storage.get());
+    values[v] = Tensor(stored_types[v], model->value(v).shape, storage, storage.get());
   }
   std::unordered_map<std::string, size_t> graph_index;
   const auto& graph_nodes = graph_->model->nodes();

@@ -13,7 +13,6 @@
 // running jit_dw on nChw16c instead of brdgmm_dw between reorders).
 #include <omp.h>
 
-#include <optional>
 #include <vector>
 
 #include "kernels/dnnl/dnnl_backend.hpp"
@@ -62,12 +61,11 @@ class BinaryKernel final : public DnnlKernel {
   // In a bf16 graph a laid-out op reads and writes bf16 where its neighbours do (a
   // squeeze-and-excitation product or a residual sum between bf16 convolutions).
   TensorLayout preferred_input_layout(size_t i) const override {
-    if (!lays_out_ || i >= 2 || !full_size_[i]) return {};
-    return bf16_graph() ? activation_layout().in_bf16() : activation_layout();
+    return lays_out_ && i < 2 && full_size_[i] ? stored_layout(activation_layout())
+                                               : TensorLayout{};
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    if (!lays_out_ || o != 0) return {};
-    return bf16_graph() ? activation_layout().in_bf16() : activation_layout();
+    return lays_out_ && o == 0 ? stored_layout(activation_layout()) : TensorLayout{};
   }
 
  protected:
@@ -93,49 +91,35 @@ class BinaryKernel final : public DnnlKernel {
     if (laid_out && b != dst && !is_per_channel(Shape(b), Shape(dst))) return false;
     const TensorLayout a_layout = input_layout(swapped_ ? 1 : 0);
     const TensorLayout b_layout = input_layout(swapped_ ? 0 : 1);
-    // Operands stored as bf16 are read as bf16 and a bf16 output written so (`stored`), or, where
-    // oneDNN has no JIT kernel for those types, everything computed in f32 and converted.
-    const auto type = [](bool bf16) {
-      return bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
-    };
+    // Operands stored as bf16 are read as bf16 and a bf16 output written so; where oneDNN has no
+    // JIT kernel for those types (create_in), everything is computed in f32 and converted.
+    const auto f32 = dnnl::memory::data_type::f32;
     const bool any_bf16 = a_layout.bf16 || (b == dst && b_layout.bf16) || dst_layout.bf16;
-    auto make = [&](bool stored) {
+    auto make = [&](dnnl::memory::data_type type) {
+      const auto stored = [&](bool bf16) { return bf16 ? type : f32; };
       const TensorLayout order = dst_layout.order();
-      Descs d;
-      d.dst = tensor_desc(dst, order, type(stored && dst_layout.bf16));
-      d.a = tensor_desc(a, order, type(stored && a_layout.bf16));
-      d.b = laid_out || b == dst ? tensor_desc(b, order, type(stored && b == dst && b_layout.bf16))
-                                 : plain_f32(b);
-      return d;
+      const dnnl::memory::desc b_md = laid_out || b == dst
+                                          ? tensor_desc(b, order, stored(b == dst && b_layout.bf16))
+                                          : plain_f32(b);
+      dnnl::binary::desc desc(op_.algorithm, tensor_desc(a, order, stored(a_layout.bf16)), b_md,
+                              tensor_desc(dst, order, stored(dst_layout.bf16)));
+      return dnnl::binary::primitive_desc(desc, primitive_attributes(), cpu_engine());
     };
-    Descs descs = make(true);
-    auto primitive_desc = [&](const Descs& d) {
-      return dnnl::binary::primitive_desc(dnnl::binary::desc(op_.algorithm, d.a, d.b, d.dst),
-                                          primitive_attributes(), cpu_engine());
-    };
-    std::optional<dnnl::binary::primitive_desc> pd;
-    try {
-      pd = primitive_desc(descs);
-    } catch (const dnnl::error&) {
-      if (!any_bf16) throw;
-    }
-    if (any_bf16 && (!pd || is_reference(*pd))) {
-      descs = make(false);
-      pd = primitive_desc(descs);
-    }
+    const dnnl::binary::primitive_desc pd =
+        create_in(any_bf16 ? dnnl::memory::data_type::bf16 : f32, make, true);
     rows_ = false;
-    if (is_reference(*pd)) {
+    if (is_reference(pd)) {
       // oneDNN answers layouts its JIT kernels decline with its reference kernel: then plain.
       // The rows read plain tensors only.
       if (laid_out || !input_layout(0).is_plain() || !input_layout(1).is_plain()) return false;
       return plan_rows(dst, b);
     }
-    primitive_ = Primitive::of<dnnl::binary>(*pd);
-    src0_ = LayoutBridge(tensor_desc(a, a_layout), descs.a);
-    src1_ =
-        b == dst ? LayoutBridge(tensor_desc(b, b_layout), descs.b) : LayoutBridge(descs.b, descs.b);
-    dst_ = LayoutBridge(tensor_desc(dst, dst_layout), descs.dst);
-    set_impl(*pd);
+    primitive_ = Primitive::of<dnnl::binary>(pd);
+    src0_ = LayoutBridge(tensor_desc(a, a_layout), pd.src_desc(0));
+    src1_ = b == dst ? LayoutBridge(tensor_desc(b, b_layout), pd.src_desc(1))
+                     : LayoutBridge(pd.src_desc(1), pd.src_desc(1));
+    dst_ = LayoutBridge(tensor_desc(dst, dst_layout), pd.dst_desc());
+    set_impl(pd);
     return true;
   }
 
@@ -153,10 +137,6 @@ class BinaryKernel final : public DnnlKernel {
   }
 
  private:
-  struct Descs {
-    dnnl::memory::desc a, b, dst;
-  };
-
   // [N or 1, C, 1, 1] against a 4-D output of C channels ([N or 1, C, 1] against a 3-D one).
   static bool is_per_channel(const Shape& s, const Shape& out) {
     if (s.rank() != out.rank()) return false;

@@ -37,12 +37,10 @@ class ConcatKernel final : public DnnlKernel {
   // In a bf16 graph it joins bf16 activations where every input and the output are stored so
   // (the graph compiler stores them alike: stores_one_type).
   TensorLayout preferred_input_layout(size_t /*i*/) const override {
-    if (!lays_out_) return {};
-    return bf16_graph() ? activation_layout().in_bf16() : activation_layout();
+    return lays_out_ ? stored_layout(activation_layout()) : TensorLayout{};
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    if (!lays_out_ || o != 0) return {};
-    return bf16_graph() ? activation_layout().in_bf16() : activation_layout();
+    return lays_out_ && o == 0 ? stored_layout(activation_layout()) : TensorLayout{};
   }
   bool stores_one_type() const override { return true; }
 
@@ -50,7 +48,6 @@ class ConcatKernel final : public DnnlKernel {
   bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
     const Dims dst = to_dims(outputs[0]);
     const TensorLayout layout = output_layout(0);
-    if (layout.bf16 && layout.order().is_plain()) return false;
     const size_t element_bytes = layout.bf16 ? 2 : sizeof(float);
     present_.clear();
     for (size_t i = 0; i < inputs.size(); ++i) {

@@ -116,8 +116,13 @@ class DnnlKernel : public Kernel {
   /// for bf16 inference (see KernelRequest::compute_precision). Its tensors are f32 unless their
   /// layout says bf16 (TensorLayout::bf16).
   dnnl::memory::data_type compute_type() const { return compute_type_; }
-  /// Whether the request asks for bf16 inference: the kernel's neighbours may store bf16.
-  bool bf16_graph() const { return compute_type_ == dnnl::memory::data_type::bf16; }
+  /// The layout a value in `order` is kept in between kernels of the request's precision: bf16
+  /// in a bf16 graph (for a kernel that reads and writes bf16 where its neighbours do), else
+  /// `order` itself. Plain stays plain.
+  TensorLayout stored_layout(TensorLayout order) const {
+    const bool bf16 = compute_type_ == dnnl::memory::data_type::bf16;
+    return bf16 && !order.is_plain() ? order.in_bf16() : order;
+  }
   /// The layouts the graph compiler assigned to input i / output o.
   TensorLayout input_layout(size_t i) const {
     return i < input_layouts_.size() ? input_layouts_[i] : TensorLayout{};
@@ -152,21 +157,24 @@ class DnnlKernel : public Kernel {
   std::string impl_;
 };
 
-/// make(type), or make(f32) where oneDNN has no implementation computing in `type` (bf16 on
-/// instances without one): a bf16 request never sends a node to the reference kernel.
-template <class Make>
-auto create_in(dnnl::memory::data_type type, Make&& make) {
-  if (type == dnnl::memory::data_type::f32) return make(type);
-  try {
-    return make(type);
-  } catch (const dnnl::error&) {
-    return make(dnnl::memory::data_type::f32);
-  }
-}
-
 /// Whether oneDNN chose one of its reference implementations (`ref:any`, `ref_fused_...`), which
 /// are written for correctness, not speed.
 bool is_reference(const dnnl::primitive_desc_base& pd);
+
+/// make(type), or make(f32) where oneDNN has no implementation computing in `type` (bf16 on
+/// instances without one; with `leave_reference`, also where it has only its reference one): a
+/// bf16 request never sends a node to the reference kernel.
+template <class Make>
+auto create_in(dnnl::memory::data_type type, Make&& make, bool leave_reference = false) {
+  if (type == dnnl::memory::data_type::f32) return make(type);
+  try {
+    auto pd = make(type);
+    if (!leave_reference || !is_reference(pd)) return pd;
+  } catch (const dnnl::error&) {
+    // computed in f32 below
+  }
+  return make(dnnl::memory::data_type::f32);
+}
 
 /// Memory with no data yet (set_data_handle before each execution).
 dnnl::memory unbound_memory(const dnnl::memory::desc& desc);

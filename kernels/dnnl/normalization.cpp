@@ -1,7 +1,5 @@
 // BatchNormalization (inference, with the running statistics) and LayerNormalization on oneDNN's
 // normalization primitives.
-#include <optional>
-
 #include "engine/ops/fused_post_ops.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
@@ -29,12 +27,10 @@ class BatchNormKernel final : public DnnlKernel {
   // In a bf16 graph it reads and writes bf16 where its neighbours do (DenseNet normalizes each
   // join of bf16 convolution outputs before a bf16 convolution).
   TensorLayout preferred_input_layout(size_t i) const override {
-    const TensorLayout layout = DnnlKernel::preferred_input_layout(i);
-    return bf16_graph() && !layout.is_plain() ? layout.in_bf16() : layout;
+    return stored_layout(DnnlKernel::preferred_input_layout(i));
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    const TensorLayout layout = DnnlKernel::preferred_output_layout(o);
-    return bf16_graph() && !layout.is_plain() ? layout.in_bf16() : layout;
+    return stored_layout(DnnlKernel::preferred_output_layout(o));
   }
 
  protected:
@@ -52,30 +48,23 @@ class BatchNormKernel final : public DnnlKernel {
     if (fused_relu_) flags |= dnnl::normalization_flags::fuse_norm_relu;
     // It normalizes in its source's type (a bf16 one where oneDNN can, else converted to f32);
     // the statistics and the arithmetic are f32 either way.
-    auto make = [&](const dnnl::memory::desc& md) {
-      dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, md, epsilon_,
-                                                   flags);
+    auto make = [&](dnnl::memory::data_type type) {
+      dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                                   tensor_desc(src, input_layout(0).order(), type),
+                                                   epsilon_, flags);
       return dnnl::batch_normalization_forward::primitive_desc(desc, primitive_attributes(),
                                                                cpu_engine());
     };
-    std::optional<dnnl::batch_normalization_forward::primitive_desc> pd;
-    if (input_layout(0).bf16) {
-      try {
-        pd = make(data_md);
-        if (is_reference(*pd)) pd.reset();
-      } catch (const dnnl::error&) {
-        // no bf16 normalization here
-      }
-    }
-    if (!pd) pd = make(tensor_desc(src, input_layout(0).order()));
-    primitive_ = Primitive::of<dnnl::batch_normalization_forward>(*pd);
-    src_ = LayoutBridge(data_md, pd->src_desc());
-    dst_ = LayoutBridge(out_md, pd->dst_desc());
+    const auto pd = create_in(
+        input_layout(0).bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32, make);
+    primitive_ = Primitive::of<dnnl::batch_normalization_forward>(pd);
+    src_ = LayoutBridge(data_md, pd.src_desc());
+    dst_ = LayoutBridge(out_md, pd.dst_desc());
     scale_ = unbound_memory(channel_md);
     shift_ = unbound_memory(channel_md);
     mean_ = unbound_memory(channel_md);
     variance_ = unbound_memory(channel_md);
-    set_impl(*pd);
+    set_impl(pd);
     return true;
   }
 

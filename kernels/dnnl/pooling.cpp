@@ -69,32 +69,24 @@ class PoolingKernel final : public SrcDstKernel {
           tensor_desc(dst, internal, type), strides, kernel, dilation, pad_l, pad_r);
       return dnnl::pooling_v2_forward::primitive_desc(desc, primitive_attributes(), cpu_engine());
     };
-    if (input_layout(0).bf16) {
-      try {
-        const auto pd = make(dnnl::memory::data_type::bf16);
-        if (!is_reference(pd)) return adopt<dnnl::pooling_v2_forward>(pd, src_md, dst_md);
-      } catch (const dnnl::error&) {
-        // no bf16 pooling here: pooled in f32, the source converted
-      }
-    }
-    return adopt<dnnl::pooling_v2_forward>(make(type_), src_md, dst_md);
+    return adopt<dnnl::pooling_v2_forward>(
+        input_layout(0).bf16 ? create_in(dnnl::memory::data_type::bf16, make, true) : make(type_),
+        src_md, dst_md);
   }
 
  public:
   // In a bf16 graph it reads and writes bf16 where its neighbours do (layout_assignment), so the
   // activations between bf16 convolutions stay bf16 through the pooling.
   TensorLayout preferred_input_layout(size_t i) const override {
-    if (i != 0) return {};
-    return bf16_graph() && !int8_ ? layout().in_bf16() : layout();
+    return i == 0 ? layout() : TensorLayout{};
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    if (o != 0) return {};
-    return bf16_graph() && !int8_ ? layout().in_bf16() : layout();
+    return o == 0 ? layout() : TensorLayout{};
   }
 
  private:
   TensorLayout layout() const {
-    return int8_ ? TensorLayout::channels_last_order() : activation_layout();
+    return int8_ ? TensorLayout::channels_last_order() : stored_layout(activation_layout());
   }
 
   dnnl::memory::data_type type_ = dnnl::memory::data_type::f32;

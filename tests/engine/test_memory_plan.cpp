@@ -81,7 +81,8 @@ TEST(MemoryPlan, ValuesStoredAsBf16TakeTheirBf16Size) {
   for (int i = 0; i < 4; ++i) v = b.op("Relu", {v}, {}, "relu" + std::to_string(i));
   b.output(v, "y");
   auto model = b.build();
-  std::vector<ElementType> stored(model->values().size(), ElementType::undefined);
+  std::vector<ElementType> stored;
+  for (const ValueInfo& info : model->values()) stored.push_back(info.type);
   for (const Node& node : model->nodes())
     if (node.outputs[0] != model->outputs()[0]) stored[node.outputs[0]] = ElementType::bf16;
   const MemoryPlan plan = detail::plan_memory(*model, stored);
