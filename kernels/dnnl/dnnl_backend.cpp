@@ -4,6 +4,7 @@ namespace troupe::kernels {
 
 void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_convolution(registry);
+  onednn::register_deconvolution(registry);
   onednn::register_matmul(registry);
   onednn::register_pooling(registry);
   onednn::register_eltwise(registry);

@@ -12,9 +12,10 @@ void register_dnnl_kernels(KernelRegistry& registry);
 namespace onednn {
 
 // One family per file under kernels/dnnl/.
-void register_convolution(KernelRegistry& registry);  // Conv
-void register_matmul(KernelRegistry& registry);       // MatMul Gemm
-void register_pooling(KernelRegistry& registry);      // MaxPool AveragePool Global{Average,Max}Pool
+void register_convolution(KernelRegistry& registry);    // Conv
+void register_deconvolution(KernelRegistry& registry);  // ConvTranspose
+void register_matmul(KernelRegistry& registry);         // MatMul Gemm
+void register_pooling(KernelRegistry& registry);  // MaxPool AveragePool Global{Average,Max}Pool
 void register_eltwise(KernelRegistry& registry);  // Relu Sigmoid Tanh Exp Log ... Clip Gelu Round
 void register_softmax(KernelRegistry& registry);  // Softmax LogSoftmax
 void register_normalization(KernelRegistry& registry);   // BatchNormalization LayerNormalization

@@ -28,6 +28,14 @@ float constant_bound(const KernelRequest& request, size_t index, float fallback)
   return static_cast<float>(t.value_at(0));
 }
 
+// Pow's exponent: a constant scalar of any numeric type, else the reference kernel runs it.
+float constant_exponent(const KernelRequest& request) {
+  if (request.inputs.size() != 2 || request.constant_inputs.size() < 2 ||
+      !request.constant_inputs[1] || request.constant_inputs[1]->size() != 1)
+    throw Unsupported{};
+  return static_cast<float>(request.constant_inputs[1]->value_at(0));
+}
+
 EltwiseAlgorithm choose_algorithm(const KernelRequest& request) {
   using alg = dnnl::algorithm;
   const std::string& op = request.node.op_type;
@@ -52,6 +60,9 @@ EltwiseAlgorithm choose_algorithm(const KernelRequest& request) {
             static_cast<float>(a.get_float_or("beta", 0.5)), true};
   if (op == "Round") return {alg::eltwise_round};  // half to even, as ONNX
   if (op == "Reciprocal") return {alg::eltwise_pow, 1.f, -1.f};
+  // x^2 (RMSNorm, variances), x^3 (tanh-GELU written out), x^0.5: exact for 2, 0.5, 1 and -1
+  // (a square, a square root, a division), std::pow's powf otherwise.
+  if (op == "Pow") return {alg::eltwise_pow, 1.f, constant_exponent(request)};
   if (op == "Gelu") {
     std::string approximate = a.get_string_or("approximate", "none");
     if (approximate == "none") return {alg::eltwise_gelu_erf};
@@ -131,6 +142,7 @@ void register_eltwise(KernelRegistry& registry) {
        {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Abs", "Neg", "Elu", "Softplus",
         "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Swish"})
     registry.add(backend_name, backend_priority, op, make_kernel<EltwiseKernel>);
+  registry.add(backend_name, backend_priority, "Pow", make_kernel_for_data<EltwiseKernel>);
 }
 
 }  // namespace troupe::kernels::onednn

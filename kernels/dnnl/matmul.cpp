@@ -205,28 +205,45 @@ class MatMulKernel final : public DnnlKernel {
     }
     // Fused post-ops in the graph compiler's order: bias (the primitive's own), scale, the
     // residual summed into dst (prefilled with it at run), then the activation.
-    dnnl::primitive_attr attr = primitive_attributes();
-    dnnl::post_ops ops;
     Dims bias(rank, 1);
     bias[rank - 1] = y[rank - 1];
     const dnnl::memory::desc bias_md = plain_f32(bias);
     // A 1-D B drops the last dimension of the promoted product: the bias runs along another.
     if (fused_bias_ && (inputs[1].rank() == 1 || inputs[2].element_count() != y[rank - 1]))
       return false;
-    if (scale_ != 1.f) {
-      // Without a bias an output scale is exact; with one, an eltwise post-op after the bias
-      // keeps the contract's order s * (AB + b).
-      if (fused_bias_)
+    auto build = [&](bool sum_first) {
+      dnnl::primitive_attr attr = primitive_attributes();
+      dnnl::post_ops ops;
+      if (sum_first) {
+        // s * (AB + b) + R as (AB + b + R / s) * s: oneDNN's gemm-based matmul (AVX2) takes a
+        // sum only as the first post-op, and answers the other order with its reference kernel.
+        ops.append_sum(1.f / scale_);
         ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, scale_, 0.f);
-      else
-        attr.set_output_scales(0, {scale_});
+      } else {
+        if (scale_ != 1.f) {
+          // Without a bias an output scale is exact; with one, an eltwise post-op after the
+          // bias keeps the contract's order s * (AB + b).
+          if (fused_bias_)
+            ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, scale_, 0.f);
+          else
+            attr.set_output_scales(0, {scale_});
+        }
+        if (fused_sum_) ops.append_sum(1.f);
+      }
+      append_fused_activation(node_, ops);
+      attr.set_post_ops(ops);
+      return core_.build(compute_type(), plain_f32(a), plain_f32(b), constant(1), plain_f32(y),
+                         fused_bias_ ? &bias_md : nullptr, attr, nullptr, stream_);
+    };
+    dnnl::matmul::primitive_desc pd = build(false);
+    if (is_reference(pd) && fused_sum_ && fused_bias_ && scale_ != 1.f && scale_ != 0.f) {
+      try {
+        dnnl::matmul::primitive_desc reordered = build(true);
+        if (!is_reference(reordered)) pd = reordered;
+      } catch (const dnnl::error&) {
+        // keep the first: it runs
+      }
     }
-    if (fused_sum_) ops.append_sum(1.f);
-    append_fused_activation(node_, ops);
-    attr.set_post_ops(ops);
-    dnnl::matmul::primitive_desc pd =
-        core_.build(compute_type(), plain_f32(a), plain_f32(b), constant(1), plain_f32(y),
-                    fused_bias_ ? &bias_md : nullptr, attr, nullptr, stream_);
     set_impl(pd);
     return true;
   }

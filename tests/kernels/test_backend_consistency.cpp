@@ -342,7 +342,7 @@ std::vector<Case> unary_cases(Rng& rng) {
                                {"Neg", -3, 3},         {"LeakyRelu", -3, 3}, {"Elu", -4, 4},
                                {"Softplus", -10, 10},  {"HardSwish", -5, 5}, {"Gelu", -5, 5},
                                {"Clip", -3, 3},        {"Round", -4, 4},     {"Reciprocal", 0.1, 5},
-                               {"HardSigmoid", -6, 6}, {"Swish", -8, 8}};
+                               {"HardSigmoid", -6, 6}, {"Swish", -8, 8},     {"Pow", -3, 3}};
   std::vector<Case> cases;
   for (const Op& op : ops) {
     for (int k = 0; k < 12; ++k) {
@@ -377,6 +377,19 @@ std::vector<Case> unary_cases(Rng& rng) {
         c.inputs.push_back(which == 2 ? Tensor() : Tensor::from_vector<float>({}, {lo}));
         c.inputs.push_back(which == 1 ? Tensor() : Tensor::from_vector<float>({}, {hi}));
         c.constant = {false, true, true};
+      }
+      if (name == "Pow") {
+        // A constant scalar exponent, f32 or i64, of rank 0 or 1; fractional ones on x >= 0.
+        const double exponent = rng.pick<double>({2, 3, 4, -1, 1, 0.5, 1.5, -0.5, 2.5});
+        if (exponent != std::floor(exponent)) {
+          float* p = x.data<float>();
+          for (int64_t i = 0; i < x.size(); ++i) p[i] = std::abs(p[i]) + 0.01f;
+        }
+        const Shape shape = rng.chance(0.5) ? Shape{} : Shape{1};
+        c.inputs = {x, exponent == std::floor(exponent) && rng.chance(0.4)
+                           ? Tensor::from_vector<int64_t>(shape, {static_cast<int64_t>(exponent)})
+                           : Tensor::from_vector<float>(shape, {static_cast<float>(exponent)})};
+        c.constant = {false, true};
       }
       c.node = make_node(name, attrs);
       // oneDNN's log is accurate in absolute terms (about 1e-6), so results near 0 (Log near 1,
@@ -708,6 +721,85 @@ std::vector<Case> winograd_cases(Rng& rng) {
     c.tolerance = {1e-4, 2e-6 * static_cast<double>(channels * 9)};
     c.fast_implementation = true;
     if (test::cpu_has_avx512() && post != 4) c.implementation_part = "wino";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// ConvTranspose as real decoders have it (U-Net upsampling: kernel 2 stride 2; GAN and
+// segmentation heads: kernel 3-4 stride 2 with padding and output_padding), 1-D to 3-D, 2-D also
+// in each activation layout of this ISA: dense, grouped and depthwise, strides 1-3, dilations,
+// symmetric and asymmetric pads, output_padding, output_shape, auto_pad SAME_UPPER/SAME_LOWER,
+// with and without bias, batch 1 to 3, constant weights and (some) weights given at run time.
+std::vector<Case> conv_transpose_cases(Rng& rng) {
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  std::vector<Case> cases;
+  for (int k = 0; k < 72; ++k) {
+    const size_t spatial = k % 8 == 6 ? 1 : k % 8 == 7 ? 3 : 2;
+    const TensorLayout layout = spatial <= 2 ? layouts[(k / 2) % layouts.size()] : TensorLayout{};
+    const int64_t unit = layout.channel_block ? layout.channel_block : rng.pick(ints{1, 3, 4});
+    const int kind = k % 3;  // dense, grouped, depthwise
+    int64_t group = 1, channels = 0, out_per_group = 0;
+    if (kind == 0) {
+      channels = unit * rng.integer(1, 3);
+      out_per_group = unit * rng.integer(1, 3);
+    } else if (kind == 1) {
+      group = rng.pick(ints{2, 4});
+      channels = group * unit * rng.integer(1, 2);
+      out_per_group = unit * rng.integer(1, 2);
+    } else {
+      channels = unit * rng.integer(1, 3);
+      group = channels;
+      out_per_group = 1;
+    }
+    const int64_t batch = rng.integer(1, 3);
+    ints kernel(spatial), strides(spatial), dilations(spatial), pads(2 * spatial),
+        output_padding(spatial), x{batch, channels};
+    for (size_t i = 0; i < spatial; ++i) {
+      kernel[i] = k % 4 == 0 ? 2 : rng.integer(1, spatial == 3 ? 3 : 5);
+      strides[i] = k % 4 == 0 ? 2 : rng.integer(1, 3);
+      dilations[i] = kernel[i] > 1 && rng.chance(0.2) ? 2 : 1;
+      const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+      // Pads that leave at least one output per input step (the output is never empty).
+      pads[i] = rng.integer(0, (extent - 1) / 2);
+      pads[i + spatial] = rng.chance(0.5) ? pads[i] : rng.integer(0, extent - 1 - pads[i]);
+      output_padding[i] = rng.chance(0.3) ? rng.integer(0, strides[i] - 1) : 0;
+      x.push_back(rng.integer(2, spatial == 3 ? 5 : spatial == 1 ? 30 : 12));
+    }
+    ints w{channels, out_per_group};
+    w.insert(w.end(), kernel.begin(), kernel.end());
+    Attributes attrs;
+    if (group > 1) attrs.set("group", group);
+    if (rng.chance(0.7)) attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    const int pad_kind = k % 5;  // pads, pads + output_padding, output_shape, SAME_*, none
+    if (pad_kind <= 1) attrs.set("pads", pads);
+    if (pad_kind == 1) attrs.set("output_padding", output_padding);
+    if (pad_kind == 2) {
+      ints shape(spatial);
+      for (size_t i = 0; i < spatial; ++i)
+        shape[i] = (x[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 -
+                   rng.integer(0, kernel[i] - 1) + output_padding[i];
+      attrs.set("output_shape", shape);
+    }
+    if (pad_kind == 3) attrs.set("auto_pad", rng.pick<std::string>({"SAME_UPPER", "SAME_LOWER"}));
+    Case c;
+    c.node = make_node("ConvTranspose", attrs);
+    c.inputs = {rng.tensor(x), rng.tensor(w),
+                rng.chance(0.7) ? rng.tensor({group * out_per_group}) : Tensor()};
+    c.constant = {false, k % 6 != 5, true};
+    c.input_layouts = {layout};
+    c.output_layout = layout;
+    int64_t reduction = channels / group;
+    for (int64_t d : kernel) reduction *= d;
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(reduction)};
+    c.fast_implementation = true;
+    // SAME with a kernel shorter than the stride pads by a negative amount (output positions no
+    // input reaches), which oneDNN does not take: the reference kernel runs those.
+    if (pad_kind == 3)
+      for (size_t i = 0; i < spatial; ++i)
+        if (kernel[i] < strides[i]) c.must_accept = false;
     cases.push_back(c);
   }
   return cases;
@@ -1199,6 +1291,11 @@ TEST(BackendConsistency, WinogradConvolutions) {
   run_family("winograd (" + test::effective_isa_name() + ")", winograd_cases(rng));
 }
 
+TEST(BackendConsistency, ConvTranspose) {
+  Rng rng(base_seed() + 34);
+  run_family("conv transpose (" + test::effective_isa_name() + ")", conv_transpose_cases(rng));
+}
+
 TEST(BackendConsistency, PoolingInActivationLayouts) {
   Rng rng(base_seed() + 7);
   run_family("pooling layouts (" + test::effective_isa_name() + ")", pooling_layout_cases(rng));
@@ -1482,6 +1579,38 @@ TEST(BackendConsistency, FusedActivationsBiasAndScale) {
   run_family("fused activations", fused_activation_cases(rng));
 }
 
+// A Linear layer whose output is scaled and added to the residual, x + 0.5 * (xW + b), as in a
+// Conformer's half-step feed-forward: bias, scale and sum fused into one MatMul, optionally then
+// an activation. On AVX2 oneDNN's gemm-based matmul takes the sum only as its first post-op, so
+// the kernel reorders the chain; neither ISA may run oneDNN's reference kernel.
+std::vector<Case> scaled_residual_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 12; ++k) {
+    const int64_t m = rng.integer(2, 40), kk = rng.integer(8, 96), n = rng.integer(8, 96);
+    Attributes attrs;
+    attrs.set("fused_bias", int64_t{1});
+    attrs.set("fused_sum", int64_t{1});
+    attrs.set("fused_scale", rng.pick<double>({0.5, 0.25, 0.35355339, 2.0, -1.5}));
+    if (k % 3 == 2) attrs.set("fused_activation", std::string("Relu"));
+    Case c;
+    c.node = make_node("MatMul", attrs);
+    const ints a = k % 2 ? ints{1, m, kk} : ints{m, kk};
+    ints y = a;
+    y.back() = n;
+    c.inputs = {rng.tensor(a), rng.tensor({kk, n}), rng.tensor({n}), rng.tensor(y)};
+    c.constant = {false, true, true, false};
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(kk)};
+    c.fast_implementation = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, MatMulWithScaledResidualRunsFast) {
+  Rng rng(base_seed() + 35);
+  run_family("scaled residual (" + test::effective_isa_name() + ")", scaled_residual_cases(rng));
+}
+
 // Conv, MatMul and Gemm computing in bf16 (INFERENCE_PRECISION_HINT bf16), with and without fused
 // post-ops. Against the reference on bf16-rounded inputs the only differences left are the order
 // of the f32 sums, so the tolerance is f32's, a little wider for the longer dot products.
@@ -1492,6 +1621,9 @@ std::vector<Case> bf16_cases(Rng& rng) {
   cases.insert(cases.end(), products.begin(), products.end());
   std::vector<Case> fused = fused_activation_cases(rng);
   cases.insert(cases.end(), fused.begin(), fused.end());
+  std::vector<Case> transposed = conv_transpose_cases(rng);
+  transposed.resize(12);
+  cases.insert(cases.end(), transposed.begin(), transposed.end());
   for (Case& c : cases) {
     c.precision = ElementType::bf16;
     c.tolerance = {2e-4, 5e-5};
@@ -1760,7 +1892,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv",
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
       "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "Where",
-      "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
@@ -1783,6 +1915,7 @@ TEST(BackendConsistency, DynamicShapesPrepareLazily) {
   const Tensor conv_w = rng.tensor({8, 3, 3, 3});
   const Tensor mm_b = rng.tensor({24, 16});
   const Tensor add_b = rng.tensor({7});
+  const Tensor deconv_w = rng.tensor({6, 4, 2, 2});
   std::vector<Dyn> dyns = {
       {make_node("Conv", Attributes{{"pads", ints{1, 1, 1, 1}}}),
        {Shape{-1, 3, 10, 10}, Shape{8, 3, 3, 3}},
@@ -1802,6 +1935,13 @@ TEST(BackendConsistency, DynamicShapesPrepareLazily) {
           return rng.tensor({n, 5, 7});
         },
         [&](int64_t) { return add_b; }}},
+      // A U-Net's upsampling with a dynamic batch (torchvision exports).
+      {make_node("ConvTranspose", Attributes{{"strides", ints{2, 2}}}),
+       {Shape{-1, 6, 5, 7}, Shape{6, 4, 2, 2}},
+       {[&](int64_t n) {
+          return rng.tensor({n, 6, 5, 7});
+        },
+        [&](int64_t) { return deconv_w; }}},
       // Rows of 32 elements (row copy), then of 8 (a reorder), then 32 again: one kernel switches.
       {make_node("Transpose", Attributes{{"perm", ints{1, 0, 2}}}),
        {Shape{2, 3, -1}},

@@ -1,0 +1,184 @@
+// ConvTranspose (1-D to 3-D, groups, dilations, asymmetric pads, output_padding, output_shape,
+// auto_pad, optional bias) on oneDNN's deconvolution primitive, which computes it as the
+// backward-data pass of the matching convolution with oneDNN's JIT kernels. Like Conv, it reads
+// and writes the activation layout the graph compiler keeps between kernels; weights are packed
+// once.
+#include <optional>
+
+#include "engine/ops/spatial.hpp"
+#include "kernels/dnnl/dnnl_backend.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"
+
+namespace troupe::kernels::onednn {
+
+namespace {
+
+// ONNX ConvTranspose weights [C_in, M/group, k...] as oneDNN's deconvolution weights: logical
+// {OC, IC, k...}, or {G, OC/G, IC/G, k...} grouped, over the same dense memory (in ONNX's order
+// the input channel comes before the output channel, so the strides say so).
+dnnl::memory::desc onnx_deconv_weights(const Dims& onnx, int64_t group) {
+  const Dims kernel(onnx.begin() + 2, onnx.end());
+  int64_t kernel_size = 1;
+  for (int64_t k : kernel) kernel_size *= k;
+  const int64_t group_out = onnx[1];
+  const int64_t group_in = onnx[0] / group;
+  Dims dims = {group_out, group_in};  // OC/G, IC/G
+  Dims strides = {kernel_size, group_out * kernel_size};
+  if (group > 1) {
+    dims.insert(dims.begin(), group);
+    strides.insert(strides.begin(), group_in * group_out * kernel_size);
+  } else {
+    dims[0] = group_out;  // OC
+  }
+  int64_t inner = kernel_size;
+  for (int64_t k : kernel) {
+    inner /= k;
+    dims.push_back(k);
+    strides.push_back(inner);
+  }
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+class DeconvKernel final : public DnnlKernel {
+ public:
+  explicit DeconvKernel(const KernelRequest& request) : DnnlKernel(request) {
+    group_ = request.node.attributes.get_int_or("group", 1);
+    if (group_ < 1 || request.inputs.size() < 2 || !has_input(1) || present_outputs(request) != 1)
+      throw Unsupported{};
+    const size_t rank = request.inputs[0].shape.rank();
+    if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
+    rank_ = rank;
+    std::vector<int64_t> weights_kernel(request.inputs[1].shape.begin() + 2,
+                                        request.inputs[1].shape.end());
+    window_ = spatial::read_window(request.node, rank - 2, weights_kernel);
+  }
+
+ protected:
+  bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) override {
+    const Dims src = to_dims(inputs[0]);
+    const Dims weights = to_dims(inputs[1]);
+    const Dims dst = to_dims(outputs[0]);
+    if (src.size() != rank_ || weights.size() != rank_ || dst.size() != rank_) return false;
+    const int64_t out_channels = weights[1] * group_;
+    if (src[1] != weights[0] || weights[0] % group_ != 0 || dst[1] != out_channels) return false;
+    spatial::Window window = window_;
+    window.kernel.assign(weights.begin() + 2, weights.end());
+    const spatial::Geometry g =
+        spatial::transposed_geometry(node_, window, spatial::spatial_dims(inputs[0]));
+    const size_t n = rank_ - 2;
+    Dims strides(n), dilation(n), pad_l(n), pad_r(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (g.output[i] != dst[2 + i]) return false;
+      strides[i] = window.strides[i];
+      dilation[i] = window.dilations[i] - 1;  // oneDNN counts dilation from 0
+      pad_l[i] = g.pads_begin[i];
+      // The end padding that gives exactly this output (output_padding and output_shape included):
+      // oneDNN's dst = (src - 1) * stride + extent - pad_l - pad_r.
+      const int64_t extent = spatial::dilated_extent(window.kernel[i], window.dilations[i]);
+      pad_r[i] = (src[2 + i] - 1) * strides[i] + extent - dst[2 + i] - pad_l[i];
+    }
+    if (has_input(2) && inputs[2].element_count() != out_channels) return false;
+    const dnnl::memory::desc bias_md = plain_f32({out_channels});
+    const dnnl::memory::desc weights_md = onnx_deconv_weights(weights, group_);
+    const dnnl::memory::desc src_md = tensor_desc(src, input_layout(0));
+    const dnnl::memory::desc dst_md = tensor_desc(dst, output_layout(0));
+
+    auto make = [&](bool assigned_layouts) {
+      return create_in(compute_type(), [&](dnnl::memory::data_type type) {
+        auto any = [](const Dims& dims, dnnl::memory::data_type t) {
+          return dnnl::memory::desc(dims, t, dnnl::memory::format_tag::any);
+        };
+        // A laid-out tensor is read and written in its layout (src converted to the computing
+        // type by the src reorder); a plain one lets the primitive choose. dst is always f32.
+        const TensorLayout src_order = assigned_layouts ? input_layout(0).order() : TensorLayout{};
+        const TensorLayout dst_order = assigned_layouts ? output_layout(0).order() : TensorLayout{};
+        const auto f32 = dnnl::memory::data_type::f32;
+        const dnnl::memory::desc src_choice =
+            src_order.is_plain() ? any(src, type) : tensor_desc(src, src_order, type);
+        const dnnl::memory::desc dst_choice =
+            dst_order.is_plain() ? any(dst, f32) : tensor_desc(dst, dst_order, f32);
+        const dnnl::memory::desc weights_choice = any(weights_md.dims(), type);
+        const auto kind = dnnl::prop_kind::forward_inference;
+        const auto algorithm = dnnl::algorithm::deconvolution_direct;
+        const dnnl::deconvolution_forward::desc desc =
+            has_input(2)
+                ? dnnl::deconvolution_forward::desc(kind, algorithm, src_choice, weights_choice,
+                                                    bias_md, dst_choice, strides, dilation, pad_l,
+                                                    pad_r)
+                : dnnl::deconvolution_forward::desc(kind, algorithm, src_choice, weights_choice,
+                                                    dst_choice, strides, dilation, pad_l, pad_r);
+        return dnnl::deconvolution_forward::primitive_desc(desc, primitive_attributes(),
+                                                           cpu_engine());
+      });
+    };
+    dnnl::deconvolution_forward::primitive_desc pd = make(true);
+    // As for Conv: where oneDNN answers the assigned layouts with its reference kernel, let it
+    // choose the layouts and reorder around the primitive instead.
+    const bool laid_out = !input_layout(0).order().is_plain() || !output_layout(0).is_plain();
+    if (laid_out && is_reference(pd)) {
+      try {
+        dnnl::deconvolution_forward::primitive_desc chosen = make(false);
+        if (!is_reference(chosen)) pd = chosen;
+      } catch (const dnnl::error&) {
+        // keep the reference: it runs
+      }
+    }
+    primitive_ = Primitive::of<dnnl::deconvolution_forward>(pd);
+    bf16_src_ = pd.src_desc().data_type() == dnnl::memory::data_type::bf16;
+    src_ = LayoutBridge(src_md, pd.src_desc());
+    dst_ = LayoutBridge(dst_md, pd.dst_desc());
+    weights_ = PackedWeights(weights_md, pd.weights_desc(), constant(1), stream_);
+    bias_ = unbound_memory(bias_md);
+    set_impl(pd);
+    return true;
+  }
+
+  const PackedWeights* packed_weights(size_t i) const override {
+    return i == 1 ? &weights_ : nullptr;
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},
+        {DNNL_ARG_WEIGHTS, weights_.get(inputs[1], stream_)},
+        {DNNL_ARG_DST, dst_.output_memory(outputs[0])}};
+    if (has_input(2)) {
+      bind(bias_, inputs[2]);
+      args[DNNL_ARG_BIAS] = bias_;
+    }
+    primitive_.execute(stream_, args);
+    dst_.from_internal(outputs[0], stream_);
+  }
+
+ public:
+  // Between convolutions (a U-Net's decoder) it keeps their activation layout, so neither side
+  // reorders; it reads bf16 where it computes in bf16, and writes f32.
+  TensorLayout preferred_input_layout(size_t i) const override {
+    if (i != 0 || !laid_out_rank()) return {};
+    return bf16_src_ ? activation_layout().in_bf16() : activation_layout();
+  }
+  TensorLayout preferred_output_layout(size_t o) const override {
+    return o == 0 && laid_out_rank() ? activation_layout() : TensorLayout{};
+  }
+
+ private:
+  bool laid_out_rank() const { return rank_ == 4 || rank_ == 3; }
+
+  int64_t group_ = 1;
+  size_t rank_ = 0;
+  bool bf16_src_ = false;
+  spatial::Window window_;
+  Primitive primitive_;
+  LayoutBridge src_;
+  LayoutBridge dst_;
+  PackedWeights weights_;
+  dnnl::memory bias_;
+};
+
+}  // namespace
+
+void register_deconvolution(KernelRegistry& registry) {
+  registry.add(backend_name, backend_priority, "ConvTranspose", make_kernel<DeconvKernel>);
+}
+
+}  // namespace troupe::kernels::onednn
