@@ -21,11 +21,19 @@ the other shapes of model users bring:
   shufflenet_v2 mnasnet convnext_tiny vgg11 alexnet vit swin_t
                 torchvision, input f32[N,3,H,W] (224; Inception 299, EfficientNetV2-S 288)
   deeplabv3_mobilenet  DeepLabV3 (MobileNetV3 backbone, ASPP, a Resize to a computed size)
+  unet          a U-Net: max-pooling encoder, ConvTranspose 2x2/2 decoder, Concat skips (256x256)
+  yolo_detector a YOLOv5-style detector: SiLU, C3 Split/Concat, SPPF max pools, nearest Resize,
+                sigmoid heads reshaped to f32[N,6000,85] (320x320)
+  r3d_18        torchvision's 3-D ResNet-18 for video: f32[N,3,8,112,112] (Conv3d, 3-D pooling)
   recurrent     two LSTM layers and a bidirectional GRU over f32[1,64,128]
   bert_tokens   a BERT encoder taking input_ids and attention_mask (i64[1,128]): Gather
                 embeddings, the mask turned into an additive bias
   gpt_decoder   a GPT-2-style decoder (causal mask by Where, tanh GELU, a tied LM head) over
                 input_ids i64[1,128]
+  t5_encoder    a T5-style encoder (RMSNorm, additive position bias, gated tanh-GELU) over
+                f32[1,128,512]
+  conformer     a Conformer speech encoder (conv subsampling, nn.MultiheadAttention, GLU, a
+                31-tap depthwise Conv1d) over filterbank features f32[1,400,80]
 
 For each model NAME it writes
   OUT_DIR/NAME.onnx

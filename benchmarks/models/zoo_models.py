@@ -197,6 +197,147 @@ def deeplabv3_mobilenet(reduced):
     return _SegmentationOut(net), image(reduced, full=320, small=96)
 
 
+class _ConvBnRelu(nn.Sequential):
+    def __init__(self, inputs, outputs):
+        super().__init__(nn.Conv2d(inputs, outputs, 3, padding=1, bias=False),
+                         nn.BatchNorm2d(outputs), nn.ReLU(inplace=True))
+
+
+class UNet(nn.Module):
+    """The original U-Net's shape: a max-pooling encoder, a decoder upsampling with 2x2
+    stride-2 ConvTranspose, skip connections joined by Concat, a 1x1 head."""
+
+    def __init__(self, width, depth, classes=2):
+        super().__init__()
+        channels = [width * 2**i for i in range(depth + 1)]
+        self.down = nn.ModuleList()
+        inputs = 3
+        for c in channels[:-1]:
+            self.down.append(nn.Sequential(_ConvBnRelu(inputs, c), _ConvBnRelu(c, c)))
+            inputs = c
+        self.middle = nn.Sequential(_ConvBnRelu(channels[-2], channels[-1]),
+                                    _ConvBnRelu(channels[-1], channels[-1]))
+        self.upsample = nn.ModuleList(nn.ConvTranspose2d(channels[d + 1], channels[d], 2, 2)
+                                      for d in reversed(range(depth)))
+        self.up = nn.ModuleList(nn.Sequential(_ConvBnRelu(2 * channels[d], channels[d]),
+                                              _ConvBnRelu(channels[d], channels[d]))
+                                for d in reversed(range(depth)))
+        self.head = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for block in self.down:
+            x = block(x)
+            skips.append(x)
+            x = F.max_pool2d(x, 2)
+        x = self.middle(x)
+        for upsample, block in zip(self.upsample, self.up):
+            x = block(torch.cat([upsample(x), skips.pop()], 1))
+        return self.head(x)
+
+
+def unet(reduced):
+    width, depth = (8, 3) if reduced else (32, 4)
+    return UNet(width, depth), image(reduced, full=256, small=64)
+
+
+class _ConvBnSiLU(nn.Module):
+    def __init__(self, inputs, outputs, kernel=1, stride=1):
+        super().__init__()
+        self.conv = nn.Conv2d(inputs, outputs, kernel, stride, kernel // 2, bias=False)
+        self.norm = nn.BatchNorm2d(outputs)
+
+    def forward(self, x):
+        return F.silu(self.norm(self.conv(x)))
+
+
+class _CrossStage(nn.Module):
+    """YOLOv5's C3 block: one half through residual bottlenecks, Split/Concat with the other."""
+
+    def __init__(self, inputs, outputs, blocks):
+        super().__init__()
+        half = outputs // 2
+        self.split = _ConvBnSiLU(inputs, 2 * half)
+        self.blocks = nn.Sequential(*[nn.Sequential(_ConvBnSiLU(half, half),
+                                                    _ConvBnSiLU(half, half, 3))
+                                      for _ in range(blocks)])
+        self.join = _ConvBnSiLU(2 * half, outputs)
+
+    def forward(self, x):
+        a, b = self.split(x).chunk(2, 1)
+        return self.join(torch.cat([self.blocks(a) + a, b], 1))
+
+
+class _SpatialPyramidPool(nn.Module):
+    """YOLOv5's SPPF: three chained 5x5 stride-1 max pools, concatenated."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.reduce = _ConvBnSiLU(channels, channels // 2)
+        self.expand = _ConvBnSiLU(channels * 2, channels)
+
+    def forward(self, x):
+        x = self.reduce(x)
+        pooled = [x]
+        for _ in range(3):
+            pooled.append(F.max_pool2d(pooled[-1], 5, 1, 2))
+        return self.expand(torch.cat(pooled, 1))
+
+
+class Detector(nn.Module):
+    """A YOLOv5-style one-stage detector: SiLU convolutions, C3 blocks, SPPF, a feature pyramid
+    with nearest upsampling (Resize) and Concat, and sigmoid heads reshaped to [N, boxes, 5 +
+    classes] (Reshape/Transpose)."""
+
+    def __init__(self, width, classes):
+        super().__init__()
+        w = width
+        self.stem = _ConvBnSiLU(3, w, 3, 2)
+        self.stage2 = nn.Sequential(_ConvBnSiLU(w, 2 * w, 3, 2), _CrossStage(2 * w, 2 * w, 1))
+        self.stage3 = nn.Sequential(_ConvBnSiLU(2 * w, 4 * w, 3, 2), _CrossStage(4 * w, 4 * w, 2))
+        self.stage4 = nn.Sequential(_ConvBnSiLU(4 * w, 8 * w, 3, 2), _CrossStage(8 * w, 8 * w, 3))
+        self.stage5 = nn.Sequential(_ConvBnSiLU(8 * w, 16 * w, 3, 2),
+                                    _CrossStage(16 * w, 16 * w, 1), _SpatialPyramidPool(16 * w))
+        self.lateral5 = _ConvBnSiLU(16 * w, 8 * w)
+        self.merge4 = _CrossStage(16 * w, 8 * w, 1)
+        self.lateral4 = _ConvBnSiLU(8 * w, 4 * w)
+        self.merge3 = _CrossStage(8 * w, 4 * w, 1)
+        self.outputs = 5 + classes
+        self.heads = nn.ModuleList([nn.Conv2d(4 * w, 3 * self.outputs, 1),
+                                    nn.Conv2d(8 * w, 3 * self.outputs, 1)])
+
+    def forward(self, x):
+        p3 = self.stage3(self.stage2(self.stem(x)))
+        p4 = self.stage4(p3)
+        p5 = self.stage5(p4)
+        up = F.interpolate(self.lateral5(p5), scale_factor=2.0, mode="nearest")
+        f4 = self.merge4(torch.cat([up, p4], 1))
+        up = F.interpolate(self.lateral4(f4), scale_factor=2.0, mode="nearest")
+        f3 = self.merge3(torch.cat([up, p3], 1))
+        boxes = []
+        for head, features in zip(self.heads, (f3, f4)):
+            y = head(features)
+            n, _, h, w = y.shape
+            y = y.view(n, 3, self.outputs, h, w).permute(0, 1, 3, 4, 2).sigmoid()
+            boxes.append(y.reshape(n, -1, self.outputs))
+        return torch.cat(boxes, 1)
+
+
+def yolo_detector(reduced):
+    width, classes = (8, 4) if reduced else (32, 80)
+    return Detector(width, classes), image(reduced, full=320, small=96)
+
+
+def r3d_18(reduced):
+    """torchvision's 3-D ResNet-18 for video (Conv3d, BatchNorm3d, 3-D pooling) over a clip."""
+    if reduced:
+        net = tvm.video.resnet.VideoResNet(tvm.video.resnet.BasicBlock,
+                                           [tvm.video.resnet.Conv3DSimple] * 4, [1, 1, 1, 1],
+                                           tvm.video.resnet.BasicStem, num_classes=10)
+        return net, [("input", torch.randn(1, 3, 4, 32, 32))]
+    return tvm.video.r3d_18(weights=None), [("input", torch.randn(1, 3, 8, 112, 112))]
+
+
 # --- sequence models -------------------------------------------------------------------------
 
 class Recurrent(nn.Module):
@@ -337,6 +478,107 @@ def gpt_decoder(reduced):
     return net, [("input_ids", torch.randint(0, vocab, (1, seq), dtype=torch.int64))]
 
 
+class _RmsNorm(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+class T5Layer(nn.Module):
+    def __init__(self, hidden, heads, intermediate):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = _RmsNorm(hidden)
+        self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
+        self.out = nn.Linear(hidden, hidden, bias=False)
+        self.norm2 = _RmsNorm(hidden)
+        self.gate = nn.Linear(hidden, intermediate, bias=False)
+        self.up = nn.Linear(hidden, intermediate, bias=False)
+        self.down = nn.Linear(intermediate, hidden, bias=False)
+
+    def forward(self, x, position_bias):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, s, 3, self.heads, h // self.heads).permute(
+            2, 0, 3, 1, 4)
+        context = torch.softmax(q @ k.transpose(-1, -2) + position_bias, -1) @ v
+        x = x + self.out(context.transpose(1, 2).reshape(b, s, h))
+        y = self.norm2(x)
+        return x + self.down(F.gelu(self.gate(y), approximate="tanh") * self.up(y))
+
+
+class T5Encoder(nn.Module):
+    """A T5-style encoder: RMSNorm (Pow, ReduceMean, Sqrt, Reciprocal), unscaled attention with a
+    learned additive position bias, gated tanh-GELU feed-forward, no biases."""
+
+    def __init__(self, hidden, heads, intermediate, layers, seq):
+        super().__init__()
+        self.layers = nn.ModuleList(T5Layer(hidden, heads, intermediate) for _ in range(layers))
+        self.position_bias = nn.Parameter(torch.randn(1, heads, seq, seq) * 0.1)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x, self.position_bias)
+        return x
+
+
+def t5_encoder(reduced):
+    hidden, heads, inter, layers, seq = (64, 4, 128, 2, 16) if reduced else (512, 8, 1024, 6, 128)
+    return T5Encoder(hidden, heads, inter, layers, seq), [("input", torch.randn(1, seq, hidden))]
+
+
+class ConformerBlock(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.ffn1 = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.SiLU(),
+                                  nn.Linear(4 * d, d))
+        self.norm_attention = nn.LayerNorm(d)
+        self.attention = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.norm_conv = nn.LayerNorm(d)
+        self.pointwise1 = nn.Conv1d(d, 2 * d, 1)
+        self.depthwise = nn.Conv1d(d, d, 31, padding=15, groups=d)
+        self.norm_depthwise = nn.BatchNorm1d(d)
+        self.pointwise2 = nn.Conv1d(d, d, 1)
+        self.ffn2 = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.SiLU(),
+                                  nn.Linear(4 * d, d))
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, x):
+        x = x + 0.5 * self.ffn1(x)
+        y = self.norm_attention(x)
+        x = x + self.attention(y, y, y, need_weights=False)[0]
+        y = F.glu(self.pointwise1(self.norm_conv(x).transpose(1, 2)), dim=1)
+        y = self.pointwise2(F.silu(self.norm_depthwise(self.depthwise(y))))
+        x = x + y.transpose(1, 2)
+        return self.norm(x + 0.5 * self.ffn2(x))
+
+
+class Conformer(nn.Module):
+    """A Conformer speech encoder: 2-D convolution subsampling of filterbank features, then
+    blocks of macaron feed-forward (SiLU), multi-head attention (nn.MultiheadAttention), and a
+    convolution module (GLU, a 31-tap depthwise Conv1d, BatchNorm1d)."""
+
+    def __init__(self, d, heads, layers, features):
+        super().__init__()
+        self.subsample = nn.Sequential(nn.Conv2d(1, d, 3, 2), nn.ReLU(), nn.Conv2d(d, d, 3, 2),
+                                       nn.ReLU())
+        reduced_features = ((features - 1) // 2 - 1) // 2
+        self.project = nn.Linear(d * reduced_features, d)
+        self.blocks = nn.Sequential(*[ConformerBlock(d, heads) for _ in range(layers)])
+
+    def forward(self, features):
+        y = self.subsample(features.unsqueeze(1))
+        n, c, t, f = y.shape
+        return self.blocks(self.project(y.permute(0, 2, 1, 3).reshape(n, t, c * f)))
+
+
+def conformer(reduced):
+    d, heads, layers, frames = (64, 4, 2, 64) if reduced else (256, 4, 6, 400)
+    return Conformer(d, heads, layers, 80), [("input", torch.randn(1, frames, 80))]
+
+
 # name -> (factory, whether the leading (batch) axis is exported as dynamic)
 ZOO = {
     "resnet18": (resnet18, True),
@@ -360,7 +602,12 @@ ZOO = {
     "vit": (vit, True),
     "swin_t": (swin_t, False),
     "deeplabv3_mobilenet": (deeplabv3_mobilenet, True),
+    "unet": (unet, True),
+    "yolo_detector": (yolo_detector, True),
+    "r3d_18": (r3d_18, True),
     "recurrent": (recurrent, False),
     "bert_tokens": (bert_tokens, False),
     "gpt_decoder": (gpt_decoder, False),
+    "t5_encoder": (t5_encoder, False),
+    "conformer": (conformer, False),
 }
