@@ -1579,6 +1579,74 @@ TEST(BackendConsistency, FusedActivationsBiasAndScale) {
   run_family("fused activations", fused_activation_cases(rng));
 }
 
+// Two-operand Einsum as models write it (attention scores and context in both head orders, Linear
+// layers, batched and broadcast '...' products, outer products, transposed outputs, products with
+// every label a batch label), with random sizes; the kernel reads the operands in place or
+// reorders them, and writes the output in place or through a reorder. Equations it leaves to the
+// reference (a diagonal, a label summed within one operand, a scalar result) are declined.
+std::vector<Case> einsum_cases(Rng& rng) {
+  struct Eq {
+    const char* equation;
+    const char* a;  // the letters' order of each operand's dims
+    const char* b;
+    bool accepted;
+  };
+  const std::vector<Eq> equations = {
+      {"bqhd,bkhd->bhqk", "bqhd", "bkhd", true},
+      {"bhqk,bkhd->bqhd", "bhqk", "bkhd", true},
+      {"bhqd,bhkd->bhqk", "bhqd", "bhkd", true},
+      {"ij,jk->ik", "ij", "jk", true},
+      {"ik,jk->ij", "ik", "jk", true},
+      {"ij,jk->ki", "ij", "jk", true},
+      {"bij,bjk->bik", "bij", "bjk", true},
+      {"abc,cd->abd", "abc", "cd", true},
+      {"i,j->ij", "i", "j", true},
+      {"bn,anm->bam", "bn", "anm", true},
+      {"ij,ij->ij", "ij", "ij", true},
+      {"bid,bjd->bij", "bid", "bjd", true},
+      {"nchw,oc->nohw", "nchw", "oc", true},
+      {"ii,ij->ij", "ii", "ij", false},
+      {"ij,jk->i", "ij", "jk", false},
+      {"i,i->", "i", "i", false},
+  };
+  std::vector<Case> cases;
+  for (const Eq& eq : equations) {
+    for (int k = 0; k < 3; ++k) {
+      std::map<char, int64_t> size;
+      for (char c : std::string(eq.a) + eq.b) size.emplace(c, rng.integer(1, 9));
+      if (std::string(eq.a) == "ii") size['i'] = 4;
+      ints a, b;
+      for (char c : std::string(eq.a)) a.push_back(size[c]);
+      for (char c : std::string(eq.b)) b.push_back(size[c]);
+      Case c;
+      c.node = make_node("Einsum", Attributes{{"equation", std::string(eq.equation)}});
+      c.inputs = {rng.tensor(a), rng.tensor(b)};
+      c.constant = {false, k == 2};
+      c.must_accept = eq.accepted;
+      c.fast_implementation = true;
+      cases.push_back(c);
+    }
+  }
+  // '...' broadcast: a batch of matrices times one matrix, and batches of 1 against n.
+  for (int k = 0; k < 6; ++k) {
+    const int64_t m = rng.integer(1, 7), kk = rng.integer(1, 7), n = rng.integer(1, 7);
+    Case c;
+    c.node = make_node("Einsum", Attributes{{"equation", std::string("...ij,...jk->...ik")}});
+    const int64_t batch = rng.integer(2, 4);
+    c.inputs = {rng.tensor(k % 2 ? ints{batch, 1, m, kk} : ints{batch, 3, m, kk}),
+                rng.tensor(k % 3 == 0 ? ints{kk, n} : ints{1, 3, kk, n})};
+    c.constant = {false, false};
+    c.fast_implementation = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, Einsum) {
+  Rng rng(base_seed() + 36);
+  run_family("einsum (" + test::effective_isa_name() + ")", einsum_cases(rng));
+}
+
 // A Linear layer whose output is scaled and added to the residual, x + 0.5 * (xW + b), as in a
 // Conformer's half-step feed-forward: bias, scale and sum fused into one MatMul, optionally then
 // an activation. On AVX2 oneDNN's gemm-based matmul takes the sum only as its first post-op, so
@@ -1893,6 +1961,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
       "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "Where",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
+      "Einsum",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
