@@ -884,6 +884,43 @@ std::vector<Case> activation_layout_cases(Rng& rng) {
   return cases;
 }
 
+// PRelu as models have it: a slope per channel ([C,1,1] as PyTorch exports nn.PReLU(C), or
+// [1,C,1,1]) or one slope ([1]) on 4-D activations in each layout of this ISA (laid out in, out, or
+// both), and on plain tensors a slope along the last axis, one per element, or of lower rank.
+std::vector<Case> prelu_cases(Rng& rng) {
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  std::vector<Case> cases;
+  for (int k = 0; k < 30; ++k) {
+    Case c;
+    c.node = make_node("PRelu");
+    c.must_accept = true;
+    c.fast_implementation = true;
+    c.tolerance = {1e-6, 1e-7};
+    c.constant = {false, k % 5 != 4};
+    if (k < 18) {
+      const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+      const int64_t unit = layout.channel_block ? layout.channel_block : 3;
+      const int64_t channels = unit * rng.integer(1, 3);
+      const ints x{rng.integer(1, 2), channels, rng.integer(1, 9), rng.integer(1, 9)};
+      const ints slope = k % 3 == 0   ? ints{channels, 1, 1}
+                         : k % 3 == 1 ? ints{1, channels, 1, 1}
+                                      : ints{1};
+      c.inputs = {rng.tensor(x, -4, 4), rng.tensor(slope, -0.5, 0.5)};
+      const int mix = (k / 3) % 3;  // laid out in and out, plain out, plain in
+      c.input_layouts = {mix == 2 ? TensorLayout{} : layout, TensorLayout{}};
+      c.output_layout = mix == 1 ? TensorLayout{} : layout;
+    } else {
+      const ints x = k % 2 ? ints{2, 7, 33} : ints{3, 5, 6, 7};
+      ints slope = x;
+      if (k % 3 == 0) slope = {x.back()};
+      if (k % 3 == 1) slope.erase(slope.begin());
+      c.inputs = {rng.tensor(x, -4, 4), rng.tensor(slope, -0.5, 0.5)};
+    }
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // Broadcasts oneDNN's JIT kernels do not take (the second operand 1 along middle axes, as a
 // shifted-window attention mask [1,W,1,N,N] over [1,W,H,N,N], or along the innermost ones):
 // never oneDNN's reference kernel.
@@ -1305,6 +1342,11 @@ TEST(BackendConsistency, ActivationsAndBatchNormInActivationLayouts) {
   Rng rng(base_seed() + 32);
   run_family("activation layouts (" + test::effective_isa_name() + ")",
              activation_layout_cases(rng));
+}
+
+TEST(BackendConsistency, PRelu) {
+  Rng rng(base_seed() + 37);
+  run_family("prelu (" + test::effective_isa_name() + ")", prelu_cases(rng));
 }
 
 TEST(BackendConsistency, Concat) {
@@ -1961,7 +2003,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
       "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "Where",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
-      "Einsum",
+      "Einsum", "PRelu",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
