@@ -1,9 +1,11 @@
-// Slice and constant-mode Pad as strided copies: whole rows where the innermost axes are
-// contiguous on both sides (memcpy, axes merged into the longest runs), element by element
-// otherwise, the outer rows shared among
-// the stream's threads when there are many. The reference kernels walk every element through an
-// index vector (a ViT's q/k/v Slice of [1,197,2304] took 21 ms there); the plans they read are
-// shared (kernels/reference/slice_pad.hpp), so both take the same starts, steps and pads.
+// Slice and Pad as strided copies: whole rows where the innermost axes are contiguous on both
+// sides (memcpy, axes merged into the longest runs), element by element otherwise, the outer rows
+// shared among the stream's threads when there are many. Pad's reflect, edge and wrap modes then
+// fill the border from the copied interior, one axis at a time (ReflectionPad2d before every
+// convolution of a CycleGAN generator took more than half its time in the reference kernel). The
+// reference kernels walk every element through an index vector (a ViT's q/k/v Slice of [1,197,2304]
+// took 21 ms there); the plans they read are shared (kernels/reference/slice_pad.hpp), so both take
+// the same starts, steps and pads.
 
 #include <omp.h>
 
@@ -123,9 +125,50 @@ class SliceKernel final : public Kernel {
   Node node_;
 };
 
-class ConstantPadKernel final : public Kernel {
+// Fills the padding of `dst` (dims `out`, the input already copied into its interior at
+// `begin`) from the output itself, axis by axis from the innermost: along axis d each pad slab
+// copies the slab the mode maps it to, and a slab spans every axis after d (already complete)
+// while the axes before d walk their interior (their own padding is filled later, from slabs
+// that include this one's).
+void fill_padding(const std::string& mode, uint8_t* dst, const std::vector<int64_t>& out,
+                  const std::vector<int64_t>& in, const std::vector<int64_t>& begin, size_t es) {
+  const size_t rank = out.size();
+  for (size_t d = rank; d-- > 0;) {
+    if (out[d] == in[d]) continue;
+    int64_t slab = static_cast<int64_t>(es);
+    for (size_t i = d + 1; i < rank; ++i) slab *= out[i];
+    int64_t outer = 1;
+    for (size_t i = 0; i < d; ++i) outer *= in[i];
+    // Each pad index along d and the index it copies.
+    std::vector<std::pair<int64_t, int64_t>> copies;
+    for (int64_t o = 0; o < out[d]; ++o)
+      if (o < begin[d] || o >= begin[d] + in[d])
+        copies.emplace_back(o, begin[d] + reference::pad_source(mode, o - begin[d], in[d]));
+    const int64_t bytes = outer * static_cast<int64_t>(copies.size()) * slab;
+#pragma omp parallel for schedule(static) if (bytes > (int64_t{1} << 18) && outer > 1)
+    for (int64_t o = 0; o < outer; ++o) {
+      // The offset of interior position o of the axes before d.
+      int64_t base = 0, rest = o, stride = slab * out[d];
+      for (size_t i = d; i-- > 0;) {
+        base += (begin[i] + rest % in[i]) * stride;
+        rest /= in[i];
+        stride *= out[i];
+      }
+      uint8_t* row = dst + base;
+      if (slab == 4) {  // the innermost axis of f32 or i32: single elements
+        auto* elements = reinterpret_cast<uint32_t*>(row);
+        for (const auto& [to, from] : copies) elements[to] = elements[from];
+      } else {
+        for (const auto& [to, from] : copies)
+          std::memcpy(row + to * slab, row + from * slab, static_cast<size_t>(slab));
+      }
+    }
+  }
+}
+
+class PadKernel final : public Kernel {
  public:
-  explicit ConstantPadKernel(const KernelRequest& r) : node_(r.node) {}
+  explicit PadKernel(const KernelRequest& r) : node_(r.node) {}
   std::string implementation() const override { return "dnnl:strided_copy"; }
 
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
@@ -139,18 +182,27 @@ class ConstantPadKernel final : public Kernel {
                              "them)");
     const size_t es = element_size(in[0].element_type());
     auto* dst = static_cast<uint8_t*>(out[0].raw_data());
-    const auto* fill = static_cast<const uint8_t*>(plan.fill.raw_data());
     const int64_t count = out[0].size();
-    if (std::all_of(fill, fill + es, [](uint8_t b) { return b == 0; })) {
-      std::memset(dst, 0, static_cast<size_t>(count) * es);
-    } else {
-      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * static_cast<int64_t>(es), fill, es);
+    // An empty axis leaves nothing to mirror or repeat: every element is the constant then, as
+    // in the reference kernel.
+    const bool constant =
+        plan.mode == "constant" || std::find(in_dims.begin(), in_dims.end(), 0) != in_dims.end();
+    if (constant) {
+      const auto* fill = static_cast<const uint8_t*>(plan.fill.raw_data());
+      if (std::all_of(fill, fill + es, [](uint8_t b) { return b == 0; })) {
+        std::memset(dst, 0, static_cast<size_t>(count) * es);
+      } else {
+        for (int64_t i = 0; i < count; ++i)
+          std::memcpy(dst + i * static_cast<int64_t>(es), fill, es);
+      }
     }
     const std::vector<int64_t> out_strides = dense_strides(out_dims);
     int64_t offset = 0;
     for (size_t d = 0; d < in_dims.size(); ++d) offset += plan.begin[d] * out_strides[d];
     strided_copy(in_dims, static_cast<const uint8_t*>(in[0].raw_data()), dense_strides(in_dims),
                  dst + offset * static_cast<int64_t>(es), out_strides, es);
+    if (constant || count == 0) return;
+    fill_padding(plan.mode, dst, out_dims, in_dims, plan.begin, es);
   }
 
  private:
@@ -169,8 +221,7 @@ std::unique_ptr<Kernel> make_slice(const KernelRequest& r) {
 }
 
 std::unique_ptr<Kernel> make_pad(const KernelRequest& r) {
-  if (!plain_data(r) || r.node.attributes.get_string_or("mode", "constant") != "constant")
-    return nullptr;
+  if (!plain_data(r)) return nullptr;
   // Negative pads crop; the reference kernel takes them. Pads known only at run time are
   // checked when they arrive.
   if (r.constant_inputs.size() > 1 && r.constant_inputs[1] != nullptr) {
@@ -184,7 +235,7 @@ std::unique_ptr<Kernel> make_pad(const KernelRequest& r) {
     for (int64_t p : r.node.attributes.get_ints_or("pads", {}))
       if (p < 0) return nullptr;
   }
-  return std::make_unique<ConstantPadKernel>(r);
+  return std::make_unique<PadKernel>(r);
 }
 
 }  // namespace

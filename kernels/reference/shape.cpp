@@ -319,8 +319,8 @@ void slice(const Node& node, const Tensors& in, Tensors& out) {
   }
 }
 
-// Where output index i (already shifted by the begin padding) reads in a dimension of size n;
-// -1 means "the constant value".
+}  // namespace
+
 int64_t pad_source(const std::string& mode, int64_t i, int64_t n) {
   if (i >= 0 && i < n) return i;
   if (mode == "constant" || n == 0) return -1;
@@ -333,8 +333,6 @@ int64_t pad_source(const std::string& mode, int64_t i, int64_t n) {
   if (r < 0) r += period;
   return r < n ? r : period - r;
 }
-
-}  // namespace
 
 PadPlan read_pad_plan(const Node& node, const Tensors& in) {
   const size_t rank = in[0].shape().rank();

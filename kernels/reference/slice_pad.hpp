@@ -34,4 +34,9 @@ struct PadPlan {
 /// naming the node when they are inconsistent.
 PadPlan read_pad_plan(const Node& node, const std::vector<Tensor>& inputs);
 
+/// Where output index `i` (already shifted by the begin padding) reads along an axis of `n`
+/// elements in pad mode `mode`: i itself inside, else the edge (edge), the mirror without
+/// repeating the edge element (reflect, period 2(n-1)) or i mod n (wrap); -1 for the constant.
+int64_t pad_source(const std::string& mode, int64_t i, int64_t n);
+
 }  // namespace troupe::kernels::reference

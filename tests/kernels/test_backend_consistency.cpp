@@ -1189,6 +1189,28 @@ std::vector<Case> slice_pad_cases(Rng& rng) {
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
+  // Reflect and edge padding: any axes, pads wider than the axis (reflected again and again),
+  // and image borders as ReflectionPad2d/ReplicationPad2d write them ([N,C,H,W], H and W only),
+  // some large enough to be copied by several threads.
+  for (int k = 0; k < 30; ++k) {
+    const bool image = k % 3 == 2;
+    const ints x = image ? ints{1, rng.integer(1, 48), rng.integer(2, 80), rng.integer(2, 80)}
+                         : rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 7);
+    ints pads(2 * x.size(), 0);
+    const bool reflect = k % 2 == 1;
+    for (size_t d = 0; d < x.size(); ++d) {
+      // ONNX has nothing to mirror along an axis of one element (the schema refuses it).
+      if ((image && d < 2) || (reflect && x[d] == 1)) continue;
+      pads[d] = rng.integer(0, image ? 3 : 9);
+      pads[d + x.size()] = rng.chance(0.5) ? pads[d] : rng.integer(0, image ? 3 : 9);
+    }
+    Case c;
+    c.node = make_node("Pad", Attributes{{"mode", std::string(reflect ? "reflect" : "edge")}});
+    c.inputs = {rng.tensor(x), i64(pads)};
+    c.constant = {false, true};
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
   return cases;
 }
 
