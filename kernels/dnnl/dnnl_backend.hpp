@@ -12,11 +12,12 @@ void register_dnnl_kernels(KernelRegistry& registry);
 namespace onednn {
 
 // One family per file under kernels/dnnl/.
-void register_convolution(KernelRegistry& registry);    // Conv
-void register_deconvolution(KernelRegistry& registry);  // ConvTranspose
-void register_matmul(KernelRegistry& registry);         // MatMul Gemm
-void register_einsum(KernelRegistry& registry);         // Einsum (two operands)
-void register_prelu(KernelRegistry& registry);          // PRelu
+void register_convolution(KernelRegistry& registry);             // Conv
+void register_deconvolution(KernelRegistry& registry);           // ConvTranspose
+void register_matmul(KernelRegistry& registry);                  // MatMul Gemm
+void register_einsum(KernelRegistry& registry);                  // Einsum (two operands)
+void register_prelu(KernelRegistry& registry);                   // PRelu
+void register_instance_normalization(KernelRegistry& registry);  // InstanceNormalization
 void register_pooling(KernelRegistry& registry);  // MaxPool AveragePool Global{Average,Max}Pool
 void register_eltwise(KernelRegistry& registry);  // Relu Sigmoid Tanh Exp Log ... Clip Gelu Round
 void register_softmax(KernelRegistry& registry);  // Softmax LogSoftmax

@@ -884,6 +884,35 @@ std::vector<Case> activation_layout_cases(Rng& rng) {
   return cases;
 }
 
+// InstanceNormalization over 1-D to 3-D instances, batches of 1 to 3, 4-D ones in each layout of
+// this ISA (laid out in, out, or both), with and without epsilon; the statistics are the data's.
+std::vector<Case> instance_norm_cases(Rng& rng) {
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  std::vector<Case> cases;
+  for (int k = 0; k < 24; ++k) {
+    const size_t spatial = k % 6 == 4 ? 1 : k % 6 == 5 ? 3 : 2;
+    const TensorLayout layout =
+        spatial == 2 ? layouts[static_cast<size_t>(k) % layouts.size()] : TensorLayout{};
+    const int64_t unit = layout.channel_block ? layout.channel_block : 3;
+    const int64_t channels = unit * rng.integer(1, 3);
+    ints x{rng.integer(1, 3), channels};
+    for (size_t d = 0; d < spatial; ++d) x.push_back(rng.integer(1, spatial == 3 ? 6 : 24));
+    Attributes attrs;
+    if (rng.chance(0.5)) attrs.set("epsilon", rng.real(1e-6, 1e-2));
+    Case c;
+    c.node = make_node("InstanceNormalization", attrs);
+    c.inputs = {rng.tensor(x, -3, 5), rng.tensor({channels}, 0.5, 2), rng.tensor({channels})};
+    c.constant = {false, true, k % 4 != 3};
+    const int mix = (k / 3) % 3;  // laid out in and out, plain out, plain in
+    c.input_layouts = {mix == 2 ? TensorLayout{} : layout, TensorLayout{}, TensorLayout{}};
+    c.output_layout = mix == 1 ? TensorLayout{} : layout;
+    c.tolerance = {1e-4, 1e-5};
+    c.fast_implementation = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // PRelu as models have it: a slope per channel ([C,1,1] as PyTorch exports nn.PReLU(C), or
 // [1,C,1,1]) or one slope ([1]) on 4-D activations in each layout of this ISA (laid out in, out, or
 // both), and on plain tensors a slope along the last axis, one per element, or of lower rank.
@@ -1364,6 +1393,11 @@ TEST(BackendConsistency, ActivationsAndBatchNormInActivationLayouts) {
   Rng rng(base_seed() + 32);
   run_family("activation layouts (" + test::effective_isa_name() + ")",
              activation_layout_cases(rng));
+}
+
+TEST(BackendConsistency, InstanceNormalization) {
+  Rng rng(base_seed() + 38);
+  run_family("instance norm (" + test::effective_isa_name() + ")", instance_norm_cases(rng));
 }
 
 TEST(BackendConsistency, PRelu) {
@@ -2025,7 +2059,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
       "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "Where",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
-      "Einsum", "PRelu",
+      "Einsum", "PRelu", "InstanceNormalization",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
