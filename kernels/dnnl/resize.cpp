@@ -3,11 +3,12 @@
 // ONNX's half_pixel, and pytorch_half_pixel wherever an output axis is longer than 1 (what torch
 // exports for bilinear upsampling without align_corners), with sizes or with scales whose product
 // is exact (oneDNN samples at output / input size). Nearest mode runs as row copies
-// (nearest_resize.cpp); everything else (cubic, other coordinate modes, roi) on the reference
-// kernel.
+// (nearest_resize.cpp), other linear and cubic ones as separable row sums
+// (interpolating_resize.cpp); tf_crop_and_resize's extrapolation on the reference kernel.
 #include "engine/ops/resize.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/interpolating_resize.hpp"
 #include "kernels/dnnl/nearest_resize.hpp"
 
 namespace troupe::kernels::onednn {
@@ -69,7 +70,8 @@ class ResizeKernel final : public SrcDstKernel {
 void register_resize(KernelRegistry& registry) {
   registry.add(backend_name, backend_priority, "Resize", [](const KernelRequest& request) {
     if (auto nearest = make_nearest_resize(request)) return nearest;
-    return make_kernel_for_data<ResizeKernel>(request);
+    if (auto linear = make_kernel_for_data<ResizeKernel>(request)) return linear;
+    return make_interpolating_resize(request);
   });
 }
 

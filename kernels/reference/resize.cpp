@@ -68,14 +68,7 @@ double cubic_weight(double d, double a) {
   return 0.0;
 }
 
-// How one output index of one axis reads the input: up to four taps (input index, weight).
-// Taps beyond the ends read the edge element, as if X were extended by its edge values.
-struct Sample {
-  int taps = 0;
-  std::array<int64_t, 4> index{};
-  std::array<double, 4> weight{};
-  bool outside = false;  // tf_crop_and_resize sampled outside X: the output is extrapolation_value
-};
+using Sample = ResizeSample;
 
 Sample sample_at(const resize::Attributes& attributes, double x, int64_t in) {
   Sample s;
@@ -197,6 +190,14 @@ bool is_nearest_type(ElementType type) {
 }
 
 }  // namespace
+
+std::vector<std::vector<ResizeSample>> resize_samples(const Node& node,
+                                                      const std::vector<Tensor>& inputs,
+                                                      const std::vector<int64_t>& out_dims) {
+  const std::vector<int64_t>& in_dims = inputs.at(0).shape().dims();
+  if (out_dims.size() != in_dims.size()) return {};
+  return samples_of(resize::read_attributes(node), inputs, in_dims, out_dims);
+}
 
 std::vector<std::vector<int64_t>> nearest_source_indices(const Node& node,
                                                          const std::vector<Tensor>& inputs,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -12,6 +13,21 @@
 namespace troupe::kernels::reference {
 
 void resize(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+
+/// How one output index of one axis reads the input: up to four taps (input index, weight; one
+/// for nearest, two for linear, four for cubic). Taps beyond the ends read the edge element.
+struct ResizeSample {
+  int taps = 0;
+  std::array<int64_t, 4> index{};
+  std::array<double, 4> weight{};
+  bool outside = false;  // tf_crop_and_resize sampled outside X: the output is extrapolation_value
+};
+
+/// Per axis, how each output index of a Resize of `inputs` into `out_dims` samples the input,
+/// with the coordinate transform and weights resize() uses.
+std::vector<std::vector<ResizeSample>> resize_samples(const Node& node,
+                                                      const std::vector<Tensor>& inputs,
+                                                      const std::vector<int64_t>& out_dims);
 
 /// For a nearest-mode Resize of `inputs` into an output of `out_dims`: per axis, the input index
 /// each output index copies, with the coordinate transform and rounding resize() uses. Empty when

@@ -1949,6 +1949,58 @@ TEST(BackendConsistency, ResizeLinear) {
   run_family("resize", resize_cases(rng));
 }
 
+// Linear and cubic Resize with the coordinate transforms oneDNN's resampling does not compute as
+// ONNX does (the separable row sums of kernels/dnnl/interpolating_resize.cpp): align_corners (what
+// torch exports for align_corners=True), asymmetric, tf_half_pixel_for_nn, half_pixel with cubic
+// (bicubic upsampling) and its coefficient and exclude_outside, sizes or scales up and down on the
+// last two axes of ranks 2 to 5; a few also resize a leading axis, which the kernel leaves to the
+// reference.
+std::vector<Case> interpolating_resize_cases(Rng& rng) {
+  const std::vector<std::string> coordinates = {
+      "align_corners", "asymmetric", "tf_half_pixel_for_nn", "half_pixel", "pytorch_half_pixel"};
+  std::vector<Case> cases;
+  for (int k = 0; k < 40; ++k) {
+    const size_t rank = static_cast<size_t>(2 + k % 4);
+    ints x = rng.dims(rank, 1, 5);
+    x[rank - 1] = rng.integer(1, 20);
+    x[rank - 2] = rng.integer(1, 20);
+    Attributes attrs;
+    const bool cubic = k % 3 == 2;
+    attrs.set("mode", std::string(cubic ? "cubic" : "linear"));
+    attrs.set("coordinate_transformation_mode", rng.pick(coordinates));
+    if (cubic && rng.chance(0.5)) attrs.set("cubic_coeff_a", -0.75);
+    if (cubic && rng.chance(0.3)) attrs.set("exclude_outside", int64_t{1});
+    const bool leading = k % 10 == 9;  // a leading axis resized too: the reference's
+    ints sizes = x;
+    sizes[rank - 1] = rng.integer(1, 40);
+    sizes[rank - 2] = rng.integer(1, 40);
+    if (leading) sizes[0] = x[0] + 1;
+    Case c;
+    c.node = make_node("Resize", attrs);
+    if (k % 2 == 0) {
+      c.inputs = {rng.tensor(x), Tensor(), Tensor(),
+                  Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(rank)}, sizes)};
+    } else {
+      std::vector<float> scales(rank, 1.f);
+      for (size_t a = rank - 2; a < rank; ++a)
+        scales[a] = rng.pick(std::vector<float>{0.5f, 1.5f, 2.0f, 3.0f, 4.0f});
+      if (leading) scales[0] = 2.f;
+      c.inputs = {rng.tensor(x), Tensor(),
+                  Tensor::from_vector<float>(Shape{static_cast<int64_t>(rank)}, scales)};
+    }
+    c.constant.assign(c.inputs.size(), true);
+    c.constant[0] = false;
+    c.tolerance = {1e-5, 1e-5};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, ResizeLinearAndCubicAnyCoordinates) {
+  Rng rng(base_seed() + 39);
+  run_family("resize linear/cubic", interpolating_resize_cases(rng));
+}
+
 // Nearest-mode Resize (the row copies of kernels/dnnl/nearest_resize.cpp): every coordinate
 // transform and rounding mode, sizes or scales up and down on any axis (batch and channels too),
 // ranks 1 to 5, and tf_crop_and_resize with a roi sampling outside X (which the
