@@ -18,6 +18,7 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_transpose(registry);
   onednn::register_recurrent(registry);
   onednn::register_strided_copies(registry);
+  onednn::register_rearrangements(registry);
   onednn::register_resize(registry);
   onednn::register_reduction(registry);
   onednn::register_quantized_convolution(registry);

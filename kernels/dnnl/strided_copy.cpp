@@ -15,18 +15,13 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/strided_copy.hpp"
 #include "kernels/reference/slice_pad.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::kernels::onednn {
 
 namespace {
-
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
 
 // Merges each axis into the one inside it wherever both sides store them as one run (a channel
 // slice of a batch-1 NCHW tensor is a single block, not channels x rows copies of 28 floats), and
@@ -57,8 +52,13 @@ void coalesce(std::vector<int64_t>& dims, std::vector<int64_t>& src_strides,
   dst_strides = std::move(t);
 }
 
-// Copies a tensor of `dims` from src (element strides `src_strides`) to dst (`dst_strides`);
-// strides may be negative. Elements are `es` bytes.
+template <class T>
+void copy_elements(const T* src, int64_t src_stride, T* dst, int64_t dst_stride, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dst[i * dst_stride] = src[i * src_stride];
+}
+
+}  // namespace
+
 void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int64_t> src_strides,
                   uint8_t* dst, std::vector<int64_t> dst_strides, size_t es) {
   for (int64_t d : dims)
@@ -87,12 +87,40 @@ void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int
     if (rows) {
       std::memcpy(dst + t * static_cast<int64_t>(es), src + s * static_cast<int64_t>(es),
                   static_cast<size_t>(inner) * es);
+    } else if (es == 4 || es == 8 || es == 2 || es == 1) {
+      // Element by element, as typed loads and stores (a 4-byte memcpy per element cost as much
+      // again).
+      const int64_t from = src_strides[rank - 1], to = dst_strides[rank - 1];
+      switch (es) {
+        case 4:
+          copy_elements(reinterpret_cast<const uint32_t*>(src) + s, from,
+                        reinterpret_cast<uint32_t*>(dst) + t, to, inner);
+          break;
+        case 8:
+          copy_elements(reinterpret_cast<const uint64_t*>(src) + s, from,
+                        reinterpret_cast<uint64_t*>(dst) + t, to, inner);
+          break;
+        case 2:
+          copy_elements(reinterpret_cast<const uint16_t*>(src) + s, from,
+                        reinterpret_cast<uint16_t*>(dst) + t, to, inner);
+          break;
+        default:
+          copy_elements(src + s, from, dst + t, to, inner);
+      }
     } else {
       for (int64_t i = 0; i < inner; ++i)
         std::memcpy(dst + (t + i * dst_strides[rank - 1]) * static_cast<int64_t>(es),
                     src + (s + i * src_strides[rank - 1]) * static_cast<int64_t>(es), es);
     }
   }
+}
+
+namespace {
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  return strides;
 }
 
 class SliceKernel final : public Kernel {

@@ -1243,6 +1243,68 @@ std::vector<Case> slice_pad_cases(Rng& rng) {
   return cases;
 }
 
+// Expand (broadcast axes anywhere, a lower-rank input, f32 and i64), Tile (repeats of 1 to 3 on
+// any axis, 0 too) and DepthToSpace/SpaceToDepth (DCR and CRD, blocks 2 and 3, f32 and u8): exact
+// copies against the reference.
+std::vector<Case> rearrangement_cases(Rng& rng) {
+  auto i64 = [](const ints& v) {
+    return Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(v.size())}, v);
+  };
+  // The same values (whole numbers in [0, 200]) as another element type.
+  auto as_type = [](const Tensor& t, ElementType type) {
+    Tensor result(type, t.shape());
+    for (int64_t i = 0; i < t.size(); ++i) {
+      const auto v = static_cast<int64_t>(std::floor(t.data<float>()[i]));
+      if (type == ElementType::i64) result.data<int64_t>()[i] = v;
+      if (type == ElementType::u8) result.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    }
+    return result;
+  };
+  std::vector<Case> cases;
+  for (int k = 0; k < 16; ++k) {
+    const ints out = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
+    ints in = out;
+    for (auto& d : in)
+      if (rng.chance(0.4)) d = 1;
+    if (in.size() > 1 && rng.chance(0.3)) in.erase(in.begin());
+    Case c;
+    c.node = make_node("Expand");
+    const Tensor x = rng.tensor(in, 0, 200);
+    c.inputs = {k % 3 == 2 ? as_type(x, ElementType::i64) : x, i64(out)};
+    c.constant = {false, true};
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  for (int k = 0; k < 16; ++k) {
+    const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 7);
+    ints repeats(x.size());
+    for (auto& r : repeats) r = k == 15 ? 0 : rng.integer(1, 3);
+    Case c;
+    c.node = make_node("Tile");
+    c.inputs = {rng.tensor(x), i64(repeats)};
+    c.constant = {false, true};
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  for (int k = 0; k < 24; ++k) {
+    const bool to_space = k % 2 == 0;
+    const int64_t b = rng.integer(2, 3);
+    const int64_t n = rng.integer(1, 2), ch = rng.integer(1, 5), h = rng.integer(1, 6) * b,
+                  w = rng.integer(1, 9) * b;
+    Attributes attrs{{"blocksize", b}};
+    if (to_space && k % 4 == 2) attrs.set("mode", std::string("CRD"));
+    Case c;
+    c.node = make_node(to_space ? "DepthToSpace" : "SpaceToDepth", attrs);
+    const Tensor x = to_space ? rng.tensor({n, ch * b * b, h / b, w / b}, 0, 200)
+                              : rng.tensor({n, ch, h, w}, 0, 200);
+    c.inputs = {k % 6 == 5 ? as_type(x, ElementType::u8) : x};
+    c.constant = {false};
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // Where with every operand full-size, broadcast over some axes (a causal mask [1,1,T,T] over
 // [B,H,T,T]) or a scalar, of f32, i64 and boolean elements: the row-wise select against the
 // reference.
@@ -1403,6 +1465,11 @@ TEST(BackendConsistency, InstanceNormalization) {
 TEST(BackendConsistency, PRelu) {
   Rng rng(base_seed() + 37);
   run_family("prelu (" + test::effective_isa_name() + ")", prelu_cases(rng));
+}
+
+TEST(BackendConsistency, ExpandTileDepthToSpaceSpaceToDepth) {
+  Rng rng(base_seed() + 40);
+  run_family("rearrangements", rearrangement_cases(rng));
 }
 
 TEST(BackendConsistency, Concat) {
@@ -2111,7 +2178,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
       "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "Where",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
-      "Einsum", "PRelu", "InstanceNormalization",
+      "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};

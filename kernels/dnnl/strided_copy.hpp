@@ -1,0 +1,16 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace troupe::kernels::onednn {
+
+/// Copies a tensor of `dims` from `src` (element strides `src_strides`, 0 to repeat an element
+/// along an axis, negative to walk backwards) to `dst` (`dst_strides`). Elements are `es` bytes.
+/// Axes that nest on both sides are merged first, so contiguous runs move as whole rows; the
+/// outer rows are shared among the calling stream's threads when the copy is large.
+void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int64_t> src_strides,
+                  uint8_t* dst, std::vector<int64_t> dst_strides, size_t es);
+
+}  // namespace troupe::kernels::onednn
