@@ -1,9 +1,12 @@
 // ReduceMean, ReduceSum, ReduceMax, ReduceMin and ReduceProd on oneDNN's reduction primitive, with
 // the axes known when the kernel is prepared (an attribute or a constant input). The output is
 // described with the reduced axes kept as 1: keepdims changes only its shape, not its memory.
-#include "kernels/reference/reduction.hpp"
+#include <algorithm>
+
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/reference/reduction.hpp"
+#include "troupe/error.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -44,6 +47,10 @@ class ReductionKernel final : public SrcDstKernel {
     const dnnl::memory::desc dst_md = plain_f32(dst);
     dnnl::reduction::desc desc(algorithm_, src_md, dst_md, 0.0f, 0.0f);
     dnnl::reduction::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
+    // oneDNN 2.6's JIT reduction takes the innermost axes only; it answers any other with its
+    // reference kernel (a mean over the channels of [1,21,512,512]: 42 ms), which the row
+    // reduction below beats.
+    if (is_reference(pd)) return false;
     return adopt<dnnl::reduction>(pd, src_md, dst_md);
   }
 
@@ -51,11 +58,118 @@ class ReductionKernel final : public SrcDstKernel {
   dnnl::algorithm algorithm_;
 };
 
+// A reduction over one run of adjacent axes, [outer, n, inner] -> [outer, inner], as n passes
+// over contiguous rows of `inner` elements accumulated element-wise (the channel mean or max of
+// an image, CBAM's spatial attention): what oneDNN's JIT reduction does not take.
+class RowReductionKernel final : public Kernel {
+ public:
+  explicit RowReductionKernel(const KernelRequest& request)
+      : node_(request.node), algorithm_(algorithm_of(request.node.op_type)) {
+    if (request.inputs.size() > 1 && request.inputs[1].type != ElementType::undefined) {
+      if (request.constant_inputs.size() < 2 || !request.constant_inputs[1]) throw Unsupported{};
+      axes_ = *request.constant_inputs[1];
+    }
+  }
+  std::string implementation() const override { return "dnnl:row_reduction"; }
+
+  void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    const Tensor x = inputs[0].contiguous();
+    const std::vector<int64_t>& dims = x.shape().dims();
+    const std::vector<bool> reduced =
+        reference::reduced_dims(node_, {Tensor(), axes_}, dims.size());
+    // The reduced axes (ignoring axes of one element) must be adjacent: [first, last].
+    int64_t first = -1, last = -1;
+    bool adjacent = true;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (!reduced[d] || dims[d] == 1) continue;
+      const auto a = static_cast<int64_t>(d);
+      if (first < 0) first = a;
+      for (int64_t between = last + 1; last >= 0 && between < a; ++between)
+        if (dims[static_cast<size_t>(between)] != 1) adjacent = false;
+      last = a;
+    }
+    if (!adjacent || first < 0) {
+      reference_(inputs, outputs);
+      return;
+    }
+    int64_t outer = 1, n = 1, inner = 1;
+    for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d)
+      (d < first ? outer : d <= last ? n : inner) *= dims[static_cast<size_t>(d)];
+    if (outputs[0].size() != outer * inner)
+      throw ExecutionError(node_.op_type + " node '" + node_.name +
+                           "': output shape does not match the reduction");
+    const float* src = x.data<float>();
+    float* dst = outputs[0].data<float>();
+    const dnnl::algorithm a = algorithm_;
+#pragma omp parallel for schedule(static) if (x.size() > (int64_t{1} << 16) && outer * inner > 1)
+    for (int64_t w = 0; w < outer * ((inner + 1023) / 1024); ++w) {
+      const int64_t blocks = (inner + 1023) / 1024;
+      const int64_t o = w / blocks, begin = (w % blocks) * 1024;
+      const int64_t count = std::min<int64_t>(1024, inner - begin);
+      const float* plane = src + o * n * inner + begin;
+      float* out = dst + o * inner + begin;
+      std::copy(plane, plane + count, out);
+      for (int64_t k = 1; k < n; ++k) {
+        const float* row = plane + k * inner;
+        if (a == dnnl::algorithm::reduction_max)
+          for (int64_t i = 0; i < count; ++i) out[i] = std::max(out[i], row[i]);
+        else if (a == dnnl::algorithm::reduction_min)
+          for (int64_t i = 0; i < count; ++i) out[i] = std::min(out[i], row[i]);
+        else if (a == dnnl::algorithm::reduction_mul)
+          for (int64_t i = 0; i < count; ++i) out[i] *= row[i];
+        else
+          for (int64_t i = 0; i < count; ++i) out[i] += row[i];
+      }
+      if (a == dnnl::algorithm::reduction_mean) {
+        const float scale = 1.f / static_cast<float>(n);
+        for (int64_t i = 0; i < count; ++i) out[i] *= scale;
+      }
+    }
+  }
+
+ private:
+  void reference_(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+    if (!fallback_) {
+      std::vector<ValueInfo> in, out;
+      for (const Tensor& t : inputs) in.push_back({"", t.element_type(), t.shape()});
+      for (const Tensor& t : outputs) out.push_back({"", t.element_type(), t.shape()});
+      fallback_ =
+          KernelRegistry::instance().create_with("reference", KernelRequest{node_, in, out});
+    }
+    fallback_->execute(inputs, outputs);
+  }
+
+  Node node_;
+  dnnl::algorithm algorithm_;
+  Tensor axes_;  // a constant axes input, else empty (the attribute, or all axes)
+  std::unique_ptr<Kernel> fallback_;
+};
+
+std::unique_ptr<Kernel> make_reduction(const KernelRequest& request) {
+  const bool rows = !request.inputs.empty() && request.inputs[0].type == ElementType::f32 &&
+                    request.outputs.size() == 1 && request.outputs[0].type == ElementType::f32 &&
+                    request.input_layout(0) == TensorLayout{};
+  // Keeping the innermost axis, the reduction is oneDNN's reference's whatever the shapes (known
+  // only at run time in a model with a dynamic batch): the rows take it from the start.
+  const size_t rank = request.inputs.empty() ? 0 : request.inputs[0].shape.rank();
+  if (rows && rank > 0 &&
+      (request.inputs.size() < 2 || request.inputs[1].type == ElementType::undefined ||
+       (request.constant_inputs.size() > 1 && request.constant_inputs[1]))) {
+    std::vector<Tensor> given = {Tensor()};
+    if (request.inputs.size() > 1 && request.inputs[1].type != ElementType::undefined)
+      given.push_back(*request.constant_inputs[1]);
+    if (!reference::reduced_dims(request.node, given, rank).back())
+      return construct_kernel<RowReductionKernel>(request);
+  }
+  if (auto kernel = make_kernel_for_data<ReductionKernel>(request)) return kernel;
+  return rows ? construct_kernel<RowReductionKernel>(request) : nullptr;
+}
+
 }  // namespace
 
 void register_reduction(KernelRegistry& registry) {
   for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"})
-    registry.add(backend_name, backend_priority, op, make_kernel_for_data<ReductionKernel>);
+    registry.add(backend_name, backend_priority, op, make_reduction);
 }
 
 }  // namespace troupe::kernels::onednn

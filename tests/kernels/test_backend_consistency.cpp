@@ -1305,6 +1305,68 @@ std::vector<Case> rearrangement_cases(Rng& rng) {
   return cases;
 }
 
+// Reductions that keep the innermost axis (a channel mean or max of an image, as CBAM's spatial
+// attention takes it; over adjacent axes; over axes that are not adjacent, which the row kernel
+// leaves to the reference), ArgMax/ArgMin along any axis with ties and select_last_index, and LRN
+// of odd sizes in each layout of this ISA.
+std::vector<Case> rows_and_lrn_cases(Rng& rng) {
+  std::vector<Case> cases;
+  const std::vector<std::string> reductions = {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum",
+                                               "ReduceProd"};
+  for (int k = 0; k < 20; ++k) {
+    const std::string op = reductions[static_cast<size_t>(k) % reductions.size()];
+    const ints x = k % 4 == 3 ? ints{1, 21, 96, 128}
+                              : ints{rng.integer(1, 3), rng.integer(1, 9), rng.integer(1, 9),
+                                     rng.integer(2, 9)};
+    const ints axes = k % 5 == 4 ? ints{0, 2} : k % 3 == 1 ? ints{1, 2} : ints{1};
+    Attributes attrs{{"axes", axes}};
+    if (rng.chance(0.5)) attrs.set("keepdims", int64_t{0});
+    Case c;
+    c.node = make_node(op, attrs);
+    c.inputs = {op == "ReduceProd" ? rng.tensor(x, 0.9, 1.1) : rng.tensor(x, -2, 2)};
+    c.constant = {false};
+    c.tolerance = {1e-4, 1e-5};
+    c.fast_implementation = true;
+    cases.push_back(c);
+  }
+  for (int k = 0; k < 16; ++k) {
+    const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
+    Attributes attrs;
+    attrs.set("axis", rng.integer(-static_cast<int64_t>(x.size()), x.size() - 1));
+    if (rng.chance(0.5)) attrs.set("keepdims", int64_t{0});
+    if (rng.chance(0.5)) attrs.set("select_last_index", int64_t{1});
+    Tensor t = rng.tensor(x, -3, 3);
+    for (int64_t i = 0; i < t.size(); ++i)  // whole numbers: many ties
+      t.data<float>()[i] = std::round(t.data<float>()[i]);
+    Case c;
+    c.node = make_node(k % 2 ? "ArgMin" : "ArgMax", attrs);
+    c.inputs = {t};
+    c.constant = {false};
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  for (int k = 0; k < 12; ++k) {
+    const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+    const int64_t unit = layout.channel_block ? layout.channel_block : 5;
+    const ints x{rng.integer(1, 2), unit * rng.integer(1, 3), rng.integer(1, 12),
+                 rng.integer(1, 12)};
+    Case c;
+    c.node = make_node("LRN", Attributes{{"size", rng.pick(ints{1, 3, 5})},
+                                         {"alpha", rng.real(1e-4, 1e-2)},
+                                         {"beta", 0.75},
+                                         {"bias", rng.pick<double>({1.0, 2.0})}});
+    c.inputs = {rng.tensor(x, -3, 3)};
+    c.constant = {false};
+    c.input_layouts = {layout};
+    c.output_layout = layout;
+    c.tolerance = {1e-5, 1e-6};
+    c.fast_implementation = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // Where with every operand full-size, broadcast over some axes (a causal mask [1,1,T,T] over
 // [B,H,T,T]) or a scalar, of f32, i64 and boolean elements: the row-wise select against the
 // reference.
@@ -1470,6 +1532,11 @@ TEST(BackendConsistency, PRelu) {
 TEST(BackendConsistency, ExpandTileDepthToSpaceSpaceToDepth) {
   Rng rng(base_seed() + 40);
   run_family("rearrangements", rearrangement_cases(rng));
+}
+
+TEST(BackendConsistency, RowReductionsArgExtremaAndLrn) {
+  Rng rng(base_seed() + 41);
+  run_family("rows and lrn (" + test::effective_isa_name() + ")", rows_and_lrn_cases(rng));
 }
 
 TEST(BackendConsistency, Concat) {
@@ -2179,6 +2246,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "Where",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
+      "ArgMax", "ArgMin", "LRN",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
