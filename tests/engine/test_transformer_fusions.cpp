@@ -242,6 +242,66 @@ TEST(TransformerFusions, GeluWithoutProducerIsOneGeluNode) {
   EXPECT_NEAR(run.outputs["y"][0], want, 1e-5);
 }
 
+enum class Cube { pow, x_times_square, square_times_x };
+
+// GPT-2's new_gelu, 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), with x^3 written
+// one of the ways exporters write it; node names tgelu_*.
+ValueId tanh_gelu(ModelBuilder& b, ValueId x, Cube cube) {
+  ValueId x3;
+  if (cube == Cube::pow) {
+    x3 = b.op("Pow", {x, b.constant("three", scalar(3.f))}, {}, "tgelu_pow");
+  } else {
+    auto square = b.op("Mul", {x, x}, {}, "tgelu_square");
+    x3 = cube == Cube::x_times_square ? b.op("Mul", {x, square}, {}, "tgelu_cube")
+                                      : b.op("Mul", {square, x}, {}, "tgelu_cube");
+  }
+  auto term = b.op("Mul", {b.constant("c", scalar(0.044715f)), x3}, {}, "tgelu_term");
+  auto inner = b.op("Add", {x, term}, {}, "tgelu_inner");
+  auto scaled = b.op("Mul", {inner, b.constant("k", scalar(0.7978845608f))}, {}, "tgelu_scaled");
+  auto t = b.op("Tanh", {scaled}, {}, "tgelu_tanh");
+  auto a = b.op("Add", {b.constant("one", scalar(1.f)), t}, {}, "tgelu_add");
+  auto half = b.op("Mul", {b.constant("half", scalar(0.5f)), x}, {}, "tgelu_half");
+  return b.op("Mul", {half, a}, {}, "tgelu_mul");
+}
+
+TEST(TransformerFusions, TanhGeluAfterLinearBecomesMatMulActivation) {
+  for (Cube cube : {Cube::pow, Cube::x_times_square, Cube::square_times_x}) {
+    SCOPED_TRACE(static_cast<int>(cube));
+    ModelBuilder b("gpt2_mlp");
+    auto x = b.input("x", ElementType::f32, {1, 4, 8});
+    auto mm = b.op("MatMul", {x, b.constant("w", random_tensor({8, 16}, 17))}, {}, "fc");
+    auto h = b.op("Add", {mm, b.constant("bias", random_tensor({16}, 18))}, {}, "fc_bias");
+    b.output(tanh_gelu(b, h, cube), "y");
+    auto model = b.build();
+
+    RunResult run = compare(model);
+    ASSERT_THAT(op_types(*run.runtime), ElementsAre("MatMul"));
+    const Node& fused = node_named(*run.runtime, "fc");
+    EXPECT_EQ(fused.attributes.get_string("fused_activation"), "GeluTanh");
+    EXPECT_EQ(original_names(fused).back(), "tgelu_mul");
+  }
+}
+
+TEST(TransformerFusions, TanhGeluNeedsItsConstantsAndACube) {
+  // x^2 where the cube belongs, or another coefficient: a different function, left alone.
+  for (const char* variant : {"square", "coefficient"}) {
+    SCOPED_TRACE(variant);
+    ModelBuilder b("not_gelu");
+    auto x = b.input("x", ElementType::f32, {2, 6});
+    const bool square = std::string(variant) == "square";
+    auto x3 = b.op("Pow", {x, b.constant("e", scalar(square ? 2.f : 3.f))}, {}, "p");
+    auto term = b.op("Mul", {x3, b.constant("c", scalar(square ? 0.044715f : 0.05f))}, {}, "term");
+    auto inner = b.op("Add", {x, term}, {}, "inner");
+    auto t = b.op("Tanh", {b.op("Mul", {inner, b.constant("k", scalar(0.7978845608f))}, {}, "s")},
+                  {}, "t");
+    auto a = b.op("Add", {t, b.constant("one", scalar(1.f))}, {}, "a");
+    b.output(b.op("Mul", {b.op("Mul", {x, b.constant("half", scalar(0.5f))}, {}, "h"), a}, {}, "m"),
+             "y");
+    RunResult run = compare(b.build());
+    for (const Node& node : run.runtime->nodes()) EXPECT_NE(node.op_type, "Gelu");
+  }
+}
+
 TEST(TransformerFusions, GeluNotFusedWithSharedIntermediateOrWrongConstant) {
   for (const char* shared : {"gelu_erf", "gelu_add"}) {
     // An intermediate value is also a model output: it must survive, so nothing is fused.
