@@ -21,6 +21,8 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_rearrangements(registry);
   onednn::register_arg_extremum(registry);
   onednn::register_lrn(registry);
+  onednn::register_sum(registry);
+  onednn::register_top_k(registry);
   onednn::register_resize(registry);
   onednn::register_reduction(registry);
   onednn::register_quantized_convolution(registry);

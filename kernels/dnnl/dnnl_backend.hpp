@@ -30,6 +30,8 @@ void register_strided_copies(KernelRegistry& registry);  // Slice, Pad (row copi
 void register_rearrangements(KernelRegistry& registry);  // Expand Tile DepthToSpace SpaceToDepth
 void register_arg_extremum(KernelRegistry& registry);    // ArgMax ArgMin (f32)
 void register_lrn(KernelRegistry& registry);             // LRN
+void register_sum(KernelRegistry& registry);             // Sum Mean (one shape)
+void register_top_k(KernelRegistry& registry);           // TopK (f32)
 void register_select(KernelRegistry& registry);          // Where (rows of a select)
 void register_resize(KernelRegistry& registry);          // Resize (linear, half-pixel)
 void register_reduction(KernelRegistry& registry);       // ReduceMean/Sum/Max/Min/Prod

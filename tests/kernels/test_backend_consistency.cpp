@@ -1345,6 +1345,42 @@ std::vector<Case> rows_and_lrn_cases(Rng& rng) {
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
+  // TopK along any axis, largest or smallest, K from 0 to the whole axis, with ties and NaNs
+  // (ordered as the reference orders them), and a detector's top 100 of 25200 scores.
+  for (int k = 0; k < 14; ++k) {
+    const ints x =
+        k == 13 ? ints{1, 25200} : rng.dims(static_cast<size_t>(rng.integer(1, 3)), 1, 12);
+    const auto rank = static_cast<int64_t>(x.size());
+    const int64_t axis = k == 13 ? 1 : rng.integer(0, rank - 1);
+    Tensor t = rng.tensor(x, -3, 3);
+    for (int64_t i = 0; i < t.size(); ++i) {
+      float& v = t.data<float>()[i];
+      if (k % 2 == 0) v = std::round(v);  // ties
+      if (k % 5 == 1 && rng.chance(0.1)) v = std::nanf("");
+    }
+    Attributes attrs{{"axis", k % 3 == 0 ? axis - rank : axis}};
+    if (k % 4 == 1) attrs.set("largest", int64_t{0});
+    const int64_t n = x[static_cast<size_t>(axis)];
+    Case c;
+    c.node = make_node("TopK", attrs);
+    c.inputs = {t, Tensor::from_vector<int64_t>(Shape{1}, {k == 13 ? 100 : rng.integer(0, n)})};
+    c.constant = {false, true};
+    c.num_outputs = 2;
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  // Sum and Mean of 1 to 4 tensors of one shape (broadcasts are the reference's).
+  for (int k = 0; k < 12; ++k) {
+    const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
+    Case c;
+    c.node = make_node(k % 2 ? "Mean" : "Sum");
+    const int n = 1 + k % 4;
+    for (int i = 0; i < n; ++i) c.inputs.push_back(rng.tensor(x, -3, 3));
+    c.constant.assign(c.inputs.size(), false);
+    c.tolerance = {1e-6, 1e-6};
+    c.fast_implementation = true;
+    cases.push_back(c);
+  }
   const std::vector<TensorLayout> layouts = activation_layouts();
   for (int k = 0; k < 12; ++k) {
     const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
@@ -2246,7 +2282,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "Where",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
-      "ArgMax", "ArgMin", "LRN",
+      "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
