@@ -25,6 +25,11 @@ the other shapes of model users bring:
   yolo_detector a YOLOv5-style detector: SiLU, C3 Split/Concat, SPPF max pools, nearest Resize,
                 sigmoid heads reshaped to f32[N,6000,85] (320x320)
   r3d_18        torchvision's 3-D ResNet-18 for video: f32[N,3,8,112,112] (Conv3d, 3-D pooling)
+  cyclegan_generator  CycleGAN's ResNet generator: reflection Pad, InstanceNorm, ConvTranspose
+                with output_padding, Tanh (256x256)
+  espcn         ESPCN super-resolution: f32[N,1,224,224] -> PixelShuffle (DepthToSpace) x3
+  mobilefacenet a MobileFaceNet-style face embedder: PReLU, depthwise bottlenecks, a global
+                depthwise 7x7 convolution, an L2-normalized 128-d embedding (112x112)
   recurrent     two LSTM layers and a bidirectional GRU over f32[1,64,128]
   bert_tokens   a BERT encoder taking input_ids and attention_mask (i64[1,128]): Gather
                 embeddings, the mask turned into an additive bias
@@ -34,6 +39,8 @@ the other shapes of model users bring:
                 f32[1,128,512]
   conformer     a Conformer speech encoder (conv subsampling, nn.MultiheadAttention, GLU, a
                 31-tap depthwise Conv1d) over filterbank features f32[1,400,80]
+  einsum_encoder  six pre-norm encoder layers whose attention is torch.einsum (ONNX Einsum)
+                over f32[1,128,512]
 
 For each model NAME it writes
   OUT_DIR/NAME.onnx

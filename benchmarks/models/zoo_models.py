@@ -338,6 +338,98 @@ def r3d_18(reduced):
     return tvm.video.r3d_18(weights=None), [("input", torch.randn(1, 3, 8, 112, 112))]
 
 
+class _ReflectResidual(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.ReflectionPad2d(1), nn.Conv2d(channels, channels, 3), nn.InstanceNorm2d(channels),
+            nn.ReLU(True), nn.ReflectionPad2d(1), nn.Conv2d(channels, channels, 3),
+            nn.InstanceNorm2d(channels))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+class CycleGanGenerator(nn.Module):
+    """CycleGAN's ResNet generator (image-to-image translation, style transfer): reflection
+    padding (Pad mode=reflect), InstanceNorm, stride-2 convolutions down, residual blocks, and
+    3x3 stride-2 ConvTranspose with output_padding up, Tanh out."""
+
+    def __init__(self, width, blocks):
+        super().__init__()
+        layers = [nn.ReflectionPad2d(3), nn.Conv2d(3, width, 7), nn.InstanceNorm2d(width),
+                  nn.ReLU(True)]
+        for m in (1, 2):
+            layers += [nn.Conv2d(width * m, width * m * 2, 3, 2, 1),
+                       nn.InstanceNorm2d(width * m * 2), nn.ReLU(True)]
+        layers += [_ReflectResidual(width * 4) for _ in range(blocks)]
+        for m in (4, 2):
+            layers += [nn.ConvTranspose2d(width * m, width * m // 2, 3, 2, 1, output_padding=1),
+                       nn.InstanceNorm2d(width * m // 2), nn.ReLU(True)]
+        layers += [nn.ReflectionPad2d(3), nn.Conv2d(width, 3, 7), nn.Tanh()]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def cyclegan_generator(reduced):
+    width, blocks = (8, 2) if reduced else (64, 6)
+    return CycleGanGenerator(width, blocks), image(reduced, full=256, small=64)
+
+
+class SuperResolution(nn.Module):
+    """ESPCN: convolutions at low resolution, then a sub-pixel shuffle (PixelShuffle, exported as
+    DepthToSpace) to 3x the size."""
+
+    def __init__(self, width, factor=3):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(1, width, 5, padding=2), nn.Tanh(), nn.Conv2d(width, width // 2, 3, padding=1),
+            nn.Tanh(), nn.Conv2d(width // 2, factor * factor, 3, padding=1), nn.PixelShuffle(factor))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def espcn(reduced):
+    size = 48 if reduced else 224
+    return SuperResolution(16 if reduced else 64), [("input", torch.randn(1, 1, size, size))]
+
+
+class MobileFaceNet(nn.Module):
+    """A MobileFaceNet-style face embedder: PReLU after every convolution, depthwise and linear
+    bottlenecks, a global depthwise 7x7 convolution, an L2-normalized embedding."""
+
+    def __init__(self, width, repeats):
+        super().__init__()
+
+        def conv(i, o, k=3, s=1, g=1):
+            return nn.Sequential(nn.Conv2d(i, o, k, s, k // 2, groups=g, bias=False),
+                                 nn.BatchNorm2d(o), nn.PReLU(o))
+
+        layers = [conv(3, width, 3, 2), conv(width, width, 3, 1, width)]
+        c = width
+        for out, stride, n in ((width, 2, repeats), (2 * width, 2, 1), (2 * width, 1, repeats),
+                               (2 * width, 2, 1), (2 * width, 1, 2)):
+            for i in range(n):
+                layers += [conv(c, 2 * c, 1), conv(2 * c, 2 * c, 3, stride if i == 0 else 1, 2 * c),
+                           nn.Conv2d(2 * c, out, 1, bias=False), nn.BatchNorm2d(out)]
+                c = out
+        layers += [conv(c, 8 * width, 1), nn.Conv2d(8 * width, 8 * width, 7, groups=8 * width,
+                                                    bias=False), nn.Flatten(),
+                   nn.Linear(8 * width, 128)]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return F.normalize(self.net(x), dim=1)
+
+
+def mobilefacenet(reduced):
+    width, repeats = (16, 1) if reduced else (64, 4)
+    return MobileFaceNet(width, repeats), image(reduced, full=112, small=112)
+
+
 # --- sequence models -------------------------------------------------------------------------
 
 class Recurrent(nn.Module):
@@ -579,6 +671,35 @@ def conformer(reduced):
     return Conformer(d, heads, layers, 80), [("input", torch.randn(1, frames, 80))]
 
 
+class EinsumEncoderLayer(nn.Module):
+    """A pre-norm encoder layer whose attention is written with torch.einsum (exported as Einsum),
+    as research code and some model libraries write it."""
+
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.out = nn.Linear(hidden, hidden)
+        self.norm1 = nn.LayerNorm(hidden)
+        self.norm2 = nn.LayerNorm(hidden)
+        self.ffn = nn.Sequential(nn.Linear(hidden, 4 * hidden), nn.GELU(),
+                                 nn.Linear(4 * hidden, hidden))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, s, 3, self.heads, d // self.heads).unbind(2)
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) * (d // self.heads) ** -0.5
+        context = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v).reshape(b, s, d)
+        x = x + self.out(context)
+        return x + self.ffn(self.norm2(x))
+
+
+def einsum_encoder(reduced):
+    hidden, heads, layers, seq = (64, 4, 2, 16) if reduced else (512, 8, 6, 128)
+    net = nn.Sequential(*[EinsumEncoderLayer(hidden, heads) for _ in range(layers)])
+    return net, [("input", torch.randn(1, seq, hidden))]
+
+
 # name -> (factory, whether the leading (batch) axis is exported as dynamic)
 ZOO = {
     "resnet18": (resnet18, True),
@@ -605,9 +726,13 @@ ZOO = {
     "unet": (unet, True),
     "yolo_detector": (yolo_detector, True),
     "r3d_18": (r3d_18, True),
+    "cyclegan_generator": (cyclegan_generator, True),
+    "espcn": (espcn, True),
+    "mobilefacenet": (mobilefacenet, True),
     "recurrent": (recurrent, False),
     "bert_tokens": (bert_tokens, False),
     "gpt_decoder": (gpt_decoder, False),
     "t5_encoder": (t5_encoder, False),
     "conformer": (conformer, False),
+    "einsum_encoder": (einsum_encoder, False),
 }
