@@ -125,14 +125,7 @@ class ConvKernel final : public DnnlKernel {
     // nChw8c with dilations of 3 and more: `ref:any`, orders of magnitude slower). Then let it
     // choose the layouts and reorder the tensors around the primitive instead.
     const bool laid_out = !input_layout(0).order().is_plain() || !output_layout(0).is_plain();
-    if (laid_out && is_reference(pd)) {
-      try {
-        dnnl::convolution_forward::primitive_desc chosen = create(false);
-        if (!is_reference(chosen)) pd = chosen;
-      } catch (const dnnl::error&) {
-        // keep the reference: it runs
-      }
-    }
+    if (laid_out) pd = unless_reference(pd, [&] { return create(false); });
     if (fused_dw_) {
       const int dw = DNNL_ARG_ATTR_POST_OP_DW;
       dw_weights_ = PackedWeights(plain_f32({out_channels, 1, 1, 3, 3}),

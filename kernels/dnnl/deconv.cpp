@@ -111,18 +111,11 @@ class DeconvKernel final : public DnnlKernel {
                                                            cpu_engine());
       });
     };
-    dnnl::deconvolution_forward::primitive_desc pd = make(true);
     // As for Conv: where oneDNN answers the assigned layouts with its reference kernel, let it
     // choose the layouts and reorder around the primitive instead.
     const bool laid_out = !input_layout(0).order().is_plain() || !output_layout(0).is_plain();
-    if (laid_out && is_reference(pd)) {
-      try {
-        dnnl::deconvolution_forward::primitive_desc chosen = make(false);
-        if (!is_reference(chosen)) pd = chosen;
-      } catch (const dnnl::error&) {
-        // keep the reference: it runs
-      }
-    }
+    dnnl::deconvolution_forward::primitive_desc pd = make(true);
+    if (laid_out) pd = unless_reference(pd, [&] { return make(false); });
     primitive_ = Primitive::of<dnnl::deconvolution_forward>(pd);
     bf16_src_ = pd.src_desc().data_type() == dnnl::memory::data_type::bf16;
     src_ = LayoutBridge(src_md, pd.src_desc());

@@ -161,6 +161,21 @@ class DnnlKernel : public Kernel {
 /// are written for correctness, not speed.
 bool is_reference(const dnnl::primitive_desc_base& pd);
 
+/// `pd`, or, where oneDNN answered it with one of its reference implementations, the primitive
+/// descriptor `alternative()` makes (another formulation: layouts of the primitive's choosing)
+/// when that one is a real kernel. An alternative oneDNN rejects leaves `pd`.
+template <class PrimitiveDesc, class Alternative>
+PrimitiveDesc unless_reference(PrimitiveDesc pd, Alternative&& alternative) {
+  if (!is_reference(pd)) return pd;
+  try {
+    PrimitiveDesc other = alternative();
+    if (!is_reference(other)) return other;
+  } catch (const dnnl::error&) {
+    // keep the reference: it runs
+  }
+  return pd;
+}
+
 /// make(type), or make(f32) where oneDNN has no implementation computing in `type` (bf16 on
 /// instances without one; with `leave_reference`, also where it has only its reference one): a
 /// bf16 request never sends a node to the reference kernel.

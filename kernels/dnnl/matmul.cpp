@@ -237,12 +237,9 @@ class MatMulKernel final : public DnnlKernel {
     };
     dnnl::matmul::primitive_desc pd = build(false);
     if (is_reference(pd) && fused_sum_ && fused_bias_ && scale_ != 1.f && scale_ != 0.f) {
-      try {
-        dnnl::matmul::primitive_desc reordered = build(true);
-        if (!is_reference(reordered)) pd = reordered;
-      } catch (const dnnl::error&) {
-        // keep the first: it runs
-      }
+      pd = unless_reference(pd, [&] { return build(true); });
+      // build() sets up the kernel for what it made: the first again when the other lost.
+      if (is_reference(pd)) pd = build(false);
     }
     set_impl(pd);
     return true;

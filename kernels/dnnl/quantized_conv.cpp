@@ -112,15 +112,8 @@ class QuantizedConvKernel final : public DnnlKernel {
       if (params_.y_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
       return dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
     };
-    dnnl::convolution_forward::primitive_desc pd = create(true);
-    if (is_reference(pd)) {
-      try {
-        dnnl::convolution_forward::primitive_desc chosen = create(false);
-        if (!is_reference(chosen)) pd = chosen;
-      } catch (const dnnl::error&) {
-        // keep the reference: it runs
-      }
-    }
+    const dnnl::convolution_forward::primitive_desc pd =
+        unless_reference(create(true), [&] { return create(false); });
     primitive_ = Primitive::of<dnnl::convolution_forward>(pd);
     src_ = LayoutBridge(src_md, pd.src_desc());
     dst_ = LayoutBridge(dst_md, pd.dst_desc());
