@@ -183,7 +183,7 @@ void fill_padding(const std::string& mode, uint8_t* dst, const std::vector<int64
         stride *= out[i];
       }
       uint8_t* row = dst + base;
-      if (slab == 4) {  // the innermost axis of f32 or i32: single elements
+      if (slab == 4 && es == 4) {  // the innermost axis of f32 or i32: single elements
         auto* elements = reinterpret_cast<uint32_t*>(row);
         for (const auto& [to, from] : copies) elements[to] = elements[from];
       } else {
