@@ -2,6 +2,7 @@
 // the axes known when the kernel is prepared (an attribute or a constant input). The output is
 // described with the reduced axes kept as 1: keepdims changes only its shape, not its memory.
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
@@ -60,11 +61,25 @@ class ReductionKernel final : public SrcDstKernel {
 
 // A reduction over one run of adjacent axes, [outer, n, inner] -> [outer, inner], as n passes
 // over contiguous rows of `inner` elements accumulated element-wise (the channel mean or max of
-// an image, CBAM's spatial attention): what oneDNN's JIT reduction does not take.
+// an image, CBAM's spatial attention), and the norms L1, L2 and SumSquare over any axes (the L2
+// of F.normalize over the last axis): what oneDNN's JIT reduction does not take.
 class RowReductionKernel final : public Kernel {
  public:
+  enum class Kind { sum, mean, max, min, prod, l1, l2, sum_square };
+
+  static Kind kind_of(const std::string& op) {
+    if (op == "ReduceMean") return Kind::mean;
+    if (op == "ReduceMax") return Kind::max;
+    if (op == "ReduceMin") return Kind::min;
+    if (op == "ReduceProd") return Kind::prod;
+    if (op == "ReduceL1") return Kind::l1;
+    if (op == "ReduceL2") return Kind::l2;
+    if (op == "ReduceSumSquare") return Kind::sum_square;
+    return Kind::sum;
+  }
+
   explicit RowReductionKernel(const KernelRequest& request)
-      : node_(request.node), algorithm_(algorithm_of(request.node.op_type)) {
+      : node_(request.node), kind_(kind_of(request.node.op_type)) {
     if (request.inputs.size() > 1 && request.inputs[1].type != ElementType::undefined) {
       if (request.constant_inputs.size() < 2 || !request.constant_inputs[1]) throw Unsupported{};
       axes_ = *request.constant_inputs[1];
@@ -100,7 +115,7 @@ class RowReductionKernel final : public Kernel {
                            "': output shape does not match the reduction");
     const float* src = x.data<float>();
     float* dst = outputs[0].data<float>();
-    const dnnl::algorithm a = algorithm_;
+    const Kind kind = kind_;
 #pragma omp parallel for schedule(static) if (x.size() > (int64_t{1} << 16) && outer * inner > 1)
     for (int64_t w = 0; w < outer * ((inner + 1023) / 1024); ++w) {
       const int64_t blocks = (inner + 1023) / 1024;
@@ -108,22 +123,35 @@ class RowReductionKernel final : public Kernel {
       const int64_t count = std::min<int64_t>(1024, inner - begin);
       const float* plane = src + o * n * inner + begin;
       float* out = dst + o * inner + begin;
-      std::copy(plane, plane + count, out);
-      for (int64_t k = 1; k < n; ++k) {
+      for (int64_t k = 0; k < n; ++k) {
         const float* row = plane + k * inner;
-        if (a == dnnl::algorithm::reduction_max)
-          for (int64_t i = 0; i < count; ++i) out[i] = std::max(out[i], row[i]);
-        else if (a == dnnl::algorithm::reduction_min)
-          for (int64_t i = 0; i < count; ++i) out[i] = std::min(out[i], row[i]);
-        else if (a == dnnl::algorithm::reduction_mul)
-          for (int64_t i = 0; i < count; ++i) out[i] *= row[i];
-        else
-          for (int64_t i = 0; i < count; ++i) out[i] += row[i];
+        switch (kind) {
+          case Kind::max:
+            for (int64_t i = 0; i < count; ++i) out[i] = k ? std::max(out[i], row[i]) : row[i];
+            break;
+          case Kind::min:
+            for (int64_t i = 0; i < count; ++i) out[i] = k ? std::min(out[i], row[i]) : row[i];
+            break;
+          case Kind::prod:
+            for (int64_t i = 0; i < count; ++i) out[i] = k ? out[i] * row[i] : row[i];
+            break;
+          case Kind::l1:
+            for (int64_t i = 0; i < count; ++i) out[i] = (k ? out[i] : 0.f) + std::fabs(row[i]);
+            break;
+          case Kind::l2:
+          case Kind::sum_square:
+            for (int64_t i = 0; i < count; ++i) out[i] = (k ? out[i] : 0.f) + row[i] * row[i];
+            break;
+          default:
+            for (int64_t i = 0; i < count; ++i) out[i] = k ? out[i] + row[i] : row[i];
+        }
       }
-      if (a == dnnl::algorithm::reduction_mean) {
+      if (kind == Kind::mean) {
         const float scale = 1.f / static_cast<float>(n);
         for (int64_t i = 0; i < count; ++i) out[i] *= scale;
       }
+      if (kind == Kind::l2)
+        for (int64_t i = 0; i < count; ++i) out[i] = std::sqrt(out[i]);
     }
   }
 
@@ -140,18 +168,23 @@ class RowReductionKernel final : public Kernel {
   }
 
   Node node_;
-  dnnl::algorithm algorithm_;
+  Kind kind_;
   Tensor axes_;  // a constant axes input, else empty (the attribute, or all axes)
   std::unique_ptr<Kernel> fallback_;
 };
 
 std::unique_ptr<Kernel> make_reduction(const KernelRequest& request) {
+  const std::string& op = request.node.op_type;
+  // oneDNN 2.6 answers its norms with its reference kernel whatever the axes.
+  const bool norm = op == "ReduceL1" || op == "ReduceL2" || op == "ReduceSumSquare";
   const bool rows = !request.inputs.empty() && request.inputs[0].type == ElementType::f32 &&
                     request.outputs.size() == 1 && request.outputs[0].type == ElementType::f32 &&
                     request.input_layout(0) == TensorLayout{};
   // Keeping the innermost axis, the reduction is oneDNN's reference's whatever the shapes (known
   // only at run time in a model with a dynamic batch): the rows take it from the start.
   const size_t rank = request.inputs.empty() ? 0 : request.inputs[0].shape.rank();
+  if (rows && norm) return construct_kernel<RowReductionKernel>(request);
+  if (norm) return nullptr;
   if (rows && rank > 0 &&
       (request.inputs.size() < 2 || request.inputs[1].type == ElementType::undefined ||
        (request.constant_inputs.size() > 1 && request.constant_inputs[1]))) {
@@ -168,7 +201,8 @@ std::unique_ptr<Kernel> make_reduction(const KernelRequest& request) {
 }  // namespace
 
 void register_reduction(KernelRegistry& registry) {
-  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"})
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+                         "ReduceL1", "ReduceL2", "ReduceSumSquare"})
     registry.add(backend_name, backend_priority, op, make_reduction);
 }
 
