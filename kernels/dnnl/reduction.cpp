@@ -116,6 +116,12 @@ class RowReductionKernel final : public Kernel {
     const float* src = x.data<float>();
     float* dst = outputs[0].data<float>();
     const Kind kind = kind_;
+    if (inner == 1) {
+      // The last axes reduced (F.normalize's L2): each output is one contiguous run of n.
+#pragma omp parallel for schedule(static) if (x.size() > (int64_t{1} << 16) && outer > 1)
+      for (int64_t o = 0; o < outer; ++o) dst[o] = reduce_run(kind, src + o * n, n);
+      return;
+    }
 #pragma omp parallel for schedule(static) if (x.size() > (int64_t{1} << 16) && outer * inner > 1)
     for (int64_t w = 0; w < outer * ((inner + 1023) / 1024); ++w) {
       const int64_t blocks = (inner + 1023) / 1024;
@@ -156,6 +162,33 @@ class RowReductionKernel final : public Kernel {
   }
 
  private:
+  static float reduce_run(Kind kind, const float* x, int64_t n) {
+    float acc = kind == Kind::prod ? 1.f : 0.f;
+    switch (kind) {
+      case Kind::max:
+        acc = x[0];
+        for (int64_t i = 1; i < n; ++i) acc = std::max(acc, x[i]);
+        return acc;
+      case Kind::min:
+        acc = x[0];
+        for (int64_t i = 1; i < n; ++i) acc = std::min(acc, x[i]);
+        return acc;
+      case Kind::prod:
+        for (int64_t i = 0; i < n; ++i) acc *= x[i];
+        return acc;
+      case Kind::l1:
+        for (int64_t i = 0; i < n; ++i) acc += std::fabs(x[i]);
+        return acc;
+      case Kind::l2:
+      case Kind::sum_square:
+        for (int64_t i = 0; i < n; ++i) acc += x[i] * x[i];
+        return kind == Kind::l2 ? std::sqrt(acc) : acc;
+      default:
+        for (int64_t i = 0; i < n; ++i) acc += x[i];
+        return kind == Kind::mean ? acc / static_cast<float>(n) : acc;
+    }
+  }
+
   void reference_(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
     if (!fallback_) {
       std::vector<ValueInfo> in, out;
