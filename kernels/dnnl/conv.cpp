@@ -34,12 +34,8 @@ class ConvKernel final : public DnnlKernel {
       if (!supports_fused_activation(dw_node_)) throw Unsupported{};
     }
     if (fused_sum_ && (request.inputs.size() != 4 || !has_input(3))) throw Unsupported{};
-    const size_t rank = request.inputs[0].shape.rank();
-    if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
-    rank_ = rank;
-    std::vector<int64_t> weights_kernel(request.inputs[1].shape.begin() + 2,
-                                        request.inputs[1].shape.end());
-    window_ = spatial::read_window(request.node, rank - 2, weights_kernel);
+    window_ = convolution_window(request);
+    rank_ = request.inputs[0].shape.rank();
   }
 
  protected:

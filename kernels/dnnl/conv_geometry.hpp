@@ -29,6 +29,16 @@ inline std::optional<ConvDims> conv_dims(const spatial::Window& window, const sp
   return d;
 }
 
+/// The sliding window of a Conv or ConvTranspose request (its kernel from the weights' dims), for
+/// data of rank 3 to 5 and weights of the same rank; throws Unsupported otherwise.
+inline spatial::Window convolution_window(const KernelRequest& request) {
+  const size_t rank = request.inputs[0].shape.rank();
+  if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
+  const std::vector<int64_t> weights_kernel(request.inputs[1].shape.begin() + 2,
+                                            request.inputs[1].shape.end());
+  return spatial::read_window(request.node, rank - 2, weights_kernel);
+}
+
 /// ONNX weights [OC, IC/G, k...] as oneDNN's grouped [G, OC/G, IC/G, k...] (the same memory).
 inline Dims grouped_weights(const Dims& weights, int64_t group) {
   if (group <= 1) return weights;

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "engine/ops/spatial.hpp"
+#include "kernels/dnnl/conv_geometry.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 
@@ -45,12 +46,8 @@ class DeconvKernel final : public DnnlKernel {
     group_ = request.node.attributes.get_int_or("group", 1);
     if (group_ < 1 || request.inputs.size() < 2 || !has_input(1) || present_outputs(request) != 1)
       throw Unsupported{};
-    const size_t rank = request.inputs[0].shape.rank();
-    if (rank < 3 || rank > 5 || request.inputs[1].shape.rank() != rank) throw Unsupported{};
-    rank_ = rank;
-    std::vector<int64_t> weights_kernel(request.inputs[1].shape.begin() + 2,
-                                        request.inputs[1].shape.end());
-    window_ = spatial::read_window(request.node, rank - 2, weights_kernel);
+    window_ = convolution_window(request);
+    rank_ = request.inputs[0].shape.rank();
   }
 
  protected:
