@@ -3,8 +3,6 @@
 // backward-data pass of the matching convolution with oneDNN's JIT kernels. Like Conv, it reads
 // and writes the activation layout the graph compiler keeps between kernels; weights are packed
 // once.
-#include <optional>
-
 #include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/conv_geometry.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"

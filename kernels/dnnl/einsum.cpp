@@ -7,8 +7,8 @@
 // allow, else reordered into it. Equations with one operand, a repeated label (a diagonal) or a
 // label summed within one operand run on the reference kernel.
 #include <algorithm>
-#include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "engine/ops/einsum.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
@@ -17,8 +17,6 @@
 namespace troupe::kernels::onednn {
 
 namespace {
-
-enum class Role { batch, row, column, contracted };
 
 Dims dense_strides(const Dims& dims) {
   Dims strides(dims.size(), 1);
