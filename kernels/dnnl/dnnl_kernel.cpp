@@ -157,8 +157,14 @@ size_t present_outputs(const KernelRequest& request) {
   return n;
 }
 
+bool is_reference_implementation(const std::string& name) {
+  // `ref:any`, `ref_int8:any`, `ref_fused_convolution`, and named ones such as the batch
+  // normalization's `bnorm_ref:any`.
+  return name.rfind("ref", 0) == 0 || name.find("_ref:") != std::string::npos;
+}
+
 bool is_reference(const dnnl::primitive_desc_base& pd) {
-  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+  return is_reference_implementation(pd.impl_info_str());
 }
 
 dnnl::memory unbound_memory(const dnnl::memory::desc& desc) {

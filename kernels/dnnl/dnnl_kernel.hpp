@@ -157,9 +157,11 @@ class DnnlKernel : public Kernel {
   std::string impl_;
 };
 
-/// Whether oneDNN chose one of its reference implementations (`ref:any`, `ref_fused_...`), which
-/// are written for correctness, not speed.
+/// Whether oneDNN chose one of its reference implementations (`ref:any`, `ref_fused_...`,
+/// `bnorm_ref:any`), which are written for correctness, not speed.
 bool is_reference(const dnnl::primitive_desc_base& pd);
+/// The same test on an implementation's name as oneDNN reports it.
+bool is_reference_implementation(const std::string& name);
 
 /// `pd`, or, where oneDNN answered it with one of its reference implementations, the primitive
 /// descriptor `alternative()` makes (another formulation: layouts of the primitive's choosing)

@@ -31,7 +31,9 @@ CHECKED = {"Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool",
 
 
 def is_reference(implementation):
-    return implementation == "ref" or implementation.startswith("dnnl:ref")
+    # troupe's own ("ref"), oneDNN's ("dnnl:ref:any", "dnnl:ref_int8:any", "dnnl:bnorm_ref:any")
+    return (implementation == "ref" or implementation.startswith("dnnl:ref")
+            or "_ref:" in implementation)
 
 
 def model_inputs(compiled, inputs_dir):

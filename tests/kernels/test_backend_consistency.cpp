@@ -267,7 +267,9 @@ void check_case(const Case& c, Tally& tally) {
         << fast->implementation();
   }
   if (c.fast_implementation) {
-    EXPECT_NE(fast->implementation().rfind("dnnl:ref", 0), 0u) << fast->implementation();
+    // oneDNN's reference implementations: `ref:any`, `ref_int8:any`, `bnorm_ref:any`, ...
+    const std::string& name = fast->implementation();
+    EXPECT_FALSE(name.rfind("dnnl:ref", 0) == 0 || name.find("_ref:") != std::string::npos) << name;
   }
   if (c.precision == ElementType::bf16) {
     EXPECT_NE(fast->implementation().find("bf16"), std::string::npos)
@@ -1394,7 +1396,8 @@ std::vector<Case> rows_and_lrn_cases(Rng& rng) {
     const ints x{rng.integer(1, 2), unit * rng.integer(1, 3), rng.integer(1, 12),
                  rng.integer(1, 12)};
     Case c;
-    c.node = make_node("LRN", Attributes{{"size", rng.pick(ints{1, 3, 5})},
+    const int64_t size = k % 4 == 3 ? rng.pick(ints{1, 3}) : 5;
+    c.node = make_node("LRN", Attributes{{"size", size},
                                          {"alpha", rng.real(1e-4, 1e-2)},
                                          {"beta", 0.75},
                                          {"bias", rng.pick<double>({1.0, 2.0})}});
@@ -1404,6 +1407,9 @@ std::vector<Case> rows_and_lrn_cases(Rng& rng) {
     c.output_layout = layout;
     c.tolerance = {1e-5, 1e-6};
     c.fast_implementation = true;
+    // oneDNN's AVX-512 JIT LRN runs each of these (plain tensors in the blocked layout); on AVX2
+    // it takes few shapes, and the others are the reference's.
+    c.must_accept = test::cpu_has_avx512();
     cases.push_back(c);
   }
   return cases;
