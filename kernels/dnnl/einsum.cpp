@@ -13,16 +13,11 @@
 #include "engine/ops/einsum.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/strided_copy.hpp"
 
 namespace troupe::kernels::onednn {
 
 namespace {
-
-Dims dense_strides(const Dims& dims) {
-  Dims strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
 
 // One operand seen through its labels: each label's size and element stride.
 struct Operand {

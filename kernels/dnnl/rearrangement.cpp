@@ -17,12 +17,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-Ints dense_strides(const Ints& dims) {
-  Ints strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
-
 [[noreturn]] void fail(const Node& node, const std::string& message) {
   throw ExecutionError(node.op_type + " node '" + node.name + "': " + message);
 }
@@ -150,11 +144,6 @@ class DepthSpaceKernel final : public Kernel {
   int64_t block_;
   bool crd_;
 };
-
-// Plain tensors only (a laid-out activation stays with the kernels that read its layout).
-bool plain_data(const KernelRequest& r) {
-  return r.input_layout(0) == TensorLayout{} && r.output_layout(0) == TensorLayout{};
-}
 
 }  // namespace
 

@@ -59,6 +59,16 @@ void copy_elements(const T* src, int64_t src_stride, T* dst, int64_t dst_stride,
 
 }  // namespace
 
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  return strides;
+}
+
+bool plain_data(const KernelRequest& r) {
+  return r.input_layout(0) == TensorLayout{} && r.output_layout(0) == TensorLayout{};
+}
+
 void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int64_t> src_strides,
                   uint8_t* dst, std::vector<int64_t> dst_strides, size_t es) {
   for (int64_t d : dims)
@@ -116,12 +126,6 @@ void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int
 }
 
 namespace {
-
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
 
 class SliceKernel final : public Kernel {
  public:
@@ -236,12 +240,6 @@ class PadKernel final : public Kernel {
  private:
   Node node_;
 };
-
-// The inputs beyond the data hold starts/ends/axes/steps or pads/value/axes; only the data's
-// layout matters here: plain (blocked activations stay with kernels that read them).
-bool plain_data(const KernelRequest& r) {
-  return r.input_layout(0) == TensorLayout{} && r.output_layout(0) == TensorLayout{};
-}
 
 std::unique_ptr<Kernel> make_slice(const KernelRequest& r) {
   if (!plain_data(r)) return nullptr;

@@ -4,7 +4,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/kernel_registry.hpp"
+
 namespace troupe::kernels::onednn {
+
+/// Row-major element strides of a dense tensor of `dims`.
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims);
+
+/// Whether a request's data (input 0 and output 0) is plain: the copying kernels read no
+/// activation layout (laid-out tensors stay with the kernels that read their layout).
+bool plain_data(const KernelRequest& r);
 
 /// Copies a tensor of `dims` from `src` (element strides `src_strides`, 0 to repeat an element
 /// along an axis, negative to walk backwards) to `dst` (`dst_strides`). Elements are `es` bytes.
