@@ -12,11 +12,15 @@
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/post_ops.hpp"
+#include "kernels/dnnl/shared_weights.hpp"
+#include "kernels/dnnl/winograd_avx2.hpp"
 #include "kernels/winograd.hpp"
 
 namespace troupe::kernels::onednn {
 
 namespace {
+
+constexpr const char* avx2_winograd_name = "winograd_4x3:avx2";
 
 class ConvKernel final : public DnnlKernel {
  public:
@@ -103,6 +107,11 @@ class ConvKernel final : public DnnlKernel {
                                    strides, dilation, pad_l, pad_r, assigned_layouts);
       });
     };
+    winograd_active_ = false;
+    if (uses_avx2_winograd(plain_weights, src, conv_dst, pad_l, src_md, dst_md)) {
+      set_impl(avx2_winograd_name);
+      return true;
+    }
     // Winograd computes a 3x3 stride-1 convolution with about half the multiplications (oneDNN
     // 2.6 has it for f32 on AVX-512, on nChw16c; ResNet-50's took 0.48-0.71x of the direct
     // kernel's time on Zen 4). Its results differ from the direct kernel's by rounding only: on
@@ -143,6 +152,57 @@ class ConvKernel final : public DnnlKernel {
     // is met only at shapes first seen at run time.
     if (fused_dw_ && !is_reference(pd))
       set_impl(std::string(pd.impl_info_str()) + fused::one_pass_depthwise_suffix);
+    return true;
+  }
+
+  // On AVX2 (oneDNN has no Winograd kernel there) troupe's own F(4x4, 3x3) computes the
+  // convolutions oneDNN's AVX-512 ones would, on the nChw8c activations of that ISA (plain
+  // tensors, as a model with dynamic shapes has, are reordered to and from them, as the direct
+  // kernel's are).
+  bool uses_avx2_winograd(const Dims& weights, const Dims& src, const Dims& dst, const Dims& pad_l,
+                          const dnnl::memory::desc& src_md, const dnnl::memory::desc& dst_md) {
+    const TensorLayout blocked = TensorLayout::blocked(8);
+    const auto readable = [&](TensorLayout layout) {
+      return layout == blocked || layout == TensorLayout{};
+    };
+    if (activation_layout() != blocked || !constant(1) || fused_dw_ ||
+        compute_type() != dnnl::memory::data_type::f32 || !winograd_allowed() ||
+        !winograd_shape(node_, weights, 8) || src.size() != 4 || !readable(input_layout(0)) ||
+        !readable(output_layout(0)) || (fused_sum_ && !readable(input_layout(3))))
+      return false;
+    Avx2Winograd::Geometry g;
+    g.batch = src[0];
+    g.in_channels = src[1];
+    g.out_channels = dst[1];
+    g.in_height = src[2];
+    g.in_width = src[3];
+    g.out_height = dst[2];
+    g.out_width = dst[3];
+    g.pad_top = pad_l[0];
+    g.pad_left = pad_l[1];
+    if (!Avx2Winograd::supports(g)) return false;
+    // The weights are transformed once for every stream and shape (shared like packed ones); a
+    // new batch or image size only resizes the tiles.
+    const int64_t in = g.in_channels, out = g.out_channels;
+    if (!winograd_avx2_ || winograd_avx2_->in_channels() != in ||
+        winograd_avx2_->out_channels() != out) {
+      const dnnl::memory::desc transformed = plain_f32({Avx2Winograd::transformed_size(in, out)});
+      winograd_weights_ = shared_transformed_weights(
+          *constant(1), plain_f32(weights), transformed, [&](const Tensor& w, dnnl::memory& to) {
+            Avx2Winograd::transform_weights(in, out, w.data<float>(),
+                                            static_cast<float*>(to.get_data_handle()));
+          });
+      winograd_avx2_ = std::make_unique<Avx2Winograd>(
+          in, out, static_cast<const float*>(winograd_weights_->packed.get_data_handle()));
+    }
+    winograd_avx2_->set_geometry(g);
+    winograd_src_ = LayoutBridge(src_md, tensor_desc(src, blocked));
+    winograd_dst_ = LayoutBridge(dst_md, tensor_desc(dst, blocked));
+    if (fused_sum_)
+      winograd_residual_ =
+          LayoutBridge(tensor_desc(dst, input_layout(3)), tensor_desc(dst, blocked));
+    winograd_active_ = true;
+    relu_ = fused::activation(node_) == "Relu";
     return true;
   }
 
@@ -201,6 +261,18 @@ class ConvKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    if (winograd_active_) {
+      const auto data = [](const dnnl::memory& m) {
+        return static_cast<float*>(m.get_data_handle());
+      };
+      const float* src = data(winograd_src_.to_internal(inputs[0], stream_));
+      const float* residual =
+          fused_sum_ ? data(winograd_residual_.to_internal(inputs[3], stream_)) : nullptr;
+      winograd_avx2_->run(src, has_input(2) ? inputs[2].data<float>() : nullptr, residual, relu_,
+                          data(winograd_dst_.output_memory(outputs[0])));
+      winograd_dst_.from_internal(outputs[0], stream_);
+      return;
+    }
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, src_.to_internal(inputs[0], stream_)},
         {DNNL_ARG_WEIGHTS, weights_.get(inputs[1], stream_)}};
@@ -268,6 +340,11 @@ class ConvKernel final : public DnnlKernel {
   PackedWeights weights_;
   dnnl::memory bias_;
   Tensor zero_bias_;  // the bias of a fused pair whose 1x1 convolution has none
+  std::shared_ptr<const SharedWeights> winograd_weights_;  // transformed, kept across shapes
+  std::unique_ptr<Avx2Winograd> winograd_avx2_;
+  bool winograd_active_ = false;  // winograd_avx2_ runs the convolution instead of primitive_
+  LayoutBridge winograd_src_, winograd_dst_, winograd_residual_;  // to and from nChw8c
+  bool relu_ = false;                                             // ... with a fused ReLU
 };
 
 }  // namespace

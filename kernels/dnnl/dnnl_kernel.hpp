@@ -32,8 +32,8 @@ dnnl::memory::desc plain_f32(const Dims& dims);
 /// (8 with AVX2, 16 with AVX-512).
 int native_channel_block();
 
-/// Whether convolutions computed in f32 that kernels::winograd_shape accepts may use oneDNN's
-/// Winograd algorithm (its AVX-512 kernels; on other CPUs oneDNN has none and they stay direct).
+/// Whether convolutions computed in f32 that kernels::winograd_shape accepts may use the Winograd
+/// algorithm (oneDNN's AVX-512 kernels; on AVX2 troupe's own, winograd_avx2.hpp).
 /// Yes unless TROUPE_CONV_WINOGRAD=0 (read whenever a kernel is created).
 bool winograd_allowed();
 

@@ -3,10 +3,11 @@
 // Sixteen lanes at a time of the f32 steps the quantized element-wise kernels (QLinearAdd,
 // QLinearConcat, QuantizingBatchNormalization, QuantizeLinear and DequantizeLinear in one layout)
 // take per element: DequantizeLinear's and QuantizeLinear's, the same operations in the same
-// order as `quantize_scaled`, so the results are bit for bit the scalar loop's. GCC's own vectorization of that loop spent most of its time
-// proving the float-to-byte conversion in range (mask shuffles per lane): 0.8 ns per element of
-// QLinearAdd on Zen 4, against 0.21 ns here. Only for callers compiled for AVX-512 (their
-// functions carry the same target attribute); the AVX2 and baseline loops stay scalar C++.
+// order as `quantize_scaled`, so the results are bit for bit the scalar loop's. GCC's own
+// vectorization of that loop spent most of its time proving the float-to-byte conversion in range
+// (mask shuffles per lane): 0.8 ns per element of QLinearAdd on Zen 4, against 0.21 ns here. Only
+// for callers compiled for AVX-512 (their functions carry the same target attribute); the AVX2 and
+// baseline loops stay scalar C++.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -70,10 +70,11 @@ Cache& cache() {
 
 }  // namespace
 
-std::shared_ptr<const SharedWeights> shared_packed_weights(const Tensor& weights,
-                                                           const dnnl::memory::desc& plain,
-                                                           const dnnl::memory::desc& packed,
-                                                           const dnnl::stream& stream) {
+namespace {
+
+std::shared_ptr<const SharedWeights> shared_weights(
+    const Tensor& weights, const dnnl::memory::desc& plain, const dnnl::memory::desc& packed,
+    const std::function<void(const Tensor&, dnnl::memory&)>& fill) {
   const std::shared_ptr<Slot> slot = cache().slot_for(weights.raw_data(), plain, packed);
   const std::lock_guard<std::mutex> lock(slot->mutex);
   if (auto shared = slot->weights.lock()) return shared;
@@ -81,12 +82,31 @@ std::shared_ptr<const SharedWeights> shared_packed_weights(const Tensor& weights
   slot->source = weights;
   shared->source_address = weights.raw_data();
   shared->packed = dnnl::memory(packed, cpu_engine());
-  dnnl::memory source(plain, cpu_engine(), const_cast<void*>(weights.raw_data()));
-  dnnl::stream s(stream);  // a handle copy: execute() and wait() are not const
-  dnnl::reorder(source, shared->packed).execute(s, source, shared->packed);
-  s.wait();
+  fill(weights, shared->packed);
   slot->weights = shared;
   return shared;
+}
+
+}  // namespace
+
+std::shared_ptr<const SharedWeights> shared_packed_weights(const Tensor& weights,
+                                                           const dnnl::memory::desc& plain,
+                                                           const dnnl::memory::desc& packed,
+                                                           const dnnl::stream& stream) {
+  return shared_weights(weights, plain, packed, [&](const Tensor& w, dnnl::memory& target) {
+    dnnl::memory source(plain, cpu_engine(), const_cast<void*>(w.raw_data()));
+    dnnl::stream s(stream);  // a handle copy: execute() and wait() are not const
+    dnnl::reorder(source, target).execute(s, source, target);
+    s.wait();
+  });
+}
+
+std::shared_ptr<const SharedWeights> shared_transformed_weights(
+    const Tensor& weights, const dnnl::memory::desc& plain, const dnnl::memory::desc& transformed,
+    const std::function<void(const Tensor&, dnnl::memory&)>& transform) {
+  if (transformed.dims() == plain.dims())
+    throw ExecutionError("a transformed form of a constant must have other dims than the plain");
+  return shared_weights(weights, plain, transformed, transform);
 }
 
 void forget_shared_source(const SharedWeights& weights) {

@@ -2,6 +2,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <functional>
 #include <memory>
 
 #include "troupe/tensor.hpp"
@@ -24,6 +25,14 @@ std::shared_ptr<const SharedWeights> shared_packed_weights(const Tensor& weights
                                                            const dnnl::memory::desc& plain,
                                                            const dnnl::memory::desc& packed,
                                                            const dnnl::stream& stream);
+
+/// The same sharing for a form of the constant that no reorder makes (Winograd's transformed
+/// weights): `transform` fills memory of `transformed` from the dense constant, once per
+/// constant and descriptor. `transformed` must have other dims than `plain` (it then never
+/// matches a reorder's entry, and is never unpacked).
+std::shared_ptr<const SharedWeights> shared_transformed_weights(
+    const Tensor& weights, const dnnl::memory::desc& plain, const dnnl::memory::desc& transformed,
+    const std::function<void(const Tensor&, dnnl::memory&)>& transform);
 
 /// Removes the cache entry for `weights` (and entries no kernel holds any more), dropping the
 /// entry's reference to the constant: kernels holding `weights` keep it, later requests for the

@@ -25,6 +25,7 @@
 
 #include "../test_util.hpp"
 #include "engine/ops/op_schema.hpp"
+#include "kernels/dnnl/winograd_avx2.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "layout_test_util.hpp"
 
@@ -683,22 +684,31 @@ std::vector<Case> conv_sweep_cases(Rng& rng) {
   return cases;
 }
 
-// 3x3 stride-1 convolutions with whole 16-channel blocks and constant weights: on AVX-512, in
-// nChw16c or plain activations (the kernel reorders those), oneDNN's Winograd kernels compute
-// them (4x3 or 2x3 tiles, its choice) with a ReLU, a residual sum or both fused; other fused
-// activations have no Winograd kernel and run direct. Spatial sizes that tiles of 2 and 4 do
-// not divide, padding 0, 1 and asymmetric, batches of 1 to 3. Elsewhere they run direct.
+// 3x3 stride-1 convolutions with whole channel blocks and constant weights, in the ISA's blocked
+// activations or plain ones, with a ReLU, a residual sum or both fused (other fused activations
+// have no Winograd kernel and run direct). On AVX-512 oneDNN's Winograd kernels compute them (4x3
+// or 2x3 tiles, its choice; nChw16c, plain ones reordered). On AVX2 troupe's F(4x4, 3x3) computes
+// those with at least Avx2Winograd::min_tiles output tiles, nChw8c or plain (reordered), with
+// channels 8 to 48, so that panels of 8 and 16 output channels both run. Spatial sizes that tiles
+// of 2 and 4 do not divide, padding 0, 1 and asymmetric, batches of 1 to 3.
 std::vector<Case> winograd_cases(Rng& rng) {
   std::vector<Case> cases;
-  const std::vector<TensorLayout> layouts = {TensorLayout{}, TensorLayout::blocked(16)};
-  for (int k = 0; k < 32; ++k) {
-    const TensorLayout layout = test::cpu_has_avx512() ? layouts[k % 2] : TensorLayout{};
-    const int64_t channels = 16 * rng.integer(1, 3);
-    const int64_t out_channels = 16 * rng.integer(1, 3);
-    const ints x{rng.integer(1, 3), channels, rng.integer(3, 30), rng.integer(3, 30)};
+  const bool avx512 = test::cpu_has_avx512();
+  const bool avx2 = kernels::effective_cpu_isa().avx2;
+  const int64_t block = avx512 ? 16 : 8;
+  for (int k = 0; k < 40; ++k) {
+    const bool blocked = (avx512 || avx2) && k % 2 == 1;
+    const TensorLayout layout = blocked ? TensorLayout::blocked(block) : TensorLayout{};
+    const int64_t channels = block * rng.integer(1, avx512 ? 3 : 6);
+    const int64_t out_channels = block * rng.integer(1, avx512 ? 3 : 6);
+    const ints x{rng.integer(1, 3), channels, rng.integer(1, 30), rng.integer(1, 30)};
     const ints pads = k % 3 == 0   ? ints{0, 0, 0, 0}
                       : k % 3 == 1 ? ints{1, 1, 1, 1}
                                    : ints{1, 0, 0, 1};
+    if (x[2] + pads[0] + pads[2] < 3 || x[3] + pads[1] + pads[3] < 3) {
+      --k;  // no output
+      continue;
+    }
     Attributes attrs;
     attrs.set("kernel_shape", ints{3, 3});
     attrs.set("pads", pads);
@@ -722,7 +732,11 @@ std::vector<Case> winograd_cases(Rng& rng) {
     }
     c.tolerance = {1e-4, 2e-6 * static_cast<double>(channels * 9)};
     c.fast_implementation = true;
-    if (test::cpu_has_avx512() && post != 4) c.implementation_part = "wino";
+    if (avx512 && post != 4) c.implementation_part = "wino";
+    const int64_t out_h = x[2] + pads[0] + pads[2] - 2, out_w = x[3] + pads[1] + pads[3] - 2;
+    const int64_t tiles = x[0] * ((out_h + 3) / 4) * ((out_w + 3) / 4);
+    if (!avx512 && avx2 && post != 4 && tiles >= kernels::onednn::Avx2Winograd::min_tiles)
+      c.implementation_part = "winograd_4x3:avx2";
     cases.push_back(c);
   }
   return cases;
