@@ -167,7 +167,7 @@ class ConvKernel final : public DnnlKernel {
     };
     if (activation_layout() != blocked || !constant(1) || fused_dw_ ||
         compute_type() != dnnl::memory::data_type::f32 || !winograd_allowed() ||
-        !winograd_shape(node_, weights, 8) || src.size() != 4 || !readable(input_layout(0)) ||
+        !winograd_geometry(node_, weights, 8) || src.size() != 4 || !readable(input_layout(0)) ||
         !readable(output_layout(0)) || (fused_sum_ && !readable(input_layout(3))))
       return false;
     Avx2Winograd::Geometry g;
@@ -201,8 +201,25 @@ class ConvKernel final : public DnnlKernel {
     if (fused_sum_)
       winograd_residual_ =
           LayoutBridge(tensor_desc(dst, input_layout(3)), tensor_desc(dst, blocked));
-    winograd_active_ = true;
+    // ReLU is applied in the output transform; another fused activation (SiLU, LeakyReLU, clip,
+    // ...) by oneDNN's eltwise kernel in place on the output, a pass over it where the direct
+    // kernel has a post-op.
     relu_ = fused::activation(node_) == "Relu";
+    winograd_activation_ = {};
+    if (!relu_ && !fused::activation(node_).empty()) {
+      dnnl::post_ops ops;
+      append_fused_activation(node_, ops);
+      float scale = 1.f, alpha = 0.f, beta = 0.f;
+      dnnl::algorithm algorithm;
+      ops.get_params_eltwise(0, scale, algorithm, alpha, beta);
+      const dnnl::memory::desc out = tensor_desc(dst, blocked);
+      const dnnl::eltwise_forward::primitive_desc pd(
+          {dnnl::prop_kind::forward_inference, algorithm, out, alpha, beta}, cpu_engine());
+      if (is_reference(pd)) return false;
+      winograd_activation_ = dnnl::eltwise_forward(pd);
+      winograd_activated_ = unbound_memory(out);
+    }
+    winograd_active_ = true;
     return true;
   }
 
@@ -268,8 +285,14 @@ class ConvKernel final : public DnnlKernel {
       const float* src = data(winograd_src_.to_internal(inputs[0], stream_));
       const float* residual =
           fused_sum_ ? data(winograd_residual_.to_internal(inputs[3], stream_)) : nullptr;
+      float* dst = data(winograd_dst_.output_memory(outputs[0]));
       winograd_avx2_->run(src, has_input(2) ? inputs[2].data<float>() : nullptr, residual, relu_,
-                          data(winograd_dst_.output_memory(outputs[0])));
+                          dst);
+      if (winograd_activation_) {
+        winograd_activated_.set_data_handle(dst);
+        winograd_activation_.execute(
+            stream_, {{DNNL_ARG_SRC, winograd_activated_}, {DNNL_ARG_DST, winograd_activated_}});
+      }
       winograd_dst_.from_internal(outputs[0], stream_);
       return;
     }
@@ -344,7 +367,9 @@ class ConvKernel final : public DnnlKernel {
   std::unique_ptr<Avx2Winograd> winograd_avx2_;
   bool winograd_active_ = false;  // winograd_avx2_ runs the convolution instead of primitive_
   LayoutBridge winograd_src_, winograd_dst_, winograd_residual_;  // to and from nChw8c
-  bool relu_ = false;                                             // ... with a fused ReLU
+  dnnl::eltwise_forward winograd_activation_;  // a fused activation other than ReLU, in place
+  dnnl::memory winograd_activated_;
+  bool relu_ = false;  // ... with a fused ReLU
 };
 
 }  // namespace

@@ -22,10 +22,11 @@ class Avx2Winograd {
   };
 
   /// Fewest output tiles it is worth computing for. Each pass streams all the transformed weights
-  /// (4x the direct kernel's): with ResNet's 7x7 maps of 512 channels at batch 1 (4 tiles) it
-  /// ran as fast as oneDNN's direct kernel (4.5 ms on one Zen 3 core); from 16 tiles on
-  /// (14x14, 256 channels) 2x as fast, at 56x56 and 28x28 2.3-3x.
-  static constexpr int64_t min_tiles = 8;
+  /// (4x the direct kernel's). On one Zen 3 core: ResNet's 7x7 maps of 512 channels at batch 1
+  /// (4 tiles) as fast as oneDNN's direct kernel; a YOLO neck's 10x10 maps (9 tiles) 0.9x; its
+  /// 20x20 and 40x40 ones (25 and 100 tiles) 1.5x; ResNet-18's 14x14 (16 tiles) 1.15x, its
+  /// 56x56 and 28x28 ones 1.8-2.2x.
+  static constexpr int64_t min_tiles = 16;
 
   /// Whether this CPU runs it (AVX2 and FMA) and the geometry is one it computes: channels in
   /// whole blocks of 8, at least min_tiles output tiles.

@@ -685,10 +685,11 @@ std::vector<Case> conv_sweep_cases(Rng& rng) {
 }
 
 // 3x3 stride-1 convolutions with whole channel blocks and constant weights, in the ISA's blocked
-// activations or plain ones, with a ReLU, a residual sum or both fused (other fused activations
-// have no Winograd kernel and run direct). On AVX-512 oneDNN's Winograd kernels compute them (4x3
-// or 2x3 tiles, its choice; nChw16c, plain ones reordered). On AVX2 troupe's F(4x4, 3x3) computes
-// those with at least Avx2Winograd::min_tiles output tiles, nChw8c or plain (reordered), with
+// activations or plain ones, with a ReLU, a residual sum or both fused, or a Sigmoid. On AVX-512
+// oneDNN's Winograd kernels compute them (4x3 or 2x3 tiles, its choice; nChw16c, plain ones
+// reordered) but for the Sigmoid, which they refuse (direct). On AVX2 troupe's F(4x4, 3x3)
+// computes those with at least Avx2Winograd::min_tiles output tiles, Sigmoid included (oneDNN's
+// eltwise on its output), nChw8c or plain (reordered), with
 // channels 8 to 48, so that panels of 8 and 16 output channels both run. Spatial sizes that tiles
 // of 2 and 4 do not divide, padding 0, 1 and asymmetric, batches of 1 to 3.
 std::vector<Case> winograd_cases(Rng& rng) {
@@ -712,7 +713,7 @@ std::vector<Case> winograd_cases(Rng& rng) {
     Attributes attrs;
     attrs.set("kernel_shape", ints{3, 3});
     attrs.set("pads", pads);
-    const int post = (k / 2) % 5;  // none, Relu, sum, sum then Relu, Sigmoid (direct)
+    const int post = (k / 2) % 5;  // none, Relu, sum, sum then Relu, Sigmoid
     if (post == 1 || post == 3) attrs.set("fused_activation", std::string("Relu"));
     if (post == 4) attrs.set("fused_activation", std::string("Sigmoid"));
     Case c;
@@ -735,7 +736,7 @@ std::vector<Case> winograd_cases(Rng& rng) {
     if (avx512 && post != 4) c.implementation_part = "wino";
     const int64_t out_h = x[2] + pads[0] + pads[2] - 2, out_w = x[3] + pads[1] + pads[3] - 2;
     const int64_t tiles = x[0] * ((out_h + 3) / 4) * ((out_w + 3) / 4);
-    if (!avx512 && avx2 && post != 4 && tiles >= kernels::onednn::Avx2Winograd::min_tiles)
+    if (!avx512 && avx2 && tiles >= kernels::onednn::Avx2Winograd::min_tiles)
       c.implementation_part = "winograd_4x3:avx2";
     cases.push_back(c);
   }
