@@ -20,8 +20,6 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
-constexpr const char* avx2_winograd_name = "winograd_4x3:avx2";
-
 class ConvKernel final : public DnnlKernel {
  public:
   explicit ConvKernel(const KernelRequest& request) : DnnlKernel(request) {
@@ -109,7 +107,7 @@ class ConvKernel final : public DnnlKernel {
     };
     winograd_active_ = false;
     if (uses_avx2_winograd(plain_weights, src, conv_dst, pad_l, src_md, dst_md)) {
-      set_impl(avx2_winograd_name);
+      set_impl("winograd_4x3:avx2");
       return true;
     }
     // Winograd computes a 3x3 stride-1 convolution with about half the multiplications (oneDNN
@@ -165,8 +163,7 @@ class ConvKernel final : public DnnlKernel {
     const auto readable = [&](TensorLayout layout) {
       return layout == blocked || layout == TensorLayout{};
     };
-    if (activation_layout() != blocked || !constant(1) || fused_dw_ ||
-        compute_type() != dnnl::memory::data_type::f32 || !winograd_allowed() ||
+    if (activation_layout() != blocked || !winograd_candidate() ||
         !winograd_geometry(node_, weights, 8) || src.size() != 4 || !readable(input_layout(0)) ||
         !readable(output_layout(0)) || (fused_sum_ && !readable(input_layout(3))))
       return false;
@@ -226,8 +223,14 @@ class ConvKernel final : public DnnlKernel {
   // Constant weights only: they are transformed once (oneDNN cannot reorder them back, and
   // weights given at run time would be transformed on every run).
   bool tries_winograd(const Dims& weights) const {
+    return winograd_candidate() && winograd_shape(node_, weights);
+  }
+
+  // What every Winograd kernel needs, oneDNN's or troupe's: f32, constant weights, no fused
+  // depthwise convolution, and not turned off.
+  bool winograd_candidate() const {
     return !fused_dw_ && constant(1) && compute_type() == dnnl::memory::data_type::f32 &&
-           winograd_allowed() && winograd_shape(node_, weights);
+           winograd_allowed();
   }
 
   dnnl::convolution_forward::primitive_desc make_primitive_desc(

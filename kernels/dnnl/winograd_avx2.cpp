@@ -31,18 +31,13 @@ constexpr double filter_transform[alpha][3] = {{1, 0, 0},
                                                {0, 0, 1}};
 
 // B^T: V = B^T d B maps a 6x6 input tile to its transform.
-constexpr float input_transform[alpha][alpha] = {{1, 1.5f, -2, -1.5f, 1, 0},
-                                                 {0, -1, -2.5f, -0.5f, 1, 0},
-                                                 {0, 1, 0.5f, -2.5f, 1, 0},
-                                                 {0, -0.5f, -1, 0.5f, 1, 0},
-                                                 {0, 2, -1, -2, 1, 0},
-                                                 {0, 1, 1.5f, -2, -1.5f, 1}};
+constexpr float input_transform[alpha][alpha] = {
+    {1, 1.5f, -2, -1.5f, 1, 0}, {0, -1, -2.5f, -0.5f, 1, 0}, {0, 1, 0.5f, -2.5f, 1, 0},
+    {0, -0.5f, -1, 0.5f, 1, 0}, {0, 2, -1, -2, 1, 0},        {0, 1, 1.5f, -2, -1.5f, 1}};
 
 // A^T: Y = A^T M A maps a 6x6 tile of products to 4x4 outputs.
-constexpr float output_transform[4][alpha] = {{1, 1, 1, 1, 1, 0},
-                                              {0, 1, -1, 2, -0.5f, 0},
-                                              {0, 1, 1, 4, 0.25f, 0},
-                                              {0, 1, -1, 8, -0.125f, 1}};
+constexpr float output_transform[4][alpha] = {
+    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -0.5f, 0}, {0, 1, 1, 4, 0.25f, 0}, {0, 1, -1, 8, -0.125f, 1}};
 
 // y = matrix x, eight channels at a time, for one row or column of a tile. The loops unroll
 // and the coefficients fold: zeros vanish, ones are additions.
@@ -74,6 +69,15 @@ template <int rows, int cols>
   transform_1d(output_transform, m, y);
 }
 
+// One tile's row of a panel: acc += v[c] * w, for the panel's one or two weight vectors.
+template <bool wide>
+[[gnu::target("avx2,fma")]] inline void accumulate(const float* v, __m256 w0, __m256 w1, __m256& a,
+                                                   __m256& b) {
+  const __m256 x = _mm256_broadcast_ss(v);
+  a = _mm256_fmadd_ps(x, w0, a);
+  if constexpr (wide) b = _mm256_fmadd_ps(x, w1, b);
+}
+
 // The products of one position for 6 tiles: m[t][k] = sum_c v[t][c] u[c][k], over one panel of
 // 16 (`wide`) or 8 output channels whose weights are packed [c][16 or 8]: the classic
 // register-blocked kernel, 6 x 2 accumulators, each weight vector read once per channel and used
@@ -86,46 +90,20 @@ template <bool wide>
   constexpr int64_t width = wide ? 2 * block : block;
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
   __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0;
-  const float* v0 = v;
-  const float* v1 = v + channels;
-  const float* v2 = v + 2 * channels;
-  const float* v3 = v + 3 * channels;
-  const float* v4 = v + 4 * channels;
-  const float* v5 = v + 5 * channels;
   for (int64_t c = 0; c < channels; ++c) {
     const __m256 w0 = _mm256_loadu_ps(u + c * width);
-    __m256 x = _mm256_broadcast_ss(v0 + c);
-    a0 = _mm256_fmadd_ps(x, w0, a0);
-    if constexpr (wide) b0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(u + c * width + block), b0);
-    x = _mm256_broadcast_ss(v1 + c);
-    a1 = _mm256_fmadd_ps(x, w0, a1);
-    if constexpr (wide) b1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(u + c * width + block), b1);
-    x = _mm256_broadcast_ss(v2 + c);
-    a2 = _mm256_fmadd_ps(x, w0, a2);
-    if constexpr (wide) b2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(u + c * width + block), b2);
-    x = _mm256_broadcast_ss(v3 + c);
-    a3 = _mm256_fmadd_ps(x, w0, a3);
-    if constexpr (wide) b3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(u + c * width + block), b3);
-    x = _mm256_broadcast_ss(v4 + c);
-    a4 = _mm256_fmadd_ps(x, w0, a4);
-    if constexpr (wide) b4 = _mm256_fmadd_ps(x, _mm256_loadu_ps(u + c * width + block), b4);
-    x = _mm256_broadcast_ss(v5 + c);
-    a5 = _mm256_fmadd_ps(x, w0, a5);
-    if constexpr (wide) b5 = _mm256_fmadd_ps(x, _mm256_loadu_ps(u + c * width + block), b5);
+    const __m256 w1 = wide ? _mm256_loadu_ps(u + c * width + block) : w0;
+    accumulate<wide>(v + c, w0, w1, a0, b0);
+    accumulate<wide>(v + channels + c, w0, w1, a1, b1);
+    accumulate<wide>(v + 2 * channels + c, w0, w1, a2, b2);
+    accumulate<wide>(v + 3 * channels + c, w0, w1, a3, b3);
+    accumulate<wide>(v + 4 * channels + c, w0, w1, a4, b4);
+    accumulate<wide>(v + 5 * channels + c, w0, w1, a5, b5);
   }
-  _mm256_storeu_ps(m, a0);
-  _mm256_storeu_ps(m + ldm, a1);
-  _mm256_storeu_ps(m + 2 * ldm, a2);
-  _mm256_storeu_ps(m + 3 * ldm, a3);
-  _mm256_storeu_ps(m + 4 * ldm, a4);
-  _mm256_storeu_ps(m + 5 * ldm, a5);
-  if constexpr (wide) {
-    _mm256_storeu_ps(m + block, b0);
-    _mm256_storeu_ps(m + ldm + block, b1);
-    _mm256_storeu_ps(m + 2 * ldm + block, b2);
-    _mm256_storeu_ps(m + 3 * ldm + block, b3);
-    _mm256_storeu_ps(m + 4 * ldm + block, b4);
-    _mm256_storeu_ps(m + 5 * ldm + block, b5);
+  const __m256 a[] = {a0, a1, a2, a3, a4, a5}, b[] = {b0, b1, b2, b3, b4, b5};
+  for (int r = 0; r < 6; ++r) {
+    _mm256_storeu_ps(m + r * ldm, a[r]);
+    if constexpr (wide) _mm256_storeu_ps(m + r * ldm + block, b[r]);
   }
 }
 
