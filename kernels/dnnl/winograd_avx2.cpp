@@ -82,7 +82,7 @@ template <bool wide>
 // 16 (`wide`) or 8 output channels whose weights are packed [c][16 or 8]: the classic
 // register-blocked kernel, 6 x 2 accumulators, each weight vector read once per channel and used
 // by every tile. (oneDNN's sgemm packs both operands on every call; at these sizes, 36 calls of
-// ~100 x 64 x 64 per pass, it ran at half this speed.) Named accumulators, not an array: GCC 12
+// ~100 x 64 x 64 per pass, it took 1.3-1.4x as long.) Named accumulators, not an array: GCC 12
 // kept an array of them in memory, storing all twelve on every channel.
 template <bool wide>
 [[gnu::target("avx2,fma")]] void multiply_panel(const float* v, int64_t channels, const float* u,

@@ -24,8 +24,8 @@ class Avx2Winograd {
   /// Fewest output tiles it is worth computing for. Each pass streams all the transformed weights
   /// (4x the direct kernel's). On one Zen 3 core: ResNet's 7x7 maps of 512 channels at batch 1
   /// (4 tiles) as fast as oneDNN's direct kernel; a YOLO neck's 10x10 maps (9 tiles) 0.9x; its
-  /// 20x20 and 40x40 ones (25 and 100 tiles) 1.5x; ResNet-18's 14x14 (16 tiles) 1.15x, its
-  /// 56x56 and 28x28 ones 1.8-2.2x.
+  /// 20x20 and 40x40 ones (25 and 100 tiles) 1.5x; ResNet-18's 14x14 (16 tiles) 1.6x, its
+  /// 56x56 and 28x28 ones 1.7-2.1x (measured with the other core busy).
   static constexpr int64_t min_tiles = 16;
 
   /// Whether this CPU runs it (AVX2 and FMA) and the geometry is one it computes: channels in
