@@ -269,6 +269,77 @@ TEST(Transformations, FoldsAZeroSpatialPadIntoTheWindowThatReadsIt) {
   }
 }
 
+// A dilated convolution on a map smaller than its dilation (DeepLab's ASPP) reads only padding
+// through some taps at every output position: they are trimmed from the kernel, its pads reduced
+// to match, and the outputs stay the same. Per axis: kernel, dilation, stride, pads, input size,
+// and the kernel it becomes.
+TEST(Transformations, TrimsKernelTapsThatReadOnlyPadding) {
+  struct Axis {
+    int64_t kernel, dilation, stride, pad_begin, pad_end, input, trimmed;
+  };
+  struct Case {
+    std::string what;
+    Axis h, w;
+    bool bias_relu;
+  };
+  const std::vector<Case> cases = {
+      {"ASPP dilation 24 on 10x10: 1x1",
+       {3, 24, 1, 24, 24, 10, 1},
+       {3, 24, 1, 24, 24, 10, 1},
+       true},
+      {"dilation 6 on 10x10 reaches the map with every tap",
+       {3, 6, 1, 6, 6, 10, 3},
+       {3, 6, 1, 6, 6, 10, 3},
+       false},
+      {"5 taps of dilation 3 on 5 rows keep the middle 3; width untouched",
+       {5, 3, 1, 6, 6, 5, 3},
+       {3, 1, 1, 1, 1, 9, 3},
+       false},
+      {"asymmetric pads, stride 2", {3, 8, 2, 8, 9, 7, 1}, {3, 9, 2, 9, 9, 6, 1}, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ModelBuilder b("trimmed");
+    auto x = b.input("x", ElementType::f32, {-1, 8, c.h.input, c.w.input});
+    std::vector<ValueId> inputs = {
+        x, b.constant("w", random_tensor(Shape{16, 8, c.h.kernel, c.w.kernel}, 41, -0.5f, 0.5f))};
+    if (c.bias_relu) inputs.push_back(b.constant("b", random_tensor({16}, 42)));
+    ValueId y = b.op(
+        "Conv", inputs,
+        {{"dilations", std::vector<int64_t>{c.h.dilation, c.w.dilation}},
+         {"strides", std::vector<int64_t>{c.h.stride, c.w.stride}},
+         {"pads", std::vector<int64_t>{c.h.pad_begin, c.w.pad_begin, c.h.pad_end, c.w.pad_end}}},
+        "conv");
+    if (c.bias_relu) y = b.op("Relu", {y}, {}, "relu");
+    b.output(y, "y");
+    auto model = b.build();
+    const std::map<std::string, Tensor> in = {
+        {"x", random_tensor(Shape{2, 8, c.h.input, c.w.input}, 43, -1.f, 1.f)}};
+    const RunResult plain = compile_and_run(model, true, in);
+    const RunResult transformed = compile_and_run(model, false, in);
+    expect_close(transformed.outputs.at("y"), plain.outputs.at("y"), "y", 1e-4);
+    const Node& conv = node_named(*transformed.runtime, "conv");
+    EXPECT_EQ(transformed.runtime->value(conv.inputs[1]).shape,
+              (Shape{16, 8, c.h.trimmed, c.w.trimmed}));
+  }
+}
+
+// Nothing is trimmed where the input's size is known only at run time.
+TEST(Transformations, KeepsTheKernelOfAConvolutionOverADynamicSize) {
+  ModelBuilder b("dynamic");
+  auto x = b.input("x", ElementType::f32, {1, 8, -1, -1});
+  b.output(b.op("Conv", {x, b.constant("w", conv_weights(8, 8, 3, 44))},
+                {{"dilations", std::vector<int64_t>{24, 24}},
+                 {"pads", std::vector<int64_t>{24, 24, 24, 24}}},
+                "conv"),
+           "y");
+  auto model = b.build();
+  const RunResult run =
+      compile_and_run(model, false, {{"x", random_tensor(Shape{1, 8, 10, 10}, 45, -1.f, 1.f)}});
+  const Node& conv = node_named(*run.runtime, "conv");
+  EXPECT_EQ(run.runtime->value(conv.inputs[1]).shape, (Shape{8, 8, 3, 3}));
+}
+
 // MobileNetV2's inverted residual: a 1x1 expand with ReLU6, a 3x3 depthwise with ReLU6 (stride 1
 // or 2), a 1x1 projection.
 std::shared_ptr<Model> inverted_residual(int64_t stride, int64_t size, bool expand_bias) {

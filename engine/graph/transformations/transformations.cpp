@@ -22,6 +22,9 @@ OriginalNames run_all(Model& model) {
   eliminate_identities(model);
   eliminate_dead_code(model);
   fuse_pad_into_window(model, names);
+  // After the Pad folding (a folded Pad's padding can be what a tap reads), before the fusions:
+  // a convolution trimmed to 1x1 is one the depthwise fusion can take.
+  trim_padding_taps(model);
   fold_batch_norm_into_conv(model, names);
   // Bias before scale: the fused contract scales the biased product, s * (AB + b). Gelu before
   // the post-op fusion, which folds the Gelu node into the MatMul before it; SiLU likewise.

@@ -60,6 +60,12 @@ size_t eliminate_dead_code(Model& model);
 // zeros) that alone reads it, as their own pads.
 size_t fuse_pad_into_window(Model& model, OriginalNames& names);
 
+// Trims from a Conv with constant weights and a static input size the kernel taps that read only
+// padding at every output position (a dilated convolution on a small map: DeepLab's ASPP), as
+// the same convolution with a smaller kernel and its pads reduced to match; returns how many
+// it trimmed.
+size_t trim_padding_taps(Model& model);
+
 // Folds an inference BatchNormalization into the Conv before it (constant weights and bias, the
 // Conv output read by nothing else).
 size_t fold_batch_norm_into_conv(Model& model, OriginalNames& names);
