@@ -202,20 +202,7 @@ class ConvKernel final : public DnnlKernel {
     // ...) by oneDNN's eltwise kernel in place on the output, a pass over it where the direct
     // kernel has a post-op.
     relu_ = fused::activation(node_) == "Relu";
-    winograd_activation_ = {};
-    if (!relu_ && !fused::activation(node_).empty()) {
-      dnnl::post_ops ops;
-      append_fused_activation(node_, ops);
-      float scale = 1.f, alpha = 0.f, beta = 0.f;
-      dnnl::algorithm algorithm;
-      ops.get_params_eltwise(0, scale, algorithm, alpha, beta);
-      const dnnl::memory::desc out = tensor_desc(dst, blocked);
-      const dnnl::eltwise_forward::primitive_desc pd(
-          {dnnl::prop_kind::forward_inference, algorithm, out, alpha, beta}, cpu_engine());
-      if (is_reference(pd)) return false;
-      winograd_activation_ = dnnl::eltwise_forward(pd);
-      winograd_activated_ = unbound_memory(out);
-    }
+    if (!winograd_activation_.prepare(node_, tensor_desc(dst, blocked))) return false;
     winograd_active_ = true;
     return true;
   }
@@ -291,11 +278,7 @@ class ConvKernel final : public DnnlKernel {
       float* dst = data(winograd_dst_.output_memory(outputs[0]));
       winograd_avx2_->run(src, has_input(2) ? inputs[2].data<float>() : nullptr, residual, relu_,
                           dst);
-      if (winograd_activation_) {
-        winograd_activated_.set_data_handle(dst);
-        winograd_activation_.execute(
-            stream_, {{DNNL_ARG_SRC, winograd_activated_}, {DNNL_ARG_DST, winograd_activated_}});
-      }
+      winograd_activation_.run(dst, stream_);
       winograd_dst_.from_internal(outputs[0], stream_);
       return;
     }
@@ -370,9 +353,8 @@ class ConvKernel final : public DnnlKernel {
   std::unique_ptr<Avx2Winograd> winograd_avx2_;
   bool winograd_active_ = false;  // winograd_avx2_ runs the convolution instead of primitive_
   LayoutBridge winograd_src_, winograd_dst_, winograd_residual_;  // to and from nChw8c
-  dnnl::eltwise_forward winograd_activation_;  // a fused activation other than ReLU, in place
-  dnnl::memory winograd_activated_;
-  bool relu_ = false;  // ... with a fused ReLU
+  InPlaceActivation winograd_activation_;  // a fused activation other than ReLU
+  bool relu_ = false;                      // ... with a fused ReLU
 };
 
 }  // namespace

@@ -1,12 +1,15 @@
 // MatMul (numpy semantics: 1-D operands promoted, batch dims broadcast) and Gemm (transposes as
 // strides, alpha as output scale, C as bias or as a binary post-op) on oneDNN's matmul primitive.
 // A constant right-hand side is packed once into the layout the primitive prefers; an f32
-// product of one or two rows by a constant reads it in place with sgemm (SmallRowsProduct).
+// product of one or two rows by a constant reads it in place with sgemm (SmallRowsProduct); on
+// AVX2 CPUs an f32 product of more rows by a constant 2-D one runs on troupe's packed GEMM
+// (PackedProduct).
 #include <algorithm>
 
 #include "engine/ops/fused_post_ops.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/packed_gemm_avx2.hpp"
 #include "kernels/dnnl/post_ops.hpp"
 #include "kernels/dnnl/small_rows_product.hpp"
 
@@ -145,6 +148,45 @@ struct MatmulCore {
   }
 };
 
+// y = act(scale * (A B + bias) [+ y]) for a row-major f32 A and a constant 2-D B, on troupe's
+// AVX2 GEMM (packed_gemm_avx2.hpp): B packed once by a oneDNN reorder into its panels, shared
+// between streams like the primitive's packed weights, and restorable from them.
+struct PackedProduct {
+  int64_t m = 0, k = 0, n = 0;
+  PackedWeights weights;
+  Avx2PackedGemm::Epilogue epilogue;
+  InPlaceActivation activation;  // a fused activation other than ReLU
+
+  // Whether it runs this product: AVX2 without AVX-512, f32, a constant B whose layout `b_md`
+  // describes ([K, N], strided when stored transposed). `accumulate`: y holds values to add
+  // (a residual; only with scale 1, which then also applies to them).
+  bool prepare(const Node& node, bool f32, int64_t rows, int64_t depth, int64_t columns,
+               const dnnl::memory::desc& b_md, const Tensor* constant_b, float scale,
+               bool accumulate, const dnnl::stream& stream) {
+    if (!f32 || !constant_b || !Avx2PackedGemm::preferred() || (accumulate && scale != 1.f) ||
+        !activation.prepare(node, plain_f32({rows, columns})))
+      return false;
+    m = rows;
+    k = depth;
+    n = columns;
+    weights = PackedWeights(b_md, Avx2PackedGemm::packed_desc(k, n), constant_b, stream);
+    epilogue = {};
+    epilogue.scale = scale;
+    epilogue.accumulate = accumulate;
+    epilogue.relu = fused::activation(node) == "Relu";
+    return true;
+  }
+
+  void run(const Tensor& a, const Tensor& b, const float* bias, Tensor& y,
+           const dnnl::stream& stream) {
+    const auto* packed = static_cast<const float*>(weights.get(b, stream).get_data_handle());
+    Avx2PackedGemm::Epilogue e = epilogue;
+    e.bias = bias;
+    Avx2PackedGemm::run(a.data<float>(), k, m, k, n, packed, y.data<float>(), n, e);
+    activation.run(y.data<float>(), stream);
+  }
+};
+
 class MatMulKernel final : public DnnlKernel {
  public:
   explicit MatMulKernel(const KernelRequest& request) : DnnlKernel(request) {
@@ -187,6 +229,7 @@ class MatMulKernel final : public DnnlKernel {
     int64_t count = 1;
     for (int64_t d : y) count *= d;
     if (count != outputs[0].element_count()) return false;
+    packed_active_ = false;
     small_rows_ = rank == 2 && inputs[1].rank() == 2 && constant(1) &&
                   compute_type() == dnnl::memory::data_type::f32 &&
                   a[0] <= SmallRowsProduct::max_rows && relu_or_none(node_);
@@ -201,6 +244,14 @@ class MatMulKernel final : public DnnlKernel {
       product_.c_cols = product_.n;
       product_.relu = !fused::activation(node_).empty();
       set_impl("sgemm");
+      return true;
+    }
+    packed_active_ =
+        rank == 2 && inputs[1].rank() == 2 && (!fused_bias_ || inputs[2].element_count() == b[1]) &&
+        packed_.prepare(node_, compute_type() == dnnl::memory::data_type::f32, a[0], a[1], b[1],
+                        plain_f32(b), constant(1), scale_, fused_sum_, stream_);
+    if (packed_active_) {
+      set_impl("packed_gemm:avx2");
       return true;
     }
     // Fused post-ops in the graph compiler's order: bias (the primitive's own), scale, the
@@ -246,14 +297,17 @@ class MatMulKernel final : public DnnlKernel {
   }
 
   const PackedWeights* packed_weights(size_t i) const override {
-    return i == 1 && !small_rows_ ? &core_.weights : nullptr;
+    if (i != 1 || small_rows_) return nullptr;
+    return packed_active_ ? &packed_.weights : &core_.weights;
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     // dst is plain: the sum reads the residual in place.
     if (fused_sum_) inputs[fused_bias_ ? 3 : 2].copy_to(outputs[0]);
     const Tensor* bias = fused_bias_ ? &inputs[2] : nullptr;
-    if (small_rows_)
+    if (packed_active_)
+      packed_.run(inputs[0], inputs[1], bias ? bias->data<float>() : nullptr, outputs[0], stream_);
+    else if (small_rows_)
       product_.run(inputs[0], inputs[1], bias, outputs[0], fused_sum_);
     else
       core_.run(inputs[0], inputs[1], bias, outputs[0], stream_);
@@ -265,6 +319,8 @@ class MatMulKernel final : public DnnlKernel {
   float scale_ = 1.f;
   bool small_rows_ = false;
   SmallRowsProduct product_;
+  bool packed_active_ = false;  // packed_ computes it (else product_ or core_)
+  PackedProduct packed_;
   MatmulCore core_;
 };
 
@@ -304,6 +360,7 @@ class GemmKernel final : public DnnlKernel {
       if ((c[0] != m && c[0] != 1) || (c[1] != n && c[1] != 1)) return false;
     }
     const dnnl::memory::desc c_md = plain_f32(c.empty() ? Dims{1, 1} : c);
+    packed_active_ = false;
     small_rows_ = constant(1) && compute_type() == dnnl::memory::data_type::f32 &&
                   m <= SmallRowsProduct::max_rows && relu_or_none(node_);
     if (small_rows_) {
@@ -321,6 +378,15 @@ class GemmKernel final : public DnnlKernel {
       }
       product_.relu = !fused::activation(node_).empty();
       set_impl("sgemm");
+      return true;
+    }
+    // A Linear layer (C a bias row, or none with alpha as the scale) with A not transposed.
+    const bool bias_row = use_c_ && alpha_ == 1.f && beta_ == 1.f && c[0] == 1 && c[1] == n;
+    packed_active_ = !trans_a_ && (!use_c_ || bias_row) &&
+                     packed_.prepare(node_, compute_type() == dnnl::memory::data_type::f32, m, k, n,
+                                     b_md, constant(1), use_c_ ? 1.f : alpha_, false, stream_);
+    if (packed_active_) {
+      set_impl("packed_gemm:avx2");
       return true;
     }
 
@@ -348,12 +414,15 @@ class GemmKernel final : public DnnlKernel {
   }
 
   const PackedWeights* packed_weights(size_t i) const override {
-    return i == 1 && !small_rows_ ? &core_.weights : nullptr;
+    if (i != 1 || small_rows_) return nullptr;
+    return packed_active_ ? &packed_.weights : &core_.weights;
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     const Tensor* c = use_c_ ? &inputs[2] : nullptr;
-    if (small_rows_)
+    if (packed_active_)
+      packed_.run(inputs[0], inputs[1], c ? c->data<float>() : nullptr, outputs[0], stream_);
+    else if (small_rows_)
       product_.run(inputs[0], inputs[1], c, outputs[0], false);
     else
       core_.run(inputs[0], inputs[1], c, outputs[0], stream_);
@@ -367,6 +436,8 @@ class GemmKernel final : public DnnlKernel {
   bool use_c_ = false;
   bool small_rows_ = false;
   SmallRowsProduct product_;
+  bool packed_active_ = false;  // packed_ computes it (else product_ or core_)
+  PackedProduct packed_;
   MatmulCore core_;
 };
 

@@ -53,4 +53,24 @@ void append_fused_activation(const Node& node, dnnl::post_ops& ops, float scale)
   ops.append_eltwise(scale, e->algorithm, e->alpha, e->beta);
 }
 
+bool InPlaceActivation::prepare(const Node& node, const dnnl::memory::desc& desc) {
+  eltwise_ = {};
+  const std::string activation = fused::activation(node);
+  if (activation.empty() || activation == "Relu") return true;
+  const std::optional<Eltwise> e = eltwise_of(node);
+  if (!e) return false;
+  const dnnl::eltwise_forward::primitive_desc pd(
+      {dnnl::prop_kind::forward_inference, e->algorithm, desc, e->alpha, e->beta}, cpu_engine());
+  if (is_reference(pd)) return false;
+  eltwise_ = dnnl::eltwise_forward(pd);
+  data_ = unbound_memory(desc);
+  return true;
+}
+
+void InPlaceActivation::run(float* data, const dnnl::stream& stream) {
+  if (!eltwise_) return;
+  data_.set_data_handle(data);
+  eltwise_.execute(stream, {{DNNL_ARG_SRC, data_}, {DNNL_ARG_DST, data_}});
+}
+
 }  // namespace troupe::kernels::onednn

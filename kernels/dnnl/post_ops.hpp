@@ -16,4 +16,21 @@ bool supports_fused_activation(const Node& node);
 /// `scale` (a quantized product divides by its output scale there).
 void append_fused_activation(const Node& node, dnnl::post_ops& ops, float scale = 1.f);
 
+/// A node's fused activation other than ReLU as oneDNN's eltwise kernel run in place on f32
+/// memory: for troupe's own kernels (Winograd, the packed GEMM), which apply ReLU as they store
+/// and have no post-ops for the others.
+class InPlaceActivation {
+ public:
+  /// Prepares it for memory described by `desc`; false when oneDNN has only its reference kernel
+  /// for it (the caller then computes another way). Without such an activation: true, and run()
+  /// does nothing.
+  bool prepare(const Node& node, const dnnl::memory::desc& desc);
+  void run(float* data, const dnnl::stream& stream);
+  explicit operator bool() const { return static_cast<bool>(eltwise_); }
+
+ private:
+  dnnl::eltwise_forward eltwise_;
+  dnnl::memory data_;
+};
+
 }  // namespace troupe::kernels::onednn
