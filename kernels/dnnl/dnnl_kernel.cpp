@@ -54,12 +54,26 @@ int native_channel_block() {
   return effective_cpu_isa().avx512 ? 16 : 8;
 }
 
-bool winograd_allowed() {
-  const char* choice = std::getenv("TROUPE_CONV_WINOGRAD");
+namespace {
+
+// An on/off switch read from the environment: unset, empty or "1" is on, "0" off; anything else
+// is named in the error.
+bool switch_from_environment(const char* name) {
+  const char* choice = std::getenv(name);
   if (!choice || !*choice || std::strcmp(choice, "1") == 0) return true;
   if (std::strcmp(choice, "0") == 0) return false;
-  throw InvalidArgument(std::string("environment variable TROUPE_CONV_WINOGRAD='") + choice +
+  throw InvalidArgument(std::string("environment variable ") + name + "='" + choice +
                         "' is not a switch (allowed: 0, 1, or unset)");
+}
+
+}  // namespace
+
+bool winograd_allowed() {
+  return switch_from_environment("TROUPE_CONV_WINOGRAD");
+}
+
+bool packed_gemm_allowed() {
+  return switch_from_environment("TROUPE_PACKED_GEMM");
 }
 
 TensorLayout activation_layout(const KernelRequest& request) {

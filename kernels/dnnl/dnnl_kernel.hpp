@@ -37,6 +37,10 @@ int native_channel_block();
 /// Yes unless TROUPE_CONV_WINOGRAD=0 (read whenever a kernel is created).
 bool winograd_allowed();
 
+/// Whether f32 products by a constant B may run on troupe's packed GEMM on AVX2 CPUs
+/// (packed_gemm_avx2.hpp). Yes unless TROUPE_PACKED_GEMM=0 (read whenever a kernel is created).
+bool packed_gemm_allowed();
+
 /// The layout activations are kept in between convolutions and pooling. On AVX-512: blocked by
 /// 16 for a model with a large share of convolutions Winograd can compute (its kernels read only
 /// that layout), or with depthwise convolutions whose convolution activations nearly all have

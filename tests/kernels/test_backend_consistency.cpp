@@ -1783,6 +1783,34 @@ TEST(BackendConsistency, ProductsByAConstantOnThePackedGemm) {
   run_family("packed gemm", packed_gemm_cases(rng));
 }
 
+// TROUPE_PACKED_GEMM=0 leaves the products to oneDNN's matmul (an A/B switch, like
+// TROUPE_CONV_WINOGRAD); a value that is no switch is named in the error.
+TEST(BackendConsistency, ThePackedGemmIsASwitch) {
+  Rng rng(base_seed() + 31);
+  std::vector<Tensor> inputs = {rng.tensor({8, 32}), rng.tensor({32, 24})};
+  const std::vector<ValueInfo> infos = value_infos(inputs, "x");
+  Case c;
+  c.node = make_node("MatMul");
+  c.inputs = inputs;
+  const std::vector<ValueInfo> outputs = infer_outputs(c, infos, {nullptr, &inputs[1]});
+  const KernelRequest request{c.node, infos, outputs, {nullptr, &inputs[1]}};
+  {
+    const test::ScopedEnv off("TROUPE_PACKED_GEMM", "0");
+    const std::unique_ptr<Kernel> kernel = KernelRegistry::instance().create_with("dnnl", request);
+    ASSERT_TRUE(kernel);
+    EXPECT_EQ(kernel->implementation().find("packed_gemm"), std::string::npos);
+  }
+  const test::ScopedEnv malformed("TROUPE_PACKED_GEMM", "yes");
+  if (!kernels::onednn::Avx2PackedGemm::preferred()) return;  // never asks where it cannot run
+  try {
+    KernelRegistry::instance().create_with("dnnl", request);
+    ADD_FAILURE() << "a malformed TROUPE_PACKED_GEMM was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("TROUPE_PACKED_GEMM='yes'"), std::string::npos)
+        << e.what();
+  }
+}
+
 std::vector<Case> fused_cases(Rng& rng) {
   std::vector<Case> base = conv_cases(rng);
   base.resize(24);
