@@ -158,13 +158,17 @@ struct PackedProduct {
   InPlaceActivation activation;  // a fused activation other than ReLU
 
   // Whether it runs this product: AVX2 without AVX-512, f32, a constant B whose layout `b_md`
-  // describes ([K, N], strided when stored transposed). `accumulate`: y holds values to add
-  // (a residual; only with scale 1, which then also applies to them).
+  // describes ([K, N], strided when stored transposed), wider than deep. `accumulate`: y holds
+  // values to add (a residual; only with scale 1, which then also applies to them).
+  // Wide B only: there oneDNN's sgemm was slowest (on one Zen 3 core, 197x768x3072 at 30-32
+  // GFLOP/s with B plain, 43-48 stored transposed, 59-62 packed here); at N <= K it reached
+  // 52-62 and the packed GEMM was within noise of it (BERT's 768x768 and 3072x768: 0.95-1.05).
   bool prepare(const Node& node, bool f32, int64_t rows, int64_t depth, int64_t columns,
                const dnnl::memory::desc& b_md, const Tensor* constant_b, float scale,
                bool accumulate, const dnnl::stream& stream) {
-    if (!f32 || !constant_b || !Avx2PackedGemm::preferred() || !packed_gemm_allowed() ||
-        (accumulate && scale != 1.f) || !activation.prepare(node, plain_f32({rows, columns})))
+    if (!f32 || !constant_b || columns <= depth || !Avx2PackedGemm::preferred() ||
+        !packed_gemm_allowed() || (accumulate && scale != 1.f) ||
+        !activation.prepare(node, plain_f32({rows, columns})))
       return false;
     m = rows;
     k = depth;
