@@ -166,7 +166,7 @@ struct PackedProduct {
   bool prepare(const Node& node, bool f32, int64_t rows, int64_t depth, int64_t columns,
                const dnnl::memory::desc& b_md, const Tensor* constant_b, float scale,
                bool accumulate, const dnnl::stream& stream) {
-    if (!f32 || !constant_b || columns <= depth || !Avx2PackedGemm::preferred() ||
+    if (!f32 || !constant_b || depth <= 0 || columns <= depth || !Avx2PackedGemm::preferred() ||
         !packed_gemm_allowed() || (accumulate && scale != 1.f) ||
         !activation.prepare(node, plain_f32({rows, columns})))
       return false;

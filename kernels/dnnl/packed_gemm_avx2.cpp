@@ -25,7 +25,7 @@ constexpr int64_t block_m = 120;
 struct TileStore {
   bool add_to_c = false;
   bool last = false;
-  bool full = true;  // all 16 columns (else `masks`)
+  bool full = true;  // all 16 columns (else those the masks keep)
   __m256i mask_low{}, mask_high{};
   const float* bias = nullptr;  // at the tile's first column
   float scale = 1.f;
