@@ -201,7 +201,6 @@ class ConvKernel final : public DnnlKernel {
     // ReLU is applied in the output transform; another fused activation (SiLU, LeakyReLU, clip,
     // ...) by oneDNN's eltwise kernel in place on the output, a pass over it where the direct
     // kernel has a post-op.
-    relu_ = fused::activation(node_) == "Relu";
     if (!winograd_activation_.prepare(node_, tensor_desc(dst, blocked))) return false;
     winograd_active_ = true;
     return true;
@@ -276,8 +275,8 @@ class ConvKernel final : public DnnlKernel {
       const float* residual =
           fused_sum_ ? data(winograd_residual_.to_internal(inputs[3], stream_)) : nullptr;
       float* dst = data(winograd_dst_.output_memory(outputs[0]));
-      winograd_avx2_->run(src, has_input(2) ? inputs[2].data<float>() : nullptr, residual, relu_,
-                          dst);
+      winograd_avx2_->run(src, has_input(2) ? inputs[2].data<float>() : nullptr, residual,
+                          winograd_activation_.relu_in_store(), dst);
       winograd_activation_.run(dst, stream_);
       winograd_dst_.from_internal(outputs[0], stream_);
       return;
@@ -353,8 +352,7 @@ class ConvKernel final : public DnnlKernel {
   std::unique_ptr<Avx2Winograd> winograd_avx2_;
   bool winograd_active_ = false;  // winograd_avx2_ runs the convolution instead of primitive_
   LayoutBridge winograd_src_, winograd_dst_, winograd_residual_;  // to and from nChw8c
-  InPlaceActivation winograd_activation_;  // a fused activation other than ReLU
-  bool relu_ = false;                      // ... with a fused ReLU
+  InPlaceActivation winograd_activation_;  // ReLU in the output transform, others after it
 };
 
 }  // namespace

@@ -2,8 +2,8 @@
 // strides, alpha as output scale, C as bias or as a binary post-op) on oneDNN's matmul primitive.
 // A constant right-hand side is packed once into the layout the primitive prefers; an f32
 // product of one or two rows by a constant reads it in place with sgemm (SmallRowsProduct); on
-// AVX2 CPUs an f32 product of more rows by a constant 2-D one runs on troupe's packed GEMM
-// (PackedProduct).
+// AVX2 CPUs an f32 product of more rows by a constant 2-D one wider than deep runs on troupe's
+// packed GEMM (PackedProduct).
 #include <algorithm>
 
 #include "engine/ops/fused_post_ops.hpp"
@@ -155,7 +155,7 @@ struct PackedProduct {
   int64_t m = 0, k = 0, n = 0;
   PackedWeights weights;
   Avx2PackedGemm::Epilogue epilogue;
-  InPlaceActivation activation;  // a fused activation other than ReLU
+  InPlaceActivation activation;  // ReLU in the epilogue, others after it
 
   // Whether it runs this product: AVX2 without AVX-512, f32, a constant B whose layout `b_md`
   // describes ([K, N], strided when stored transposed), wider than deep. `accumulate`: y holds
@@ -177,7 +177,7 @@ struct PackedProduct {
     epilogue = {};
     epilogue.scale = scale;
     epilogue.accumulate = accumulate;
-    epilogue.relu = fused::activation(node) == "Relu";
+    epilogue.relu = activation.relu_in_store();
     return true;
   }
 

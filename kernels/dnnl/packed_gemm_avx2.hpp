@@ -9,8 +9,9 @@ namespace troupe::kernels::onednn {
 /// C = act(scale * (A B + bias [+ C])) for a row-major f32 A and a constant B packed once, with
 /// AVX2 and FMA: the register-blocked 6x16 kernel over B in panels of 16 columns. Without
 /// AVX-512, oneDNN 2.6's f32 matmul is its BLAS-like sgemm, which packs B again on every call;
-/// on one Zen 3 core, transformer shapes (197 rows of ViT-B: 768x2304, 768x3072, 3072x768,
-/// 768x768) ran at 1.05-1.35x its speed (benchmarks/README.md). Results differ from oneDNN's by
+/// on one Zen 3 core, ViT-B's wide products (197 rows, 768x2304 and 768x3072) ran at 1.2-1.35x
+/// its speed, its others within noise of it, so the MatMul kernel gives it wide products only
+/// (benchmarks/README.md). Results differ from oneDNN's by
 /// rounding only (both sum over K in order; the blocks over K are added in a different place).
 class Avx2PackedGemm {
  public:

@@ -56,7 +56,8 @@ void append_fused_activation(const Node& node, dnnl::post_ops& ops, float scale)
 bool InPlaceActivation::prepare(const Node& node, const dnnl::memory::desc& desc) {
   eltwise_ = {};
   const std::string activation = fused::activation(node);
-  if (activation.empty() || activation == "Relu") return true;
+  relu_ = activation == "Relu";
+  if (activation.empty() || relu_) return true;
   const std::optional<Eltwise> e = eltwise_of(node);
   if (!e) return false;
   const dnnl::eltwise_forward::primitive_desc pd(

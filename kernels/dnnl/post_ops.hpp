@@ -27,8 +27,11 @@ class InPlaceActivation {
   bool prepare(const Node& node, const dnnl::memory::desc& desc);
   void run(float* data, const dnnl::stream& stream);
   explicit operator bool() const { return static_cast<bool>(eltwise_); }
+  /// Whether the fused activation is ReLU, which the caller applies as it stores.
+  bool relu_in_store() const { return relu_; }
 
  private:
+  bool relu_ = false;
   dnnl::eltwise_forward eltwise_;
   dnnl::memory data_;
 };
