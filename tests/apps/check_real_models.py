@@ -12,11 +12,15 @@ because troupe compiles a static model ahead (oneDNN kernels in blocked layouts)
 dynamic one when the first request's shapes are known: two paths worth checking.
 Per output:
 
-  max |troupe - torch|  <=  max(rtol * max |torch|, 2 * torch's float32 error)  +  atol
+  max |troupe - torch|  <=  max(rtol * max |torch|, 4 * torch's float32 error)  +  atol
                                                            (rtol 1e-4, atol 1e-6 by default)
 
 where torch's output is computed in float64 and torch's float32 error is how far torch's own
-float32 run was from it (NAME/reference_error.json).
+float32 run was from it (NAME/reference_error.json). The second term matters only for a model
+that amplifies rounding (the reduced Inception-v3 drifts ~50x as far as the others, relative to
+its scale). Why 4: an F(4x4, 3x3) Winograd convolution rounds more than a direct sum (its
+transforms scale the terms up to 8x), and on that model troupe's AVX2 Winograd drifted 2.3-3.3x
+as far as torch's direct kernels, depending on the CPU torch ran on (direct kernels: 1.4x).
 
 The error is measured against the output's scale, not element by element: two correct float32
 implementations sum in different orders (blocked GEMM, Winograd or direct convolution, folded
@@ -138,8 +142,9 @@ def check_model(troupe, model_path, models_dir, name, out_dir, args):
         max_abs = float(np.max(np.abs(a - e))) if e.size else 0.0
         scale = float(np.max(np.abs(e))) if e.size else 0.0
         # Float32 drifts from the exact (float64) answer in a deep network; troupe may drift up to
-        # twice as far as torch's own float32 did (reference_error.json, written by the export).
-        bound = max(args.rtol * scale, 2.0 * reference_errors.get(output, 0.0)) + args.atol
+        # 4x as far as torch's own float32 did (reference_error.json, written by the export): its
+        # Winograd convolutions round more than torch's direct ones (see the docstring).
+        bound = max(args.rtol * scale, 4.0 * reference_errors.get(output, 0.0)) + args.atol
         ok = max_abs <= bound
         rel = max_abs / scale if scale > 0 else float("nan")
         top1 = ""
