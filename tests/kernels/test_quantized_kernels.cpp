@@ -561,6 +561,34 @@ TEST(QuantizedKernels, QuantizeAndDequantizeInOneLayoutAreTheReferenceBitForBitO
   check_family(cases, kernels::effective_cpu_isa().avx512 ? 0.0 : 1.0);
 }
 
+// A plain float tensor quantized into channels-last (a model's image input): with AVX-512 and 3
+// channels a loop of the reference's own steps, 16 pixels at a time and the rest one by one: bit
+// for bit. Other channel counts run oneDNN's reorder (at most a step apart at a tie).
+TEST(QuantizedKernels, QuantizeIntoChannelsLastIsTheReferenceBitForBitOnAvx512) {
+  Rng rng(seed() + 11);
+  std::vector<Case> cases;
+  for (int k = 0; k < 16; ++k) {
+    const ElementType q_type = rng.chance(0.5) ? ElementType::u8 : ElementType::i8;
+    // 3 channels (an image) or any count; from 1 pixel to several vectors of 16 and a tail.
+    const int64_t channels = rng.chance(0.5) ? 3 : rng.integer(1, 40);
+    const ints dims =
+        k % 4 == 3 ? ints{rng.integer(1, 2), channels, rng.integer(1, 40)}
+                   : ints{rng.integer(1, 2), channels, rng.integer(1, 24), rng.integer(1, 24)};
+    Case c;
+    c.node = make_node("QuantizeLinear");
+    c.inputs = {rng.reals(dims, -20.0, 20.0), scalar_f32(rng.real(0.01, 0.1)),
+                zero_point(q_type, random_zero_point(rng, q_type))};
+    c.constant = {false, true, true};
+    c.input_layouts = {TensorLayout{}, {}, {}};
+    c.output_layout = TensorLayout::channels_last_order();
+    cases.push_back(std::move(c));
+  }
+  for (const Case& c : cases) {
+    const bool loop = kernels::effective_cpu_isa().avx512 && c.inputs[0].shape()[1] == 3;
+    check_family({c}, loop ? 0.0 : 1.0);
+  }
+}
+
 TEST(QuantizedKernels, QLinearAddIsTheChainBitForBit) {
   Rng rng(seed() + 4);
   check_family(add_cases(rng), 0.0);
