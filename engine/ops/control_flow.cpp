@@ -5,7 +5,6 @@
 #include "engine/ops/control_flow.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <string>
 
@@ -99,8 +98,6 @@ std::shared_ptr<Model> bind_subgraph(const Node& node, const Model& body,
 namespace {
 
 using namespace control_flow;
-
-constexpr size_t unbounded = std::numeric_limits<size_t>::max();
 
 // The inputs a subgraph gets: `formal`, then the node's inputs it reads from outside.
 std::vector<ValueInfo> subgraph_inputs(const ShapeInferContext& ctx, const std::string& attribute,

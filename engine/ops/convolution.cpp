@@ -3,16 +3,13 @@
 #include <vector>
 
 #include "engine/ops/fused_post_ops.hpp"
+#include "engine/ops/infer_helpers.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "engine/ops/spatial.hpp"
 
 namespace troupe {
 
 namespace {
-
-std::string dim_text(int64_t d) {
-  return d == Shape::dynamic ? "?" : std::to_string(d);
-}
 
 // Checks the element types and ranks shared by Conv and ConvTranspose: X [N,C,D1..Dk] with
 // 1 <= k <= 3, W of the same rank and type, optional B [M] of the same type.
@@ -42,21 +39,14 @@ void check_bias(const ShapeInferContext& ctx, int64_t output_channels) {
   const Shape& b = ctx.shape(2);
   if (b.rank() != 1 ||
       (b[0] != Shape::dynamic && output_channels != Shape::dynamic && b[0] != output_channels))
-    ctx.fail("bias B has shape " + b.to_string() + ", expected [" + dim_text(output_channels) +
-             "] (one value per output channel)");
+    ctx.fail("bias B has shape " + b.to_string() + ", expected [" +
+             infer::dim_text(output_channels) + "] (one value per output channel)");
 }
 
 int64_t read_group(const ShapeInferContext& ctx) {
   const int64_t group = ctx.node.attributes.get_int_or("group", 1);
   if (group < 1) ctx.fail("attribute 'group' is " + std::to_string(group) + ", expected >= 1");
   return group;
-}
-
-void check_activation(const ShapeInferContext& ctx, const char* attribute) {
-  const std::string act = ctx.node.attributes.get_string_or(attribute, "");
-  if (!act.empty() && !fused::is_known_activation(act))
-    ctx.fail("attribute '" + std::string(attribute) + "' is '" + act + "', expected " +
-             fused::known_activations_text());
 }
 
 // The output of a Conv with a fused depthwise convolution (engine/ops/fused_post_ops.hpp), given
@@ -74,8 +64,8 @@ ValueInfo infer_fused_depthwise(const ShapeInferContext& ctx, const ValueInfo& c
   const int64_t s = fused::depthwise_stride(node);
   if (s != 1 && s != 2)
     ctx.fail("attribute 'fused_dw_stride' is " + std::to_string(s) + ", expected 1 or 2");
-  check_activation(ctx, "fused_activation");
-  check_activation(ctx, "fused_dw_activation");
+  fused::check_activation_attribute(ctx, "fused_activation");
+  fused::check_activation_attribute(ctx, "fused_dw_activation");
   const int64_t m = conv.shape[1];
   const Shape& wd = ctx.shape(3);
   const Shape& bd = ctx.shape(4);
@@ -83,7 +73,7 @@ ValueInfo infer_fused_depthwise(const ShapeInferContext& ctx, const ValueInfo& c
     ctx.fail("the fused depthwise weights and bias must have the element type of X");
   if (wd != Shape{m, 1, 3, 3} || bd != Shape{m})
     ctx.fail("the fused depthwise weights " + wd.to_string() + " and bias " + bd.to_string() +
-             " must be [" + dim_text(m) + ",1,3,3] and [" + dim_text(m) + "]");
+             " must be [" + infer::dim_text(m) + ",1,3,3] and [" + infer::dim_text(m) + "]");
   std::vector<int64_t> dims{conv.shape[0], m};
   for (size_t i = 2; i < 4; ++i)
     dims.push_back(conv.shape[i] == Shape::dynamic ? Shape::dynamic : (conv.shape[i] - 1) / s + 1);

@@ -2,7 +2,6 @@
 // and activations, Clip, PRelu, Where, variadic Min/Max/Sum/Mean, Cast and CastLike.
 
 #include <algorithm>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,8 +36,6 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const ShapeInferContext& 
 }
 
 namespace {
-
-constexpr size_t unbounded = std::numeric_limits<size_t>::max();
 
 Shape broadcast_all_inputs(const ShapeInferContext& ctx) {
   Shape out = ctx.shape(0);

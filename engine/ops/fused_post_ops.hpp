@@ -161,15 +161,23 @@ inline size_t sum_input(const Node& node, size_t max_plain_inputs) {
   return max_plain_inputs + (has_bias(node) ? 1 : 0);
 }
 
+/// Fails unless the node's string attribute `attribute` (a fused activation) is absent or names
+/// a known activation.
+inline void check_activation_attribute(const ShapeInferContext& ctx,
+                                       const char* attribute = "fused_activation") {
+  const std::string act = ctx.node.attributes.get_string_or(attribute, "");
+  if (!act.empty() && !is_known_activation(act))
+    ctx.fail("attribute '" + std::string(attribute) + "' is '" + act + "', expected " +
+             known_activations_text());
+}
+
 /// Checks the fused attributes of a node whose unfused form takes at most `max_plain_inputs`
 /// inputs and produces `out`; the bias (when fused_bias) and then the residual (when fused_sum)
 /// follow the plain inputs.
 inline void check_post_ops(const ShapeInferContext& ctx, size_t max_plain_inputs,
                            const ValueInfo& out) {
   const Node& node = ctx.node;
-  const std::string act = activation(node);
-  if (!act.empty() && !is_known_activation(act))
-    ctx.fail("attribute 'fused_activation' is '" + act + "', expected " + known_activations_text());
+  check_activation_attribute(ctx);
   if ((has_bias(node) || has_scale(node)) && node.op_type != "MatMul")
     ctx.fail("attributes 'fused_bias' and 'fused_scale' are only defined for MatMul");
   const size_t expected = max_plain_inputs + (has_bias(node) ? 1 : 0) + (has_sum(node) ? 1 : 0);

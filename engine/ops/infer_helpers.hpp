@@ -13,6 +13,11 @@
 
 namespace troupe::infer {
 
+/// A dimension for a message: its value, or "?" when it is dynamic.
+inline std::string dim_text(int64_t d) {
+  return d == Shape::dynamic ? std::string("?") : std::to_string(d);
+}
+
 /// Element-type families the schemas accept.
 enum class TypeClass {
   floating,

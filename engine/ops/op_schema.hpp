@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -56,6 +57,9 @@ struct OpSchema {
   size_t max_outputs = 1;
   ShapeInferFn infer;
 };
+
+/// The max_inputs or max_outputs of a variadic op (Concat, Sum, If, Loop, ...): no bound.
+inline constexpr size_t unbounded = std::numeric_limits<size_t>::max();
 
 /// The partially known values of a node's single output when it is a small integer list computed
 /// from shapes (Shape, Gather, Concat, Slice, Unsqueeze, Cast, integer arithmetic, Equal, Where on

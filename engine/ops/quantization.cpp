@@ -136,20 +136,13 @@ ValueInfo infer_as_float(const ShapeInferContext& ctx, const char* op_type,
   return schema->infer(float_ctx).at(0);
 }
 
-void check_activation(const ShapeInferContext& ctx) {
-  const std::string act = fused::activation(ctx.node);
-  if (!act.empty() && !fused::is_known_activation(act))
-    ctx.fail("attribute 'fused_activation' is '" + act + "', expected " +
-             fused::known_activations_text());
-}
-
 // The fused activation and residual of QLinearConv/QLinearMatMul (quantized_post_ops.hpp):
 // inputs from `first` on are the residual R (the output's type and shape), its scale and zero
 // point.
 void check_quantized_post_ops(const ShapeInferContext& ctx, size_t plain_inputs,
                               const ValueInfo& out) {
   const Node& node = ctx.node;
-  check_activation(ctx);
+  fused::check_activation_attribute(ctx);
   const size_t expected = plain_inputs + (fused::has_sum(node) ? 3 : 0);
   if (ctx.num_inputs() > expected)
     ctx.fail("has " + std::to_string(ctx.num_inputs()) + " inputs, at most " +
@@ -289,7 +282,7 @@ std::vector<ValueInfo> infer_matmul_integer(const ShapeInferContext& ctx) {
 std::vector<ValueInfo> infer_qlinear_add(const ShapeInferContext& ctx) {
   check_two_operands(ctx);
   for (size_t i : {1, 2, 4, 5}) require_scalar(ctx, i);
-  check_activation(ctx);
+  fused::check_activation_attribute(ctx);
   return {infer::value_info(ctx.type(7), broadcast_shapes(ctx.shape(0), ctx.shape(3), ctx))};
 }
 

@@ -9,16 +9,13 @@
 
 namespace troupe {
 
+using infer::dim_text;
 using infer::TypeClass;
 
 namespace {
 
 int64_t gate_count(const std::string& op_type) {
   return op_type == "LSTM" ? 4 : op_type == "GRU" ? 3 : 1;
-}
-
-std::string dim_text(int64_t d) {
-  return d == Shape::dynamic ? std::string("?") : std::to_string(d);
 }
 
 // Fails unless `shape` is [dims...] where dynamic dimensions on either side match anything.

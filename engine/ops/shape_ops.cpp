@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,8 +18,6 @@ namespace troupe {
 using infer::TypeClass;
 
 namespace {
-
-constexpr size_t unbounded = std::numeric_limits<size_t>::max();
 
 std::string ints_to_string(const std::vector<int64_t>& v) {
   std::string s = "[";

@@ -4,7 +4,6 @@
 // Momentum: V, Adam: V then H); outputs the n new X, then the n new values of each state. They are
 // registered as "ai.onnx.preview.training::<Name>" (qualified_op_type), the op type the ONNX reader
 // gives these nodes, so that they cannot collide with a default-domain op.
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,8 +15,6 @@ namespace troupe {
 namespace {
 
 using infer::TypeClass;
-
-constexpr size_t unbounded = std::numeric_limits<size_t>::max();
 
 // A scalar input (R or T): ONNX declares a tensor; the optimizers read its one value.
 void check_single_value(const ShapeInferContext& ctx, size_t i, const std::string& what) {

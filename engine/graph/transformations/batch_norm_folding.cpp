@@ -6,18 +6,13 @@
 #include <vector>
 
 #include "engine/graph/transformations/graph_queries.hpp"
+#include "engine/graph/transformations/pattern_matching.hpp"
 #include "engine/graph/transformations/transformations.hpp"
 #include "engine/ops/fused_post_ops.hpp"
 
 namespace troupe::transformations {
 
 namespace {
-
-const Tensor* f32_constant(const Model& model, ValueId id) {
-  if (id == no_value || !model.is_constant(id)) return nullptr;
-  const Tensor& t = model.constants().at(id);
-  return t.element_type() == ElementType::f32 ? &t : nullptr;
-}
 
 bool foldable_conv(const Model& model, const Node& conv) {
   if (conv.op_type != "Conv" || fused::is_fused(conv) || conv.outputs.size() != 1 ||
