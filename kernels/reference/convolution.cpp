@@ -153,7 +153,7 @@ void conv(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tenso
     conv(fused::depthwise_node(node, w.shape()[0]), {y[0], inputs.at(3), inputs.at(4)}, outputs);
     return;
   }
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     using T = decltype(tag);
     conv_typed<T>(node, inputs.at(0), inputs.at(1), optional_input(inputs, 2), outputs.at(0));
   });
@@ -162,7 +162,7 @@ void conv(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tenso
 
 void conv_transpose(const Node& node, const std::vector<Tensor>& inputs,
                     std::vector<Tensor>& outputs) {
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     using T = decltype(tag);
     conv_transpose_typed<T>(node, inputs.at(0), inputs.at(1), optional_input(inputs, 2),
                             outputs.at(0));

@@ -13,7 +13,7 @@ namespace troupe::kernels::reference {
 namespace {
 
 // Parameters are small; reading them as double lets them have any floating type.
-std::vector<double> values_of(const Tensor& t) {
+std::vector<double> parameter_values(const Tensor& t) {
   std::vector<double> values(static_cast<size_t>(t.size()));
   for (int64_t i = 0; i < t.size(); ++i) values[static_cast<size_t>(i)] = t.value_at(i);
   return values;
@@ -29,7 +29,7 @@ void check_same_shape(const Node& node, const Tensor& x, const Tensor& y) {
   check_output_shape(node, y, x.shape().dims());
 }
 
-void store(Tensor& t, int64_t i, double value) {
+void store_statistic(Tensor& t, int64_t i, double value) {
   switch (t.element_type()) {
     case ElementType::f32:
       t.data<float>()[i] = static_cast<float>(value);
@@ -59,10 +59,10 @@ void batch_normalization_typed(const Node& node, const std::vector<Tensor>& in,
   const Tensor& x = in.at(0);
   const double epsilon = node.attributes.get_float_or("epsilon", 1e-5);
   const bool training = node.attributes.get_int_or("training_mode", 0) != 0;
-  const std::vector<double> scale = values_of(in.at(1));
-  const std::vector<double> bias = values_of(in.at(2));
-  std::vector<double> mean = values_of(in.at(3));
-  std::vector<double> var = values_of(in.at(4));
+  const std::vector<double> scale = parameter_values(in.at(1));
+  const std::vector<double> bias = parameter_values(in.at(2));
+  std::vector<double> mean = parameter_values(in.at(3));
+  std::vector<double> var = parameter_values(in.at(4));
   const int64_t batch = x.shape()[0];
   const int64_t channels = x.shape()[1];
   const int64_t size = product(x.shape(), 2, x.shape().rank());
@@ -94,7 +94,7 @@ void batch_normalization_typed(const Node& node, const std::vector<Tensor>& in,
       check_output_shape(node, t, {channels});
       for (int64_t c = 0; c < channels; ++c) {
         const auto k = static_cast<size_t>(c);
-        store(t, c, running[k] * momentum + current[k] * (1 - momentum));
+        store_statistic(t, c, running[k] * momentum + current[k] * (1 - momentum));
       }
     }
   }
@@ -134,8 +134,8 @@ template <class T>
 void instance_normalization_typed(const Node& node, const std::vector<Tensor>& in, Tensor& y) {
   const Tensor& x = in.at(0);
   const double epsilon = node.attributes.get_float_or("epsilon", 1e-5);
-  const std::vector<double> scale = values_of(in.at(1));
-  const std::vector<double> bias = values_of(in.at(2));
+  const std::vector<double> scale = parameter_values(in.at(1));
+  const std::vector<double> bias = parameter_values(in.at(2));
   const int64_t channels = x.shape()[1];
   const int64_t planes = x.shape()[0] * channels;
   const int64_t size = product(x.shape(), 2, x.shape().rank());
@@ -153,7 +153,7 @@ void instance_normalization_typed(const Node& node, const std::vector<Tensor>& i
 // Expands a parameter that broadcasts (numpy rules, aligned right) onto `dims` to one value per
 // element of `dims`, in row-major order.
 std::vector<double> broadcast_to(const Tensor& param, const std::vector<int64_t>& dims) {
-  const std::vector<double> values = values_of(param);
+  const std::vector<double> values = parameter_values(param);
   const std::vector<int64_t>& pdims = param.shape().dims();
   int64_t total = 1;
   for (int64_t d : dims) total *= d;
@@ -207,8 +207,8 @@ void layer_normalization_typed(const Node& node, const std::vector<Tensor>& in,
       dst[i] =
           static_cast<T>((static_cast<double>(src[i]) - m.mean) * m.inv_std * scale[k] + bias[k]);
     }
-    if (mean_out != nullptr) store(*mean_out, r, m.mean);
-    if (inv_std_out != nullptr) store(*inv_std_out, r, m.inv_std);
+    if (mean_out != nullptr) store_statistic(*mean_out, r, m.mean);
+    if (inv_std_out != nullptr) store_statistic(*inv_std_out, r, m.inv_std);
   }
 }
 
@@ -336,7 +336,7 @@ void lp_normalization_typed(const Node& node, const Tensor& x, Tensor& y) {
 void batch_normalization(const Node& node, const std::vector<Tensor>& inputs,
                          std::vector<Tensor>& outputs) {
   check_same_shape(node, inputs.at(0), outputs.at(0));
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     batch_normalization_typed<decltype(tag)>(node, inputs, outputs);
   });
   apply_fused_post_ops(node, inputs, outputs[0]);  // a Relu the graph compiler fused
@@ -345,7 +345,7 @@ void batch_normalization(const Node& node, const std::vector<Tensor>& inputs,
 void instance_normalization(const Node& node, const std::vector<Tensor>& inputs,
                             std::vector<Tensor>& outputs) {
   check_same_shape(node, inputs.at(0), outputs.at(0));
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     instance_normalization_typed<decltype(tag)>(node, inputs, outputs.at(0));
   });
 }
@@ -353,7 +353,7 @@ void instance_normalization(const Node& node, const std::vector<Tensor>& inputs,
 void layer_normalization(const Node& node, const std::vector<Tensor>& inputs,
                          std::vector<Tensor>& outputs) {
   check_same_shape(node, inputs.at(0), outputs.at(0));
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     layer_normalization_typed<decltype(tag)>(node, inputs, outputs);
   });
 }
@@ -361,21 +361,22 @@ void layer_normalization(const Node& node, const std::vector<Tensor>& inputs,
 void mean_variance_normalization(const Node& node, const std::vector<Tensor>& inputs,
                                  std::vector<Tensor>& outputs) {
   check_same_shape(node, inputs.at(0), outputs.at(0));
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     mean_variance_normalization_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
   });
 }
 
 void lrn(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   check_same_shape(node, inputs.at(0), outputs.at(0));
-  dispatch_floating(node, inputs.at(0).element_type(),
-                    [&](auto tag) { lrn_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0)); });
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
+    lrn_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
+  });
 }
 
 void lp_normalization(const Node& node, const std::vector<Tensor>& inputs,
                       std::vector<Tensor>& outputs) {
   check_same_shape(node, inputs.at(0), outputs.at(0));
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     lp_normalization_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
   });
 }

@@ -19,7 +19,7 @@ bool is_max_pool_type(ElementType type) {
   return is_f32_or_f64(type) || type == ElementType::i8 || type == ElementType::u8;
 }
 
-// Like dispatch_floating, plus the 8-bit integer types MaxPool accepts.
+// Like dispatch_float_or_double, plus the 8-bit integer types MaxPool accepts.
 template <class Fn>
 void dispatch_max_pool(const Node& node, ElementType type, Fn&& fn) {
   switch (type) {
@@ -30,7 +30,7 @@ void dispatch_max_pool(const Node& node, ElementType type, Fn&& fn) {
       fn(uint8_t{});
       return;
     default:
-      dispatch_floating(node, type, fn);
+      dispatch_float_or_double(node, type, fn);
   }
 }
 
@@ -356,7 +356,7 @@ void max_unpool(const Node& node, const std::vector<Tensor>& inputs, std::vector
   int64_t unpooled_size = 1;
   for (int64_t d : unpooled) unpooled_size *= d;
   const int64_t* index = indices.data<int64_t>();
-  dispatch_floating(node, x.element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, x.element_type(), [&](auto tag) {
     using T = decltype(tag);
     const T* src = x.data<T>();
     T* dst = y.data<T>();
@@ -388,7 +388,7 @@ void max_pool(const Node& node, const std::vector<Tensor>& inputs, std::vector<T
 
 void average_pool(const Node& node, const std::vector<Tensor>& inputs,
                   std::vector<Tensor>& outputs) {
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     average_pool_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
   });
 }
@@ -396,7 +396,7 @@ void average_pool(const Node& node, const std::vector<Tensor>& inputs,
 void global_average_pool(const Node& node, const std::vector<Tensor>& inputs,
                          std::vector<Tensor>& outputs) {
   check_output_shape(node, outputs.at(0), global_dims(inputs.at(0).shape()));
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     global_average_pool_typed<decltype(tag)>(inputs.at(0), outputs.at(0));
   });
 }
@@ -410,7 +410,7 @@ void global_max_pool(const Node& node, const std::vector<Tensor>& inputs,
 }
 
 void lp_pool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     lp_pool_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
   });
 }
@@ -418,7 +418,7 @@ void lp_pool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Te
 void global_lp_pool(const Node& node, const std::vector<Tensor>& inputs,
                     std::vector<Tensor>& outputs) {
   check_output_shape(node, outputs.at(0), global_dims(inputs.at(0).shape()));
-  dispatch_floating(node, inputs.at(0).element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, inputs.at(0).element_type(), [&](auto tag) {
     global_lp_pool_typed<decltype(tag)>(node, inputs.at(0), outputs.at(0));
   });
 }
@@ -431,7 +431,7 @@ void max_roi_pool(const Node& node, const std::vector<Tensor>& inputs,
       rois.element_type() != x.element_type())
     execution_failure(node, "expected X [N, C, H, W] and rois [num_rois, 5] of one type, got " +
                                 x.shape().to_string() + " and " + rois.shape().to_string());
-  dispatch_floating(node, x.element_type(), [&](auto tag) {
+  dispatch_float_or_double(node, x.element_type(), [&](auto tag) {
     max_roi_pool_typed<decltype(tag)>(node, x, rois, outputs.at(0));
   });
 }

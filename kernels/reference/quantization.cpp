@@ -58,7 +58,7 @@ double saturate_round(double v, Range range) {
 }
 
 // The values of a scale or zero point tensor as doubles; an omitted zero point is `count` zeros.
-std::vector<double> values_of(const Tensor& t, int64_t count = 1) {
+std::vector<double> quantization_parameter_values(const Tensor& t, int64_t count = 1) {
   if (t.empty()) return std::vector<double>(static_cast<size_t>(std::max<int64_t>(count, 1)), 0.0);
   std::vector<double> out(static_cast<size_t>(t.size()));
   for (int64_t i = 0; i < t.size(); ++i) out[static_cast<size_t>(i)] = t.value_at(i);
@@ -118,8 +118,8 @@ void quantize_linear(const Node& node, const Tensors& in, Tensors& out) {
   const Tensor& scale = in.at(1);
   const Tensor& zero_point = optional_input(in, 2);
   const AxisIndex index = linear_axis(node, x, scale);
-  const std::vector<double> scales = values_of(scale);
-  const std::vector<double> zero_points = values_of(zero_point, scale.size());
+  const std::vector<double> scales = quantization_parameter_values(scale);
+  const std::vector<double> zero_points = quantization_parameter_values(zero_point, scale.size());
   const Range range = range_of(node, zero_point.element_type());
   std::vector<double> result(static_cast<size_t>(x.size()));
   for (int64_t i = 0; i < x.size(); ++i) {
@@ -137,8 +137,9 @@ void dequantize_linear(const Node& node, const Tensors& in, Tensors& out) {
   const Tensor x = in.at(0).contiguous();
   const Tensor& scale = in.at(1);
   const AxisIndex index = linear_axis(node, x, scale);
-  const std::vector<double> scales = values_of(scale);
-  const std::vector<double> zero_points = values_of(optional_input(in, 2), scale.size());
+  const std::vector<double> scales = quantization_parameter_values(scale);
+  const std::vector<double> zero_points =
+      quantization_parameter_values(optional_input(in, 2), scale.size());
   require_output_size(node, out.at(0), x.size());
   float* y = out.at(0).data<float>();
   for (int64_t i = 0; i < x.size(); ++i) {
@@ -250,8 +251,9 @@ void qlinear_conv(const Node& node, const Tensors& in, Tensors& out) {
   const Tensor& w = in.at(3);
   const Tensor& w_zero = in.at(5);
   const Tensor& w_scale = in.at(4);
-  Tensors operands{shifted(x, values_of(in.at(2)), {}),
-                   shifted(w, values_of(w_zero), per_entry(node, w, 0, w_zero, "w_zero_point"))};
+  Tensors operands{shifted(x, quantization_parameter_values(in.at(2)), {}),
+                   shifted(w, quantization_parameter_values(w_zero),
+                           per_entry(node, w, 0, w_zero, "w_zero_point"))};
   const Tensor& bias = optional_input(in, 8);
   if (!bias.empty()) operands.push_back(bias.convert(ElementType::f64));
   Tensors acc{Tensor(ElementType::f64, out.at(0).shape())};
@@ -261,8 +263,8 @@ void qlinear_conv(const Node& node, const Tensors& in, Tensors& out) {
   if (w_scale.size() != 1 && w_scale.size() != w.shape()[0])
     fail(node, "w_scale has " + std::to_string(w_scale.size()) + " entries, expected 1 or " +
                    std::to_string(w.shape()[0]));
-  requantize(node, in, acc[0], in.at(1).value_at(0), values_of(w_scale), channel, in.at(6),
-             in.at(7), out.at(0));
+  requantize(node, in, acc[0], in.at(1).value_at(0), quantization_parameter_values(w_scale),
+             channel, in.at(6), in.at(7), out.at(0));
 }
 
 // The shifted A and B of a quantized matmul: A's zero point per tensor or per row (a 2-D A),
@@ -271,8 +273,10 @@ Tensors shifted_matmul_operands(const Node& node, const Tensor& a, const Tensor&
                                 const Tensor& b, const Tensor& b_zero) {
   const size_t a_rows = a.shape().rank() >= 2 ? a.shape().rank() - 2 : 0;
   const size_t b_columns = b.shape().rank() >= 2 ? b.shape().rank() - 1 : 0;
-  return {shifted(a, values_of(a_zero), per_entry(node, a, a_rows, a_zero, "a_zero_point")),
-          shifted(b, values_of(b_zero), per_entry(node, b, b_columns, b_zero, "b_zero_point"))};
+  return {shifted(a, quantization_parameter_values(a_zero),
+                  per_entry(node, a, a_rows, a_zero, "a_zero_point")),
+          shifted(b, quantization_parameter_values(b_zero),
+                  per_entry(node, b, b_columns, b_zero, "b_zero_point"))};
 }
 
 // QLinearMatMul: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, and
@@ -301,8 +305,8 @@ void qlinear_matmul(const Node& node, const Tensors& in, Tensors& out) {
     channel.inner = 1;
     channel.count = n;
   }
-  requantize(node, in, acc[0], a_scale.value_at(0), values_of(b_scale), channel, in.at(6), in.at(7),
-             out.at(0));
+  requantize(node, in, acc[0], a_scale.value_at(0), quantization_parameter_values(b_scale), channel,
+             in.at(6), in.at(7), out.at(0));
 }
 
 // QLinearAdd: the f32 steps of DQ, DQ, Add, the activation and Q (quantized_post_ops.hpp).
@@ -375,8 +379,9 @@ void store_accumulator(const Node& node, const Tensor& acc, Tensor& out) {
 void conv_integer(const Node& node, const Tensors& in, Tensors& out) {
   const Tensor& w = in.at(1);
   const Tensor& w_zero = optional_input(in, 3);
-  Tensors operands{shifted(in.at(0), values_of(optional_input(in, 2)), {}),
-                   shifted(w, values_of(w_zero), per_entry(node, w, 0, w_zero, "w_zero_point"))};
+  Tensors operands{shifted(in.at(0), quantization_parameter_values(optional_input(in, 2)), {}),
+                   shifted(w, quantization_parameter_values(w_zero),
+                           per_entry(node, w, 0, w_zero, "w_zero_point"))};
   Tensors acc{Tensor(ElementType::f64, out.at(0).shape())};
   conv(float_node(node, "Conv"), operands, acc);
   store_accumulator(node, acc[0], out.at(0));

@@ -228,8 +228,8 @@ void resize(const Node& node, const std::vector<Tensor>& inputs, std::vector<Ten
     case ElementType::i64:
       return resize_typed<int64_t>(node, inputs, y);
     default:
-      dispatch_floating(node, inputs.at(0).element_type(),
-                        [&](auto tag) { resize_typed<decltype(tag)>(node, inputs, y); });
+      dispatch_float_or_double(node, inputs.at(0).element_type(),
+                               [&](auto tag) { resize_typed<decltype(tag)>(node, inputs, y); });
   }
 }
 

@@ -24,13 +24,13 @@ using Tensors = std::vector<Tensor>;
 
 // One bilinear sample of RoiAlign: the four neighbours' offsets in a plane and their weights.
 // A sample more than one pixel outside the map has all weights 0.
-struct Sample {
+struct RoiSample {
   std::array<int64_t, 4> offset{};
   std::array<double, 4> weight{};
 };
 
-Sample roi_sample(double y, double x, int64_t height, int64_t width) {
-  Sample s;
+RoiSample roi_sample(double y, double x, int64_t height, int64_t width) {
+  RoiSample s;
   if (y < -1.0 || y > static_cast<double>(height) || x < -1.0 || x > static_cast<double>(width))
     return s;
   y = std::max(y, 0.0);
@@ -122,7 +122,7 @@ void roi_align(const Node& node, const Tensors& in, Tensors& out) {
               const double sx =
                   x1 + static_cast<double>(pw) * bin_w +
                   (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
-              const Sample s = roi_sample(sy, sx, height, width);
+              const RoiSample s = roi_sample(sy, sx, height, width);
               if (max_mode) {
                 for (size_t k = 0; k < 4; ++k) {
                   const double v = s.weight[k] * plane[s.offset[k]];

@@ -92,9 +92,11 @@ inline bool is_f32_or_f64(ElementType type) {
   return type == ElementType::f32 || type == ElementType::f64;
 }
 
-/// Calls fn(T{}) with T = float or double after the element type of the data.
+/// Calls fn(T{}) with T = float or double after the element type of the data (the reference
+/// kernels of window3d.hpp run f32 and f64 only; element_types.hpp's dispatch_floating also
+/// takes f16 and bf16).
 template <class Fn>
-void dispatch_floating(const Node& node, ElementType type, Fn&& fn) {
+void dispatch_float_or_double(const Node& node, ElementType type, Fn&& fn) {
   switch (type) {
     case ElementType::f32:
       fn(float{});
