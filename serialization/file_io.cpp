@@ -4,6 +4,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+// Unused here, and ONNX's parser.h (onnx_reader.cpp) has an enumerator of that name: gone, so a
+// unity build may compile the two in one translation unit.
+#undef MAP_TYPE
 
 #include <atomic>
 #include <cerrno>

@@ -6,15 +6,12 @@
 #include <set>
 
 #include "serialization/byte_io.hpp"
+#include "serialization/message_text.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::serialization {
 
 namespace {
-
-std::string quoted(const std::string& s) {
-  return "'" + s + "'";
-}
 
 // Bytes of a dense tensor of `type` and `dims`, or throws when a dim is negative or the size does
 // not fit in 63 bits (a corrupt file must not make us allocate or index out of range).

@@ -20,6 +20,7 @@
 
 #include "engine/ops/control_flow.hpp"
 #include "engine/ops/op_schema.hpp"
+#include "serialization/message_text.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::serialization {
@@ -32,10 +33,6 @@ constexpr const char* memory_source = "<memory buffer>";
 
 bool is_default_domain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
-}
-
-std::string quoted(const std::string& s) {
-  return "'" + s + "'";
 }
 
 std::string read_whole_file(const std::string& path, const char* what) {
