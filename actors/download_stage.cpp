@@ -11,7 +11,7 @@ namespace troupe::actors {
 
 namespace {
 
-const OutputPostprocessing* plan_for(const PipelineContext& ctx, size_t i) {
+const OutputPostprocessing* output_plan_for(const PipelineContext& ctx, size_t i) {
   if (!ctx.pre_post || i >= ctx.pre_post->outputs.size() || !ctx.pre_post->outputs[i])
     return nullptr;
   return &*ctx.pre_post->outputs[i];
@@ -33,7 +33,7 @@ void download(PipelineContext& ctx, request_msg& msg) {
     st.output_scratch.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const Tensor& produced = slot.outputs[i];
-      const OutputPostprocessing* plan = plan_for(ctx, i);
+      const OutputPostprocessing* plan = output_plan_for(ctx, i);
       const Shape wanted = caller_shape(plan, produced.shape());
       Tensor& caller = st.outputs[i];
       const bool caller_set = i < st.caller_output.size() && st.caller_output[i];

@@ -10,7 +10,7 @@
 namespace troupe::actors {
 
 namespace {
-const InputPreprocessing* plan_for(const PipelineContext& ctx, size_t i) {
+const InputPreprocessing* input_plan_for(const PipelineContext& ctx, size_t i) {
   if (!ctx.pre_post || i >= ctx.pre_post->inputs.size() || !ctx.pre_post->inputs[i]) return nullptr;
   return &*ctx.pre_post->inputs[i];
 }
@@ -29,7 +29,7 @@ caf::behavior preprocess_stage(caf::event_based_actor* self, Context ctx, Handle
               const ValueInfo& info = ctx->inputs[i];
               const Tensor& given = st.inputs[i];
               check_tensor_fits("input", info, given);
-              if (const InputPreprocessing* plan = plan_for(*ctx, i)) {
+              if (const InputPreprocessing* plan = input_plan_for(*ctx, i)) {
                 st.model_inputs[i] =
                     kernels::preprocess::run_preprocessing(*plan, given, ctx->graph_inputs[i]);
               } else if (given.element_type() == info.type && given.is_contiguous()) {

@@ -24,6 +24,16 @@ class ServeError : public std::runtime_error {
   ServeErrc code_;
 };
 
+/// A bad_request error: the request itself is at fault (its body, a datatype, a shape, a name).
+inline ServeError bad_request(const std::string& message) {
+  return ServeError(ServeErrc::bad_request, message);
+}
+
+/// Throws bad_request(message).
+[[noreturn]] inline void throw_bad_request(const std::string& message) {
+  throw bad_request(message);
+}
+
 /// The HTTP status of an error code.
 int http_status(ServeErrc code);
 

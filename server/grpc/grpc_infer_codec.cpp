@@ -11,10 +11,6 @@ namespace troupe::server {
 
 namespace {
 
-ServeError bad(const std::string& message) {
-  return ServeError(ServeErrc::bad_request, message);
-}
-
 std::string names_of(const std::vector<ValueInfo>& values) {
   std::string list;
   for (const ValueInfo& v : values) list += (list.empty() ? "" : ", ") + v.name;
@@ -30,8 +26,8 @@ bool has_value(const std::vector<ValueInfo>& values, const std::string& name) {
 void check_bool_bytes(const std::string& tensor, const std::string& raw) {
   for (size_t i = 0; i < raw.size(); ++i)
     if (raw[i] != 0 && raw[i] != 1)
-      throw bad("input '" + tensor + "': BOOL byte " + std::to_string(i) + " is " +
-                std::to_string(static_cast<unsigned char>(raw[i])) + " (must be 0 or 1)");
+      throw bad_request("input '" + tensor + "': BOOL byte " + std::to_string(i) + " is " +
+                        std::to_string(static_cast<unsigned char>(raw[i])) + " (must be 0 or 1)");
 }
 
 Tensor decode_input(const inference::ModelInferRequest& request, int index,
@@ -43,9 +39,10 @@ Tensor decode_input(const inference::ModelInferRequest& request, int index,
   if (request.raw_input_contents_size() == 0)
     return tensor_from_contents(name, type, shape, input.contents());
   if (has_values(input.contents()))
-    throw bad("input '" + name +
-              "' has contents although the request uses raw_input_contents: send every input "
-              "one way");
+    throw bad_request(
+        "input '" + name +
+        "' has contents although the request uses raw_input_contents: send every input "
+        "one way");
   const std::string& raw = request.raw_input_contents(index);
   if (type == ElementType::boolean) check_bool_bytes(name, raw);
   return tensor_from_bytes(name, type, shape, raw.data(), raw.size());
@@ -60,8 +57,8 @@ std::vector<std::string> requested_outputs(const inference::ModelInferRequest& r
   }
   for (const auto& output : request.outputs()) {
     if (!has_value(model.outputs(), output.name()))
-      throw bad("model '" + model.name() + "' has no output named '" + output.name() +
-                "' (its outputs: " + names_of(model.outputs()) + ")");
+      throw bad_request("model '" + model.name() + "' has no output named '" + output.name() +
+                        "' (its outputs: " + names_of(model.outputs()) + ")");
     if (std::find(names.begin(), names.end(), output.name()) == names.end())
       names.push_back(output.name());
   }
@@ -74,21 +71,21 @@ DecodedInfer decode_infer_request(const inference::ModelInferRequest& request,
                                   const ServedModel& model, const ServerLimits& limits) {
   const int raw_count = request.raw_input_contents_size();
   if (raw_count > 0 && raw_count != request.inputs_size())
-    throw bad("raw_input_contents has " + std::to_string(raw_count) + " entries for " +
-              std::to_string(request.inputs_size()) + " inputs (one per input, in order)");
+    throw bad_request("raw_input_contents has " + std::to_string(raw_count) + " entries for " +
+                      std::to_string(request.inputs_size()) + " inputs (one per input, in order)");
   DecodedInfer decoded;
   for (int i = 0; i < request.inputs_size(); ++i) {
     const std::string& name = request.inputs(i).name();
-    if (name.empty()) throw bad("inputs[" + std::to_string(i) + "] has no name");
+    if (name.empty()) throw bad_request("inputs[" + std::to_string(i) + "] has no name");
     if (!has_value(model.inputs(), name))
-      throw bad("model '" + model.name() + "' has no input named '" + name +
-                "' (its inputs: " + names_of(model.inputs()) + ")");
-    if (decoded.inputs.count(name)) throw bad("input '" + name + "' is given twice");
+      throw bad_request("model '" + model.name() + "' has no input named '" + name +
+                        "' (its inputs: " + names_of(model.inputs()) + ")");
+    if (decoded.inputs.count(name)) throw bad_request("input '" + name + "' is given twice");
     decoded.inputs.emplace(name, decode_input(request, i, limits));
   }
   for (const ValueInfo& v : model.inputs())
     if (!decoded.inputs.count(v.name))
-      throw bad("input '" + v.name + "' of model '" + model.name() + "' is missing");
+      throw bad_request("input '" + v.name + "' of model '" + model.name() + "' is missing");
   decoded.outputs = requested_outputs(request, model);
   for (const char* key : {"priority", "timeout"}) {
     auto it = request.parameters().find(key);
@@ -97,7 +94,8 @@ DecodedInfer decode_infer_request(const inference::ModelInferRequest& request,
     if (it->second.parameter_choice_case() == inference::InferParameter::kInt64Param)
       value = it->second.int64_param();
     if (value < 0)
-      throw bad(std::string("request parameter '") + key + "' must be a non-negative int64_param");
+      throw bad_request(std::string("request parameter '") + key +
+                        "' must be a non-negative int64_param");
     (std::string(key) == "priority" ? decoded.scheduling.priority : decoded.scheduling.timeout_us) =
         value;
   }

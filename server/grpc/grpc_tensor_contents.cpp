@@ -54,8 +54,8 @@ const char* field_of(ElementType type) {
   }
 }
 
-ServeError bad(const std::string& tensor, const std::string& what) {
-  return ServeError(ServeErrc::bad_request, "input '" + tensor + "': " + what);
+ServeError bad_input(const std::string& tensor, const std::string& what) {
+  return bad_request("input '" + tensor + "': " + what);
 }
 
 // Copies `values` into `out`, refusing values a narrower element type cannot hold (INT8, UINT8,
@@ -70,9 +70,9 @@ void copy_values(const std::string& tensor, const char* field, const Values& val
     if constexpr (narrows) {
       const auto wide = static_cast<int64_t>(v);
       if (wide < std::numeric_limits<To>::min() || wide > std::numeric_limits<To>::max())
-        throw bad(tensor, std::string(field) + "[" + std::to_string(i) +
-                              "] = " + std::to_string(wide) + " is out of range for " +
-                              std::string(kserve_datatype(element_type_of<To>::value)));
+        throw bad_input(tensor, std::string(field) + "[" + std::to_string(i) +
+                                    "] = " + std::to_string(wide) + " is out of range for " +
+                                    std::string(kserve_datatype(element_type_of<To>::value)));
     }
     out[i] = static_cast<To>(v);
   }
@@ -92,22 +92,24 @@ Tensor tensor_from_contents(const std::string& tensor, ElementType type, const S
   const char* field = field_of(type);
   if (!field && shape.element_count() == 0 && !has_values(contents)) return Tensor(type, shape);
   if (!field)
-    throw bad(tensor, "datatype " + datatype +
-                          " can only be sent in raw_input_contents (InferTensorContents has no "
-                          "16-bit float field)");
+    throw bad_input(tensor,
+                    "datatype " + datatype +
+                        " can only be sent in raw_input_contents (InferTensorContents has no "
+                        "16-bit float field)");
   int given = 0;
   for (const Field& f : fields_of(contents)) {
     if (f.name == std::string(field)) {
       given = f.size;
     } else if (f.size > 0) {
-      throw bad(tensor,
-                "datatype " + datatype + " takes its values in " + field + ", not in " + f.name);
+      throw bad_input(
+          tensor, "datatype " + datatype + " takes its values in " + field + ", not in " + f.name);
     }
   }
   Tensor t(type, shape);
   if (given != t.size())
-    throw bad(tensor, std::to_string(given) + " values in " + field + ", but shape " +
-                          shape.to_string() + " has " + std::to_string(t.size()) + " elements");
+    throw bad_input(tensor, std::to_string(given) + " values in " + field + ", but shape " +
+                                shape.to_string() + " has " + std::to_string(t.size()) +
+                                " elements");
   switch (type) {
     case ElementType::boolean:
       copy_values(tensor, field, contents.bool_contents(), t.data<bool>());

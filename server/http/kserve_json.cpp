@@ -18,10 +18,6 @@ using json = nlohmann::json;
 
 namespace {
 
-[[noreturn]] void bad(const std::string& message) {
-  throw ServeError(ServeErrc::bad_request, message);
-}
-
 json json_values(const Tensor& tensor) {
   const Tensor t = tensor.contiguous();
   const int64_t n = t.size();
@@ -93,7 +89,8 @@ void check_json_depth(std::string_view text, int max_depth) {
       in_string = true;
     else if (c == '[' || c == '{') {
       if (++depth > max_depth)
-        bad("the JSON body nests deeper than " + std::to_string(max_depth) + " levels");
+        throw_bad_request("the JSON body nests deeper than " + std::to_string(max_depth) +
+                          " levels");
     } else if (c == ']' || c == '}') {
       --depth;
     }

@@ -29,10 +29,6 @@ using simdjson::dom::object;
 // bodies up to this size, a parser of its own for each larger one (released with it).
 constexpr size_t reused_parser_bytes = size_t{1} << 20;
 
-[[noreturn]] void bad(const std::string& message) {
-  throw ServeError(ServeErrc::bad_request, message);
-}
-
 std::string input_field(const std::string& name, const char* field) {
   return "input '" + name + "': '" + field + "'";
 }
@@ -69,8 +65,8 @@ void flatten(element data, std::vector<element>& out, int64_t limit, const std::
     return;
   }
   if (static_cast<int64_t>(out.size()) >= limit)
-    bad(input_field(name, "data") + " has more values than its shape holds (" +
-        std::to_string(limit) + ")");
+    throw_bad_request(input_field(name, "data") + " has more values than its shape holds (" +
+                      std::to_string(limit) + ")");
   out.push_back(data);
 }
 
@@ -80,14 +76,15 @@ void fill_integers(Tensor& t, const std::vector<element>& values, const std::str
   for (size_t i = 0; i < values.size(); ++i) {
     const element v = values[i];
     if (!is_integer(v))
-      bad(input_field(name, "data") + " value " + std::to_string(i) + " (" + text_of(v) +
-          ") is not an integer");
+      throw_bad_request(input_field(name, "data") + " value " + std::to_string(i) + " (" +
+                        text_of(v) + ") is not an integer");
     const bool negative = v.type() == element_type::INT64 && int64_t(v) < 0;
     // Non-negative values compare as uint64: UINT64's maximum does not fit an int64.
     if (negative ? int64_t(v) < static_cast<int64_t>(std::numeric_limits<T>::min())
                  : *unsigned_value(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-      bad(input_field(name, "data") + " value " + std::to_string(i) + " (" + text_of(v) +
-          ") is out of range for " + std::string(kserve_datatype(t.element_type())));
+      throw_bad_request(input_field(name, "data") + " value " + std::to_string(i) + " (" +
+                        text_of(v) + ") is out of range for " +
+                        std::string(kserve_datatype(t.element_type())));
     dst[i] = negative ? static_cast<T>(int64_t(v)) : static_cast<T>(*unsigned_value(v));
   }
 }
@@ -97,8 +94,8 @@ void fill_floats(T* dst, const std::vector<element>& values, const std::string& 
   for (size_t i = 0; i < values.size(); ++i) {
     double value;
     if (values[i].get_double().get(value) != simdjson::SUCCESS)
-      bad(input_field(name, "data") + " value " + std::to_string(i) + " (" + text_of(values[i]) +
-          ") is not a number");
+      throw_bad_request(input_field(name, "data") + " value " + std::to_string(i) + " (" +
+                        text_of(values[i]) + ") is not a number");
     dst[i] = static_cast<T>(value);
   }
 }
@@ -110,8 +107,9 @@ Tensor tensor_from_json(const std::string& name, ElementType type, const Shape& 
   values.reserve(static_cast<size_t>(count));
   flatten(data, values, count, name);
   if (static_cast<int64_t>(values.size()) != count)
-    bad(input_field(name, "data") + " has " + std::to_string(values.size()) +
-        " values, its shape " + shape.to_string() + " needs " + std::to_string(count));
+    throw_bad_request(input_field(name, "data") + " has " + std::to_string(values.size()) +
+                      " values, its shape " + shape.to_string() + " needs " +
+                      std::to_string(count));
   Tensor t(type, shape);
   switch (type) {
     case ElementType::f32:
@@ -156,14 +154,14 @@ Tensor tensor_from_json(const std::string& name, ElementType type, const Shape& 
       for (size_t i = 0; i < values.size(); ++i) {
         bool value;
         if (values[i].get_bool().get(value) != simdjson::SUCCESS)
-          bad(input_field(name, "data") + " value " + std::to_string(i) + " (" +
-              text_of(values[i]) + ") is not true or false");
+          throw_bad_request(input_field(name, "data") + " value " + std::to_string(i) + " (" +
+                            text_of(values[i]) + ") is not true or false");
         dst[i] = value ? 1 : 0;
       }
       break;
     }
     default:
-      bad("input '" + name + "': unsupported datatype");
+      throw_bad_request("input '" + name + "': unsupported datatype");
   }
   return t;
 }
@@ -176,7 +174,8 @@ RequestScheduling scheduling_parameters(object parameters) {
     const std::optional<element> v = member(parameters, key);
     if (!v) return;
     if (v->type() != element_type::INT64 || int64_t(*v) < 0)
-      bad(std::string("request parameter '") + key + "' must be a non-negative integer");
+      throw_bad_request(std::string("request parameter '") + key +
+                        "' must be a non-negative integer");
     into = int64_t(*v);
   };
   read("priority", s.priority);
@@ -190,7 +189,7 @@ bool binary_flag(element parameters, const char* key, const std::string& where) 
   if (!v) return false;
   bool value;
   if (v->get_bool().get(value) != simdjson::SUCCESS)
-    bad(where + ": parameter '" + key + "' must be true or false");
+    throw_bad_request(where + ": parameter '" + key + "' must be true or false");
   return value;
 }
 
@@ -204,8 +203,8 @@ RestInferRequest decode_infer_request(std::string_view body, std::optional<size_
                                       const ServerLimits& limits) {
   const size_t json_length = header_length.value_or(body.size());
   if (json_length > body.size())
-    bad("Inference-Header-Content-Length (" + std::to_string(json_length) +
-        ") is larger than the body (" + std::to_string(body.size()) + " bytes)");
+    throw_bad_request("Inference-Header-Content-Length (" + std::to_string(json_length) +
+                      ") is larger than the body (" + std::to_string(body.size()) + " bytes)");
   const std::string_view header = body.substr(0, json_length);
   check_json_depth(header, limits.max_json_depth);
   thread_local simdjson::dom::parser reused;
@@ -213,44 +212,49 @@ RestInferRequest decode_infer_request(std::string_view body, std::optional<size_
   simdjson::dom::parser& parser = header.size() <= reused_parser_bytes ? reused : own;
   element doc;
   if (const auto error = parser.parse(header.data(), header.size()).get(doc))
-    bad(std::string("the request body is not valid JSON (") + simdjson::error_message(error) + ")");
-  if (doc.type() != element_type::OBJECT) bad("the request body must be a JSON object");
+    throw_bad_request(std::string("the request body is not valid JSON (") +
+                      simdjson::error_message(error) + ")");
+  if (doc.type() != element_type::OBJECT)
+    throw_bad_request("the request body must be a JSON object");
   const object root(doc);
 
   RestInferRequest request;
   if (const auto id = member(root, "id")) {
-    if (id->type() != element_type::STRING) bad("'id' must be a string");
+    if (id->type() != element_type::STRING) throw_bad_request("'id' must be a string");
     request.id = string_of(*id);
   }
   if (const auto parameters = member(root, "parameters")) {
-    if (parameters->type() != element_type::OBJECT) bad("'parameters' must be an object");
+    if (parameters->type() != element_type::OBJECT)
+      throw_bad_request("'parameters' must be an object");
     request.all_outputs_binary =
         binary_flag(*parameters, "binary_data_output", "request parameters");
     request.scheduling = scheduling_parameters(object(*parameters));
   }
   const std::optional<element> inputs = member(root, "inputs");
-  if (!inputs || inputs->type() != element_type::ARRAY) bad("'inputs' is missing or not an array");
+  if (!inputs || inputs->type() != element_type::ARRAY)
+    throw_bad_request("'inputs' is missing or not an array");
 
   size_t binary_offset = json_length;
   size_t k = 0;
   for (element in_value : array(*inputs)) {
     const std::string where = "inputs[" + std::to_string(k++) + "]";
-    if (in_value.type() != element_type::OBJECT) bad(where + " is not an object");
+    if (in_value.type() != element_type::OBJECT) throw_bad_request(where + " is not an object");
     const object in(in_value);
     const std::optional<element> name_value = member(in, "name");
     if (!name_value || name_value->type() != element_type::STRING)
-      bad(where + ": 'name' is missing");
+      throw_bad_request(where + ": 'name' is missing");
     const std::string name = string_of(*name_value);
-    if (request.inputs.count(name)) bad("input '" + name + "' is given twice");
+    if (request.inputs.count(name)) throw_bad_request("input '" + name + "' is given twice");
     const std::optional<element> datatype = member(in, "datatype");
     if (!datatype || datatype->type() != element_type::STRING)
-      bad(input_field(name, "datatype") + " is missing");
+      throw_bad_request(input_field(name, "datatype") + " is missing");
     const std::optional<element> shape_value = member(in, "shape");
     if (!shape_value || shape_value->type() != element_type::ARRAY)
-      bad(input_field(name, "shape") + " is missing or not an array");
+      throw_bad_request(input_field(name, "shape") + " is missing or not an array");
     std::vector<int64_t> dims;
     for (element d : array(*shape_value)) {
-      if (d.type() != element_type::INT64) bad(input_field(name, "shape") + " holds a non-integer");
+      if (d.type() != element_type::INT64)
+        throw_bad_request(input_field(name, "shape") + " holds a non-integer");
       dims.push_back(int64_t(d));
     }
     const ElementType type = request_element_type(name, string_of(*datatype));
@@ -259,34 +263,36 @@ RestInferRequest decode_infer_request(std::string_view body, std::optional<size_
     std::optional<uint64_t> binary_size;
     if (const auto p = member(in, "parameters")) {
       if (p->type() != element_type::OBJECT)
-        bad(input_field(name, "parameters") + " must be an object");
+        throw_bad_request(input_field(name, "parameters") + " must be an object");
       if (const auto size = member(object(*p), "binary_data_size")) {
         binary_size = unsigned_value(*size);
         if (!binary_size)
-          bad(input_field(name, "binary_data_size") + " must be a non-negative integer");
+          throw_bad_request(input_field(name, "binary_data_size") +
+                            " must be a non-negative integer");
       }
     }
     const std::optional<element> data = member(in, "data");
     if (binary_size) {
-      if (data) bad("input '" + name + "' has both 'data' and 'binary_data_size'");
+      if (data) throw_bad_request("input '" + name + "' has both 'data' and 'binary_data_size'");
       if (*binary_size > body.size() - binary_offset)
-        bad(input_field(name, "binary_data_size") + " is " + std::to_string(*binary_size) +
-            " but only " + std::to_string(body.size() - binary_offset) +
-            " bytes of binary data follow");
+        throw_bad_request(input_field(name, "binary_data_size") + " is " +
+                          std::to_string(*binary_size) + " but only " +
+                          std::to_string(body.size() - binary_offset) +
+                          " bytes of binary data follow");
       request.inputs.emplace(
           name, tensor_from_bytes(name, type, shape, body.data() + binary_offset, *binary_size));
       binary_offset += *binary_size;
     } else {
-      if (!data) bad(input_field(name, "data") + " is missing");
+      if (!data) throw_bad_request(input_field(name, "data") + " is missing");
       request.inputs.emplace(name, tensor_from_json(name, type, shape, *data));
     }
   }
   if (binary_offset != body.size())
-    bad(std::to_string(body.size() - binary_offset) +
-        " bytes of binary data follow the inputs that no input claims");
+    throw_bad_request(std::to_string(body.size() - binary_offset) +
+                      " bytes of binary data follow the inputs that no input claims");
 
   if (const auto outputs = member(root, "outputs")) {
-    if (outputs->type() != element_type::ARRAY) bad("'outputs' must be an array");
+    if (outputs->type() != element_type::ARRAY) throw_bad_request("'outputs' must be an array");
     size_t j = 0;
     for (element out_value : array(*outputs)) {
       const std::string where = "outputs[" + std::to_string(j++) + "]";
@@ -294,7 +300,7 @@ RestInferRequest decode_infer_request(std::string_view body, std::optional<size_
                                                     ? member(object(out_value), "name")
                                                     : std::nullopt;
       if (!name_value || name_value->type() != element_type::STRING)
-        bad(where + ": 'name' is missing");
+        throw_bad_request(where + ": 'name' is missing");
       const std::string name = string_of(*name_value);
       request.outputs.push_back(name);
       if (const auto p = member(object(out_value), "parameters"))
