@@ -55,7 +55,7 @@ std::shared_ptr<Model> make_row_mixing_model() {
 
 // These tests check what merging does, so batches are as large as the queue allows rather than
 // the size the scheduler's tuner would learn.
-AnyMap batching(int max_size, int streams = 1) {
+AnyMap auto_batching_properties(int max_size, int streams = 1) {
   return {{props::auto_batch_max_size, max_size},
           {"adaptive_batch_size", false},
           {props::num_streams, streams},
@@ -64,9 +64,9 @@ AnyMap batching(int max_size, int streams = 1) {
 
 // Holds every request at the execute stage until `release()`, so the ones behind it pile up in
 // the execute stream's mailbox and are merged.
-class ExecuteGate {
+class MergeGate {
  public:
-  explicit ExecuteGate(CompiledModel& compiled) {
+  explicit MergeGate(CompiledModel& compiled) {
     set_stage_hook(compiled, [this](detail::Stage stage, uint64_t) {
       std::unique_lock<std::mutex> lock(mutex_);
       if (stage == detail::Stage::upload) {
@@ -128,8 +128,8 @@ using NamedTensors = std::map<std::string, Tensor>;
 CompiledModel run_gated_and_check(Core& core, const std::shared_ptr<Model>& model, int max_size,
                                   const std::vector<NamedTensors>& inputs) {
   CompiledModel reference = core.compile_model(model, "CPU", {{props::num_streams, 1}});
-  CompiledModel compiled = core.compile_model(model, "CPU", batching(max_size));
-  ExecuteGate gate(compiled);
+  CompiledModel compiled = core.compile_model(model, "CPU", auto_batching_properties(max_size));
+  MergeGate gate(compiled);
   std::vector<InferRequest> requests;
   for (const NamedTensors& in : inputs) {
     requests.push_back(compiled.create_infer_request());
@@ -166,14 +166,14 @@ TEST(AutoBatching, PropertyIsValidatedReportedAndSizesTheRequests) {
       EXPECT_THAT(e.what(), HasSubstr(props::auto_batch_max_size));
     }
   }
-  auto compiled = core.compile_model(make_linear_model(), "CPU", batching(4, 2));
+  auto compiled = core.compile_model(make_linear_model(), "CPU", auto_batching_properties(4, 2));
   EXPECT_EQ(compiled.get_property(props::auto_batch_max_size).as_int(), 4);
   // A full batch waiting at each stream while another runs.
   EXPECT_EQ(compiled.get_property(props::optimal_number_of_infer_requests).as_int(), 16);
   EXPECT_GE(compiled.get_property(props::max_requests_in_flight).as_int(), 16);
 
   // A model with a static leading dimension cannot batch: it runs unbatched and says so.
-  auto fixed = core.compile_model(make_add_relu_model(1), "CPU", batching(4, 2));
+  auto fixed = core.compile_model(make_add_relu_model(1), "CPU", auto_batching_properties(4, 2));
   EXPECT_EQ(fixed.get_property(props::auto_batch_max_size).as_int(), 1);
   EXPECT_EQ(fixed.get_property(props::optimal_number_of_infer_requests).as_int(), 4);
 }
@@ -189,7 +189,7 @@ TEST(AutoBatching, ATrainingModeBatchNormIsNeverBatched) {
                 {{"training_mode", int64_t{1}}}),
            "y");
   Core core;
-  auto compiled = core.compile_model(b.build(), "CPU", batching(4, 2));
+  auto compiled = core.compile_model(b.build(), "CPU", auto_batching_properties(4, 2));
   EXPECT_EQ(compiled.get_property(props::auto_batch_max_size).as_int(), 1);
 }
 
@@ -224,8 +224,8 @@ TEST(AutoBatching, OnlyRequestsOfTheSameShapeAreMerged) {
 
 TEST(AutoBatching, ARequestThatFailsInsideABatchFailsAlone) {
   Core core;
-  auto compiled = core.compile_model(make_lookup_model(), "CPU", batching(8));
-  ExecuteGate gate(compiled);
+  auto compiled = core.compile_model(make_lookup_model(), "CPU", auto_batching_properties(8));
+  MergeGate gate(compiled);
   constexpr int n = 16, bad = 5;
   std::vector<InferRequest> requests;
   for (int i = 0; i < n; ++i) {
@@ -260,8 +260,8 @@ TEST(AutoBatching, ARequestThatFailsInsideABatchFailsAlone) {
 
 TEST(AutoBatching, ACancelledRequestLeavesItsBatch) {
   Core core;
-  auto compiled = core.compile_model(make_linear_model(), "CPU", batching(8));
-  ExecuteGate gate(compiled);
+  auto compiled = core.compile_model(make_linear_model(), "CPU", auto_batching_properties(8));
+  MergeGate gate(compiled);
   std::vector<InferRequest> requests;
   for (int i = 0; i < 12; ++i) {
     requests.push_back(compiled.create_infer_request());
@@ -286,7 +286,7 @@ TEST(AutoBatching, ACancelledRequestLeavesItsBatch) {
 TEST(AutoBatching, ManyInFlightFromSeveralThreadsWithProfiling) {
   Core core;
   auto reference = core.compile_model(make_linear_model(), "CPU", {{props::num_streams, 1}});
-  AnyMap config = batching(4, 2);
+  AnyMap config = auto_batching_properties(4, 2);
   config[props::enable_profiling] = true;
   auto compiled = core.compile_model(make_linear_model(), "CPU", config);
   constexpr int threads = 4, per_thread = 8, rounds = 10;
@@ -331,7 +331,7 @@ TEST(AutoBatching, DestroyingTheModelWithRequestsQueuedCompletesEachOnce) {
   constexpr int n = 40;
   {
     Core core;
-    auto compiled = core.compile_model(make_linear_model(), "CPU", batching(4, 2));
+    auto compiled = core.compile_model(make_linear_model(), "CPU", auto_batching_properties(4, 2));
     std::vector<InferRequest> requests;
     for (int i = 0; i < n; ++i) {
       requests.push_back(compiled.create_infer_request());

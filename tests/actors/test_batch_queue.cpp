@@ -15,7 +15,7 @@ namespace {
 
 constexpr int64_t us = 1000;  // the queue's clock is in ns
 
-detail::SchedulingPolicy batching(int max, int64_t delay_us) {
+detail::SchedulingPolicy batching_policy(int max, int64_t delay_us) {
   detail::SchedulingPolicy p;
   p.max_batch_size = max;
   p.max_queue_delay_us = delay_us;
@@ -46,7 +46,7 @@ TEST(BatchQueue, WithoutBatchingItIsFifoOneAtATime) {
 }
 
 TEST(BatchQueue, TheOldestWaitsAtMostTheDelayForItsBatchToFill) {
-  BatchQueue q{batching(4, 100)};
+  BatchQueue q{batching_policy(4, 100)};
   q.push(request(1, 0));
   q.push(request(2, 10 * us));
   EXPECT_THAT(q.next_batch(50 * us), IsEmpty());
@@ -58,7 +58,7 @@ TEST(BatchQueue, TheOldestWaitsAtMostTheDelayForItsBatchToFill) {
 }
 
 TEST(BatchQueue, AFullBatchLeavesAtOnceAndTheRestWaitsAgain) {
-  BatchQueue q{batching(3, 1000)};
+  BatchQueue q{batching_policy(3, 1000)};
   for (uint64_t id = 1; id <= 5; ++id) q.push(request(id, static_cast<int64_t>(id) * us));
   EXPECT_THAT(q.next_batch(6 * us), ElementsAre(1, 2, 3));
   EXPECT_THAT(q.next_batch(6 * us), IsEmpty());  // 4 and 5: not full, delay not over
@@ -67,14 +67,14 @@ TEST(BatchQueue, AFullBatchLeavesAtOnceAndTheRestWaitsAgain) {
 }
 
 TEST(BatchQueue, ZeroDelayTakesWhatIsWaiting) {
-  BatchQueue q{batching(8, 0)};
+  BatchQueue q{batching_policy(8, 0)};
   q.push(request(1, 0));
   q.push(request(2, 0));
   EXPECT_THAT(q.next_batch(0), ElementsAre(1, 2));
 }
 
 TEST(BatchQueue, TheLargestPreferredSizeThatCanFormLeavesBeforeTheDelay) {
-  auto p = batching(8, 1000);
+  auto p = batching_policy(8, 1000);
   p.preferred_batch_sizes = {2, 4};
   BatchQueue q{p};
   for (uint64_t id = 1; id <= 5; ++id) q.push(request(id, 0));
@@ -84,7 +84,7 @@ TEST(BatchQueue, TheLargestPreferredSizeThatCanFormLeavesBeforeTheDelay) {
 }
 
 TEST(BatchQueue, OnlyRequestsWithTheFirstOnesShapesJoinItsBatch) {
-  BatchQueue q{batching(4, 0)};
+  BatchQueue q{batching_policy(4, 0)};
   q.push(request(1, 0, 0, /*key=*/1));
   q.push(request(2, 0, 0, /*key=*/2));
   q.push(request(3, 0, 0, /*key=*/1));
@@ -93,7 +93,7 @@ TEST(BatchQueue, OnlyRequestsWithTheFirstOnesShapesJoinItsBatch) {
 }
 
 TEST(BatchQueue, HigherPriorityRunsFirstAndLowerOnesAreNotStarvedWhenItIsIdle) {
-  auto p = batching(2, 0);
+  auto p = batching_policy(2, 0);
   p.priority_levels = 3;
   BatchQueue q{p};
   q.push(request(1, 0, /*level=*/2));
@@ -109,7 +109,7 @@ TEST(BatchQueue, HigherPriorityRunsFirstAndLowerOnesAreNotStarvedWhenItIsIdle) {
 
 TEST(BatchQueue, StrictPrioritiesLetASteadyHighLevelStarveALowOne) {
   // Triton's semantics, the default: as long as level 1 has work, level 2 waits.
-  auto p = batching(1, 0);
+  auto p = batching_policy(1, 0);
   p.priority_levels = 2;
   BatchQueue q{p};
   q.push(request(1, 0, /*level=*/1));
@@ -121,7 +121,7 @@ TEST(BatchQueue, StrictPrioritiesLetASteadyHighLevelStarveALowOne) {
 }
 
 TEST(BatchQueue, AgingMovesAWaitingRequestUpALevelPerPeriodAmongThatLevelsByArrival) {
-  auto p = batching(1, 0);
+  auto p = batching_policy(1, 0);
   p.priority_levels = 3;
   p.priority_aging_us = 100;
   BatchQueue q{p};
@@ -149,7 +149,7 @@ TEST(BatchQueue, AgingMovesAWaitingRequestUpALevelPerPeriodAmongThatLevelsByArri
 TEST(BatchQueue, AgingBoundsTheWaitOfALowLevelUnderASteadyHighOne) {
   // One request runs per 100 us; level 1 always has one waiting. With aging of 1 ms, the level-2
   // request runs within two periods (when it has aged to level 1 and is the oldest there).
-  auto p = batching(1, 0);
+  auto p = batching_policy(1, 0);
   p.priority_levels = 2;
   p.priority_aging_us = 1000;
   BatchQueue q{p};
@@ -166,7 +166,7 @@ TEST(BatchQueue, AgingBoundsTheWaitOfALowLevelUnderASteadyHighOne) {
 }
 
 TEST(BatchQueue, APromotedRequestKeepsItsOwnLevelsTimeoutAction) {
-  auto p = batching(1, 0);
+  auto p = batching_policy(1, 0);
   p.priority_levels = 2;
   p.priority_aging_us = 10;
   p.priority_queue_policy[2] = {{"timeout_action", Any(std::string("DELAY"))}};
@@ -181,7 +181,7 @@ TEST(BatchQueue, APromotedRequestKeepsItsOwnLevelsTimeoutAction) {
 }
 
 TEST(BatchQueue, AFullLevelRefusesWhileOthersStillAccept) {
-  auto p = batching(1, 0);
+  auto p = batching_policy(1, 0);
   p.priority_levels = 2;
   p.queue.max_queue_size = 2;
   BatchQueue q{p};
@@ -196,7 +196,7 @@ TEST(BatchQueue, AFullLevelRefusesWhileOthersStillAccept) {
 }
 
 TEST(BatchQueue, RejectTimeoutsLeaveTheQueueAtTheirDeadline) {
-  auto p = batching(4, 1000);
+  auto p = batching_policy(4, 1000);
   p.queue.timeout_action = detail::TimeoutAction::reject;
   BatchQueue q{p};
   q.push(request(1, 0, 0, 7, /*deadline=*/50 * us));
@@ -209,7 +209,7 @@ TEST(BatchQueue, RejectTimeoutsLeaveTheQueueAtTheirDeadline) {
 }
 
 TEST(BatchQueue, DelayedTimeoutsGoBehindTheOthersOfTheirLevel) {
-  auto p = batching(1, 0);
+  auto p = batching_policy(1, 0);
   p.priority_levels = 2;
   p.queue.timeout_action = detail::TimeoutAction::delay;
   BatchQueue q{p};
@@ -225,20 +225,20 @@ TEST(BatchQueue, DelayedTimeoutsGoBehindTheOthersOfTheirLevel) {
 }
 
 TEST(BatchQueue, APolicyChangeAppliesToTheNextDecisionAndKeepsEveryRequest) {
-  auto p = batching(1, 0);
+  auto p = batching_policy(1, 0);
   p.priority_levels = 3;
   BatchQueue q{p};
   q.push(request(1, 0, 2));
   q.push(request(2, 0, 1));
   q.push(request(3, 0, 2));
-  auto bigger = batching(4, 0);  // one level: levels beyond it join the lowest, in order
+  auto bigger = batching_policy(4, 0);  // one level: levels beyond it join the lowest, in order
   q.set_policy(bigger);
   EXPECT_EQ(q.size(), 3u);
   EXPECT_THAT(q.next_batch(0), ElementsAre(2, 1, 3));
 }
 
 TEST(BatchQueue, TakeAllEmptiesEveryLevel) {
-  auto p = batching(2, 1000);
+  auto p = batching_policy(2, 1000);
   p.priority_levels = 2;
   BatchQueue q{p};
   q.push(request(1, 0, 0));
@@ -369,7 +369,7 @@ TEST(BatchQueue, EachLevelRefusesAndTimesOutByItsOwnPolicy) {
 }
 
 TEST(BatchQueue, ALimitBelowTheMaximumCapsTheBatchAndCountsAsFull) {
-  BatchQueue q{batching(8, 1000)};
+  BatchQueue q{batching_policy(8, 1000)};
   for (uint64_t id = 1; id <= 5; ++id) ASSERT_TRUE(q.push(request(id, 0)));
   // Under a limit of 2 a batch of two is full: it leaves at once, not after the 1 ms delay.
   EXPECT_THAT(q.next_batch(1 * us, 2), ElementsAre(1, 2));
@@ -395,7 +395,8 @@ TEST(SchedulingPolicy, TheTopLevelIsLevelOneOfTwoOrMoreAndTheDefaultWhenItIsOne)
 }
 
 TEST(BatchQueue, TheTopLevelsOwnBatchTakesOnlyRequestsThatAskedForItAndDoesNotWait) {
-  detail::SchedulingPolicy p = batching(4, 1'000'000);  // a partial batch would wait a second
+  detail::SchedulingPolicy p =
+      batching_policy(4, 1'000'000);  // a partial batch would wait a second
   p.priority_levels = 2;
   p.priority_aging_us = 100;
   BatchQueue q{p};

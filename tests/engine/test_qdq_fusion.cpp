@@ -20,10 +20,8 @@ namespace troupe {
 namespace {
 
 using test::compile_and_run;
-
-Tensor scalar(float v) {
-  return Tensor::from_vector<float>(Shape{}, {v});
-}
+using test::op_types;
+using test::scalar;
 
 template <class T>
 Tensor filled(ElementType type, const Shape& shape, int lo, int hi, unsigned seed) {
@@ -99,10 +97,6 @@ std::shared_ptr<Model> quantized_model(int weight_limit) {
 
 std::map<std::string, Tensor> input() {
   return {{"x", test::random_tensor({1, 8, 10, 10}, 7, -2.f, 2.f)}};
-}
-
-std::vector<std::string> op_types(const Model& model) {
-  return test::op_types(model);
 }
 
 // Every output within one quantization step (0.1) of the untransformed graph's: the fused

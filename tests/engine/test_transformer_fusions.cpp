@@ -24,31 +24,23 @@ namespace {
 using ::testing::ElementsAre;
 
 using test::random_tensor;
-
-Tensor scalar(float v) {
-  return Tensor::from_vector<float>({}, {v});
-}
+using test::scalar;
 
 using test::compile_and_run;
 using test::node_named;
+using test::op_types;
 using test::original_names;
 using test::RunResult;
 
 // Compiles both ways on seeded inputs in [-range, range) and checks equal outputs; returns the
 // transformed run.
-RunResult compare(const std::shared_ptr<Model>& model, float range = 2.f) {
+RunResult transformed_run(const std::shared_ptr<Model>& model, float range = 2.f) {
   return test::compare_with_untransformed(model, test::random_inputs(*model, 101, range), 2e-5)
       .second;
 }
 
 ValueId output_of(const Model& model, const std::string& node) {
   return node_named(model, node).outputs[0];
-}
-
-std::vector<std::string> op_types(const Model& model) {
-  std::vector<std::string> types;
-  for (const Node& n : model.nodes()) types.push_back(n.op_type);
-  return types;
 }
 
 // ---- MatMul + bias ------------------------------------------------------------------------------
@@ -61,7 +53,7 @@ TEST(TransformerFusions, MatMulBiasAddIsFused) {
   b.output(b.op("Add", {b.constant("bias", random_tensor({6}, 2)), mm}, {}, "add"), "y");
   auto model = b.build();
 
-  RunResult run = compare(model);
+  RunResult run = transformed_run(model);
   ASSERT_THAT(op_types(*run.runtime), ElementsAre("MatMul"));
   const Node& fused = node_named(*run.runtime, "mm");
   EXPECT_EQ(fused.attributes.get_int("fused_bias"), 1);
@@ -81,7 +73,7 @@ TEST(TransformerFusions, BroadcastBiasShapesBecomeOneVector) {
   b.output(b.op("Add", {mm2, b.constant("b2", scalar(0.75f))}, {}, "add2"), "y2");
   auto model = b.build();
 
-  RunResult run = compare(model);
+  RunResult run = transformed_run(model);
   ASSERT_THAT(op_types(*run.runtime), ElementsAre("MatMul", "MatMul"));
   for (const char* name : {"mm1", "mm2"}) {
     const Node& fused = node_named(*run.runtime, name);
@@ -111,7 +103,7 @@ TEST(TransformerFusions, BiasNotFusedWhenNotConstantOrAlongAnotherAxis) {
   b.output(b.op("Relu", {mm3}, {}, "other_reader"), "y4");  // the product has a second reader
   auto model = b.build();
 
-  RunResult run = compare(model);
+  RunResult run = transformed_run(model);
   EXPECT_EQ(run.runtime->nodes().size(), 7u);
   for (const char* name : {"mm1", "mm2", "mm3"})
     EXPECT_FALSE(node_named(*run.runtime, name).attributes.has("fused_bias")) << name;
@@ -127,7 +119,7 @@ TEST(TransformerFusions, BiasThenResidualThenActivation) {
   b.output(b.op("Relu", {sum}, {}, "relu"), "y");
   auto model = b.build();
 
-  RunResult run = compare(model);
+  RunResult run = transformed_run(model);
   ASSERT_THAT(op_types(*run.runtime), ElementsAre("MatMul"));
   const Node& fused = node_named(*run.runtime, "mm");
   EXPECT_THAT(original_names(fused), ElementsAre("mm", "bias_add", "residual", "relu"));
@@ -152,7 +144,7 @@ TEST(TransformerFusions, AttentionScoreScaleIsFused) {
            "s2");
   auto model = b.build();
 
-  RunResult run = compare(model);
+  RunResult run = transformed_run(model);
   EXPECT_THAT(op_types(*run.runtime), ElementsAre("MatMul", "Softmax", "MatMul"));
   const Node& qk = node_named(*run.runtime, "qk");
   EXPECT_NEAR(qk.attributes.get_float("fused_scale"), 1.0 / 2.8284271, 1e-7);
@@ -174,7 +166,7 @@ TEST(TransformerFusions, ScaleNotFusedForDividendOrTensorOrAfterActivation) {
   b.output(b.op("Mul", {relu, b.constant("s", scalar(3.f))}, {}, "after_relu"), "y3");
   auto model = b.build();
 
-  RunResult run = compare(model, 1.f);
+  RunResult run = transformed_run(model, 1.f);
   EXPECT_EQ(run.runtime->nodes().size(), 6u);  // relu fuses into mm3; nothing else
   for (const char* name : {"mm1", "mm2", "mm3"})
     EXPECT_FALSE(node_named(*run.runtime, name).attributes.has("fused_scale")) << name;
@@ -213,7 +205,7 @@ TEST(TransformerFusions, GeluAfterLinearBecomesMatMulActivation) {
     b.output(gelu(b, h, order), "y");
     auto model = b.build();
 
-    RunResult run = compare(model);
+    RunResult run = transformed_run(model);
     ASSERT_THAT(op_types(*run.runtime), ElementsAre("MatMul"));
     const Node& fused = node_named(*run.runtime, "up");
     EXPECT_EQ(fused.attributes.get_string("fused_activation"), "Gelu");
@@ -231,7 +223,7 @@ TEST(TransformerFusions, GeluWithoutProducerIsOneGeluNode) {
   b.output(gelu(b, x, GeluOrder::half_first, /*mul_by_inverse=*/true), "y");
   auto model = b.build();
 
-  RunResult run = compare(model, 4.f);
+  RunResult run = transformed_run(model, 4.f);
   ASSERT_THAT(op_types(*run.runtime), ElementsAre("Gelu"));
   const Node& node = node_named(*run.runtime, "gelu_mul");
   EXPECT_THAT(original_names(node),
@@ -274,7 +266,7 @@ TEST(TransformerFusions, TanhGeluAfterLinearBecomesMatMulActivation) {
     b.output(tanh_gelu(b, h, cube), "y");
     auto model = b.build();
 
-    RunResult run = compare(model);
+    RunResult run = transformed_run(model);
     ASSERT_THAT(op_types(*run.runtime), ElementsAre("MatMul"));
     const Node& fused = node_named(*run.runtime, "fc");
     EXPECT_EQ(fused.attributes.get_string("fused_activation"), "GeluTanh");
@@ -297,7 +289,7 @@ TEST(TransformerFusions, TanhGeluNeedsItsConstantsAndACube) {
     auto a = b.op("Add", {t, b.constant("one", scalar(1.f))}, {}, "a");
     b.output(b.op("Mul", {b.op("Mul", {x, b.constant("half", scalar(0.5f))}, {}, "h"), a}, {}, "m"),
              "y");
-    RunResult run = compare(b.build());
+    RunResult run = transformed_run(b.build());
     for (const Node& node : run.runtime->nodes()) EXPECT_NE(node.op_type, "Gelu");
   }
 }
@@ -311,7 +303,7 @@ TEST(TransformerFusions, GeluNotFusedWithSharedIntermediateOrWrongConstant) {
     b.output(gelu(b, x, GeluOrder::half_last), "y");
     auto model = b.build();
     model->add_output(output_of(*model, shared));
-    RunResult run = compare(model);
+    RunResult run = transformed_run(model);
     EXPECT_EQ(run.runtime->nodes().size(), 5u);
   }
   {
@@ -325,7 +317,7 @@ TEST(TransformerFusions, GeluNotFusedWithSharedIntermediateOrWrongConstant) {
     model->add_node(Node{"neg", "Neg", {half}, {z}, {}});
     model->add_output(z);
     model->validate();
-    RunResult run = compare(model);
+    RunResult run = transformed_run(model);
     EXPECT_EQ(run.runtime->nodes().size(), 6u);
   }
   {
@@ -336,7 +328,7 @@ TEST(TransformerFusions, GeluNotFusedWithSharedIntermediateOrWrongConstant) {
     auto a = b.op("Add", {b.op("Erf", {s}), b.constant("one", scalar(1.f))});
     b.output(b.op("Mul", {b.op("Mul", {x, b.constant("c", scalar(0.6f))}), a}), "y");
     auto model = b.build();
-    RunResult run = compare(model);
+    RunResult run = transformed_run(model);
     EXPECT_EQ(run.runtime->nodes().size(), 5u);
   }
 }
@@ -367,7 +359,7 @@ TEST(TransformerFusions, DecomposedLayerNormBecomesOneNode) {
   b.output(layer_norm(b, x, {-1}, &gamma, &beta), "y");
   auto model = b.build();
 
-  RunResult run = compare(model, 3.f);
+  RunResult run = transformed_run(model, 3.f);
   ASSERT_THAT(op_types(*run.runtime), ElementsAre("LayerNormalization"));
   const Node& ln = node_named(*run.runtime, "ln_add");
   EXPECT_EQ(ln.attributes.get_int("axis"), 2);
@@ -392,7 +384,7 @@ TEST(TransformerFusions, LayerNormWithoutAffineOverTwoAxes) {
   auto x = b.input("x", ElementType::f32, {2, 3, 4, 5});
   b.output(layer_norm(b, x, {2, -1}, nullptr, nullptr, /*square_by_mul=*/true), "y");
   auto model = b.build();
-  RunResult run = compare(model, 3.f);
+  RunResult run = transformed_run(model, 3.f);
   ASSERT_THAT(op_types(*run.runtime), ElementsAre("LayerNormalization"));
   const Node& ln = node_named(*run.runtime, "ln_div");
   EXPECT_EQ(ln.attributes.get_int("axis"), 2);
@@ -406,7 +398,7 @@ TEST(TransformerFusions, LayerNormNotFusedOverLeadingAxisOrWithSharedDifference)
     auto x = b.input("x", ElementType::f32, {4, 6});
     b.output(layer_norm(b, x, {0}, nullptr, nullptr), "y");
     auto model = b.build();
-    RunResult run = compare(model, 3.f);
+    RunResult run = transformed_run(model, 3.f);
     EXPECT_EQ(run.runtime->nodes().size(), 7u);
   }
   {
@@ -419,7 +411,7 @@ TEST(TransformerFusions, LayerNormNotFusedOverLeadingAxisOrWithSharedDifference)
     model->add_node(Node{"neg", "Neg", {output_of(*model, "ln_sub")}, {z}, {}});
     model->add_output(z);
     model->validate();
-    RunResult run = compare(model, 3.f);
+    RunResult run = transformed_run(model, 3.f);
     EXPECT_EQ(run.runtime->nodes().size(), 8u);
   }
 }
@@ -438,7 +430,7 @@ TEST(TransformerFusions, ClipAfterConvIsFusedAsRelu6) {
                 "clip"),
            "y");
   auto model = b.build();
-  RunResult run = compare(model, 4.f);
+  RunResult run = transformed_run(model, 4.f);
   ASSERT_THAT(op_types(*run.runtime), ElementsAre("Conv"));
   const Node& fused = node_named(*run.runtime, "conv");
   EXPECT_EQ(fused.attributes.get_string("fused_activation"), "Clip");
@@ -478,7 +470,7 @@ TEST(TransformerFusions, EveryActivationFusesIntoMatMulAndGemm) {
         {{"transB", int64_t{1}}}, "gemm");
     b.output(b.op(act.op, {gemm}, act.attributes, "act_gemm"), "y2");
     auto model = b.build();
-    RunResult run = compare(model, 3.f);
+    RunResult run = transformed_run(model, 3.f);
     ASSERT_THAT(op_types(*run.runtime), ElementsAre("MatMul", "Gemm"));
     EXPECT_EQ(node_named(*run.runtime, "mm").attributes.get_string("fused_activation"), act.fused);
     EXPECT_EQ(node_named(*run.runtime, "gemm").attributes.get_string("fused_activation"),
@@ -515,7 +507,7 @@ TEST(TransformerFusions, SiluAfterConvAndMatMulBecomesTheirActivation) {
     b.output(silu(b, mm, sigmoid_first, "act_mm"), "y2");
     auto model = b.build();
 
-    RunResult run = compare(model, 4.f);
+    RunResult run = transformed_run(model, 4.f);
     ASSERT_THAT(op_types(*run.runtime), ElementsAre("Conv", "MatMul"));
     for (const char* name : {"conv", "mm"}) {
       const Node& fused = node_named(*run.runtime, name);
@@ -542,7 +534,7 @@ TEST(TransformerFusions, SiluWithoutProducerIsOneSwishNodeThatMayShareItsInput) 
   b.output(b.op("GlobalAveragePool", {x}, {}, "pool"), "p");
   auto model = b.build();
 
-  RunResult run = compare(model, 6.f);
+  RunResult run = transformed_run(model, 6.f);
   ASSERT_THAT(op_types(*run.runtime), ElementsAre("Swish", "GlobalAveragePool"));
   EXPECT_THAT(original_names(node_named(*run.runtime, "act_mul")),
               ElementsAre("act_sigmoid", "act_mul"));
@@ -559,7 +551,7 @@ TEST(TransformerFusions, SiluNotFusedWhenTheSigmoidIsReadElsewhereOrTheMulIsNoSi
     b.output(silu(b, x, false, "act"), "y");
     auto model = b.build();
     model->add_output(output_of(*model, "act_sigmoid"));
-    RunResult run = compare(model);
+    RunResult run = transformed_run(model);
     EXPECT_THAT(op_types(*run.runtime), ElementsAre("Sigmoid", "Mul"));
   }
   {
@@ -573,7 +565,7 @@ TEST(TransformerFusions, SiluNotFusedWhenTheSigmoidIsReadElsewhereOrTheMulIsNoSi
     auto w = b.op("Add", {v, b.constant("c", random_tensor({3, 1}, 43))}, {}, "w");
     b.output(b.op("Mul", {b.op("Sigmoid", {v}, {}, "sv"), w}, {}, "bmul"), "y2");
     auto model = b.build();
-    RunResult run = compare(model);
+    RunResult run = transformed_run(model);
     EXPECT_EQ(run.runtime->nodes().size(), 5u);
     for (const Node& n : run.runtime->nodes()) EXPECT_NE(n.op_type, "Swish") << n.name;
   }
@@ -586,7 +578,7 @@ TEST(TransformerFusions, ClipWithRuntimeBoundIsNotFused) {
   auto mm = b.op("MatMul", {x, b.constant("w", random_tensor({4, 4}, 24))}, {}, "mm");
   b.output(b.op("Clip", {mm, b.constant("lo", scalar(0.f)), hi}, {}, "clip"), "y");
   auto model = b.build();
-  RunResult run = compare(model);
+  RunResult run = transformed_run(model);
   EXPECT_THAT(op_types(*run.runtime), ElementsAre("MatMul", "Clip"));
 }
 
@@ -633,7 +625,7 @@ TEST(TransformerFusions, ExportedEncoderLayerFusesToItsCoreOps) {
   auto model = b.build();
   ASSERT_EQ(model->nodes().size(), 40u);
 
-  RunResult run = compare(model);
+  RunResult run = transformed_run(model);
   EXPECT_THAT(op_types(*run.runtime),
               ::testing::UnorderedElementsAre(
                   "MatMul", "MatMul", "MatMul", "MatMul", "MatMul", "MatMul", "MatMul", "MatMul",

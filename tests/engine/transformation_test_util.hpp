@@ -88,6 +88,11 @@ inline std::vector<std::string> original_names(const Node& node) {
   return std::get<std::vector<std::string>>(node.attributes.all().at("original_names"));
 }
 
+/// A rank-0 f32 tensor, as exporters write a scale, an epsilon or an exponent.
+inline Tensor scalar(float v) {
+  return Tensor::from_vector<float>(Shape{}, {v});
+}
+
 inline std::vector<std::string> op_types(const Model& model) {
   std::vector<std::string> types;
   for (const Node& n : model.nodes()) types.push_back(n.op_type);

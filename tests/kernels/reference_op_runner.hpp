@@ -15,6 +15,13 @@
 
 namespace troupe::test {
 
+// Short names of the element types the one-node tests build their tensors with.
+inline constexpr ElementType F32 = ElementType::f32;
+inline constexpr ElementType F64 = ElementType::f64;
+inline constexpr ElementType I32 = ElementType::i32;
+inline constexpr ElementType I64 = ElementType::i64;
+inline constexpr ElementType BOOL = ElementType::boolean;
+
 /// One input of the op under test: a model input with data, a model input with only a declared
 /// type and shape (for shape-inference tests), a constant, or an omitted optional input.
 struct Arg {

@@ -9,8 +9,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-
 Attributes block2(const std::string& mode = "DCR") {
   return {{"blocksize", int64_t{2}}, {"mode", mode}};
 }

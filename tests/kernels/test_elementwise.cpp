@@ -10,9 +10,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType BOOL = ElementType::boolean;
-
 // --- broadcasting shape inference ---------------------------------------------------------------
 
 TEST(ElementwiseShapes, ScalarWithTensor) {

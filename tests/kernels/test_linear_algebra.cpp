@@ -10,8 +10,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-
 // A = [[1,2,3],[4,5,6]], B = [[7,8],[9,10],[11,12]], A*B = [[58,64],[139,154]].
 Tensor a23() {
   return f32({2, 3}, {1, 2, 3, 4, 5, 6});

@@ -11,9 +11,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType I64 = ElementType::i64;
-
 // Log-probabilities of 2 samples over 3 classes; the targets pick -3 and -0.5.
 Tensor log_probs() {
   return f32({2, 3}, {-1, -2, -3, -0.5, -1.5, -2.5});

@@ -13,9 +13,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType F64 = ElementType::f64;
-constexpr ElementType I32 = ElementType::i32;
 using ints_t = std::vector<int64_t>;
 
 TEST(LpNormalization, DividesEachLineByItsNorm) {

@@ -12,7 +12,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
 using ints_t = std::vector<int64_t>;
 
 Tensor ramp4x4() {

@@ -8,8 +8,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-
 TEST(MeanVarianceNormalization, NormalizesEachChannelOverBatchAndSpaceByDefault) {
   // Channel 0 holds 1, 3 (mean 2, deviation 1); channel 1 holds 10, 10 (deviation 0).
   expect_tensor(run1("MeanVarianceNormalization", {input(f32({1, 2, 1, 2}, {1, 3, 10, 10}))}), F32,

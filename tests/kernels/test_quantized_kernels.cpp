@@ -20,7 +20,9 @@
 #include "kernels/kernel_registry.hpp"
 #include "layout_test_util.hpp"
 
-namespace troupe {
+// Its own namespace: test_backend_consistency.cpp has a Case, an Rng and *_cases() generators of
+// its own for the float kernels, and a unity build compiles the two in one translation unit.
+namespace troupe::int8_kernel_consistency {
 namespace {
 
 using kernels::Kernel;
@@ -781,4 +783,4 @@ TEST(QuantizedKernels, DeclinesWhatIsNotExactWithoutVnni) {
 }
 
 }  // namespace
-}  // namespace troupe
+}  // namespace troupe::int8_kernel_consistency

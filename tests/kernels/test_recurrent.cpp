@@ -11,8 +11,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-
 Attributes hidden(int64_t size, const std::string& direction = "forward") {
   return {{"hidden_size", size}, {"direction", direction}};
 }

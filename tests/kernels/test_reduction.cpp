@@ -7,9 +7,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType I64 = ElementType::i64;
-
 // [[1,2,3],[4,5,6]]
 Tensor x23() {
   return f32({2, 3}, {1, 2, 3, 4, 5, 6});

@@ -11,9 +11,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType I64 = ElementType::i64;
-
 // X[0, 0, row, col] = 4 * row + col.
 Tensor ramp4x4() {
   std::vector<float> v;

@@ -11,9 +11,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType I64 = ElementType::i64;
-
 TEST(NonZero, CoordinatesOfEachNonZeroElementRowByRow) {
   const Tensor x = f32({2, 3}, {0, 5, 0, 7, 0, 9});
   EXPECT_EQ(infer_shape("NonZero", {constant(x)}), (Shape{2, 3}));

@@ -11,9 +11,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType I64 = ElementType::i64;
-
 // 0, 1, 2, ... as f32 of the given shape.
 Tensor iota(const Shape& shape) {
   std::vector<float> v(static_cast<size_t>(shape.element_count()));

@@ -10,10 +10,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType F64 = ElementType::f64;
-constexpr ElementType I64 = ElementType::i64;
-
 Tensor scalar(int64_t v) {
   return i64(Shape{}, {v});
 }

@@ -13,9 +13,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType I32 = ElementType::i32;
-constexpr ElementType I64 = ElementType::i64;
 using ints_t = std::vector<int64_t>;
 
 Attributes pool(const std::string& mode, int64_t min_gram, int64_t max_gram, int64_t max_skip) {

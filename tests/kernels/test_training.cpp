@@ -12,10 +12,6 @@
 namespace troupe::test {
 namespace {
 
-constexpr ElementType F32 = ElementType::f32;
-constexpr ElementType F64 = ElementType::f64;
-constexpr ElementType I64 = ElementType::i64;
-
 const std::string adagrad = "ai.onnx.preview.training::Adagrad";
 const std::string momentum = "ai.onnx.preview.training::Momentum";
 const std::string adam = "ai.onnx.preview.training::Adam";
