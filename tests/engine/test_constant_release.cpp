@@ -126,9 +126,10 @@ TEST(ConstantRelease, PackedWeightsAreHeldOnceOutputsAndExportStayExact) {
   EXPECT_EQ(constants.at("w1").alive.expired(),
             conv1_implementation.find("wino") == std::string::npos)
       << "w1 beside a " << conv1_implementation << " kernel's packed copy";
-  if (matmul_implementation.find("gemm") == std::string::npos)
+  if (matmul_implementation.find("gemm") == std::string::npos) {
     EXPECT_TRUE(constants.at("mm").alive.expired())
         << "mm is still held beside its packed copy (" << matmul_implementation << ")";
+  }
   for (const char* name : {"b0", "scale"})
     EXPECT_FALSE(constants.at(name).alive.expired()) << name << " is read when the kernels run";
 

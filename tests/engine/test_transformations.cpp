@@ -265,7 +265,9 @@ TEST(Transformations, FoldsAZeroSpatialPadIntoTheWindowThatReadsIt) {
     auto [plain, transformed] = compare(b.build());  // and the outputs agree
     const Node& window = node_named(*transformed.runtime, "window");
     EXPECT_EQ(transformed.runtime->nodes().size(), v.folds ? 1u : 2u) << v.reader;
-    if (v.folds) EXPECT_THAT(original_names(window), ElementsAre("pad", "window"));
+    if (v.folds) {
+      EXPECT_THAT(original_names(window), ElementsAre("pad", "window"));
+    }
   }
 }
 
