@@ -90,6 +90,14 @@ inline std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& di
   return index;
 }
 
+/// The values of any numeric tensor (any strides), in double: for small parameter tensors
+/// (scales, zero points, normalization statistics), whatever their element type.
+inline std::vector<double> values_as_double(const Tensor& t) {
+  std::vector<double> values(static_cast<size_t>(t.size()));
+  for (int64_t i = 0; i < t.size(); ++i) values[static_cast<size_t>(i)] = t.value_at(i);
+  return values;
+}
+
 /// The values of a floating tensor (f32, f64, f16, bf16), in double.
 inline std::vector<double> floating_values(const Node& node, const Tensor& t) {
   std::vector<double> values(static_cast<size_t>(t.size()));

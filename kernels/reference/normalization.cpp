@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/reference/common.hpp"
 #include "kernels/reference/fused_post_ops.hpp"
 #include "kernels/reference/reference.hpp"
 #include "kernels/reference/window3d.hpp"
@@ -11,13 +12,6 @@
 namespace troupe::kernels::reference {
 
 namespace {
-
-// Parameters are small; reading them as double lets them have any floating type.
-std::vector<double> parameter_values(const Tensor& t) {
-  std::vector<double> values(static_cast<size_t>(t.size()));
-  for (int64_t i = 0; i < t.size(); ++i) values[static_cast<size_t>(i)] = t.value_at(i);
-  return values;
-}
 
 int64_t product(const Shape& shape, size_t from, size_t to) {
   int64_t p = 1;
@@ -59,10 +53,10 @@ void batch_normalization_typed(const Node& node, const std::vector<Tensor>& in,
   const Tensor& x = in.at(0);
   const double epsilon = node.attributes.get_float_or("epsilon", 1e-5);
   const bool training = node.attributes.get_int_or("training_mode", 0) != 0;
-  const std::vector<double> scale = parameter_values(in.at(1));
-  const std::vector<double> bias = parameter_values(in.at(2));
-  std::vector<double> mean = parameter_values(in.at(3));
-  std::vector<double> var = parameter_values(in.at(4));
+  const std::vector<double> scale = values_as_double(in.at(1));
+  const std::vector<double> bias = values_as_double(in.at(2));
+  std::vector<double> mean = values_as_double(in.at(3));
+  std::vector<double> var = values_as_double(in.at(4));
   const int64_t batch = x.shape()[0];
   const int64_t channels = x.shape()[1];
   const int64_t size = product(x.shape(), 2, x.shape().rank());
@@ -134,8 +128,8 @@ template <class T>
 void instance_normalization_typed(const Node& node, const std::vector<Tensor>& in, Tensor& y) {
   const Tensor& x = in.at(0);
   const double epsilon = node.attributes.get_float_or("epsilon", 1e-5);
-  const std::vector<double> scale = parameter_values(in.at(1));
-  const std::vector<double> bias = parameter_values(in.at(2));
+  const std::vector<double> scale = values_as_double(in.at(1));
+  const std::vector<double> bias = values_as_double(in.at(2));
   const int64_t channels = x.shape()[1];
   const int64_t planes = x.shape()[0] * channels;
   const int64_t size = product(x.shape(), 2, x.shape().rank());
@@ -153,7 +147,7 @@ void instance_normalization_typed(const Node& node, const std::vector<Tensor>& i
 // Expands a parameter that broadcasts (numpy rules, aligned right) onto `dims` to one value per
 // element of `dims`, in row-major order.
 std::vector<double> broadcast_to(const Tensor& param, const std::vector<int64_t>& dims) {
-  const std::vector<double> values = parameter_values(param);
+  const std::vector<double> values = values_as_double(param);
   const std::vector<int64_t>& pdims = param.shape().dims();
   int64_t total = 1;
   for (int64_t d : dims) total *= d;

@@ -60,9 +60,7 @@ double saturate_round(double v, Range range) {
 // The values of a scale or zero point tensor as doubles; an omitted zero point is `count` zeros.
 std::vector<double> quantization_parameter_values(const Tensor& t, int64_t count = 1) {
   if (t.empty()) return std::vector<double>(static_cast<size_t>(std::max<int64_t>(count, 1)), 0.0);
-  std::vector<double> out(static_cast<size_t>(t.size()));
-  for (int64_t i = 0; i < t.size(); ++i) out[static_cast<size_t>(i)] = t.value_at(i);
-  return out;
+  return values_as_double(t);
 }
 
 // Which entry of a per-tensor or per-axis parameter applies to each element of a tensor: for an
