@@ -13,8 +13,6 @@
 // to such conversions), the loop with AVX-512 at a fifth of that. So does a quantization of a plain
 // 3-channel float tensor into channels-last, a model's first (its RGB image input): 4% of a
 // quantized MobileNetV2's time went to that reorder.
-#include <array>
-
 #include "kernels/cpu_isa.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
@@ -118,9 +116,6 @@ template <class Y>
 }
 
 // QuantizeLinear (`quantize`) or DequantizeLinear of `n` elements, the integer side u8 or i8.
-using LinearLoop = void (*)(bool quantize, bool u8, const void*, void*, int64_t,
-                            const LinearParams&);
-
 [[TROUPE_AVX512_TARGET]] void linear_avx512(bool quantize, bool u8, const void* in, void* out,
                                             int64_t n, const LinearParams& p) {
   const auto* f = static_cast<const float*>(in);
@@ -184,7 +179,7 @@ class LinearQuantizationKernel final : public DnnlKernel {
     // The loop is measured faster than the reorder with AVX-512 only; elsewhere the reorder runs.
     if (effective_cpu_isa().avx512 && input_layout(0).same_order(output_layout(0)) &&
         !input_layout(0).bf16 && !output_layout(0).bf16) {
-      loop_ = linear_avx512;
+      path_ = Path::same_layout_loop;
       set_impl("loop");
       return true;
     }
@@ -192,13 +187,11 @@ class LinearQuantizationKernel final : public DnnlKernel {
         input_layout(0).is_plain() &&
         output_layout(0).same_order(TensorLayout::channels_last_order()) &&
         !output_layout(0).bf16) {
-      rgb_dims_ = {dims[0], 1};
-      for (size_t i = 2; i < dims.size(); ++i) rgb_dims_[1] *= dims[i];
-      rgb_to_channels_last_ = true;
+      path_ = Path::rgb_loop;
       set_impl("loop");
       return true;
     }
-    rgb_to_channels_last_ = false;
+    path_ = Path::reorder;
     const bool layout_capable = dims.size() >= 3 && dims.size() <= 5;
     if ((!input_layout(0).is_plain() || !output_layout(0).is_plain()) && !layout_capable)
       return false;
@@ -219,14 +212,16 @@ class LinearQuantizationKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
-    if (rgb_to_channels_last_) {
-      quantize_rgb_to_channels_last(u8_, inputs[0].data<float>(), outputs[0].raw_data(),
-                                    rgb_dims_[0], rgb_dims_[1], loop_params_);
+    if (path_ == Path::rgb_loop) {
+      const int64_t batch = inputs[0].shape()[0];
+      const int64_t pixels = batch > 0 ? inputs[0].size() / (3 * batch) : 0;
+      quantize_rgb_to_channels_last(u8_, inputs[0].data<float>(), outputs[0].raw_data(), batch,
+                                    pixels, loop_params_);
       return;
     }
-    if (loop_) {
-      loop_(quantize_, u8_, inputs[0].raw_data(), outputs[0].raw_data(), outputs[0].size(),
-            loop_params_);
+    if (path_ == Path::same_layout_loop) {
+      linear_avx512(quantize_, u8_, inputs[0].raw_data(), outputs[0].raw_data(), outputs[0].size(),
+                    loop_params_);
       return;
     }
     bind(src_, inputs[0]);
@@ -243,9 +238,10 @@ class LinearQuantizationKernel final : public DnnlKernel {
   bool u8_ = true;  // the integer side's type (else i8)
   float scale_ = 1.f;
   LinearParams loop_params_;
-  LinearLoop loop_ = nullptr;
-  bool rgb_to_channels_last_ = false;  // quantize_rgb_to_channels_last runs
-  std::array<int64_t, 2> rgb_dims_{};  // ... over [batch, pixels]
+  // What run() does, chosen by prepare(): an AVX-512 loop where both sides keep one layout, one
+  // from a plain RGB image into channels-last, else oneDNN's reorder.
+  enum class Path { reorder, same_layout_loop, rgb_loop };
+  Path path_ = Path::reorder;
   size_t rank_ = 0;
   ZeroPointMemory zero_point_;
   dnnl::memory::data_type src_type_ = dnnl::memory::data_type::f32;
