@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/ops/fused_post_ops.hpp"
 #include "troupe/model.hpp"
 
 namespace troupe::kernels {
@@ -29,12 +28,11 @@ inline bool winograd_geometry(const Node& conv, const std::vector<int64_t>& weig
 }
 
 /// Whether oneDNN's AVX-512 Winograd kernels compute such a Conv node: winograd_geometry with
-/// 16-channel blocks, and no fused activation but ReLU (they take ReLU and the residual sum
-/// only). Both the layout choice (a model's share of such convolutions) and the convolution
-/// kernel ask this one question.
+/// 16-channel blocks. (They take ReLU and the residual sum as post-ops; the convolution kernel
+/// applies any other fused activation after them.) Both the layout choice (a model's share of
+/// such convolutions) and the convolution kernel ask this one question.
 inline bool winograd_shape(const Node& conv, const std::vector<int64_t>& weights) {
-  const std::string activation = fused::activation(conv);
-  return winograd_geometry(conv, weights, 16) && (activation.empty() || activation == "Relu");
+  return winograd_geometry(conv, weights, 16);
 }
 
 }  // namespace troupe::kernels

@@ -291,6 +291,37 @@ TEST(LayoutAssignment, ThreeByThreeModelsTakeWinogradAndItsLayoutOnAvx512) {
     EXPECT_THAT(implementation, ::testing::Not(::testing::HasSubstr("wino"))) << node;
 }
 
+// The same with SiLU (x * Sigmoid(x), as YOLO and EfficientNetV2 end their 3x3 convolutions)
+// instead of ReLU, a residual sum in the second: oneDNN's Winograd kernels refuse SiLU as a
+// post-op, so the convolution runs on them without it and oneDNN's eltwise applies it in place
+// after; the model still takes Winograd's layout, and agrees with the plain run.
+TEST(LayoutAssignment, SiluConvolutionsTakeWinogradWithTheActivationAfterOnAvx512) {
+  if (!test::cpu_has_avx512()) GTEST_SKIP() << "oneDNN 2.6 has Winograd kernels only on AVX-512";
+  ModelBuilder b("silu_cnn");
+  auto silu = [&](ValueId v, const std::string& name) {
+    return b.op("Mul", {v, b.op("Sigmoid", {v}, {}, name + "_sigmoid")}, {}, name + "_silu");
+  };
+  auto x = b.input("x", ElementType::f32, {2, 16, 12, 12});
+  auto a = silu(conv(b, x, 16, 32, 3, 11, "block_a"), "block_a");
+  auto sum = b.op("Add", {conv(b, a, 32, 32, 3, 12, "block_b"), a}, {}, "block_sum");
+  auto out = silu(sum, "block_b");
+  b.output(b.op("GlobalAveragePool", {out}, {}, "gap"), "y");
+  auto model = b.build();
+  const auto inputs = inputs_for(*model, 5);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome winograd = run_all(model, {}, inputs);
+  expect_same_outputs(winograd, plain);
+  const auto layouts = layouts_by_node(*winograd.runtime);
+  const auto implementations = implementations_by_node(*winograd.runtime);
+  for (const char* node : {"block_a", "block_b"}) {
+    EXPECT_EQ(layouts.at(node), "nChw16c") << node;
+    EXPECT_THAT(implementations.at(node), ::testing::HasSubstr("wino")) << node;
+  }
+  // Both activations were fused into their convolutions (no Sigmoid or Mul node is left).
+  for (const auto& [node, implementation] : implementations)
+    EXPECT_THAT(node, ::testing::Not(::testing::HasSubstr("sigmoid"))) << implementation;
+}
+
 // A temporal convolution network: 1-D dilated convolutions with residual sums. The chain keeps
 // the activation layout as 2-D ones do (nwc on AVX-512, nCw8c on AVX2) instead of each
 // convolution reordering its plain input in and its output back, and agrees with the plain run

@@ -686,11 +686,12 @@ std::vector<Case> conv_sweep_cases(Rng& rng) {
 }
 
 // 3x3 stride-1 convolutions with whole channel blocks and constant weights, in the ISA's blocked
-// activations or plain ones, with a ReLU, a residual sum or both fused, or a Sigmoid. On AVX-512
-// oneDNN's Winograd kernels compute them (4x3 or 2x3 tiles, its choice; nChw16c, plain ones
-// reordered) but for the Sigmoid, which they refuse (direct). On AVX2 troupe's F(4x4, 3x3)
-// computes those with at least Avx2Winograd::min_tiles output tiles, Sigmoid included (oneDNN's
-// eltwise on its output), nChw8c or plain (reordered), with
+// activations or plain ones, with a ReLU, a residual sum or both fused, a Sigmoid, a SiLU
+// (Swish), or a sum then a HardSwish. On AVX-512 oneDNN's Winograd kernels compute them all (4x3
+// or 2x3 tiles, its choice; nChw16c, plain ones reordered): they take ReLU and the sum as
+// post-ops, and oneDNN's eltwise applies the other activations to their output after them. On
+// AVX2 troupe's F(4x4, 3x3) computes those with at least Avx2Winograd::min_tiles output tiles,
+// with the same eltwise after it, nChw8c or plain (reordered), with
 // channels 8 to 48, so that panels of 8 and 16 output channels both run. Spatial sizes that tiles
 // of 2 and 4 do not divide, padding 0, 1 and asymmetric, batches of 1 to 3.
 std::vector<Case> winograd_cases(Rng& rng) {
@@ -698,7 +699,7 @@ std::vector<Case> winograd_cases(Rng& rng) {
   const bool avx512 = test::cpu_has_avx512();
   const bool avx2 = kernels::effective_cpu_isa().avx2;
   const int64_t block = avx512 ? 16 : 8;
-  for (int k = 0; k < 40; ++k) {
+  for (int k = 0; k < 56; ++k) {
     const bool blocked = (avx512 || avx2) && k % 2 == 1;
     const TensorLayout layout = blocked ? TensorLayout::blocked(block) : TensorLayout{};
     const int64_t channels = block * rng.integer(1, avx512 ? 3 : 6);
@@ -714,9 +715,13 @@ std::vector<Case> winograd_cases(Rng& rng) {
     Attributes attrs;
     attrs.set("kernel_shape", ints{3, 3});
     attrs.set("pads", pads);
-    const int post = (k / 2) % 5;  // none, Relu, sum, sum then Relu, Sigmoid
+    // none, Relu, sum, sum then Relu, Sigmoid, Swish (SiLU), sum then HardSwish
+    const int post = (k / 2) % 7;
+    const bool sum = post == 2 || post == 3 || post == 6;
     if (post == 1 || post == 3) attrs.set("fused_activation", std::string("Relu"));
     if (post == 4) attrs.set("fused_activation", std::string("Sigmoid"));
+    if (post == 5) attrs.set("fused_activation", std::string("Swish"));
+    if (post == 6) attrs.set("fused_activation", std::string("HardSwish"));
     Case c;
     c.node = make_node("Conv", attrs);
     c.inputs = {rng.tensor(x), rng.tensor({out_channels, channels, 3, 3}),
@@ -724,7 +729,7 @@ std::vector<Case> winograd_cases(Rng& rng) {
     c.constant = {false, true, true};
     c.input_layouts = {layout};
     c.output_layout = layout;
-    if (post == 2 || post == 3) {
+    if (sum) {
       const ints out{x[0], out_channels, x[2] + pads[0] + pads[2] - 2,
                      x[3] + pads[1] + pads[3] - 2};
       c.inputs.push_back(rng.tensor(out));
@@ -734,7 +739,7 @@ std::vector<Case> winograd_cases(Rng& rng) {
     }
     c.tolerance = {1e-4, 2e-6 * static_cast<double>(channels * 9)};
     c.fast_implementation = true;
-    if (avx512 && post != 4) c.implementation_part = "wino";
+    if (avx512) c.implementation_part = "wino";
     const int64_t out_h = x[2] + pads[0] + pads[2] - 2, out_w = x[3] + pads[1] + pads[3] - 2;
     const int64_t tiles = x[0] * ((out_h + 3) / 4) * ((out_w + 3) / 4);
     if (!avx512 && avx2 && tiles >= kernels::onednn::Avx2Winograd::min_tiles)
