@@ -31,7 +31,7 @@ uint64_t checked_byte_size(ElementType type, const std::vector<int64_t>& dims,
 
 Tensor tensor_from_proto(const proto::Tensor& t, const WeightsView& weights,
                          const std::string& where) {
-  const ElementType type = from_proto(t.type(), where);
+  const ElementType type = serialization::from_proto(t.type(), where);
   if (type == ElementType::undefined)
     throw FormatError(where + ": tensor has undefined element type");
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());

@@ -7,18 +7,11 @@
 #include "serialization/file_io.hpp"
 #include "serialization/fingerprint.hpp"
 #include "serialization/graph_proto.hpp"
+#include "serialization/message_text.hpp"
 #include "troupe/error.hpp"
 #include "troupe/serialize.hpp"
 
 namespace troupe::serialization {
-
-namespace {
-
-std::string range(uint64_t offset, uint64_t length) {
-  return "[" + std::to_string(offset) + ", " + std::to_string(offset + length) + ")";
-}
-
-}  // namespace
 
 void save_model(const Model& model, const std::string& path) {
   proto::Graph graph;
@@ -55,7 +48,7 @@ std::shared_ptr<Model> read_troupe_model(const std::string& path) {
   const std::string source = "model file '" + path + "'";
   auto truncated = [&](const std::string& what, uint64_t offset, uint64_t length) {
     return FormatError(source + " is truncated at byte " + std::to_string(file.size) + ": " + what +
-                       " needs bytes " + range(offset, length));
+                       " needs bytes " + byte_range(offset, length));
   };
   const unsigned char* p = file.data;
   const size_t magic_seen = std::min<uint64_t>(file.size, 8);
@@ -103,7 +96,7 @@ std::shared_ptr<Model> read_troupe_model(const std::string& path) {
 
   proto::Graph graph;
   if (!graph.ParseFromArray(p + graph_offset, static_cast<int>(graph_length)))
-    throw FormatError(source + ": bytes " + range(graph_offset, graph_length) +
+    throw FormatError(source + ": bytes " + byte_range(graph_offset, graph_length) +
                       " are not a valid troupe.proto.Graph message");
   const WeightsView weights{p + weights_offset, weights_length, file.owner};
   auto model = from_proto(graph, weights, source);

@@ -13,6 +13,7 @@
 #include "serialization/file_io.hpp"
 #include "serialization/fingerprint.hpp"
 #include "serialization/graph_proto.hpp"
+#include "serialization/message_text.hpp"
 #include "troupe/error.hpp"
 #include "troupe/version.hpp"
 
@@ -43,10 +44,6 @@ std::string join(const std::vector<std::string>& items) {
   return out.empty() ? "none" : out;
 }
 
-std::string range(uint64_t offset, uint64_t length) {
-  return "[" + std::to_string(offset) + ", " + std::to_string(offset + length) + ")";
-}
-
 // ---- configuration <-> proto --------------------------------------------------------------------
 
 void to_proto(const detail::CompileConfig& c, proto::CompileConfig& out) {
@@ -65,7 +62,7 @@ void to_proto(const detail::CompileConfig& c, proto::CompileConfig& out) {
   out.set_slots_per_stream(c.slots_per_stream);
 }
 
-detail::CompileConfig from_proto(const proto::CompileConfig& p) {
+detail::CompileConfig config_from_proto(const proto::CompileConfig& p) {
   const std::string where = std::string(blob_source) + " header: compile configuration";
   auto in_range = [&](const char* field, int64_t v, int64_t lo, int64_t hi) {
     if (v < lo || v > hi)
@@ -132,7 +129,7 @@ std::string envelope_prefix_and_header(const BlobInfo& info) {
 
 FormatError truncated(uint64_t at, const std::string& what, uint64_t offset, uint64_t length) {
   return FormatError(std::string(blob_source) + " is truncated at byte " + std::to_string(at) +
-                     ": " + what + " needs bytes " + range(offset, length));
+                     ": " + what + " needs bytes " + byte_range(offset, length));
 }
 
 std::shared_ptr<void> aligned_buffer(uint64_t bytes) {
@@ -299,7 +296,7 @@ BlobInfo read_envelope(BlobSource& in, uint64_t& payload_offset) {
   proto::BlobHeader h;
   if (!h.ParseFromString(header))
     throw FormatError(std::string(blob_source) + ": bytes " +
-                      range(compiled_blob_prefix_length, header_length) +
+                      byte_range(compiled_blob_prefix_length, header_length) +
                       " are not a valid troupe.proto.BlobHeader message");
   info.troupe_version = h.troupe_version();
   info.device = h.device();
@@ -307,7 +304,7 @@ BlobInfo read_envelope(BlobSource& in, uint64_t& payload_offset) {
   info.cpu_capabilities.assign(h.cpu_capabilities().begin(), h.cpu_capabilities().end());
   info.required_capabilities.assign(h.required_capabilities().begin(),
                                     h.required_capabilities().end());
-  info.config = from_proto(h.config());
+  info.config = config_from_proto(h.config());
   info.payload_length = h.payload_length();
   info.payload_checksum = h.payload_checksum();
   return info;
@@ -331,7 +328,7 @@ std::shared_ptr<detail::CompiledGraph> graph_from_payload(const unsigned char* p
                       ")");
   proto::CompiledGraph cg;
   if (!cg.ParseFromArray(p + 8, static_cast<int>(graph_length)))
-    throw FormatError(source + ": payload bytes " + range(8, graph_length) +
+    throw FormatError(source + ": payload bytes " + byte_range(8, graph_length) +
                       " are not a valid troupe.proto.CompiledGraph message");
   const WeightsView weights{p + weights_offset, length - weights_offset, owner};
   auto model = serialization::from_proto(cg.graph(), weights, source);
@@ -524,7 +521,7 @@ LoadedBlob read_blob(BlobSource& in, const std::string& device,
   if (actual != info.payload_checksum)
     throw FormatError(std::string(blob_source) + ": payload checksum mismatch (stored " +
                       to_hex(info.payload_checksum) + ", computed " + to_hex(actual) +
-                      " over bytes " + range(payload_offset, info.payload_length) +
+                      " over bytes " + byte_range(payload_offset, info.payload_length) +
                       "): the blob is corrupt");
   blob.graph = graph_from_payload(payload.data, payload.owner, info.payload_length);
   blob.graph->inference_precision = info.config.inference_precision;
