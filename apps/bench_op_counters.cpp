@@ -14,7 +14,8 @@ std::vector<OpCounter> op_counters(const CompiledModel& compiled, const std::str
     out[n].name = nodes[n].name;
     out[n].type = nodes[n].op_type;
     out[n].implementation = n < implementations.size() ? implementations[n] : "?";
-    out[n].precision = detail::runtime_precision(*graph.model, nodes[n], graph.inference_precision);
+    out[n].precision = detail::runtime_precision(*graph.model, nodes[n], graph.inference_precision,
+                                                 out[n].implementation);
   }
   for (const auto& t : impl.context().stats.traces()) {
     for (size_t n = 0; n < t.ops.size() && n < out.size(); ++n) {

@@ -234,14 +234,21 @@ Any CompiledModelImpl::get_property(const std::string& name) const {
                         props::supported_properties + ")");
 }
 
-std::string runtime_precision(const Model& model, const Node& node, ElementType inference) {
+std::string runtime_precision(const Model& model, const Node& node, ElementType inference,
+                              const std::string& implementation) {
   const std::string& op = node.op_type;
   if ((op == "QLinearConv" || op == "QLinearMatMul" || op == "ConvInteger" ||
        op == "MatMulInteger") &&
       !node.inputs.empty() && node.inputs[0] != no_value)
     return std::string(to_string(model.value(node.inputs[0]).type));
-  if (op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm")
-    return std::string(to_string(inference));
+  if (op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm") {
+    // A kernel that computes in f32 where bf16 was asked says so (DnnlKernel::set_impl).
+    const std::string f32_suffix = "/f32";
+    const bool in_f32 = implementation.size() >= f32_suffix.size() &&
+                        implementation.compare(implementation.size() - f32_suffix.size(),
+                                               f32_suffix.size(), f32_suffix) == 0;
+    return std::string(to_string(in_f32 ? ElementType::f32 : inference));
+  }
   if (!node.outputs.empty() && node.outputs[0] != no_value)
     return std::string(to_string(model.value(node.outputs[0]).type));
   return "undefined";
@@ -273,8 +280,10 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
     }
     a.set("layer_type", nodes[i].op_type);
     a.set("execution_order", static_cast<int64_t>(i));
-    a.set("implementation", i < implementations.size() ? implementations[i] : "ref");
-    a.set("runtime_precision", runtime_precision(*model, nodes[i], graph.inference_precision));
+    const std::string implementation = i < implementations.size() ? implementations[i] : "ref";
+    a.set("implementation", implementation);
+    a.set("runtime_precision",
+          runtime_precision(*model, nodes[i], graph.inference_precision, implementation));
     if (i < graph.output_layouts.size()) a.set("output_layouts", graph.output_layouts[i]);
     a.set("original_names",
           i < graph.original_names.size() ? graph.original_names[i] : std::vector<std::string>{});

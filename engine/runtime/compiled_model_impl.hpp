@@ -16,9 +16,11 @@ namespace troupe::detail {
 
 /// What a node of a compiled graph computes in, as the runtime model and `bench -pc` report it:
 /// "u8"/"i8" for the integer products (their activations' type), the inference precision for
-/// Conv/ConvTranspose/MatMul/Gemm (f32, or bf16 where the kernels round to it), else the type of
-/// the node's first output.
-std::string runtime_precision(const Model& model, const Node& node, ElementType inference);
+/// Conv/ConvTranspose/MatMul/Gemm (f32, or bf16 where the kernels round to it; f32 where the
+/// node's `implementation` ends in "/f32": its kernel computes in f32 although bf16 was asked),
+/// else the type of the node's first output.
+std::string runtime_precision(const Model& model, const Node& node, ElementType inference,
+                              const std::string& implementation);
 
 /// A model served by replicas elsewhere (Core::connect_replicas): what they said about it and
 /// the configuration of the local pipeline in front of them.

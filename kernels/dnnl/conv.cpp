@@ -9,6 +9,7 @@
 #include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/conv_geometry.hpp"
+#include "kernels/dnnl/conv_timing.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/post_ops.hpp"
@@ -100,12 +101,13 @@ class ConvKernel final : public DnnlKernel {
     // instance, the kernel computes in f32.
     auto create = [&](bool assigned_layouts,
                       dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct,
-                      bool with_activation = true) {
-      return create_in(compute_type(), [&](dnnl::memory::data_type type) {
-        return make_primitive_desc(type, algorithm, src, plain_weights, conv_dst, src_md, bias_md,
-                                   strides, dilation, pad_l, pad_r, assigned_layouts,
-                                   with_activation);
-      });
+                      bool with_activation = true, bool in_f32 = false) {
+      return create_in(in_f32 ? dnnl::memory::data_type::f32 : compute_type(),
+                       [&](dnnl::memory::data_type type) {
+                         return make_primitive_desc(type, algorithm, src, plain_weights, conv_dst,
+                                                    src_md, bias_md, strides, dilation, pad_l,
+                                                    pad_r, assigned_layouts, with_activation);
+                       });
     };
     winograd_active_ = false;
     activation_after_ = InPlaceActivation();
@@ -121,7 +123,23 @@ class ConvKernel final : public DnnlKernel {
     if (tries_winograd(plain_weights)) {
       winograd = winograd_desc(create);
     }
-    dnnl::convolution_forward::primitive_desc pd = winograd ? *winograd : create(true);
+    // In a model computed in bf16, f32 Winograd runs only where it was timed faster than the
+    // bf16 direct kernel on this shape. On Zen 4 it was 0.68-1.0x the bf16 time on U-Net's and
+    // VGG-11's convolutions, 1.07-2.2x on Inception-v3's 147x147 and 35x35 ones, and ResNet-18's
+    // went both ways: no rule of thumb (tile size, channels, image size) sorted them.
+    std::optional<dnnl::convolution_forward::primitive_desc> direct;
+    if (winograd && compute_type() != dnnl::memory::data_type::f32) {
+      direct = create(true);
+      const std::string key =
+          "bf16 direct or f32 Winograd: " + shape_key(src, weights, dst, pad_l, pad_r);
+      if (!faster_convolution(key, *winograd, *direct, with_bias_, 0.9)) {
+        winograd.reset();
+        activation_after_ = InPlaceActivation();
+      }
+    }
+    dnnl::convolution_forward::primitive_desc pd = winograd ? *winograd
+                                                   : direct ? *direct
+                                                            : create(true);
     // oneDNN answers a layout its JIT kernels cannot run with its own reference kernel (on AVX2,
     // nChw8c with dilations of 3 and more: `ref:any`, orders of magnitude slower). Then let it
     // choose the layouts and reorder the tensors around the primitive instead.
@@ -211,18 +229,21 @@ class ConvKernel final : public DnnlKernel {
   // than Winograd saves: on Zen 4 a YOLO-style detector's 3x3 SiLU convolutions took 0.55-0.69 ms
   // instead of 1.0-1.1 ms direct, and whole models ran 1.14x (that detector), 1.18x
   // (EfficientNetV2-S, SiLU) and 1.45x (ESPCN, Tanh) as fast (benchmarks/README.md).
+  // In a model computed in bf16 the primitive is the f32 one (its src converted as it is read,
+  // its dst written in f32).
   template <class Create>
   std::optional<dnnl::convolution_forward::primitive_desc> winograd_desc(Create& create) {
     const auto winograd = dnnl::algorithm::convolution_winograd;
+    const bool in_f32 = compute_type() != dnnl::memory::data_type::f32;
     try {
-      auto pd = create(true, winograd);
+      auto pd = create(true, winograd, true, in_f32);
       if (!is_reference(pd)) return pd;
     } catch (const dnnl::error&) {
       // this shape, layout or post-op has no Winograd kernel
     }
     if (fused::activation(node_).empty()) return std::nullopt;
     try {
-      auto pd = create(true, winograd, false);
+      auto pd = create(true, winograd, false, in_f32);
       // The activation runs on what the primitive writes, in its layout (not ReLU, which
       // prepare() leaves to the caller's store: the primitive must then take it itself).
       if (is_reference(pd) || !activation_after_.prepare(node_, pd.dst_desc()) ||
@@ -242,11 +263,27 @@ class ConvKernel final : public DnnlKernel {
     return winograd_candidate() && winograd_shape(node_, weights);
   }
 
-  // What every Winograd kernel needs, oneDNN's or troupe's: f32, constant weights, no fused
-  // depthwise convolution, and not turned off.
+  // What every Winograd kernel needs, oneDNN's or troupe's: f32 (or bf16 where it may run as
+  // f32 Winograd), constant weights, no fused depthwise convolution, and not turned off.
   bool winograd_candidate() const {
-    return !fused_dw_ && constant(1) && compute_type() == dnnl::memory::data_type::f32 &&
+    return !fused_dw_ && constant(1) &&
+           (compute_type() == dnnl::memory::data_type::f32 || bf16_takes_f32_winograd()) &&
            winograd_allowed();
+  }
+
+  // Everything the speed of this convolution depends on, for faster_convolution.
+  std::string shape_key(const Dims& src, const Dims& weights, const Dims& dst, const Dims& pad_l,
+                        const Dims& pad_r) const {
+    std::string key;
+    for (const Dims* dims : {&src, &weights, &dst, &pad_l, &pad_r}) {
+      for (int64_t d : *dims) key += std::to_string(d) + ",";
+      key += ";";
+    }
+    for (const TensorLayout& l : {input_layout(0), output_layout(0)})
+      key += std::to_string(l.channel_block) + (l.channels_last ? "c" : "") + (l.bf16 ? "b" : "") +
+             ";";
+    key += fused::activation(node_) + (fused_sum_ ? ";sum" : "") + (with_bias_ ? ";bias" : "");
+    return key;
   }
 
   dnnl::convolution_forward::primitive_desc make_primitive_desc(

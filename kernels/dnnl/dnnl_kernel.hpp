@@ -37,6 +37,11 @@ int native_channel_block();
 /// Yes unless TROUPE_CONV_WINOGRAD=0 (read whenever a kernel is created).
 bool winograd_allowed();
 
+/// Whether a model computed in bf16 may run some of its convolutions as f32 Winograd: on AVX-512
+/// without AMX, where that outran oneDNN's bf16 direct kernel on some shapes (the convolution
+/// times both, conv_timing.hpp).
+bool bf16_takes_f32_winograd();
+
 /// Whether f32 products by a constant B may run on troupe's packed GEMM on AVX2 CPUs
 /// (packed_gemm_avx2.hpp). Yes unless TROUPE_PACKED_GEMM=0 (read whenever a kernel is created).
 bool packed_gemm_allowed();
