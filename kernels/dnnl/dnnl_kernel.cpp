@@ -110,12 +110,14 @@ TensorLayout activation_layout(const KernelRequest& request) {
   // 1.22x, DenseNet-121, ...): the threshold sits between, at a fifth. (EfficientNetV2-S's 3x3
   // convolutions end in SiLU, which the Winograd kernels refuse: it stays channels-last.)
   if (native_channel_block() != 16) return TensorLayout::blocked(native_channel_block());
-  // In bf16 the model takes that layout too where its convolutions may run as f32 Winograd
-  // (bf16_takes_f32_winograd): bf16 convolutions ran as fast on it as on channels-last (Zen 4:
-  // ResNet-18 1.06x, U-Net 1.00x, VGG-11 0.97x).
+  // In bf16 a model without depthwise convolutions takes that layout too where its convolutions
+  // may run as f32 Winograd (bf16_takes_f32_winograd): its bf16 convolutions ran about as fast on
+  // it as on channels-last (Zen 4: ResNet-18 1.06x, U-Net 1.00x, VGG-11 0.97x), but depthwise and
+  // 1x1 ones did not (EfficientNetV2-S 0.94x the throughput).
   const bool winograd_precision =
       request.compute_precision == ElementType::f32 ||
-      (request.compute_precision == ElementType::bf16 && bf16_takes_f32_winograd());
+      (request.compute_precision == ElementType::bf16 && bf16_takes_f32_winograd() &&
+       !request.depthwise_model);
   if (request.winograd_conv_share >= 0.2 && winograd_precision && winograd_allowed())
     return TensorLayout::blocked(16);
   return request.depthwise_model && request.conv_channels_in_16_blocks >= 0.94
