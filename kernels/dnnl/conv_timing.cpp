@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "kernels/dnnl/dnnl_kernel.hpp"
-#include "kernels/dnnl/primitive.hpp"
 #include "kernels/omp_threads.hpp"
 
 namespace troupe::kernels::onednn {
@@ -18,7 +17,7 @@ namespace {
 
 dnnl::memory zeroed(const dnnl::memory::desc& desc) {
   dnnl::memory m(desc, cpu_engine());
-  std::memset(m.get_data_handle(), 0, desc.get_size());
+  if (desc.get_size() > 0) std::memset(m.get_data_handle(), 0, desc.get_size());
   return m;
 }
 
@@ -27,10 +26,14 @@ dnnl::memory zeroed(const dnnl::memory::desc& desc) {
 double time_convolution(const dnnl::convolution_forward::primitive_desc& pd, bool with_bias) {
   // One thread: each throughput stream runs on one, and the two kernels' ratio is what counts.
   const detail::ScopedOmpThreads one_thread(1);
-  Primitive primitive = Primitive::of<dnnl::convolution_forward>(pd);
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, zeroed(pd.src_desc())},
-                                                {DNNL_ARG_WEIGHTS, zeroed(pd.weights_desc())},
-                                                {DNNL_ARG_DST, zeroed(pd.dst_desc())}};
+  const dnnl::convolution_forward primitive(pd);
+  // A scratchpad of its own, freed with the rest: the thread's shared one (Primitive) would keep
+  // the larger of the two kernels' for as long as the compiling thread lives.
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, zeroed(pd.src_desc())},
+      {DNNL_ARG_WEIGHTS, zeroed(pd.weights_desc())},
+      {DNNL_ARG_DST, zeroed(pd.dst_desc())},
+      {DNNL_ARG_SCRATCHPAD, zeroed(pd.scratchpad_desc())}};
   if (with_bias) args[DNNL_ARG_BIAS] = zeroed(pd.bias_desc());
   dnnl::stream stream(cpu_engine());
   constexpr int runs = 5;
