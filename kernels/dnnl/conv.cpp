@@ -124,9 +124,9 @@ class ConvKernel final : public DnnlKernel {
       winograd = winograd_desc(create);
     }
     // In a model computed in bf16, f32 Winograd runs only where it was timed faster than the
-    // bf16 direct kernel on this shape. On Zen 4 it was 0.68-1.0x the bf16 time on U-Net's and
-    // VGG-11's convolutions, 1.07-2.2x on Inception-v3's 147x147 and 35x35 ones, and ResNet-18's
-    // went both ways: no rule of thumb (tile size, channels, image size) sorted them.
+    // bf16 direct kernel on this shape. On Zen 4 it was 0.69-1.0x the bf16 time on U-Net's
+    // convolutions, 1.07-2.2x on Inception-v3's 147x147 and 35x35 ones, and ResNet-18's went both
+    // ways: no rule of thumb (tile size, channels, image size) sorted them.
     std::optional<dnnl::convolution_forward::primitive_desc> direct;
     if (winograd && compute_type() != dnnl::memory::data_type::f32) {
       direct = create(true);
