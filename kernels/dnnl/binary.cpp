@@ -115,10 +115,10 @@ class BinaryKernel final : public DnnlKernel {
       return plan_rows(dst, b);
     }
     primitive_ = Primitive::of<dnnl::binary>(pd);
-    src0_ = LayoutBridge(tensor_desc(a, a_layout), pd.src_desc(0));
-    src1_ = b == dst ? LayoutBridge(tensor_desc(b, b_layout), pd.src_desc(1))
-                     : LayoutBridge(pd.src_desc(1), pd.src_desc(1));
-    dst_ = LayoutBridge(tensor_desc(dst, dst_layout), pd.dst_desc());
+    src0_ = LayoutBridge(tensor_desc(a, a_layout), pd.src_desc(0), 0);
+    src1_ = b == dst ? LayoutBridge(tensor_desc(b, b_layout), pd.src_desc(1), 2)
+                     : LayoutBridge(pd.src_desc(1), pd.src_desc(1), 2);
+    dst_ = LayoutBridge(tensor_desc(dst, dst_layout), pd.dst_desc(), 1);
     set_impl(pd);
     return true;
   }

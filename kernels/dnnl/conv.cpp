@@ -154,9 +154,9 @@ class ConvKernel final : public DnnlKernel {
     }
     primitive_ = Primitive::of<dnnl::convolution_forward>(pd);
     bf16_src_ = pd.src_desc().data_type() == dnnl::memory::data_type::bf16;
-    src_ = LayoutBridge(src_md, pd.src_desc());
-    dst_ = LayoutBridge(dst_md, pd.dst_desc());
-    if (fused_sum_) residual_ = LayoutBridge(tensor_desc(dst, input_layout(3)), pd.dst_desc());
+    src_ = LayoutBridge(src_md, pd.src_desc(), 0);
+    dst_ = LayoutBridge(dst_md, pd.dst_desc(), 1);
+    if (fused_sum_) residual_ = LayoutBridge(tensor_desc(dst, input_layout(3)), pd.dst_desc(), 2);
     weights_ = PackedWeights(weights_md, pd.weights_desc(), constant(1), stream_);
     bias_ = unbound_memory(bias_md);
     set_impl(pd);
@@ -209,11 +209,11 @@ class ConvKernel final : public DnnlKernel {
           in, out, static_cast<const float*>(winograd_weights_->packed.get_data_handle()));
     }
     winograd_avx2_->set_geometry(g);
-    winograd_src_ = LayoutBridge(src_md, tensor_desc(src, blocked));
-    winograd_dst_ = LayoutBridge(dst_md, tensor_desc(dst, blocked));
+    winograd_src_ = LayoutBridge(src_md, tensor_desc(src, blocked), 0);
+    winograd_dst_ = LayoutBridge(dst_md, tensor_desc(dst, blocked), 1);
     if (fused_sum_)
       winograd_residual_ =
-          LayoutBridge(tensor_desc(dst, input_layout(3)), tensor_desc(dst, blocked));
+          LayoutBridge(tensor_desc(dst, input_layout(3)), tensor_desc(dst, blocked), 2);
     // ReLU is applied in the output transform; another fused activation (SiLU, LeakyReLU, clip,
     // ...) by oneDNN's eltwise kernel in place on the output, a pass over it where the direct
     // kernel has a post-op.

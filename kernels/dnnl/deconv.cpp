@@ -113,8 +113,8 @@ class DeconvKernel final : public DnnlKernel {
     if (laid_out) pd = unless_reference(pd, [&] { return make(false); });
     primitive_ = Primitive::of<dnnl::deconvolution_forward>(pd);
     bf16_src_ = pd.src_desc().data_type() == dnnl::memory::data_type::bf16;
-    src_ = LayoutBridge(src_md, pd.src_desc());
-    dst_ = LayoutBridge(dst_md, pd.dst_desc());
+    src_ = LayoutBridge(src_md, pd.src_desc(), 0);
+    dst_ = LayoutBridge(dst_md, pd.dst_desc(), 1);
     weights_ = PackedWeights(weights_md, pd.weights_desc(), constant(1), stream_);
     bias_ = unbound_memory(bias_md);
     set_impl(pd);

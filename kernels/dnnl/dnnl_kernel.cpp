@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
 
 #include "troupe/error.hpp"
 
@@ -114,10 +118,9 @@ TensorLayout activation_layout(const KernelRequest& request) {
   // may run as f32 Winograd (bf16_takes_f32_winograd): its bf16 convolutions ran about as fast on
   // it as on channels-last (Zen 4: ResNet-18 1.06x, U-Net 1.00x, VGG-11 0.97x), but depthwise and
   // 1x1 ones did not (EfficientNetV2-S 0.94x the throughput).
-  const bool winograd_precision =
-      request.compute_precision == ElementType::f32 ||
-      (request.compute_precision == ElementType::bf16 && bf16_takes_f32_winograd() &&
-       !request.depthwise_model);
+  const bool winograd_precision = request.compute_precision == ElementType::f32 ||
+                                  (request.compute_precision == ElementType::bf16 &&
+                                   bf16_takes_f32_winograd() && !request.depthwise_model);
   if (request.winograd_conv_share >= 0.2 && winograd_precision && winograd_allowed())
     return TensorLayout::blocked(16);
   return request.depthwise_model && request.conv_channels_in_16_blocks >= 0.94
@@ -379,9 +382,56 @@ LayoutBridge::LayoutBridge(const dnnl::memory::desc& plain, const dnnl::memory::
   from_internal_ = dnnl::reorder(internal_, plain_);
 }
 
+// A conversion buffer in every kernel of every stream (a convolution converting a large
+// activation between f32 and bf16, or into a layout) held memory as large as the activation for
+// the model's lifetime: U-Net in bf16 with f32 Winograd convolutions held ~125 MB of them per
+// stream. A thread runs one kernel at a time, so its kernels can share one buffer per slot.
+LayoutBridge::LayoutBridge(const dnnl::memory::desc& plain, const dnnl::memory::desc& internal,
+                           int slot)
+    : needs_reorder_(plain != internal), slot_(slot), plain_(unbound_memory(plain)) {
+  if (slot < 0 || slot >= max_conversion_slots)
+    throw std::logic_error("LayoutBridge: conversion slot " + std::to_string(slot) +
+                           " out of range");
+  if (!needs_reorder_) return;
+  internal_ = unbound_memory(internal);
+  to_internal_ = dnnl::reorder(plain_, internal_);
+  from_internal_ = dnnl::reorder(internal_, plain_);
+}
+
+namespace {
+
+// The calling thread's conversion buffer `slot` of at least `bytes` (64-byte aligned), grown as
+// needed and freed when the thread exits.
+void* thread_conversion_buffer(int slot, size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<void, void (*)(void*)> data{nullptr, std::free};
+    size_t capacity = 0;
+  };
+  thread_local Buffer buffers[LayoutBridge::max_conversion_slots];
+  Buffer& b = buffers[slot];
+  if (bytes > b.capacity) {
+    constexpr size_t alignment = 64;
+    const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    b.data.reset();  // free first: the old contents are never needed
+    b.capacity = 0;
+    b.data.reset(std::aligned_alloc(alignment, std::max<size_t>(rounded, alignment)));
+    if (!b.data) throw std::bad_alloc();
+    b.capacity = rounded;
+  }
+  return b.data.get();
+}
+
+}  // namespace
+
+void LayoutBridge::lend_internal() {
+  if (slot_ >= 0)
+    internal_.set_data_handle(thread_conversion_buffer(slot_, internal_.get_desc().get_size()));
+}
+
 const dnnl::memory& LayoutBridge::to_internal(const Tensor& tensor, const dnnl::stream& stream) {
   bind(plain_, tensor);
   if (!needs_reorder_) return plain_;
+  lend_internal();
   to_internal_.execute(stream, plain_, internal_);
   return internal_;
 }
@@ -391,6 +441,7 @@ const dnnl::memory& LayoutBridge::output_memory(Tensor& tensor) {
     bind(plain_, tensor);
     return plain_;
   }
+  lend_internal();
   return internal_;
 }
 

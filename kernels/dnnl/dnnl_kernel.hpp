@@ -220,8 +220,15 @@ struct Unsupported {};
 class LayoutBridge {
  public:
   LayoutBridge() = default;
-  /// `plain` describes the troupe tensor, `internal` what the primitive wants.
+  /// `plain` describes the troupe tensor, `internal` what the primitive wants. The internal
+  /// buffer is the bridge's own, kept between runs (packed constants use that).
   LayoutBridge(const dnnl::memory::desc& plain, const dnnl::memory::desc& internal);
+  /// The same with the internal buffer lent by the running thread, as the scratchpad is: slot
+  /// `slot` of the thread's conversion buffers, shared by every kernel's bridge with that slot
+  /// (kernels run one at a time on a thread). For conversions made and used within one run; the
+  /// bridges one kernel uses together need different slots (below max_conversion_slots).
+  LayoutBridge(const dnnl::memory::desc& plain, const dnnl::memory::desc& internal, int slot);
+  static constexpr int max_conversion_slots = 4;
 
   bool needs_reorder() const { return needs_reorder_; }
   /// Memory to pass to the primitive for an input: the tensor itself, or the internal buffer
@@ -238,7 +245,11 @@ class LayoutBridge {
   const dnnl::memory& internal() const { return internal_; }
 
  private:
+  // Points internal_ at the thread's buffer of this slot (a bridge of its own: nothing to do).
+  void lend_internal();
+
   bool needs_reorder_ = false;
+  int slot_ = -1;  // the thread's conversion buffer lent to internal_; -1: internal_ owns memory
   dnnl::memory plain_;
   dnnl::memory internal_;
   dnnl::reorder to_internal_;
@@ -257,8 +268,8 @@ class SrcDstKernel : public DnnlKernel {
   bool adopt(const PrimitiveDesc& pd, const dnnl::memory::desc& src,
              const dnnl::memory::desc& dst) {
     primitive_ = Primitive::of<P>(pd);
-    src_ = LayoutBridge(src, pd.src_desc());
-    dst_ = LayoutBridge(dst, pd.dst_desc());
+    src_ = LayoutBridge(src, pd.src_desc(), 0);
+    dst_ = LayoutBridge(dst, pd.dst_desc(), 1);
     set_impl(pd);
     return true;
   }
