@@ -49,8 +49,8 @@ class InstanceNormKernel final : public DnnlKernel {
     if (is_reference(pd)) return false;  // troupe's reference kernel is no slower
     primitive_ = Primitive::of<dnnl::batch_normalization_forward>(pd);
     instance_bytes_ = pd.src_desc().get_size();
-    src_ = LayoutBridge(tensor_desc(src, input_layout(0)), tensor_desc(src, layout));
-    dst_ = LayoutBridge(tensor_desc(src, output_layout(0)), tensor_desc(src, layout));
+    src_ = LayoutBridge(tensor_desc(src, input_layout(0)), tensor_desc(src, layout), 0);
+    dst_ = LayoutBridge(tensor_desc(src, output_layout(0)), tensor_desc(src, layout), 1);
     instance_src_ = unbound_memory(pd.src_desc());
     instance_dst_ = unbound_memory(pd.dst_desc());
     const dnnl::memory::desc channel_md = plain_f32({channels});

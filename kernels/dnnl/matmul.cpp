@@ -78,7 +78,7 @@ struct MatmulCore {
       return choose(with_type(src_md, t), weights_md, t, constant_weights, dst_md, bias_md, attr);
     });
     primitive = Primitive::of<dnnl::matmul>(pd);
-    src = LayoutBridge(src_md, pd.src_desc());
+    src = LayoutBridge(src_md, pd.src_desc(), 0);
     weights = PackedWeights(weights_md, pd.weights_desc(), constant_weights, stream);
     dst = unbound_memory(dst_md);
     with_bias = bias_md != nullptr;

@@ -58,8 +58,8 @@ class BatchNormKernel final : public DnnlKernel {
     const auto pd = create_in(
         input_layout(0).bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32, make);
     primitive_ = Primitive::of<dnnl::batch_normalization_forward>(pd);
-    src_ = LayoutBridge(data_md, pd.src_desc());
-    dst_ = LayoutBridge(out_md, pd.dst_desc());
+    src_ = LayoutBridge(data_md, pd.src_desc(), 0);
+    dst_ = LayoutBridge(out_md, pd.dst_desc(), 1);
     scale_ = unbound_memory(channel_md);
     shift_ = unbound_memory(channel_md);
     mean_ = unbound_memory(channel_md);

@@ -135,7 +135,7 @@ class PReluKernel final : public DnnlKernel {
              const dnnl::memory::desc& output) {
     primitive_ = std::move(primitive);
     src_ = unbound_memory(src);
-    dst_ = LayoutBridge(output, dst);
+    dst_ = LayoutBridge(output, dst, 1);
   }
 
   Primitive primitive_;

@@ -115,11 +115,11 @@ class QuantizedConvKernel final : public DnnlKernel {
     const dnnl::convolution_forward::primitive_desc pd =
         unless_reference(create(true), [&] { return create(false); });
     primitive_ = Primitive::of<dnnl::convolution_forward>(pd);
-    src_ = LayoutBridge(src_md, pd.src_desc());
-    dst_ = LayoutBridge(dst_md, pd.dst_desc());
+    src_ = LayoutBridge(src_md, pd.src_desc(), 0);
+    dst_ = LayoutBridge(dst_md, pd.dst_desc(), 1);
     if (params_.sum)
-      residual_ =
-          LayoutBridge(tensor_desc(dst, input_layout(residual_index_), dst_type_), pd.dst_desc());
+      residual_ = LayoutBridge(tensor_desc(dst, input_layout(residual_index_), dst_type_),
+                               pd.dst_desc(), 2);
     const dnnl::memory::desc weights_md = plain_desc(plain_weights, dnnl::memory::data_type::s8);
     weights_ = PackedWeights(weights_md, pd.weights_desc(), constant(3), stream_);
     bias_ = unbound_memory(bias_md);
