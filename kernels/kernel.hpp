@@ -60,8 +60,18 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
-  /// Implementation name shown in profiling ("ref", "dnnl:brg_avx512_core", ...).
+  /// Implementation name shown in profiling ("ref", "dnnl:brg_avx512_core", ...). A product
+  /// (Conv, ConvTranspose, MatMul, Gemm) asked to compute in bf16 that computes in f32 appends
+  /// f32_instead_of_bf16 to it.
   virtual std::string implementation() const = 0;
+  static constexpr const char* f32_instead_of_bf16 = "/f32";
+  /// Whether `implementation` says its kernel computes in f32 although bf16 was asked.
+  static bool computes_f32_instead_of_bf16(const std::string& implementation) {
+    const std::string suffix = f32_instead_of_bf16;
+    return implementation.size() >= suffix.size() &&
+           implementation.compare(implementation.size() - suffix.size(), suffix.size(), suffix) ==
+               0;
+  }
   /// The layout this kernel can read at input `i` / write at output `o` when it is created again
   /// with that layout in its request; plain when it takes plain only.
   virtual TensorLayout preferred_input_layout(size_t /*i*/) const { return {}; }

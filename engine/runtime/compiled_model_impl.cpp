@@ -6,6 +6,7 @@
 #include "engine/graph/auto_batching.hpp"
 #include "engine/graph/constant_release.hpp"
 #include "engine/graph/thread_policy.hpp"
+#include "kernels/kernel.hpp"
 #include "troupe/error.hpp"
 #include "troupe/properties.hpp"
 
@@ -243,10 +244,7 @@ std::string runtime_precision(const Model& model, const Node& node, ElementType 
     return std::string(to_string(model.value(node.inputs[0]).type));
   if (op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm") {
     // A kernel that computes in f32 where bf16 was asked says so (DnnlKernel::set_impl).
-    const std::string f32_suffix = "/f32";
-    const bool in_f32 = implementation.size() >= f32_suffix.size() &&
-                        implementation.compare(implementation.size() - f32_suffix.size(),
-                                               f32_suffix.size(), f32_suffix) == 0;
+    const bool in_f32 = kernels::Kernel::computes_f32_instead_of_bf16(implementation);
     return std::string(to_string(in_f32 ? ElementType::f32 : inference));
   }
   if (!node.outputs.empty() && node.outputs[0] != no_value)

@@ -8,8 +8,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -294,7 +292,7 @@ void DnnlKernel::set_impl(const dnnl::primitive_desc_base& pd) {
                        op_type_ == "Gemm";
   if (product && compute_type_ == dnnl::memory::data_type::bf16 &&
       pd.src_desc().data_type() == dnnl::memory::data_type::f32)
-    impl_ += "/f32";
+    impl_ += Kernel::f32_instead_of_bf16;
 }
 
 TensorLayout DnnlKernel::preferred_input_layout(size_t i) const {
@@ -398,34 +396,9 @@ LayoutBridge::LayoutBridge(const dnnl::memory::desc& plain, const dnnl::memory::
   from_internal_ = dnnl::reorder(internal_, plain_);
 }
 
-namespace {
-
-// The calling thread's conversion buffer `slot` of at least `bytes` (64-byte aligned), grown as
-// needed and freed when the thread exits.
-void* thread_conversion_buffer(int slot, size_t bytes) {
-  struct Buffer {
-    std::unique_ptr<void, void (*)(void*)> data{nullptr, std::free};
-    size_t capacity = 0;
-  };
-  thread_local Buffer buffers[LayoutBridge::max_conversion_slots];
-  Buffer& b = buffers[slot];
-  if (bytes > b.capacity) {
-    constexpr size_t alignment = 64;
-    const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    b.data.reset();  // free first: the old contents are never needed
-    b.capacity = 0;
-    b.data.reset(std::aligned_alloc(alignment, std::max<size_t>(rounded, alignment)));
-    if (!b.data) throw std::bad_alloc();
-    b.capacity = rounded;
-  }
-  return b.data.get();
-}
-
-}  // namespace
-
 void LayoutBridge::lend_internal() {
   if (slot_ >= 0)
-    internal_.set_data_handle(thread_conversion_buffer(slot_, internal_.get_desc().get_size()));
+    internal_.set_data_handle(thread_buffer(1 + slot_, internal_.get_desc().get_size()));
 }
 
 const dnnl::memory& LayoutBridge::to_internal(const Tensor& tensor, const dnnl::stream& stream) {

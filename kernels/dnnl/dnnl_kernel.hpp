@@ -228,7 +228,7 @@ class LayoutBridge {
   /// (kernels run one at a time on a thread). For conversions made and used within one run; the
   /// bridges one kernel uses together need different slots (below max_conversion_slots).
   LayoutBridge(const dnnl::memory::desc& plain, const dnnl::memory::desc& internal, int slot);
-  static constexpr int max_conversion_slots = 4;
+  static constexpr int max_conversion_slots = thread_buffer_count - 1;  // buffer 0: scratchpad
 
   bool needs_reorder() const { return needs_reorder_; }
   /// Memory to pass to the primitive for an input: the tensor itself, or the internal buffer

@@ -44,21 +44,25 @@ void Primitive::execute(const dnnl::stream& stream, std::unordered_map<int, dnnl
   primitive_.execute(stream, args);
 }
 
-void* thread_scratchpad(size_t bytes) {
-  thread_local std::unique_ptr<void, FreeDeleter> buffer;
-  thread_local size_t capacity = 0;
-  if (bytes > capacity) {
+void* thread_buffer(int index, size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<void, FreeDeleter> data;
+    size_t capacity = 0;
+  };
+  thread_local Buffer buffers[thread_buffer_count];
+  if (index < 0 || index >= thread_buffer_count)
+    throw std::logic_error("thread buffer " + std::to_string(index) + " out of range");
+  Buffer& b = buffers[index];
+  if (bytes > b.capacity) {
     const size_t rounded =
         (bytes + scratchpad_alignment - 1) / scratchpad_alignment * scratchpad_alignment;
-    buffer.reset();  // free first: the old contents are never needed
-    buffer.reset(std::aligned_alloc(scratchpad_alignment, rounded));
-    if (!buffer) {
-      capacity = 0;
-      throw std::bad_alloc();
-    }
-    capacity = rounded;
+    b.data.reset();  // free first: the old contents are never needed
+    b.capacity = 0;
+    b.data.reset(std::aligned_alloc(scratchpad_alignment, rounded));
+    if (!b.data) throw std::bad_alloc();
+    b.capacity = rounded;
   }
-  return buffer.get();
+  return b.data.get();
 }
 
 }  // namespace troupe::kernels::onednn

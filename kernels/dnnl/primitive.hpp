@@ -45,9 +45,18 @@ class Primitive {
   size_t scratchpad_bytes_ = 0;
 };
 
-/// The calling thread's scratchpad buffer of at least `bytes` (64-byte aligned), grown as needed
-/// and freed when the thread exits. Kernels run one at a time on a thread, so all of a thread's
-/// primitives share it.
-void* thread_scratchpad(size_t bytes);
+/// Buffers each thread lends the kernels it runs: the scratchpad and LayoutBridge's conversion
+/// slots (dnnl_kernel.hpp).
+constexpr int thread_buffer_count = 5;
+
+/// The calling thread's buffer `index` (below thread_buffer_count) of at least `bytes` (64-byte
+/// aligned), grown as needed and freed when the thread exits. Kernels run one at a time on a
+/// thread, so all of a thread's kernels share each one.
+void* thread_buffer(int index, size_t bytes);
+
+/// The scratchpad every primitive of the thread shares: its buffer 0.
+inline void* thread_scratchpad(size_t bytes) {
+  return thread_buffer(0, bytes);
+}
 
 }  // namespace troupe::kernels::onednn

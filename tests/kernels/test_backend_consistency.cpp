@@ -277,8 +277,7 @@ void check_case(const Case& c, Tally& tally) {
   // A product asked to compute in bf16 may compute in f32 where that was timed faster (f32
   // Winograd convolutions on AVX-512 without AMX); it says so, and is held to the f32 reference.
   const std::string& implementation = fast->implementation();
-  const bool says_f32 = implementation.size() >= 4 &&
-                        implementation.compare(implementation.size() - 4, 4, "/f32") == 0;
+  const bool says_f32 = kernels::Kernel::computes_f32_instead_of_bf16(implementation);
   const bool computes_bf16 = c.precision == ElementType::bf16 && !says_f32;
   if (c.precision == ElementType::bf16 && says_f32) {
     EXPECT_NE(implementation.find("wino"), std::string::npos) << implementation;
