@@ -242,7 +242,8 @@ std::string runtime_precision(const Model& model, const Node& node, ElementType 
        op == "MatMulInteger") &&
       !node.inputs.empty() && node.inputs[0] != no_value)
     return std::string(to_string(model.value(node.inputs[0]).type));
-  if (op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm") {
+  if (op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm" || op == "LSTM" ||
+      op == "GRU" || op == "RNN") {
     // A kernel that computes in f32 where bf16 was asked says so (DnnlKernel::set_impl).
     const bool in_f32 = kernels::Kernel::computes_f32_instead_of_bf16(implementation);
     return std::string(to_string(in_f32 ? ElementType::f32 : inference));

@@ -291,7 +291,8 @@ void DnnlKernel::set_impl(const dnnl::primitive_desc_base& pd) {
   // And when a product asked to compute in bf16 computes in f32 (no bf16 kernel for the
   // instance, or an f32 Winograd convolution outrunning it): runtime_precision reads this.
   const bool product = op_type_ == "Conv" || op_type_ == "ConvTranspose" || op_type_ == "MatMul" ||
-                       op_type_ == "Gemm";
+                       op_type_ == "Gemm" || op_type_ == "LSTM" || op_type_ == "GRU" ||
+                       op_type_ == "RNN";
   if (product && compute_type_ == dnnl::memory::data_type::bf16 &&
       pd.src_desc().data_type() == dnnl::memory::data_type::f32)
     impl_ += Kernel::f32_instead_of_bf16;

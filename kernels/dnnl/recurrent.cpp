@@ -1,4 +1,5 @@
-// RNN, GRU and LSTM in f32 on oneDNN's sgemm: the input projection of every time step is one
+// RNN, GRU and LSTM in f32 on oneDNN's sgemm where oneDNN's recurrent primitive does not serve
+// (recurrent_primitive.hpp): the input projection of every time step is one
 // GEMM ([steps x batch, input] x W^T), each step's recurrent projection another
 // ([batch, hidden] x R^T), and the gate arithmetic vectorized loops over each batch row
 // (gate_activations.hpp). The reference kernel (kernels/reference/recurrent.cpp) is the
@@ -13,6 +14,7 @@
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/gate_activations.hpp"
+#include "kernels/dnnl/recurrent_primitive.hpp"
 #include "kernels/reference/recurrent.hpp"
 #include "troupe/error.hpp"
 
@@ -32,9 +34,12 @@ void gemm_bt(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
 
 class RecurrentKernel final : public Kernel {
  public:
-  explicit RecurrentKernel(const KernelRequest& r) : node_(r.node) {}
+  explicit RecurrentKernel(const KernelRequest& r)
+      : node_(r.node), f32_asked_bf16_(r.compute_precision == ElementType::bf16) {}
 
-  std::string implementation() const override { return "dnnl:sgemm_recurrent"; }
+  std::string implementation() const override {
+    return std::string("dnnl:sgemm_recurrent") + (f32_asked_bf16_ ? f32_instead_of_bf16 : "");
+  }
 
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
     // The attributes are read once per input shape, not per run.
@@ -219,6 +224,7 @@ class RecurrentKernel final : public Kernel {
   }
 
   Node node_;
+  bool f32_asked_bf16_;  // the model computes in bf16, this kernel in f32
   RecurrentSpec spec_;
   Shape spec_x_, spec_r_;  // the X and R shapes spec_ was read for
   // Scratch kept between runs (a kernel runs on one stream at a time).
@@ -239,6 +245,7 @@ std::unique_ptr<Kernel> make_recurrent(const KernelRequest& r) {
   } catch (const Error&) {
     return nullptr;  // the reference kernel reports it
   }
+  if (auto primitive = make_recurrent_primitive(r)) return primitive;
   return std::make_unique<RecurrentKernel>(r);
 }
 

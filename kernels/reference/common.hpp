@@ -23,6 +23,13 @@ namespace troupe::kernels::reference {
 
 /// Checks that an output has `expected` elements. Outputs are allocated by the executor from shape
 /// inference; a kernel that writes by its own index arithmetic checks this rather than overrun.
+/// Input `i`, or an empty tensor where the node was given fewer inputs (an omitted trailing
+/// optional one).
+inline const Tensor& optional_input(const std::vector<Tensor>& inputs, size_t i) {
+  static const Tensor none;
+  return i < inputs.size() ? inputs[i] : none;
+}
+
 inline void require_output_size(const Node& node, const Tensor& out, int64_t expected) {
   if (out.size() != expected)
     fail(node, "output shape " + out.shape().to_string() + " holds " + std::to_string(out.size()) +

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "engine/ops/spatial.hpp"
+#include "kernels/reference/common.hpp"
 #include "kernels/reference/fused_post_ops.hpp"
 #include "kernels/reference/reference.hpp"
 #include "kernels/reference/window3d.hpp"
@@ -10,11 +11,6 @@
 namespace troupe::kernels::reference {
 
 namespace {
-
-const Tensor& optional_input(const std::vector<Tensor>& inputs, size_t i) {
-  static const Tensor none;
-  return i < inputs.size() ? inputs[i] : none;
-}
 
 std::vector<int64_t> output_dims(int64_t batch, int64_t channels,
                                  const spatial::Geometry& geometry) {

@@ -24,11 +24,6 @@ namespace {
 
 using Tensors = std::vector<Tensor>;
 
-const Tensor& optional_input(const Tensors& inputs, size_t i) {
-  static const Tensor none;
-  return i < inputs.size() ? inputs[i] : none;
-}
-
 // Range of an 8-bit type (u8 when `type` is undefined, an omitted zero point).
 struct Range {
   double low;
