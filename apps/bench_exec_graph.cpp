@@ -17,7 +17,8 @@ using json = nlohmann::json;
 json exec_graph_json(const Model& model) {
   auto values_json = [&](const std::vector<ValueId>& ids) {
     json arr = json::array();
-    for (ValueId id : ids) arr.push_back(value_json(model.value(id)));
+    // An omitted optional input (Resize's roi, Clip's min) is null, in its position.
+    for (ValueId id : ids) arr.push_back(id == no_value ? json() : value_json(model.value(id)));
     return arr;
   };
   json nodes = json::array();

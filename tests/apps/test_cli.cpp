@@ -292,6 +292,40 @@ TEST(Cli, ExecGraphPathWritesTheRuntimeModel) {
   EXPECT_TRUE(saw_probabilities);
 }
 
+TEST(Cli, ExecGraphPathShowsAnOmittedOptionalInputAsNull) {
+  // Resize without roi (input 1 named ''), as torch exports every upsampling.
+  const std::string model = temp_path("resize_no_roi.onnx");
+  const std::string script_path = temp_path("make_resize.py");
+  std::ofstream(script_path)
+      << "import onnx\n"
+         "from onnx import helper, TensorProto\n"
+         "x = helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 2, 4, 4])\n"
+         "y = helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 2, 8, 8])\n"
+         "scales = helper.make_tensor('scales', TensorProto.FLOAT, [4], [1, 1, 2, 2])\n"
+         "node = helper.make_node('Resize', ['x', '', 'scales'], ['y'], name='up', "
+         "mode='nearest')\n"
+         "g = helper.make_graph([node], 'up', [x], [y], [scales])\n"
+         "onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)]), '"
+      << model << "')\n";
+  const int status =
+      std::system(("/usr/bin/python3 '" + script_path + "' > /dev/null 2>&1").c_str());
+  std::remove(script_path.c_str());
+  if (status != 0) GTEST_SKIP() << "cannot write an ONNX model with /usr/bin/python3";
+  const std::string graph = temp_path("resize_graph.json");
+  RunResult r = run_troupe("bench -m '" + model + "' -niter 3 -exec_graph_path '" + graph + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = read_json(graph);
+  bool saw_resize = false;
+  for (const json& n : j.at("nodes"))
+    if (n.at("layer_type") == "Resize") {
+      saw_resize = true;
+      ASSERT_GE(n.at("inputs").size(), 2u) << n.dump();
+      EXPECT_EQ(n.at("inputs")[0].at("name"), "x");
+      EXPECT_TRUE(n.at("inputs")[1].is_null()) << n.dump();
+    }
+  EXPECT_TRUE(saw_resize) << j.dump();
+}
+
 TEST(Cli, InferPrecisionReachesTheCompiledModel) {
   const std::string report = temp_path("precision.json");
   RunResult r = run_troupe("bench -niter 5 -infer_precision f32 -report json '" + report + "'");
