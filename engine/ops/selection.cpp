@@ -21,6 +21,126 @@ namespace {
   throw ExecutionError(node.op_type + " node '" + node.name + "': " + message);
 }
 
+// A box of NonMaxSuppression as corners (y1 <= y2, x1 <= x2) and its area.
+struct NmsBox {
+  double y1, x1, y2, x2, area;
+};
+
+// IoU = intersection / union, 0 where either box has no area (ONNX's reference).
+double intersection_over_union(const NmsBox& a, const NmsBox& b) {
+  if (a.area <= 0 || b.area <= 0) return 0.0;
+  const double h = std::max(0.0, std::min(a.y2, b.y2) - std::max(a.y1, b.y1));
+  const double w = std::max(0.0, std::min(a.x2, b.x2) - std::max(a.x1, b.x1));
+  const double intersection = h * w;
+  return intersection / (a.area + b.area - intersection);
+}
+
+// The boxes one class has kept so far, and whether one of them suppresses a candidate (IoU above
+// the threshold). Testing every kept box made NMS quadratic: exporters run one NMS over all
+// classes at once, their boxes shifted apart (torchvision's batched_nms), so thousands are kept
+// and each candidate overlaps a handful. With a threshold >= 0 only an overlapping box can
+// suppress, so kept boxes are filed in a grid over the batch's extent and a candidate is tested
+// against the boxes of the cells it covers (a box covering many cells is tested always). The
+// answer is the same as testing all of them: two boxes that overlap share a cell.
+class NmsKeptBoxes {
+ public:
+  NmsKeptBoxes(const std::vector<NmsBox>& boxes, double iou_threshold) : threshold_(iou_threshold) {
+    double y_lo = 0, y_hi = 0, x_lo = 0, x_hi = 0;
+    bool finite = !boxes.empty();
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      const NmsBox& b = boxes[i];
+      finite = finite && std::isfinite(b.y1) && std::isfinite(b.x1) && std::isfinite(b.y2) &&
+               std::isfinite(b.x2);
+      y_lo = i == 0 ? b.y1 : std::min(y_lo, b.y1);
+      y_hi = i == 0 ? b.y2 : std::max(y_hi, b.y2);
+      x_lo = i == 0 ? b.x1 : std::min(x_lo, b.x1);
+      x_hi = i == 0 ? b.x2 : std::max(x_hi, b.x2);
+    }
+    // About one cell per 16 boxes, at most 128 x 128.
+    const auto side = static_cast<int64_t>(std::sqrt(static_cast<double>(boxes.size()) / 16));
+    side_ = std::clamp<int64_t>(side, 1, 128);
+    // A negative threshold suppresses boxes that do not overlap: no grid then.
+    if (!finite || threshold_ < 0 || side_ == 1 || !(y_hi > y_lo) || !(x_hi > x_lo)) side_ = 0;
+    if (side_ > 0) {
+      y_lo_ = y_lo;
+      x_lo_ = x_lo;
+      y_scale_ = static_cast<double>(side_) / (y_hi - y_lo);
+      x_scale_ = static_cast<double>(side_) / (x_hi - x_lo);
+      cells_.resize(static_cast<size_t>(side_ * side_));
+    }
+  }
+
+  int64_t size() const { return count_; }
+
+  void clear() {
+    count_ = 0;
+    everywhere_.clear();
+    for (size_t cell : used_cells_) cells_[cell].clear();
+    used_cells_.clear();
+  }
+
+  bool suppresses(const NmsBox& candidate) const {
+    auto above = [&](const NmsBox& kept) {
+      return intersection_over_union(kept, candidate) > threshold_;
+    };
+    if (std::any_of(everywhere_.begin(), everywhere_.end(), above)) return true;
+    if (side_ == 0 || candidate.area <= 0) return false;
+    const Span span = span_of(candidate);
+    if (span.cells() > max_cells_per_box) return std::any_of(all_.begin(), all_.end(), above);
+    for (int64_t y = span.y0; y <= span.y1; ++y)
+      for (int64_t x = span.x0; x <= span.x1; ++x)
+        for (const NmsBox& kept : cells_[static_cast<size_t>(y * side_ + x)])
+          if (above(kept)) return true;
+    return false;
+  }
+
+  void add(const NmsBox& box) {
+    ++count_;
+    // A box without area suppresses nothing.
+    if (box.area <= 0) return;
+    if (side_ == 0) {
+      everywhere_.push_back(box);
+      return;
+    }
+    all_.push_back(box);
+    const Span span = span_of(box);
+    if (span.cells() > max_cells_per_box) {
+      everywhere_.push_back(box);
+      return;
+    }
+    for (int64_t y = span.y0; y <= span.y1; ++y)
+      for (int64_t x = span.x0; x <= span.x1; ++x) {
+        const auto cell = static_cast<size_t>(y * side_ + x);
+        if (cells_[cell].empty()) used_cells_.push_back(cell);
+        cells_[cell].push_back(box);
+      }
+  }
+
+ private:
+  static constexpr int64_t max_cells_per_box = 64;
+  struct Span {
+    int64_t y0, x0, y1, x1;
+    int64_t cells() const { return (y1 - y0 + 1) * (x1 - x0 + 1); }
+  };
+  // The cells a box covers; the mapping is monotone, so overlapping boxes share one.
+  Span span_of(const NmsBox& b) const {
+    auto cell = [&](double v, double lo, double scale) {
+      return std::clamp<int64_t>(static_cast<int64_t>((v - lo) * scale), 0, side_ - 1);
+    };
+    return {cell(b.y1, y_lo_, y_scale_), cell(b.x1, x_lo_, x_scale_), cell(b.y2, y_lo_, y_scale_),
+            cell(b.x2, x_lo_, x_scale_)};
+  }
+
+  double threshold_;
+  int64_t side_ = 0;  // cells per axis; 0: no grid, every kept box is tested
+  double y_lo_ = 0, x_lo_ = 0, y_scale_ = 0, x_scale_ = 0;
+  int64_t count_ = 0;
+  std::vector<NmsBox> everywhere_;  // tested for every candidate
+  std::vector<NmsBox> all_;  // every kept box with an area (for a candidate covering many cells)
+  std::vector<std::vector<NmsBox>> cells_;
+  std::vector<size_t> used_cells_;
+};
+
 }  // namespace
 
 SliceGeometry slices_of(const Shape& shape, std::optional<int64_t> axis) {
@@ -145,47 +265,48 @@ std::vector<std::array<int64_t, 3>> non_max_suppression(const Node& node,
     fail(node, "scores " + scores.shape().to_string() + " do not match boxes " +
                    boxes.shape().to_string());
 
-  // A box as (y1, x1, y2, x2) with y1 <= y2 and x1 <= x2.
-  auto corners = [&](int64_t b, int64_t i) {
-    std::array<double, 4> c{};
-    for (int k = 0; k < 4; ++k) c[static_cast<size_t>(k)] = boxes.value_at((b * count + i) * 4 + k);
-    if (center)  // (x_center, y_center, width, height)
-      return std::array<double, 4>{c[1] - c[3] / 2, c[0] - c[2] / 2, c[1] + c[3] / 2,
-                                   c[0] + c[2] / 2};
-    return std::array<double, 4>{std::min(c[0], c[2]), std::min(c[1], c[3]), std::max(c[0], c[2]),
-                                 std::max(c[1], c[3])};
-  };
-  auto iou = [](const std::array<double, 4>& a, const std::array<double, 4>& b) {
-    const double area_a = (a[2] - a[0]) * (a[3] - a[1]);
-    const double area_b = (b[2] - b[0]) * (b[3] - b[1]);
-    if (area_a <= 0 || area_b <= 0) return 0.0;
-    const double h = std::max(0.0, std::min(a[2], b[2]) - std::max(a[0], b[0]));
-    const double w = std::max(0.0, std::min(a[3], b[3]) - std::max(a[1], b[1]));
-    const double intersection = h * w;
-    return intersection / (area_a + area_b - intersection);
-  };
+  // The values as doubles, read once (the IoU below is the specification's arithmetic).
+  const Tensor box_values = boxes.convert(ElementType::f64).contiguous();
+  const Tensor score_values = scores.convert(ElementType::f64).contiguous();
+  const double* all_boxes = box_values.data<double>();
+  const double* all_scores = score_values.data<double>();
 
+  // Every box of a batch as (y1, x1, y2, x2) with y1 <= y2 and x1 <= x2, and its area: the same
+  // for every class, so computed once per batch.
+  std::vector<NmsBox> box(static_cast<size_t>(count));
   std::vector<std::array<int64_t, 3>> selected;
-  for (int64_t b = 0; b < batches; ++b)
+  std::vector<int64_t> candidates;
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t i = 0; i < count; ++i) {
+      const double* c = all_boxes + (b * count + i) * 4;
+      NmsBox& x = box[static_cast<size_t>(i)];
+      if (center) {  // (x_center, y_center, width, height)
+        x = {c[1] - c[3] / 2, c[0] - c[2] / 2, c[1] + c[3] / 2, c[0] + c[2] / 2, 0};
+      } else {
+        x = {std::min(c[0], c[2]), std::min(c[1], c[3]), std::max(c[0], c[2]), std::max(c[1], c[3]),
+             0};
+      }
+      x.area = (x.y2 - x.y1) * (x.x2 - x.x1);
+    }
+    NmsKeptBoxes kept(box, iou_threshold);
     for (int64_t c = 0; c < classes; ++c) {
-      auto score = [&](int64_t i) { return scores.value_at((b * classes + c) * count + i); };
-      std::vector<int64_t> candidates;
+      const double* score = all_scores + (b * classes + c) * count;
+      candidates.clear();
       for (int64_t i = 0; i < count; ++i)
-        if (!score_threshold || score(i) > *score_threshold) candidates.push_back(i);
+        if (!score_threshold || score[i] > *score_threshold) candidates.push_back(i);
       // Highest score first; equal scores keep the boxes' order.
       std::stable_sort(candidates.begin(), candidates.end(),
-                       [&](int64_t x, int64_t y) { return score(x) > score(y); });
-      std::vector<std::array<double, 4>> kept;
+                       [&](int64_t x, int64_t y) { return score[x] > score[y]; });
+      kept.clear();
       for (int64_t i : candidates) {
-        if (static_cast<int64_t>(kept.size()) >= max_per_class) break;
-        const std::array<double, 4> box = corners(b, i);
-        const bool suppressed = std::any_of(
-            kept.begin(), kept.end(), [&](const auto& k) { return iou(k, box) > iou_threshold; });
-        if (suppressed) continue;
-        kept.push_back(box);
+        if (kept.size() >= max_per_class) break;
+        const NmsBox& candidate = box[static_cast<size_t>(i)];
+        if (kept.suppresses(candidate)) continue;
+        kept.add(candidate);
         selected.push_back({b, c, i});
       }
     }
+  }
   return selected;
 }
 
