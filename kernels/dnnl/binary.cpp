@@ -1,6 +1,7 @@
 // Two-input element-wise ops on oneDNN's binary primitive. oneDNN broadcasts only its second
-// source, so a broadcast first operand is swapped into that place for commutative ops; other
-// cases (Sub/Div with a broadcast left side) stay with the reference kernel.
+// source, so a broadcast first operand is swapped into that place for commutative ops; where both
+// operands are broadcast (RAFT's [N,1,1,2] + [1,7,7,2] coordinate grids) or Sub/Div's left one
+// is, the op runs as rows (below), each operand indexed through its own broadcast strides.
 // oneDNN 2.6's JIT kernels broadcast the second source only as a scalar or along some axes; for
 // other patterns it picks its reference kernel (a Swin transformer's shifted-window mask,
 // [1,64,3,49,49] + [1,64,1,49,49], took 23 ms there). The op then runs as rows: the
@@ -74,14 +75,17 @@ class BinaryKernel final : public DnnlKernel {
     Dims a = pad_front(to_dims(inputs[0]), dst.size());
     Dims b = pad_front(to_dims(inputs[1]), dst.size());
     if (a.size() != dst.size() || b.size() != dst.size()) return false;
+    for (size_t i = 0; i < dst.size(); ++i)
+      if ((a[i] != dst[i] && a[i] != 1) || (b[i] != dst[i] && b[i] != 1)) return false;
     swapped_ = false;
+    const bool plain =
+        output_layout(0).is_plain() && input_layout(0).is_plain() && input_layout(1).is_plain();
     if (a != dst) {
-      if (!op_.commutative || b != dst) return false;
+      // Neither operand is the output's size, or the left one of Sub/Div is broadcast.
+      if (!op_.commutative || b != dst) return plain && plan_rows(dst, a, b);
       std::swap(a, b);
       swapped_ = true;
     }
-    for (size_t i = 0; i < dst.size(); ++i)
-      if (b[i] != dst[i] && b[i] != 1) return false;
     // The primitive computes in dst's layout. A full-size operand in another one (a value some
     // plain-only kernel also reads) is reordered into it. A per-channel operand [N or 1, C, 1, 1]
     // has the same bytes plain as in the channel layouts (the graph compiler lays out only tensors
@@ -111,8 +115,10 @@ class BinaryKernel final : public DnnlKernel {
     if (is_reference(pd)) {
       // oneDNN answers layouts its JIT kernels decline with its reference kernel: then plain.
       // The rows read plain tensors only.
-      if (laid_out || !input_layout(0).is_plain() || !input_layout(1).is_plain()) return false;
-      return plan_rows(dst, b);
+      if (laid_out || !plain) return false;
+      if (swapped_) std::swap(a, b);
+      swapped_ = false;
+      return plan_rows(dst, a, b);
     }
     primitive_ = Primitive::of<dnnl::binary>(pd);
     src0_ = LayoutBridge(tensor_desc(a, a_layout), pd.src_desc(0), 0);
@@ -125,8 +131,7 @@ class BinaryKernel final : public DnnlKernel {
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     if (rows_) {
-      run_rows(inputs[swapped_ ? 1 : 0].data<float>(), inputs[swapped_ ? 0 : 1].data<float>(),
-               outputs[0].data<float>());
+      run_rows(inputs[0].data<float>(), inputs[1].data<float>(), outputs[0].data<float>());
       return;
     }
     primitive_.execute(stream_,
@@ -145,24 +150,32 @@ class BinaryKernel final : public DnnlKernel {
     return (s[0] == 1 || s[0] == out[0]) && s[1] == out[1];
   }
 
-  // The row plan for dst dims `dst` and second-operand dims `b` (each equal or 1).
-  bool plan_rows(const Dims& dst, const Dims& b) {
+  // The row plan for dst dims `dst` and operand dims `a`, `b` (each equal or 1): the innermost
+  // axes where each operand keeps one pattern, full (advancing with dst) or one scalar per row,
+  // are a row; axes of extent 1 belong to either.
+  bool plan_rows(const Dims& dst, const Dims& a, const Dims& b) {
     size_t rank = dst.size();
     inner_ = 1;
-    // Innermost axes where b is full (b advances with dst), else where b is 1 (b is one scalar
-    // per row); axes of extent 1 belong to either.
-    const bool full_inner = rank > 0 && b[rank - 1] == dst[rank - 1];
-    scalar_inner_ = !full_inner;
-    while (rank > 0 && (dst[rank - 1] == 1 || (b[rank - 1] == dst[rank - 1]) == full_inner)) {
+    const bool a_full = rank > 0 && a[rank - 1] == dst[rank - 1];
+    const bool b_full = rank > 0 && b[rank - 1] == dst[rank - 1];
+    a_scalar_inner_ = !a_full;
+    scalar_inner_ = !b_full;
+    while (rank > 0 && (dst[rank - 1] == 1 || ((a[rank - 1] == dst[rank - 1]) == a_full &&
+                                               (b[rank - 1] == dst[rank - 1]) == b_full))) {
       inner_ *= dst[rank - 1];
       --rank;
     }
     outer_dims_.assign(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(rank));
+    a_strides_.assign(rank, 0);
     b_strides_.assign(rank, 0);
-    int64_t stride = 1;
+    int64_t a_stride = 1, b_stride = 1;
     for (size_t i = dst.size(); i-- > 0;) {
-      if (i < rank) b_strides_[i] = b[i] == 1 ? 0 : stride;
-      stride *= b[i];
+      if (i < rank) {
+        a_strides_[i] = a[i] == 1 ? 0 : a_stride;
+        b_strides_[i] = b[i] == 1 ? 0 : b_stride;
+      }
+      a_stride *= a[i];
+      b_stride *= b[i];
     }
     outer_ = 1;
     for (int64_t d : outer_dims_) outer_ *= d;
@@ -174,22 +187,46 @@ class BinaryKernel final : public DnnlKernel {
   template <class Op>
   void rows(const float* a, const float* b, float* y, Op op) const {
     const int64_t inner = inner_;
-    // Threads pay only for a few hundred thousand elements and more.
-#pragma omp parallel for schedule(static) if (outer_ * inner > (int64_t{1} << 18) && outer_ > 1)
-    for (int64_t o = 0; o < outer_; ++o) {
-      int64_t offset = 0, rest = o;
-      for (size_t d = outer_dims_.size(); d-- > 0;) {
-        offset += (rest % outer_dims_[d]) * b_strides_[d];
+    const size_t rank = outer_dims_.size();
+    // Threads pay only for a few hundred thousand elements and more. Each walks its share of
+    // rows with an odometer over the outer axes (a division per axis and row cost more than
+    // rows of a few elements).
+#pragma omp parallel if (outer_ * inner > (int64_t{1} << 18) && outer_ > 1)
+    {
+      const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+      const int64_t begin = outer_ * thread / threads, end = outer_ * (thread + 1) / threads;
+      std::vector<int64_t> index(rank, 0);
+      int64_t ao = 0, bo = 0, rest = begin;
+      for (size_t d = rank; d-- > 0;) {
+        index[d] = rest % outer_dims_[d];
         rest /= outer_dims_[d];
+        ao += index[d] * a_strides_[d];
+        bo += index[d] * b_strides_[d];
       }
-      const float* ar = a + o * inner;
-      float* yr = y + o * inner;
-      if (scalar_inner_) {
-        const float s = b[offset];
-        for (int64_t i = 0; i < inner; ++i) yr[i] = op(ar[i], s);
-      } else {
-        const float* br = b + offset;
-        for (int64_t i = 0; i < inner; ++i) yr[i] = op(ar[i], br[i]);
+      for (int64_t o = begin; o < end; ++o) {
+        float* yr = y + o * inner;
+        const float* ar = a + ao;
+        const float* br = b + bo;
+        if (!a_scalar_inner_ && !scalar_inner_) {
+          for (int64_t i = 0; i < inner; ++i) yr[i] = op(ar[i], br[i]);
+        } else if (!a_scalar_inner_) {
+          const float t = *br;
+          for (int64_t i = 0; i < inner; ++i) yr[i] = op(ar[i], t);
+        } else if (!scalar_inner_) {
+          const float t = *ar;
+          for (int64_t i = 0; i < inner; ++i) yr[i] = op(t, br[i]);
+        } else {
+          const float v = op(*ar, *br);
+          for (int64_t i = 0; i < inner; ++i) yr[i] = v;
+        }
+        for (size_t d = rank; d-- > 0;) {
+          ao += a_strides_[d];
+          bo += b_strides_[d];
+          if (++index[d] < outer_dims_[d]) break;
+          ao -= a_strides_[d] * outer_dims_[d];
+          bo -= b_strides_[d] * outer_dims_[d];
+          index[d] = 0;
+        }
       }
     }
   }
@@ -214,11 +251,13 @@ class BinaryKernel final : public DnnlKernel {
   }
 
   BinaryOp op_;
-  bool rows_ = false;  // computed by run_rows, not a primitive
-  bool scalar_inner_ = false;
+  bool rows_ = false;            // computed by run_rows, not a primitive
+  bool scalar_inner_ = false;    // b is one value per row
+  bool a_scalar_inner_ = false;  // a is one value per row
   int64_t inner_ = 1;
   int64_t outer_ = 1;
   std::vector<int64_t> outer_dims_;
+  std::vector<int64_t> a_strides_;  // per outer axis; 0 where a is broadcast
   std::vector<int64_t> b_strides_;  // per outer axis; 0 where b is broadcast
   bool full_size_[2] = {false, false};
   bool lays_out_ = false;  // may read and write the activation layout (above)

@@ -26,13 +26,14 @@ void register_binary(KernelRegistry& registry);          // Add Sub Mul Div Max 
 void register_concat(KernelRegistry& registry);          // Concat (f32)
 void register_transpose(KernelRegistry& registry);       // Transpose
 void register_recurrent(KernelRegistry& registry);       // RNN GRU LSTM (sgemm)
-void register_strided_copies(KernelRegistry& registry);  // Slice, Pad (row copies)
+void register_strided_copies(KernelRegistry& registry);  // Slice, Split, Pad (row copies)
 void register_rearrangements(KernelRegistry& registry);  // Expand Tile DepthToSpace SpaceToDepth
 void register_arg_extremum(KernelRegistry& registry);    // ArgMax ArgMin (f32)
 void register_lrn(KernelRegistry& registry);             // LRN
 void register_sum(KernelRegistry& registry);             // Sum Mean (one shape)
 void register_top_k(KernelRegistry& registry);           // TopK (f32)
 void register_select(KernelRegistry& registry);          // Where (rows of a select)
+void register_grid_sample(KernelRegistry& registry);     // GridSample (bilinear, nearest)
 void register_resize(KernelRegistry& registry);          // Resize (linear, half-pixel)
 void register_reduction(KernelRegistry& registry);       // ReduceMean/Sum/Max/Min/Prod
 void register_quantized_convolution(KernelRegistry& registry);  // QLinearConv (int8)

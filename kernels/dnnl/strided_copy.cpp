@@ -1,7 +1,7 @@
-// Slice and Pad as strided copies: whole rows where the innermost axes are contiguous on both
-// sides (memcpy, axes merged into the longest runs), element by element otherwise, the outer rows
-// shared among the stream's threads when there are many. Pad's reflect, edge and wrap modes then
-// fill the border from the copied interior, one axis at a time (ReflectionPad2d before every
+// Slice, Split and Pad as strided copies: whole rows where the innermost axes are contiguous on
+// both sides (memcpy, axes merged into the longest runs), element by element otherwise, the outer
+// rows shared among the stream's threads when there are many. Pad's reflect, edge and wrap modes
+// then fill the border from the copied interior, one axis at a time (ReflectionPad2d before every
 // convolution of a CycleGAN generator took more than half its time in the reference kernel). The
 // reference kernels walk every element through an index vector (a ViT's q/k/v Slice of [1,197,2304]
 // took 21 ms there); the plans they read are shared (kernels/reference/slice_pad.hpp), so both take
@@ -241,6 +241,53 @@ class PadKernel final : public Kernel {
   Node node_;
 };
 
+// Each output of Split is a slice along the axis: the part the outputs before it do not take
+// (their lengths are the shapes inference gave them, from the split input or attribute).
+class SplitKernel final : public Kernel {
+ public:
+  explicit SplitKernel(const KernelRequest& r) : node_(r.node) {}
+  std::string implementation() const override { return "dnnl:strided_copy"; }
+
+  void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
+    const std::vector<int64_t>& in_dims = in[0].shape().dims();
+    const auto rank = static_cast<int64_t>(in_dims.size());
+    int64_t axis = node_.attributes.get_int_or("axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank)
+      throw ExecutionError("Split node '" + node_.name + "': axis " +
+                           std::to_string(node_.attributes.get_int_or("axis", 0)) +
+                           " is outside the input's " + std::to_string(rank) + " axes");
+    const auto a = static_cast<size_t>(axis);
+    const std::vector<int64_t> in_strides = dense_strides(in_dims);
+    const size_t es = element_size(in[0].element_type());
+    int64_t first = 0;
+    for (Tensor& part : out) {
+      if (part.empty()) continue;
+      const std::vector<int64_t>& dims = part.shape().dims();
+      if (dims.size() != in_dims.size() || first + dims[a] > in_dims[a])
+        throw ExecutionError("Split node '" + node_.name + "': output shape " +
+                             part.shape().to_string() + " does not fit the input " +
+                             in[0].shape().to_string() + " after " + std::to_string(first) +
+                             " along axis " + std::to_string(axis));
+      strided_copy(dims,
+                   static_cast<const uint8_t*>(in[0].raw_data()) +
+                       first * in_strides[a] * static_cast<int64_t>(es),
+                   in_strides, static_cast<uint8_t*>(part.raw_data()), dense_strides(dims), es);
+      first += dims[a];
+    }
+  }
+
+ private:
+  Node node_;
+};
+
+std::unique_ptr<Kernel> make_split(const KernelRequest& r) {
+  if (!plain_data(r)) return nullptr;
+  for (size_t o = 0; o < r.outputs.size(); ++o)
+    if (r.output_layout(o) != TensorLayout{}) return nullptr;
+  return std::make_unique<SplitKernel>(r);
+}
+
 std::unique_ptr<Kernel> make_slice(const KernelRequest& r) {
   if (!plain_data(r)) return nullptr;
   return std::make_unique<SliceKernel>(r);
@@ -268,6 +315,7 @@ std::unique_ptr<Kernel> make_pad(const KernelRequest& r) {
 
 void register_strided_copies(KernelRegistry& registry) {
   registry.add(backend_name, backend_priority, "Slice", make_slice);
+  registry.add(backend_name, backend_priority, "Split", make_split);
   registry.add(backend_name, backend_priority, "Pad", make_pad);
 }
 

@@ -14,6 +14,7 @@
 
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/element_types.hpp"
+#include "kernels/reference/grid_coordinates.hpp"
 #include "kernels/reference/reference.hpp"
 
 namespace troupe::kernels::reference {
@@ -143,39 +144,6 @@ void roi_align(const Node& node, const Tensors& in, Tensors& out) {
 
 // --- GridSample (PyTorch's grid_sample on 4-D input) -----------------------------------------
 
-// A normalized coordinate in [-1, 1] as a pixel coordinate: -1 and 1 are the centres of the edge
-// pixels with align_corners, else the outer edges of the edge pixels.
-double unnormalize(double coord, int64_t size, bool align_corners) {
-  const auto s = static_cast<double>(size);
-  return align_corners ? (coord + 1) / 2 * (s - 1) : ((coord + 1) * s - 1) / 2;
-}
-
-// Reflects a coordinate into [twice_low / 2, twice_high / 2] (PyTorch's reflect_coordinates).
-double reflect(double coord, int64_t twice_low, int64_t twice_high) {
-  if (twice_low == twice_high) return 0;
-  const double low = static_cast<double>(twice_low) / 2;
-  const double span = static_cast<double>(twice_high - twice_low) / 2;
-  coord = std::abs(coord - low);
-  const double extra = std::fmod(coord, span);
-  const auto flips = static_cast<int64_t>(std::floor(coord / span));
-  return flips % 2 == 0 ? extra + low : span - extra + low;
-}
-
-enum class Padding { zeros, border, reflection };
-
-// Applies the padding mode to a pixel coordinate: border clamps it into the map; reflection
-// mirrors it at the edge pixels' centres (align_corners) or outer edges, then clamps; zeros
-// leaves it (reads outside give 0).
-double pad_coordinate(double coord, int64_t size, Padding padding, bool align_corners) {
-  const double last = static_cast<double>(size - 1);
-  if (padding == Padding::border) return std::clamp(coord, 0.0, last);
-  if (padding == Padding::reflection) {
-    coord = align_corners ? reflect(coord, 0, 2 * (size - 1)) : reflect(coord, -1, 2 * size - 1);
-    return std::clamp(coord, 0.0, last);
-  }
-  return coord;
-}
-
 // The cubic convolution weights of the four taps around t in [0, 1) (A = -0.75, as PyTorch).
 std::array<double, 4> cubic_weights(double t) {
   constexpr double a = -0.75;
@@ -198,9 +166,7 @@ void grid_sample(const Node& node, const Tensors& in, Tensors& out) {
   const int64_t out_w = grid_dims[2];
   const std::string mode = node.attributes.get_string_or("mode", "bilinear");
   const std::string padding_name = node.attributes.get_string_or("padding_mode", "zeros");
-  const Padding padding = padding_name == "border"       ? Padding::border
-                          : padding_name == "reflection" ? Padding::reflection
-                                                         : Padding::zeros;
+  const GridPadding padding = grid_padding(padding_name);
   const bool align_corners = node.attributes.get_int_or("align_corners", 0) != 0;
   const std::vector<double> x = floating_values(node, in[0]);
   const std::vector<double> grid = floating_values(node, in[1]);
@@ -248,8 +214,17 @@ void grid_sample(const Node& node, const Tensors& in, Tensors& out) {
               const double y0 = std::floor(py);
               const double lx = px - x0;
               const double ly = py - y0;
-              v = (1 - ly) * ((1 - lx) * pixel(y0, x0) + lx * pixel(y0, x0 + 1)) +
-                  ly * ((1 - lx) * pixel(y0 + 1, x0) + lx * pixel(y0 + 1, x0 + 1));
+              // Only taps inside the map add (as PyTorch): a NaN coordinate, whose weights are
+              // NaN and taps all outside, samples 0.
+              auto add = [&](double row, double col, double weight) {
+                if (row >= 0 && row < static_cast<double>(height) && col >= 0 &&
+                    col < static_cast<double>(width))
+                  v += weight * pixel(row, col);
+              };
+              add(y0, x0, (1 - ly) * (1 - lx));
+              add(y0, x0 + 1, (1 - ly) * lx);
+              add(y0 + 1, x0, ly * (1 - lx));
+              add(y0 + 1, x0 + 1, ly * lx);
             }
           }
           y[static_cast<size_t>(((n * channels + c) * out_h + oh) * out_w + ow)] = v;

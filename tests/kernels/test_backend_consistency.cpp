@@ -1013,6 +1013,36 @@ std::vector<Case> binary_broadcast_cases(Rng& rng) {
       cases.push_back(c);
     }
   }
+  // Both operands broadcast, or the left one of any op (Sub and Div cannot swap): rows with
+  // each operand's own strides, some large enough for several threads (RAFT's coordinates,
+  // [N,1,1,2] + [1,7,7,2]).
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    for (int i = 0; i < 4; ++i, ++k) {
+      const size_t rank = static_cast<size_t>(2 + k % 4);
+      ints full = rng.dims(rank, 2, 6);
+      ints left = full, right = full;
+      for (size_t d = 0; d < rank; ++d) {
+        if (rng.chance(0.4)) left[d] = 1;
+        if (rng.chance(0.4)) right[d] = 1;
+      }
+      left[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(rank) - 1))] = 1;
+      if (i == 3) {
+        full = {3000, 7, 7, 2};
+        left = {3000, 1, 1, 2};
+        right = {1, 7, 7, 2};
+      }
+      if (i == 2) left.erase(left.begin());  // fewer axes, aligned to the right
+      const double lo = std::string(op) == "Div" ? 0.5 : -2;
+      Case c;
+      c.node = make_node(op);
+      c.inputs = {rng.tensor(left, lo, 2), rng.tensor(right, lo, 2)};
+      c.constant = {false, rng.chance(0.5)};
+      c.must_accept = true;
+      c.fast_implementation = true;
+      c.tolerance = {1e-6, 1e-7};
+      cases.push_back(c);
+    }
+  }
   // A Swin-T mask at its real shape.
   Case swin;
   swin.node = make_node("Add");
@@ -1238,6 +1268,40 @@ std::vector<Case> slice_pad_cases(Rng& rng) {
     c.inputs = {rng.tensor(x), i64(starts), i64(ends), i64(axes), i64(steps)};
     c.constant = {false, true, true, true, true};
     c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
+  // Split along any axis (negative too) into two to four parts of random lengths (some empty),
+  // as the split input or equal parts; one large last-axis split (RAFT's coordinates).
+  for (int k = 0; k < 24; ++k) {
+    ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
+    if (k == 23) x = {700, 7, 7, 2};
+    const auto rank = static_cast<int64_t>(x.size());
+    const int64_t axis = k == 23 ? -1 : rng.integer(-rank, rank - 1);
+    const int64_t length = x[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
+    Attributes attrs;
+    attrs.set("axis", axis);
+    Case c;
+    c.inputs = {rng.tensor(x)};
+    size_t parts = 2;
+    if (k % 3 != 0 || length < 2) {
+      ints split;
+      int64_t left = length;
+      parts = static_cast<size_t>(rng.integer(1, 4));
+      for (size_t p = 0; p + 1 < parts; ++p) {
+        split.push_back(rng.integer(0, left));
+        left -= split.back();
+      }
+      split.push_back(left);
+      c.inputs.push_back(i64(split));
+    } else {
+      parts = length % 2 == 0 ? 2 : 1;
+    }
+    c.node = make_node("Split", attrs, parts);
+    c.num_outputs = parts;
+    c.constant.assign(c.inputs.size(), true);
+    c.constant[0] = false;
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:strided_copy";
     cases.push_back(c);
   }
   for (int k = 0; k < 24; ++k) {
@@ -1537,6 +1601,34 @@ std::vector<Case> recurrent_cases(Rng& rng) {
     for (size_t i = 1; i < c.inputs.size() && i < 4; ++i) c.constant[i] = true;
     c.num_outputs = gates == 4 ? 3 : 2;
     c.tolerance = {1e-4, 1e-5};
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// GridSample: bilinear and nearest, every padding mode, with and without align_corners; grids
+// reaching past the map (and a NaN), maps of one channel and many (RAFT's correlation lookup is
+// thousands of one-channel maps), large enough to run on several threads.
+std::vector<Case> grid_sample_cases(Rng& rng) {
+  std::vector<Case> cases;
+  const char* paddings[] = {"zeros", "border", "reflection"};
+  for (int k = 0; k < 36; ++k) {
+    Attributes attrs;
+    attrs.set("mode", std::string(k % 2 ? "nearest" : "bilinear"));
+    attrs.set("padding_mode", std::string(paddings[(k / 2) % 3]));
+    if ((k / 6) % 2) attrs.set("align_corners", int64_t{1});
+    const bool large = k % 6 == 5;
+    const int64_t n = large ? 300 : rng.integer(1, 3), ch = large ? 1 : rng.integer(1, 9);
+    const int64_t h = rng.integer(1, 12), w = rng.integer(1, 12);
+    const int64_t oh = large ? 7 : rng.integer(1, 9), ow = large ? 7 : rng.integer(1, 9);
+    Tensor grid = rng.tensor({n, oh, ow, 2}, -1.3, 1.3);
+    if (k == 6 || k == 7) grid.data<float>()[3] = std::nanf("");
+    Case c;
+    c.node = make_node("GridSample", attrs);
+    c.inputs = {rng.tensor({n, ch, h, w}, -2, 2), grid};
+    c.constant = {false, false};
+    c.tolerance = {1e-5, 1e-6};
+    c.implementation = "dnnl:grid_sample";
     cases.push_back(c);
   }
   return cases;
@@ -2477,6 +2569,11 @@ TEST(BackendConsistency, Recurrent) {
   run_family("recurrent", recurrent_cases(rng));
 }
 
+TEST(BackendConsistency, GridSample) {
+  Rng rng(base_seed() + 43);
+  run_family("grid_sample", grid_sample_cases(rng));
+}
+
 TEST(BackendConsistency, RecurrentPrimitives) {
   Rng rng(base_seed() + 41);
   run_family("recurrent primitives (" + test::effective_isa_name() + ")",
@@ -2493,6 +2590,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+      "GridSample", "Split",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
@@ -2622,8 +2720,10 @@ TEST(BackendConsistency, DeclinesWhatOneDnnCannotRun) {
   const ValueInfo d(ValueInfo{"x", ElementType::f64, Shape{2, 3}});
   // Another element type than f32.
   EXPECT_FALSE(create(make_node("Relu"), {d}, {d}));
-  // Sub with a broadcast left operand.
-  EXPECT_FALSE(create(make_node("Sub"), {ValueInfo{"a", ElementType::f32, Shape{3}}, f}, {f}));
+  // Sub with a broadcast left operand runs (as rows, binary_broadcast_cases), and says so.
+  const auto sub = create(make_node("Sub"), {ValueInfo{"a", ElementType::f32, Shape{3}}, f}, {f});
+  ASSERT_TRUE(sub);
+  EXPECT_EQ(sub->implementation(), "dnnl:broadcast_rows");
   // MaxPool's Indices output.
   const ValueInfo x4{"x", ElementType::f32, Shape{1, 1, 4, 4}};
   const ValueInfo y4{"y", ElementType::f32, Shape{1, 1, 2, 2}};
