@@ -37,6 +37,10 @@ struct KernelRequest {
   /// algorithm can compute (2-D, 3x3, stride 1, no dilation, one group, input and output channels
   /// in whole 16-channel blocks). A backend with Winograd kernels may lay the model out for them.
   double winograd_conv_share = 0.0;
+  /// The share of the model's convolution multiply-accumulates in 1-D convolutions (3-D inputs:
+  /// audio, point clouds, text) of 128 output channels or more. A backend may lay such a model
+  /// out differently.
+  double conv1d_share = 0.0;
   /// OpenMP threads to create and run the kernel with; 0: the calling thread's count (the
   /// stream's). A node too small for a parallel region to pay runs on one thread.
   int threads = 0;

@@ -61,6 +61,22 @@ double winograd_conv_share(const Model& model) {
   return all > 0 ? eligible / all : 0.0;
 }
 
+// KernelRequest::conv1d_share, of the Conv nodes' multiply-accumulates (node_macs).
+double conv1d_share(const Model& model) {
+  double all = 0, one_d = 0;
+  for (const Node& node : model.nodes()) {
+    if (node.op_type != "Conv" || node.inputs.empty()) continue;
+    const auto macs = static_cast<double>(node_macs(model, node));
+    all += macs;
+    const Shape& x = model.value(node.inputs[0]).shape;
+    const Shape& w = node.inputs.size() > 1 && node.inputs[1] != no_value
+                         ? model.value(node.inputs[1]).shape
+                         : Shape{};
+    if (x.rank() == 3 && w.rank() == 3 && w[0] >= 128) one_d += macs;
+  }
+  return all > 0 ? one_d / all : 0.0;
+}
+
 }  // namespace
 
 kernels::KernelRequest make_kernel_request(const Model& model, const Node& node,
@@ -77,6 +93,7 @@ KernelRequests::KernelRequests(const Model& model, ElementType precision,
       depthwise_model_(has_depthwise_conv(model)),
       conv_channels_in_16_blocks_(conv_channels_in_16_blocks(model)),
       winograd_conv_share_(winograd_conv_share(model)),
+      conv1d_share_(conv1d_share(model)),
       stream_threads_(current_omp_threads()) {}
 
 kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
@@ -85,6 +102,7 @@ kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
   request.depthwise_model = depthwise_model_;
   request.conv_channels_in_16_blocks = conv_channels_in_16_blocks_;
   request.winograd_conv_share = winograd_conv_share_;
+  request.conv1d_share = conv1d_share_;
   for (ValueId in : node.inputs) {
     request.inputs.push_back(in == no_value ? ValueInfo{} : model_.value(in));
     auto c = in == no_value ? model_.constants().end() : model_.constants().find(in);

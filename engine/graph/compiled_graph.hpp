@@ -46,7 +46,8 @@ kernels::KernelRequest make_kernel_request(
     const std::vector<kernels::TensorLayout>* value_layouts = nullptr);
 
 /// make_kernel_request for many nodes of one model: what the requests say about the whole model
-/// (KernelRequest::depthwise_model, conv_channels_in_16_blocks, winograd_conv_share) are found
+/// (KernelRequest::depthwise_model, conv_channels_in_16_blocks, winograd_conv_share,
+/// conv1d_share) are found
 /// once, not per node. The model must outlive it.
 class KernelRequests {
  public:
@@ -61,6 +62,7 @@ class KernelRequests {
   bool depthwise_model_;
   double conv_channels_in_16_blocks_;
   double winograd_conv_share_;
+  double conv1d_share_;
   // Kernels are created under the count of the stream that runs them (ScopedOmpThreads).
   int stream_threads_;
 };

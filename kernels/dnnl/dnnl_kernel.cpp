@@ -112,6 +112,14 @@ TensorLayout activation_layout(const KernelRequest& request) {
   // 1.22x, DenseNet-121, ...): the threshold sits between, at a fifth. (EfficientNetV2-S's 3x3
   // convolutions end in SiLU, which the Winograd kernels refuse: it stays channels-last.)
   if (native_channel_block() != 16) return TensorLayout::blocked(native_channel_block());
+  // Models whose convolutions are mostly wide 1-D ones (Conv1d over audio or point clouds, 128
+  // channels and more) ran faster blocked on Zen 4 (interleaved runs, throughput, 2 streams):
+  // PointNet 1.30x in f32 and 1.37x in bf16 (its 1x1 convolutions as jit_1x1 on nCw16c instead
+  // of brgconv_1x1 on nwc: 3.1 against 4.2 ms each), a wav2vec2 encoder 1.14x / 1.10x. Narrow
+  // ones gain nothing: a TCN of 64 channels ran 1.02-1.06x at the throughput hint but its
+  // convolutions took 1.2x as long with one request on two threads (three of them leaving
+  // brgconv for jit), a TextCNN and a Conformer 0.98-0.99x.
+  if (request.conv1d_share >= 0.5) return TensorLayout::blocked(16);
   // In bf16 a model without depthwise convolutions takes that layout too where its convolutions
   // may run as f32 Winograd (bf16_takes_f32_winograd): its bf16 convolutions ran about as fast on
   // it as on channels-last (Zen 4: ResNet-18 1.06x, U-Net 1.00x, VGG-11 0.97x). A depthwise model

@@ -335,9 +335,9 @@ TEST(LayoutAssignment, SiluConvolutionsTakeWinogradWithTheActivationAfterOnAvx51
 // the activation layout as 2-D ones do (nwc on AVX-512, nCw8c on AVX2) instead of each
 // convolution reordering its plain input in and its output back, and agrees with the plain run
 // with requests in flight on two streams.
-TEST(LayoutAssignment, TemporalConvolutionChainsKeepTheActivationLayout) {
+// A chain of dilated 1-D convolutions with residual sums, `channels` wide.
+std::shared_ptr<Model> temporal_cnn(int64_t channels) {
   ModelBuilder b("temporal_cnn");
-  const int64_t channels = 16;
   auto x = b.input("x", ElementType::f32, {1, channels, 40});
   ValueId v = x;
   for (int64_t i = 0; i < 3; ++i) {
@@ -352,13 +352,25 @@ TEST(LayoutAssignment, TemporalConvolutionChainsKeepTheActivationLayout) {
     v = b.op("Add", {b.op("Relu", {conv}, {}, name + "_relu"), v}, {}, name + "_sum");
   }
   b.output(b.op("Relu", {v}, {}, "out_relu"), "y");
-  auto model = b.build();
-  const auto inputs = inputs_for(*model, 6);
-  const Outcome laid_out = run_all(model, {{props::num_streams, int64_t{2}}}, inputs);
-  expect_same_outputs(laid_out, run_all(model, {{props::disable_transformations, true}}, inputs));
-  const auto layouts = layouts_by_node(*laid_out.runtime);
-  const std::string expected = test::cpu_has_avx512() ? "nwc" : "nCw8c";
-  for (const char* node : {"tconv0", "tconv1", "tconv2"}) EXPECT_EQ(layouts.at(node), expected);
+  return b.build();
+}
+
+// With AVX-512 a model of narrow 1-D convolutions is channels-last (nwc), one of wide ones (128
+// channels and more) blocked by 16; without it both are blocked by 8. Each agrees with the
+// plain run.
+TEST(LayoutAssignment, TemporalConvolutionChainsKeepTheActivationLayout) {
+  for (const int64_t channels : {16, 128}) {
+    auto model = temporal_cnn(channels);
+    const auto inputs = inputs_for(*model, 6);
+    const Outcome laid_out = run_all(model, {{props::num_streams, int64_t{2}}}, inputs);
+    expect_same_outputs(laid_out, run_all(model, {{props::disable_transformations, true}}, inputs));
+    const auto layouts = layouts_by_node(*laid_out.runtime);
+    const std::string expected = !test::cpu_has_avx512() ? "nCw8c"
+                                 : channels >= 128       ? "nCw16c"
+                                                         : "nwc";
+    for (const char* node : {"tconv0", "tconv1", "tconv2"})
+      EXPECT_EQ(layouts.at(node), expected) << node << ", " << channels << " channels";
+  }
 }
 
 // Without AVX-512 (an AVX2 CPU, or ONEDNN_MAX_CPU_ISA=avx2) every model keeps its convolution
