@@ -235,7 +235,8 @@ MODELS = {
 # with token ids and a mask, a GPT-style decoder (zoo_models.py).
 for _name, (_factory, _dynamic) in zoo_models.ZOO.items():
     MODELS[_name] = (_factory, _dynamic,
-                     "transformer" if _name in ("bert_tokens", "gpt_decoder") else "calibrated")
+                     "transformer" if _name in ("bert_tokens", "gpt_decoder", "gpt2_kv")
+                     else "calibrated")
 
 
 def calibrate_batch_norms(net, inputs, batches=4):

@@ -178,6 +178,175 @@ def swin_t(reduced):
     return tvm.swin_t(), image(False)
 
 
+def _register_aten_zero():
+    """torch 1.13 cannot export the in-place `qkv_bias[length:2 * length].zero_()` of
+    torchvision's shifted_window_attention for V2 blocks ("Exporting the operator 'aten::zero' to
+    ONNX opset version 17 is not supported"). Zeros of the input's shape (Shape, ConstantOfShape)
+    are what it means; the exporter writes them back into the slice of the cloned bias."""
+    from torch.onnx import register_custom_op_symbolic
+
+    def zero(g, self):
+        return g.op("ConstantOfShape", g.op("Shape", self), value_t=torch.tensor([0.0]))
+
+    register_custom_op_symbolic("aten::zero", zero, 17)  # export_models.py's OPSET
+
+
+def swin_v2_t(reduced):
+    """Swin-V2-T: cosine attention (normalize, a clamped and exponentiated logit scale), a
+    continuous position bias from a small MLP over log-spaced coordinates (Sign, Log, Sigmoid),
+    post-norm residuals, PatchMergingV2, shifted windows."""
+    _register_aten_zero()
+    if reduced:
+        # Two blocks per stage, as swin_t's reduced variant: the second shifts its windows.
+        net = tvm.swin_transformer.SwinTransformer(
+            patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+            block=tvm.swin_transformer.SwinTransformerBlockV2,
+            downsample_layer=tvm.swin_transformer.PatchMergingV2, num_classes=100)
+        return net, image(True)
+    return tvm.swin_v2_t(), image(False, full=256)
+
+
+def maxvit_t(reduced):
+    """MaxViT-T: MBConv blocks (BatchNorm, depthwise convolution, squeeze-excitation), then block
+    attention and grid attention with a relative position bias, windows partitioned by
+    Reshape/Transpose."""
+    if reduced:
+        # partition_size must divide every stage's map: 64x64 gives 16x16 and 8x8 stages.
+        net = tvm.maxvit.MaxVit(input_size=(64, 64), stem_channels=16, partition_size=4,
+                                block_channels=[32, 64], block_layers=[1, 1], head_dim=16,
+                                stochastic_depth_prob=0.0, num_classes=100)
+        return net, image(True)
+    return tvm.maxvit_t(), image(False)
+
+
+class _MixerBlock(nn.Module):
+    def __init__(self, d, tokens, token_mlp, channel_mlp):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d, eps=1e-6)
+        self.tokens = nn.Sequential(nn.Linear(tokens, token_mlp), nn.GELU(),
+                                    nn.Linear(token_mlp, tokens))
+        self.norm2 = nn.LayerNorm(d, eps=1e-6)
+        self.channels = nn.Sequential(nn.Linear(d, channel_mlp), nn.GELU(),
+                                      nn.Linear(channel_mlp, d))
+
+    def forward(self, x):
+        x = x + self.tokens(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.channels(self.norm2(x))
+
+
+class MlpMixer(nn.Module):
+    """MLP-Mixer: a stride-patch convolution, blocks of token-mixing MLPs (Linear over the
+    transposed token axis) and channel MLPs with exact GELU, a mean pool, a head."""
+
+    def __init__(self, d, layers, token_mlp, channel_mlp, patch, size, classes):
+        super().__init__()
+        tokens = (size // patch) ** 2
+        self.stem = nn.Conv2d(3, d, patch, patch)
+        self.blocks = nn.Sequential(*[_MixerBlock(d, tokens, token_mlp, channel_mlp)
+                                      for _ in range(layers)])
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.stem(x).flatten(2).transpose(1, 2)
+        return self.head(self.norm(self.blocks(x)).mean(1))
+
+
+def mlp_mixer(reduced):
+    if reduced:
+        return MlpMixer(64, 2, 32, 128, patch=8, size=64, classes=100), image(True)
+    return MlpMixer(768, 12, 384, 3072, patch=16, size=224, classes=1000), image(False)  # B/16
+
+
+def _conv_bn_silu(i, o, k=3, s=1, g=1, act=True):
+    layers = [nn.Conv2d(i, o, k, s, k // 2, groups=g, bias=False), nn.BatchNorm2d(o)]
+    if act:
+        layers.append(nn.SiLU())
+    return nn.Sequential(*layers)
+
+
+class _InvertedResidual(nn.Module):
+    def __init__(self, i, o, s, expand=4):
+        super().__init__()
+        h = i * expand
+        self.residual = s == 1 and i == o
+        self.body = nn.Sequential(_conv_bn_silu(i, h, 1), _conv_bn_silu(h, h, 3, s, h),
+                                  _conv_bn_silu(h, o, 1, act=False))
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class _MobileVitTransformer(nn.Module):
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d)
+        self.attention = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.norm2 = nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, ff), nn.SiLU(), nn.Linear(ff, d))
+
+    def forward(self, x):
+        y = self.norm1(x)
+        x = x + self.attention(y, y, y, need_weights=False)[0]
+        return x + self.ff(self.norm2(x))
+
+
+class _MobileVitBlock(nn.Module):
+    """A local 3x3 convolution and a 1x1 to d channels, an unfold into 2x2 patches
+    (Reshape/Transpose to [B*4, N, d]), pre-norm transformer layers, the fold back, a 1x1 to C
+    channels, Concat with the input and a 3x3 fusion convolution."""
+
+    def __init__(self, c, d, depth, ff, patch=2, heads=4):
+        super().__init__()
+        self.p = patch
+        self.local = nn.Sequential(_conv_bn_silu(c, c, 3), nn.Conv2d(c, d, 1, bias=False))
+        self.transformer = nn.Sequential(*[_MobileVitTransformer(d, heads, ff)
+                                           for _ in range(depth)], nn.LayerNorm(d))
+        self.project = _conv_bn_silu(d, c, 1)
+        self.fuse = _conv_bn_silu(2 * c, c, 3)
+
+    def forward(self, x):
+        y = self.local(x)
+        b, d, h, w = y.shape
+        p = self.p
+        y = y.reshape(b, d, h // p, p, w // p, p).permute(0, 3, 5, 2, 4, 1).reshape(
+            b * p * p, (h // p) * (w // p), d)
+        y = self.transformer(y)
+        y = y.reshape(b, p, p, h // p, w // p, d).permute(0, 5, 3, 1, 4, 2).reshape(b, d, h, w)
+        return self.fuse(torch.cat([x, self.project(y)], 1))
+
+
+class MobileVit(nn.Module):
+    """MobileViT: MobileNetV2 inverted residuals with SiLU, and MobileViT blocks (convolutions
+    around transformer layers over unfolded patches) at the last three strides."""
+
+    def __init__(self, widths, dims, depths, last, classes):
+        super().__init__()
+        w = widths
+        layers = [_conv_bn_silu(3, w[0], 3, 2), _InvertedResidual(w[0], w[1], 1),
+                  _InvertedResidual(w[1], w[2], 2), _InvertedResidual(w[2], w[2], 1),
+                  _InvertedResidual(w[2], w[2], 1)]
+        for i, (d, depth) in enumerate(zip(dims, depths)):
+            layers += [_InvertedResidual(w[2 + i], w[3 + i], 2),
+                       _MobileVitBlock(w[3 + i], d, depth, 2 * d)]
+        layers += [_conv_bn_silu(w[-1], last, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                   nn.Linear(last, classes)]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def mobilevit_xs(reduced):
+    if reduced:
+        # 128x128 so that the last MobileViT block still has 2x2 patches of 2x2 pixels.
+        net = MobileVit((8, 16, 16, 24, 32, 40), (32, 48, 64), (1, 1, 1), 160, 100)
+        return net, image(True, small=128)
+    # Apple's XS configuration at 256x256.
+    net = MobileVit((16, 32, 48, 64, 80, 96), (96, 120, 144), (2, 4, 3), 384, 1000)
+    return net, image(False, full=256)
+
+
 # --- dense prediction ------------------------------------------------------------------------
 
 class _SegmentationOut(nn.Module):
@@ -195,6 +364,259 @@ def deeplabv3_mobilenet(reduced):
     net = torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
         weights=None, weights_backbone=None, num_classes=21, aux_loss=False)
     return _SegmentationOut(net), image(reduced, full=320, small=96)
+
+
+def lraspp_mobilenet(reduced):
+    """LR-ASPP: a dilated MobileNetV3-Large, a sigmoid-gated global-pool branch multiplied into
+    the high-level features, a low-level skip, bilinear Resizes to computed sizes."""
+    if reduced:
+        backbone = tvm.mobilenet_v3_large(width_mult=0.5, dilated=True)
+        net = torchvision.models.segmentation.lraspp._lraspp_mobilenetv3(backbone, 21)
+        return _SegmentationOut(net), image(True, small=96)
+    net = torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+        weights=None, weights_backbone=None, num_classes=21)
+    return _SegmentationOut(net), image(False, full=512)
+
+
+class _Detections(nn.Module):
+    """torchvision's detectors return a list of {boxes, scores, labels} per image: export the first
+    image's as one tensor [K, 6] (box, score, label), K decided by NMS at run time."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        # calibrate_batch_norms (export_models.py) puts the module in train mode so that its
+        # BatchNorms collect statistics: the SSD must still take its inference path then (no
+        # targets, postprocessing).
+        self.net.training = False
+        self.net.transform.training = False
+        found = self.net(x)[0]
+        return torch.cat([found["boxes"], found["scores"][:, None],
+                          found["labels"][:, None].to(found["boxes"].dtype)], 1)
+
+
+def _small_ssdlite(size, classes):
+    """ssdlite320_mobilenet_v3_large's construction at another size, with a half-width backbone
+    and extra layers and fewer classes and candidates."""
+    from torchvision.models.detection import _utils as det_utils
+    from torchvision.models.detection import anchor_utils, ssd, ssdlite
+
+    norm = lambda c: nn.BatchNorm2d(c, eps=0.001, momentum=0.03)  # noqa: E731 (as torchvision)
+    features = tvm.mobilenet_v3_large(width_mult=0.5, norm_layer=norm, reduced_tail=True).features
+    stages = [0] + [i for i, b in enumerate(features) if getattr(b, "_is_cn", False)]
+    backbone = ssdlite.SSDLiteFeatureExtractorMobileNet(features, stages[-1], norm, width_mult=0.5)
+    anchors = anchor_utils.DefaultBoxGenerator([[2, 3] for _ in range(6)], min_ratio=0.2,
+                                               max_ratio=0.95)
+    head = ssdlite.SSDLiteHead(det_utils.retrieve_out_channels(backbone, size),
+                               anchors.num_anchors_per_location(), classes, norm)
+    return ssd.SSD(backbone, anchors, size, classes, head=head, score_thresh=0.001,
+                   nms_thresh=0.55, detections_per_img=100, topk_candidates=100,
+                   image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+
+
+def ssdlite_full(reduced):
+    """SSDlite320 (MobileNetV3-Large, depthwise extra layers and heads) with all of its
+    postprocessing: the transform's normalization and Resize, softmax scores, anchor decoding,
+    per-class score threshold and TopK, batched NonMaxSuppression, Gather of the kept boxes."""
+    if reduced:
+        # 11 classes over the 522 anchors of a 128x128 image: about a thousand NMS candidates
+        # instead of 27,000, the same op mix.
+        return _Detections(_small_ssdlite((128, 128), 11)), image(True, small=128)
+    net = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
+        weights=None, weights_backbone=None, num_classes=91)
+    return _Detections(net), image(False, full=320)
+
+
+class _LastFlow(nn.Module):
+    """RAFT returns the flow after every refinement step: export the last."""
+
+    def __init__(self, net, updates):
+        super().__init__()
+        self.net, self.updates = net, updates
+
+    def forward(self, image1, image2):
+        return self.net(image1, image2, num_flow_updates=self.updates)[-1]
+
+
+def raft_small(reduced):
+    """RAFT-small optical flow: bottleneck encoders with InstanceNorm, an all-pairs correlation
+    volume (MatMul), a pyramid of average pools, unrolled ConvGRU refinement steps each looking
+    the volume up with GridSample, a bilinear upsampling of the flow."""
+    if reduced:
+        from torchvision.models.optical_flow import raft
+        # raft_small's blocks at a quarter to a half of its widths; 3 refinement steps over a
+        # 128x160 pair. Not smaller: the coarsest of the 4 correlation levels (16x20 features
+        # pooled 3 times: 2x2) must keep 2 pixels a side, or grid_sample's coordinate
+        # normalization divides by 0 and torch's own flow is NaN.
+        net = raft._raft(
+            feature_encoder_layers=(16, 16, 24, 32, 48), feature_encoder_block=raft.BottleneckBlock,
+            feature_encoder_norm_layer=nn.InstanceNorm2d,
+            context_encoder_layers=(16, 16, 24, 32, 64), context_encoder_block=raft.BottleneckBlock,
+            context_encoder_norm_layer=None, corr_block_num_levels=4, corr_block_radius=3,
+            motion_encoder_corr_layers=(32,), motion_encoder_flow_layers=(32, 16),
+            motion_encoder_out_channels=34, recurrent_block_hidden_state_size=32,
+            recurrent_block_kernel_size=(3,), recurrent_block_padding=(1,),
+            flow_head_hidden_size=32, use_mask_predictor=False)
+        return _LastFlow(net, 3), [("image1", torch.randn(1, 3, 128, 160)),
+                                   ("image2", torch.randn(1, 3, 128, 160))]
+    return _LastFlow(tvm.optical_flow.raft_small(), 12), [
+        ("image1", torch.randn(1, 3, 368, 496)), ("image2", torch.randn(1, 3, 368, 496))]
+
+
+class _EdsrBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.ReLU(True),
+                                  nn.Conv2d(c, c, 3, padding=1))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+class Edsr(nn.Module):
+    """EDSR-baseline x2 super-resolution: a mean shift (a fixed 1x1 convolution), residual blocks
+    of two 3x3 convolutions without BatchNorm, a long skip, a convolution and PixelShuffle(2)
+    (DepthToSpace) upsampler."""
+
+    def __init__(self, c, blocks, scale=2):
+        super().__init__()
+        mean = torch.tensor([0.4488, 0.4371, 0.4040])
+        self.sub_mean = nn.Conv2d(3, 3, 1)
+        self.add_mean = nn.Conv2d(3, 3, 1)
+        with torch.no_grad():
+            for conv, sign in ((self.sub_mean, -1), (self.add_mean, 1)):
+                conv.weight.copy_(torch.eye(3).view(3, 3, 1, 1))
+                conv.bias.copy_(sign * mean)
+        self.head = nn.Conv2d(3, c, 3, padding=1)
+        self.body = nn.Sequential(*[_EdsrBlock(c) for _ in range(blocks)],
+                                  nn.Conv2d(c, c, 3, padding=1))
+        self.tail = nn.Sequential(nn.Conv2d(c, c * scale * scale, 3, padding=1),
+                                  nn.PixelShuffle(scale), nn.Conv2d(c, 3, 3, padding=1))
+
+    def forward(self, x):
+        x = self.head(self.sub_mean(x))
+        return self.add_mean(self.tail(x + self.body(x)))
+
+
+def edsr(reduced):
+    if reduced:
+        return Edsr(16, 2), image(True, small=32)
+    return Edsr(64, 16), image(False, full=128)
+
+
+def _timestep_embedding(t, dim):
+    half = dim // 2
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=t.dtype) / half)
+    args = t[:, None] * freqs[None]
+    return torch.cat([torch.sin(args), torch.cos(args)], 1)
+
+
+class _DiffusionResBlock(nn.Module):
+    def __init__(self, cin, cout, temb, groups):
+        super().__init__()
+        self.norm1 = nn.GroupNorm(groups, cin)
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1)
+        self.temb = nn.Linear(temb, cout)
+        self.norm2 = nn.GroupNorm(groups, cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+    def forward(self, x, temb):
+        h = self.conv1(F.silu(self.norm1(x)))
+        h = h + self.temb(F.silu(temb))[:, :, None, None]
+        h = self.conv2(F.silu(self.norm2(h)))
+        return self.skip(x) + h
+
+
+class _DiffusionAttention(nn.Module):
+    def __init__(self, c, groups):
+        super().__init__()
+        self.norm = nn.GroupNorm(groups, c)
+        self.qkv = nn.Conv2d(c, 3 * c, 1)
+        self.out = nn.Conv2d(c, c, 1)
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        q, k, v = self.qkv(self.norm(x)).reshape(b, 3, c, h * w).unbind(1)
+        attention = torch.softmax(q.transpose(1, 2) @ k * (c ** -0.5), -1)  # [b, hw, hw]
+        return x + self.out((v @ attention.transpose(1, 2)).reshape(b, c, h, w))
+
+
+class DiffusionUNet(nn.Module):
+    """DDPM's UNet: GroupNorm + SiLU residual blocks with a sinusoidal timestep embedding (Sin,
+    Cos, an MLP) added, self-attention over pixels as MatMul/Softmax at the attention
+    resolutions, stride-2 convolutions down, nearest Resize up, Concat skips."""
+
+    def __init__(self, ch, mults, blocks, attention_res, res, groups):
+        super().__init__()
+        self.ch = ch
+        temb = 4 * ch
+        self.temb = nn.Sequential(nn.Linear(ch, temb), nn.SiLU(), nn.Linear(temb, temb))
+        self.conv_in = nn.Conv2d(3, ch, 3, padding=1)
+        self.down = nn.ModuleList()
+        chans = [ch]
+        c, r = ch, res
+        for i, m in enumerate(mults):
+            for _ in range(blocks):
+                self.down.append(nn.ModuleList([
+                    _DiffusionResBlock(c, ch * m, temb, groups),
+                    _DiffusionAttention(ch * m, groups) if r in attention_res else nn.Identity()]))
+                c = ch * m
+                chans.append(c)
+            if i != len(mults) - 1:
+                self.down.append(nn.Conv2d(c, c, 3, 2, 1))
+                chans.append(c)
+                r //= 2
+        self.mid1 = _DiffusionResBlock(c, c, temb, groups)
+        self.mid_attention = _DiffusionAttention(c, groups)
+        self.mid2 = _DiffusionResBlock(c, c, temb, groups)
+        self.up = nn.ModuleList()
+        for i, m in reversed(list(enumerate(mults))):
+            for _ in range(blocks + 1):
+                self.up.append(nn.ModuleList([
+                    _DiffusionResBlock(c + chans.pop(), ch * m, temb, groups),
+                    _DiffusionAttention(ch * m, groups) if r in attention_res else nn.Identity()]))
+                c = ch * m
+            if i != 0:
+                self.up.append(nn.Conv2d(c, c, 3, padding=1))
+                r *= 2
+        self.norm_out = nn.GroupNorm(groups, c)
+        self.conv_out = nn.Conv2d(c, 3, 3, padding=1)
+
+    def forward(self, x, timestep):
+        temb = self.temb(_timestep_embedding(timestep, self.ch))
+        h = self.conv_in(x)
+        hs = [h]
+        for layer in self.down:
+            if isinstance(layer, nn.Conv2d):
+                h = layer(h)
+            else:
+                h = layer[1](layer[0](h, temb))
+            hs.append(h)
+        h = self.mid2(self.mid_attention(self.mid1(h, temb)), temb)
+        for layer in self.up:
+            if isinstance(layer, nn.Conv2d):
+                h = layer(F.interpolate(h, scale_factor=2.0, mode="nearest"))
+            else:
+                h = layer[1](layer[0](torch.cat([h, hs.pop()], 1), temb))
+        return self.conv_out(F.silu(self.norm_out(h)))
+
+
+def diffusion_unet(reduced):
+    # The timestep is a float input; export_models.py redraws float inputs from N(0, 1), so it is
+    # a continuous-time timestep near 0 rather than DDPM's integer steps up to 1000.
+    if reduced:
+        # Two levels, one block each, attention at 8x8 (and in the middle), 8 groups.
+        net = DiffusionUNet(32, (1, 2), 1, (8,), 16, groups=8)
+        size = 16
+    else:
+        # DDPM's CIFAR-10 model: channels 128, multipliers 1, 2, 2, 2, two blocks a level,
+        # attention at 16x16, 32 groups.
+        net = DiffusionUNet(128, (1, 2, 2, 2), 2, (16,), 32, groups=32)
+        size = 32
+    return net, [("input", torch.randn(1, 3, size, size)), ("timestep", torch.randn(1))]
 
 
 class _ConvBnRelu(nn.Sequential):
@@ -336,6 +758,91 @@ def r3d_18(reduced):
                                            tvm.video.resnet.BasicStem, num_classes=10)
         return net, [("input", torch.randn(1, 3, 4, 32, 32))]
     return tvm.video.r3d_18(weights=None), [("input", torch.randn(1, 3, 8, 112, 112))]
+
+
+def s3d(reduced):
+    """torchvision's S3D video classifier: separable 3-D convolutions (1x3x3 then 3x1x1), 3-D max
+    pools, Inception branches joined by Concat, a 3-D average pool and a Conv3d classifier."""
+    if reduced:
+        from torchvision.models.video.s3d import SepInceptionBlock3D, TemporalSeparableConv
+        from torchvision.ops.misc import Conv3dNormActivation
+
+        def norm(c):
+            return nn.BatchNorm3d(c, eps=0.001, momentum=0.001)
+
+        # S3D's layer sequence (stem, pools, Inception blocks) narrowed and shortened; an 8-frame
+        # 64x64 clip ends at 1x2x2, which the average pool covers as 2x7x7 covers S3D's 16x224x224.
+        net = tvm.video.S3D(num_classes=10)
+        net.features = nn.Sequential(
+            TemporalSeparableConv(3, 16, 7, 2, 3, norm),
+            nn.MaxPool3d((1, 3, 3), (1, 2, 2), (0, 1, 1)),
+            Conv3dNormActivation(16, 16, kernel_size=1, norm_layer=norm),
+            TemporalSeparableConv(16, 32, 3, 1, 1, norm),
+            nn.MaxPool3d((1, 3, 3), (1, 2, 2), (0, 1, 1)),
+            SepInceptionBlock3D(32, 8, 8, 16, 4, 8, 8, norm),  # 40 channels out
+            nn.MaxPool3d(3, 2, 1),
+            SepInceptionBlock3D(40, 16, 16, 24, 4, 8, 8, norm),  # 56
+            nn.MaxPool3d(2, 2),
+            SepInceptionBlock3D(56, 24, 16, 32, 8, 16, 16, norm))  # 88
+        net.avgpool = nn.AvgPool3d((1, 2, 2), stride=1)
+        net.classifier[1] = nn.Conv3d(88, 10, 1)
+        return net, [("input", torch.randn(1, 3, 8, 64, 64))]
+    return tvm.video.s3d(), [("input", torch.randn(1, 3, 16, 224, 224))]
+
+
+def _conv_bn_relu_1d(i, o):
+    return nn.Sequential(nn.Conv1d(i, o, 1), nn.BatchNorm1d(o), nn.ReLU())
+
+
+def _linear_bn_relu(i, o):
+    return nn.Sequential(nn.Linear(i, o), nn.BatchNorm1d(o), nn.ReLU())
+
+
+class _TNet(nn.Module):
+    """PointNet's T-Net: a k x k transform predicted from the points, plus the identity."""
+
+    def __init__(self, k, widths):
+        super().__init__()
+        c1, c2, c3, f1, f2 = widths
+        self.k = k
+        self.convs = nn.Sequential(_conv_bn_relu_1d(k, c1), _conv_bn_relu_1d(c1, c2),
+                                   _conv_bn_relu_1d(c2, c3))
+        self.fcs = nn.Sequential(_linear_bn_relu(c3, f1), _linear_bn_relu(f1, f2),
+                                 nn.Linear(f2, k * k))
+        self.register_buffer("identity", torch.eye(k).flatten())
+
+    def forward(self, x):
+        y = torch.max(self.convs(x), 2)[0]
+        return (self.fcs(y) + self.identity).view(-1, self.k, self.k)
+
+
+class PointNet(nn.Module):
+    """PointNet classification over a point cloud [N, 3, points]: shared per-point MLPs (Conv1d
+    k=1 + BatchNorm1d), input and feature transforms predicted by T-Nets and applied with batched
+    MatMul, a max over points (ReduceMax), an FC head with BatchNorm1d, LogSoftmax."""
+
+    def __init__(self, widths, classes):
+        super().__init__()
+        c1, c2, c3, f1, f2 = widths
+        self.input_transform = _TNet(3, widths)
+        self.conv1 = _conv_bn_relu_1d(3, c1)
+        self.feature_transform = _TNet(c1, widths)
+        self.convs = nn.Sequential(_conv_bn_relu_1d(c1, c2), nn.Conv1d(c2, c3, 1),
+                                   nn.BatchNorm1d(c3))
+        self.head = nn.Sequential(_linear_bn_relu(c3, f1), _linear_bn_relu(f1, f2),
+                                  nn.Linear(f2, classes))
+
+    def forward(self, points):
+        x = self.conv1(torch.bmm(self.input_transform(points), points))
+        x = torch.bmm(self.feature_transform(x), x)
+        x = torch.max(self.convs(x), 2)[0]
+        return F.log_softmax(self.head(x), 1)
+
+
+def pointnet(reduced):
+    if reduced:
+        return PointNet((16, 32, 128, 64, 32), 10), [("input", torch.randn(1, 3, 256))]
+    return PointNet((64, 128, 1024, 512, 256), 40), [("input", torch.randn(1, 3, 1024))]
 
 
 class _ReflectResidual(nn.Module):
@@ -700,6 +1207,251 @@ def einsum_encoder(reduced):
     return net, [("input", torch.randn(1, seq, hidden))]
 
 
+def _gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class _Gpt2Block(nn.Module):
+    def __init__(self, d, heads, max_positions):
+        super().__init__()
+        self.heads, self.head_dim = heads, d // heads
+        self.ln_1 = nn.LayerNorm(d)
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d)
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.mlp_proj = nn.Linear(4 * d, d)
+        causal = torch.tril(torch.ones(max_positions, max_positions, dtype=torch.bool))
+        self.register_buffer("bias", causal.view(1, 1, max_positions, max_positions))
+
+    def forward(self, x, past_k, past_v):
+        b, s, d = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(d, 2)
+        q, k, v = (t.view(b, s, self.heads, self.head_dim).permute(0, 2, 1, 3) for t in (q, k, v))
+        k = torch.cat([past_k, k], -2)
+        v = torch.cat([past_v, v], -2)
+        w = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        length = k.size(-2)
+        mask = self.bias[:, :, length - s:length, :length]
+        w = torch.where(mask, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
+        y = (torch.softmax(w, -1) @ v).permute(0, 2, 1, 3).reshape(b, s, d)
+        x = x + self.c_proj(y)
+        return x + self.mlp_proj(_gelu_new(self.c_fc(self.ln_2(x))))
+
+
+class Gpt2Cached(nn.Module):
+    """A GPT-2 decode step with a KV cache, as Hugging Face writes it: input_ids [1, 1] and
+    past_key / past_value [layers, 1, heads, past, head_dim] (stacked, indexed per layer with
+    Gather), the new keys and values Concat'ed to them, the causal mask sliced at the past length
+    and applied by Where, tanh-GELU written out (Pow, Tanh), a tied LM head (a GEMV: memory
+    bound)."""
+
+    def __init__(self, vocab, d, heads, layers, max_positions):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(max_positions, d)
+        self.blocks = nn.ModuleList(_Gpt2Block(d, heads, max_positions) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+
+    def forward(self, input_ids, past_key, past_value):
+        past = past_key.shape[-2]
+        positions = torch.arange(past, past + input_ids.shape[1]).unsqueeze(0)
+        x = self.wte(input_ids) + self.wpe(positions)
+        for i, block in enumerate(self.blocks):
+            x = block(x, past_key[i], past_value[i])
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
+def gpt2_kv(reduced):
+    if reduced:
+        vocab, d, heads, layers, past = 1000, 64, 4, 2, 15
+    else:
+        vocab, d, heads, layers, past = 50257, 768, 12, 12, 127  # GPT-2 small
+    net = Gpt2Cached(vocab, d, heads, layers, 1024)
+    cache = (layers, 1, heads, past, d // heads)
+    return net, [("input_ids", torch.randint(0, vocab, (1, 1), dtype=torch.int64)),
+                 ("past_key", torch.randn(cache)), ("past_value", torch.randn(cache))]
+
+
+class _Wav2Vec2Layer(nn.Module):
+    """A post-norm wav2vec2 layer as Hugging Face writes it: q/k/v Linear, the heads folded into
+    the batch for 3-D MatMul (bmm), a GELU feed-forward."""
+
+    def __init__(self, d, heads, inter):
+        super().__init__()
+        self.heads, self.head_dim = heads, d // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.norm1 = nn.LayerNorm(d)
+        self.ff1, self.ff2 = nn.Linear(d, inter), nn.Linear(inter, d)
+        self.norm2 = nn.LayerNorm(d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+
+        def heads(y):
+            return y.view(b, t, self.heads, self.head_dim).transpose(1, 2).reshape(
+                b * self.heads, t, self.head_dim)
+
+        q = heads(self.q(x) * self.head_dim ** -0.5)
+        attention = torch.softmax(torch.bmm(q, heads(self.k(x)).transpose(1, 2)), -1)
+        y = torch.bmm(attention, heads(self.v(x))).view(b, self.heads, t, self.head_dim)
+        x = self.norm1(x + self.o(y.transpose(1, 2).reshape(b, t, d)))
+        return self.norm2(x + self.ff2(F.gelu(self.ff1(x))))
+
+
+class Wav2Vec2(nn.Module):
+    """wav2vec2 over raw 16 kHz audio [N, samples]: a 7-layer Conv1d feature extractor (strides
+    5, 2, 2, 2, 2, 2, 2; the first with a per-channel GroupNorm, all GELU), LayerNorm and a
+    projection, a weight-normed grouped positional Conv1d with an even kernel (one frame dropped
+    by a Slice), then post-norm transformer layers."""
+
+    def __init__(self, conv, d, layers, heads, inter, position_kernel, position_groups):
+        super().__init__()
+        convs = []
+        cin = 1
+        for i, (k, s) in enumerate([(10, 5)] + [(3, 2)] * 4 + [(2, 2)] * 2):
+            convs.append(nn.Conv1d(cin, conv, k, s, bias=False))
+            if i == 0:
+                convs.append(nn.GroupNorm(conv, conv))
+            convs.append(nn.GELU())
+            cin = conv
+        self.features = nn.Sequential(*convs)
+        self.feature_norm = nn.LayerNorm(conv)
+        self.project = nn.Linear(conv, d)
+        self.position_conv = nn.utils.weight_norm(
+            nn.Conv1d(d, d, position_kernel, padding=position_kernel // 2,
+                      groups=position_groups), dim=2)
+        self.norm = nn.LayerNorm(d)
+        self.layers = nn.ModuleList(_Wav2Vec2Layer(d, heads, inter) for _ in range(layers))
+
+    def forward(self, audio):
+        x = self.features(audio[:, None]).transpose(1, 2)
+        x = self.project(self.feature_norm(x))
+        position = self.position_conv(x.transpose(1, 2))[:, :, :-1]
+        x = self.norm(x + F.gelu(position).transpose(1, 2))
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def wav2vec2(reduced):
+    if reduced:
+        # A quarter second: 12 frames.
+        return Wav2Vec2(64, 64, 2, 4, 128, 16, 4), [("input", torch.randn(1, 4000))]
+    # wav2vec2-base over one second (49 frames).
+    return Wav2Vec2(512, 768, 12, 12, 3072, 128, 16), [("input", torch.randn(1, 16000))]
+
+
+class TextCnn(nn.Module):
+    """Kim's TextCNN: an embedding (Gather), Conv1d of widths 3, 4 and 5 over it, ReLU, a max over
+    time (ReduceMax), Concat, a linear classifier."""
+
+    def __init__(self, vocab, dim, filters, widths=(3, 4, 5), classes=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.convs = nn.ModuleList(nn.Conv1d(dim, filters, w) for w in widths)
+        self.fc = nn.Linear(filters * len(widths), classes)
+
+    def forward(self, input_ids):
+        x = self.embed(input_ids).transpose(1, 2)
+        return self.fc(torch.cat([F.relu(c(x)).max(2)[0] for c in self.convs], 1))
+
+
+def textcnn(reduced):
+    vocab, dim, filters, seq = (1000, 32, 16, 64) if reduced else (30000, 300, 100, 256)
+    return TextCnn(vocab, dim, filters), [
+        ("input_ids", torch.randint(0, vocab, (1, seq), dtype=torch.int64))]
+
+
+class _DetrEncoderLayer(nn.Module):
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(d, heads)
+        self.ff = nn.Sequential(nn.Linear(d, ff), nn.ReLU(), nn.Linear(ff, d))
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, src, pos):
+        q = src + pos
+        src = self.norm1(src + self.attention(q, q, src, need_weights=False)[0])
+        return self.norm2(src + self.ff(src))
+
+
+class _DetrDecoderLayer(nn.Module):
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.self_attention = nn.MultiheadAttention(d, heads)
+        self.cross_attention = nn.MultiheadAttention(d, heads)
+        self.ff = nn.Sequential(nn.Linear(d, ff), nn.ReLU(), nn.Linear(ff, d))
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, tgt, memory, pos, query_pos):
+        q = tgt + query_pos
+        tgt = self.norm1(tgt + self.self_attention(q, q, tgt, need_weights=False)[0])
+        tgt = self.norm2(tgt + self.cross_attention(tgt + query_pos, memory + pos, memory,
+                                                    need_weights=False)[0])
+        return self.norm3(tgt + self.ff(tgt))
+
+
+class Detr(nn.Module):
+    """DETR's transformer and heads over a backbone's C5 feature map: a 1x1 input projection, a
+    sine positional embedding built in the graph (CumSum, Sin/Cos, interleaved by Concat and
+    Reshape), encoder layers, decoder layers with self- and cross-attention
+    (nn.MultiheadAttention, sequence first) over learned queries, class and sigmoid box heads."""
+
+    def __init__(self, features, d, heads, ff, layers, queries, classes):
+        super().__init__()
+        self.d = d
+        self.input_proj = nn.Conv2d(features, d, 1)
+        self.encoder = nn.ModuleList(_DetrEncoderLayer(d, heads, ff) for _ in range(layers))
+        self.decoder = nn.ModuleList(_DetrDecoderLayer(d, heads, ff) for _ in range(layers))
+        self.decoder_norm = nn.LayerNorm(d)
+        self.query_embed = nn.Parameter(torch.randn(queries, d))
+        self.class_embed = nn.Linear(d, classes + 1)
+        self.bbox_embed = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, d), nn.ReLU(),
+                                        nn.Linear(d, 4))
+
+    def sine_position(self, x):
+        b, _, h, w = x.shape
+        not_mask = torch.ones(b, h, w, dtype=x.dtype)
+        y_embed = not_mask.cumsum(1)
+        x_embed = not_mask.cumsum(2)
+        scale, eps = 2 * math.pi, 1e-6
+        y_embed = y_embed / (y_embed[:, -1:, :] + eps) * scale
+        x_embed = x_embed / (x_embed[:, :, -1:] + eps) * scale
+        features = self.d // 2
+        dim_t = torch.arange(features, dtype=x.dtype)
+        dim_t = 10000 ** (2 * torch.div(dim_t, 2, rounding_mode="floor") / features)
+        pos_x = x_embed[:, :, :, None] / dim_t
+        pos_y = y_embed[:, :, :, None] / dim_t
+        pos_x = torch.stack((pos_x[:, :, :, 0::2].sin(), pos_x[:, :, :, 1::2].cos()), 4).flatten(3)
+        pos_y = torch.stack((pos_y[:, :, :, 0::2].sin(), pos_y[:, :, :, 1::2].cos()), 4).flatten(3)
+        return torch.cat((pos_y, pos_x), 3).permute(0, 3, 1, 2)
+
+    def forward(self, features):
+        src = self.input_proj(features)
+        b = src.shape[0]
+        pos = self.sine_position(src).flatten(2).permute(2, 0, 1)
+        memory = src.flatten(2).permute(2, 0, 1)  # [HW, B, d]
+        for layer in self.encoder:
+            memory = layer(memory, pos)
+        query_pos = self.query_embed.unsqueeze(1).repeat(1, b, 1)
+        tgt = torch.zeros_like(query_pos)
+        for layer in self.decoder:
+            tgt = layer(tgt, memory, pos, query_pos)
+        hs = self.decoder_norm(tgt).transpose(0, 1)
+        return torch.cat([self.class_embed(hs), self.bbox_embed(hs).sigmoid()], -1)
+
+
+def detr(reduced):
+    if reduced:
+        net = Detr(256, 64, 4, 128, 2, 20, 10)
+        return net, [("input", torch.randn(1, 256, 8, 10))]
+    # DETR-R50's: d 256, 8 heads, 6 + 6 layers, 100 queries, 91 classes, over ResNet-50's C5 of an
+    # 800x1066 image.
+    net = Detr(2048, 256, 8, 2048, 6, 100, 91)
+    return net, [("input", torch.randn(1, 2048, 25, 34))]
+
+
 # name -> (factory, whether the leading (batch) axis is exported as dynamic)
 ZOO = {
     "resnet18": (resnet18, True),
@@ -722,12 +1474,24 @@ ZOO = {
     "alexnet": (alexnet, True),
     "vit": (vit, True),
     "swin_t": (swin_t, False),
+    "swin_v2_t": (swin_v2_t, False),
+    "maxvit_t": (maxvit_t, False),
+    "mlp_mixer": (mlp_mixer, True),
+    "mobilevit_xs": (mobilevit_xs, True),
     "deeplabv3_mobilenet": (deeplabv3_mobilenet, True),
+    "lraspp_mobilenet": (lraspp_mobilenet, True),
+    # the detections of the first image, however many NMS keeps: no batch axis
+    "ssdlite_full": (ssdlite_full, False),
+    "raft_small": (raft_small, False),
     "unet": (unet, True),
     "yolo_detector": (yolo_detector, True),
     "r3d_18": (r3d_18, True),
+    "s3d": (s3d, True),
+    "pointnet": (pointnet, True),
     "cyclegan_generator": (cyclegan_generator, True),
     "espcn": (espcn, True),
+    "edsr": (edsr, True),
+    "diffusion_unet": (diffusion_unet, True),
     "mobilefacenet": (mobilefacenet, True),
     "recurrent": (recurrent, False),
     "bert_tokens": (bert_tokens, False),
@@ -735,4 +1499,9 @@ ZOO = {
     "t5_encoder": (t5_encoder, False),
     "conformer": (conformer, False),
     "einsum_encoder": (einsum_encoder, False),
+    # the cache's leading axis is the layer, its batch the second
+    "gpt2_kv": (gpt2_kv, False),
+    "wav2vec2": (wav2vec2, False),
+    "textcnn": (textcnn, True),
+    "detr": (detr, False),
 }
