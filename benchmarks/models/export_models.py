@@ -18,16 +18,29 @@ the other shapes of model users bring:
 
   resnet18 resnext50 wide_resnet50 mobilenet_v3_large mobilenet_v3_small efficientnet_b0
   efficientnet_v2_s regnet_y_400mf regnet_x_400mf densenet121 googlenet inception_v3 squeezenet
-  shufflenet_v2 mnasnet convnext_tiny vgg11 alexnet vit swin_t
-                torchvision, input f32[N,3,H,W] (224; Inception 299, EfficientNetV2-S 288)
+  shufflenet_v2 mnasnet convnext_tiny vgg11 alexnet vit swin_t swin_v2_t maxvit_t
+                torchvision, input f32[N,3,H,W] (224; Inception 299, EfficientNetV2-S 288,
+                Swin-V2-T 256; Swin and MaxViT with a static batch)
+  mlp_mixer     MLP-Mixer-B/16: token- and channel-mixing MLPs (224x224)
+  mobilevit_xs  MobileViT-XS: inverted residuals, transformers over unfolded patches (256x256)
   deeplabv3_mobilenet  DeepLabV3 (MobileNetV3 backbone, ASPP, a Resize to a computed size)
+  lraspp_mobilenet  LR-ASPP (dilated MobileNetV3, a sigmoid-gated pooled branch) at 512x512
+  ssdlite_full  SSDlite320 with its postprocessing: anchor decoding, TopK, batched
+                NonMaxSuppression; f32[1,3,320,320] -> the first image's detections f32[K,6]
+  raft_small    RAFT-small optical flow: a correlation volume, 12 GridSample-ing ConvGRU
+                steps; image1, image2 f32[1,3,368,496] -> flow f32[1,2,368,496]
   unet          a U-Net: max-pooling encoder, ConvTranspose 2x2/2 decoder, Concat skips (256x256)
   yolo_detector a YOLOv5-style detector: SiLU, C3 Split/Concat, SPPF max pools, nearest Resize,
                 sigmoid heads reshaped to f32[N,6000,85] (320x320)
   r3d_18        torchvision's 3-D ResNet-18 for video: f32[N,3,8,112,112] (Conv3d, 3-D pooling)
+  s3d           torchvision's S3D: separable 3-D convolutions, 3-D Inception, f32[N,3,16,224,224]
+  pointnet      PointNet: per-point Conv1d, T-Net transforms by MatMul, max over f32[N,3,1024]
   cyclegan_generator  CycleGAN's ResNet generator: reflection Pad, InstanceNorm, ConvTranspose
                 with output_padding, Tanh (256x256)
   espcn         ESPCN super-resolution: f32[N,1,224,224] -> PixelShuffle (DepthToSpace) x3
+  edsr          EDSR-baseline x2 super-resolution: 16 residual blocks, f32[N,3,128,128] x2
+  diffusion_unet  DDPM's CIFAR-10 U-Net: GroupNorm, attention, a sinusoidal timestep embedding;
+                input f32[N,3,32,32] and timestep f32[N]
   mobilefacenet a MobileFaceNet-style face embedder: PReLU, depthwise bottlenecks, a global
                 depthwise 7x7 convolution, an L2-normalized 128-d embedding (112x112)
   recurrent     two LSTM layers and a bidirectional GRU over f32[1,64,128]
@@ -41,6 +54,11 @@ the other shapes of model users bring:
                 31-tap depthwise Conv1d) over filterbank features f32[1,400,80]
   einsum_encoder  six pre-norm encoder layers whose attention is torch.einsum (ONNX Einsum)
                 over f32[1,128,512]
+  gpt2_kv       one GPT-2-small decode step: input_ids i64[1,1] and past_key / past_value
+                f32[12,1,12,127,64] -> logits f32[1,1,50257]
+  wav2vec2      wav2vec2-base over one second of 16 kHz audio f32[1,16000]
+  textcnn       Kim's TextCNN over input_ids i64[N,256]
+  detr          DETR's transformer and heads over a ResNet-50 C5 map f32[1,2048,25,34]
 
 For each model NAME it writes
   OUT_DIR/NAME.onnx
@@ -54,8 +72,9 @@ in seconds: ResNet with one or two bottlenecks per stage and narrow groups, Mobi
 0.25, both at 64x64; the encoder with 2 layers, hidden 128, 4 heads, sequence 16; the TCN with 32
 channels over 256 steps.
 
-The zoo's reduced variants keep each family's blocks at 64x64 (96x96 where the architecture
-needs more), narrow widths and one or two blocks per stage.
+The zoo's reduced variants keep each family's blocks at 64x64 (96x96 to 128x160 where the
+architecture needs more), narrow widths and one or two blocks per stage; sequence models with two
+layers, RAFT with 3 refinement steps, the KV cache with 15 past positions.
 
 Nothing is downloaded: weights come from torch's initializers under torch.manual_seed, with
 BatchNorm statistics and LayerNorm affine parameters also drawn at random so that folding them is
@@ -231,8 +250,8 @@ MODELS = {
     "mlp": (single_input(make_mlp, "input"), True, "random_norms"),
     "tcn": (single_input(make_tcn, "input"), True, "random_norms"),
 }
-# The zoo: every torchvision classification family, a segmentation model, recurrent layers, a BERT
-# with token ids and a mask, a GPT-style decoder (zoo_models.py).
+# The zoo: every torchvision classification family, segmentation and detection models, recurrent
+# layers, a BERT with token ids and a mask, GPT-style decoders, ... (zoo_models.py).
 for _name, (_factory, _dynamic) in zoo_models.ZOO.items():
     MODELS[_name] = (_factory, _dynamic,
                      "transformer" if _name in ("bert_tokens", "gpt_decoder", "gpt2_kv")

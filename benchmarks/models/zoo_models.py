@@ -1208,7 +1208,9 @@ def einsum_encoder(reduced):
 
 
 def _gelu_new(x):
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+    # Hugging Face's gelu_new as it writes it (Pow, Mul, Add, Tanh), not F.gelu(approximate=...).
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi)
+                                       * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
 class _Gpt2Block(nn.Module):
