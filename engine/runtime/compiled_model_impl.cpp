@@ -23,8 +23,10 @@ namespace {
 // mmap threshold, which grows to 32 MB as large blocks are freed, for later use: the process
 // would then hold the weights' size again for as long as it runs. Compiling is rare; giving that
 // memory back costs a walk of the heap.
+// Not under a sanitizer: its allocator replaces glibc's, whose arenas malloc_trim would walk
+// (an ASan run crashed in it when threads compiled at once).
 void release_freed_heap() {
-#ifdef __GLIBC__
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   malloc_trim(0);
 #endif
 }
