@@ -108,23 +108,6 @@ dnnl::memory::desc onnx_y_desc(const RecurrentSpec& s) {
   return dnnl::memory::desc({T, N, D, H}, dt::f32, strides);
 }
 
-// A reorder between a troupe tensor and memory of the primitive's.
-class Conversion {
- public:
-  Conversion() = default;
-  Conversion(const dnnl::memory::desc& from, const dnnl::memory::desc& to)
-      : from_(unbound_memory(from)), to_(unbound_memory(to)), reorder_(from_, to_) {}
-  void run(const void* from, void* to, const dnnl::stream& stream) {
-    from_.set_data_handle(const_cast<void*>(from));
-    to_.set_data_handle(to);
-    reorder_.execute(stream, from_, to_);
-  }
-
- private:
-  dnnl::memory from_, to_;
-  dnnl::reorder reorder_;
-};
-
 class RecurrentPrimitiveKernel final : public DnnlKernel {
  public:
   explicit RecurrentPrimitiveKernel(const KernelRequest& request)
@@ -164,10 +147,9 @@ class RecurrentPrimitiveKernel final : public DnnlKernel {
     // X as ONNX lays it out, described with oneDNN's (seq, batch, input) dims.
     const dnnl::memory::desc x_md({s.seq, s.batch, s.input}, dt::f32,
                                   s.batch_major ? tag::ntc : tag::tnc);
-    x_in_ = Conversion(x_md, pd.src_layer_desc());
-    src_layer_ = unbound_memory(pd.src_layer_desc());
+    x_in_ = LayoutBridge(x_md, pd.src_layer_desc(), 0);
     dst_layer_ = unbound_memory(pd.dst_layer_desc());
-    if (has_y_) y_out_ = Conversion(primitive_y_desc(s, dt::bf16), onnx_y_desc(s));
+    if (has_y_) y_out_ = LayoutBridge(onnx_y_desc(s), primitive_y_desc(s, dt::bf16), 1);
 
     states_.clear();
     const bool lstm = s.cell == RecurrentSpec::Cell::lstm;
@@ -180,28 +162,30 @@ class RecurrentPrimitiveKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
-    void* x = thread_buffer(1, src_layer_.get_desc().get_size());
-    x_in_.run(inputs[0].raw_data(), x, stream_);
-    src_layer_.set_data_handle(x);
-    dst_layer_.set_data_handle(thread_buffer(2, dst_layer_.get_desc().get_size()));
-    std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC_LAYER, src_layer_},
-                                                  {DNNL_ARG_WEIGHTS_LAYER, weights_layer_},
-                                                  {DNNL_ARG_WEIGHTS_ITER, weights_iter_},
-                                                  {DNNL_ARG_BIAS, bias_},
-                                                  {DNNL_ARG_DST_LAYER, dst_layer_}};
+    // Y's bridge lends the primitive its sequence-major bf16 buffer; without Y the primitive
+    // still writes one, into the same thread buffer.
+    dst_layer_.set_data_handle(has_y_ ? y_out_.output_memory(outputs[0]).get_data_handle()
+                                      : thread_buffer(2, dst_layer_.get_desc().get_size()));
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC_LAYER, x_in_.to_internal(inputs[0], stream_)},
+        {DNNL_ARG_WEIGHTS_LAYER, weights_layer_},
+        {DNNL_ARG_WEIGHTS_ITER, weights_iter_},
+        {DNNL_ARG_BIAS, bias_},
+        {DNNL_ARG_DST_LAYER, dst_layer_}};
     for (State& state : states_) {
-      // An LSTM given one initial state starts the other at zero: the primitive takes both.
-      if (state.input && has_input(state.index))
-        state.conversion.run(inputs[state.index].raw_data(), state.memory.get_data_handle(),
-                             stream_);
-      args[state.arg] = state.memory;
+      if (state.input)
+        // An LSTM given one initial state starts the other at zero: the primitive takes both.
+        args[state.arg] = has_input(state.index)
+                              ? state.bridge.to_internal(inputs[state.index], stream_)
+                              : state.zeros;
+      else
+        args[state.arg] =
+            state.wanted ? state.bridge.output_memory(outputs[state.index]) : state.unwanted;
     }
     primitive_.execute(stream_, args);
-    if (has_y_) y_out_.run(dst_layer_.get_data_handle(), outputs[0].raw_data(), stream_);
+    if (has_y_) y_out_.from_internal(outputs[0], stream_);
     for (State& state : states_)
-      if (state.wanted && !state.input)
-        state.conversion.run(state.memory.get_data_handle(), outputs[state.index].raw_data(),
-                             stream_);
+      if (!state.input && state.wanted) state.bridge.from_internal(outputs[state.index], stream_);
   }
 
  private:
@@ -274,25 +258,30 @@ class RecurrentPrimitiveKernel final : public DnnlKernel {
     return to;
   }
 
-  // An initial state (input `index`) or a final one (output `index`): memory of the primitive's
-  // type and layout, converted from or to the ONNX tensor on every run.
+  // An initial state (input `index`) or a final one (output `index`), converted between the
+  // ONNX tensor and the primitive's type and layout on every run.
   struct State {
     int arg;
     size_t index;
     bool input;
     bool wanted;  // an output the node has (the primitive writes both LSTM states or neither)
-    dnnl::memory memory;
-    Conversion conversion;
+    LayoutBridge bridge;
+    dnnl::memory zeros;     // an omitted initial state
+    dnnl::memory unwanted;  // a final state the node does not have
   };
   void state_in(const dnnl::memory::desc& md, int arg, size_t index) {
-    dnnl::memory memory(md, cpu_engine());
-    // Zero where the input is omitted, and stays so: nothing writes it.
-    std::memset(memory.get_data_handle(), 0, md.get_size());
-    states_.push_back({arg, index, true, true, memory, Conversion(onnx_state_desc(spec_), md)});
+    dnnl::memory zeros;
+    if (!has_input(index)) {
+      zeros = dnnl::memory(md, cpu_engine());
+      std::memset(zeros.get_data_handle(), 0, md.get_size());
+    }
+    states_.push_back(
+        {arg, index, true, true, LayoutBridge(onnx_state_desc(spec_), md), zeros, {}});
   }
   void state_out(const dnnl::memory::desc& md, int arg, size_t index, bool wanted) {
-    states_.push_back({arg, index, false, wanted, dnnl::memory(md, cpu_engine()),
-                       Conversion(md, onnx_state_desc(spec_))});
+    dnnl::memory unwanted = wanted ? dnnl::memory() : dnnl::memory(md, cpu_engine());
+    states_.push_back(
+        {arg, index, false, wanted, LayoutBridge(onnx_state_desc(spec_), md), {}, unwanted});
   }
   // Initial states given / final states asked for; an LSTM's two go together.
   bool takes_states() const { return has_input(5) || has_input(6); }
@@ -306,9 +295,9 @@ class RecurrentPrimitiveKernel final : public DnnlKernel {
   const bool has_y_, has_y_h_, has_y_c_;
   Primitive primitive_;
   dnnl::memory weights_layer_, weights_iter_, bias_;
-  dnnl::memory src_layer_, dst_layer_;  // bound on every run
-  // X to bf16 (and sequence-major) in the thread's buffer 1, Y from bf16 in its buffer 2.
-  Conversion x_in_, y_out_;
+  dnnl::memory dst_layer_;  // bound on every run
+  // X to bf16 (and sequence-major) in the thread's conversion slot 0, Y from bf16 in slot 1.
+  LayoutBridge x_in_, y_out_;
   std::vector<State> states_;
 };
 
