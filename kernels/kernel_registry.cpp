@@ -48,6 +48,7 @@ void register_reference_kernels(KernelRegistry& registry) {
   reference::register_sampling(registry);
   reference::register_training(registry);
   reference::register_text(registry);
+  reference::register_attention(registry);
 }
 
 KernelRegistry& KernelRegistry::instance() {

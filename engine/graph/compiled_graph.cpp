@@ -177,7 +177,8 @@ std::shared_ptr<CompiledGraph> compile_graph_here(
   model->validate();
   check_values_fit_memory(*model);
   transformations::OriginalNames original_names;
-  if (!config.disable_transformations) original_names = transformations::run_all(*model);
+  if (!config.disable_transformations)
+    original_names = transformations::run_all(*model, config.inference_precision);
   auto graph = std::make_shared<CompiledGraph>();
   graph->inference_precision = config.inference_precision;
   // Streams specialize the graph per input shapes, and run node by node where a shape depends on

@@ -29,6 +29,7 @@ OpSchemaRegistry::OpSchemaRegistry() {
   register_sampling_ops(*this);
   register_training_ops(*this);
   register_text_ops(*this);
+  register_attention_ops(*this);
 }
 
 std::string qualified_op_type(const std::string& domain, const std::string& op_type) {

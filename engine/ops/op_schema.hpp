@@ -102,6 +102,7 @@ void register_signal_ops(OpSchemaRegistry& registry);
 void register_sampling_ops(OpSchemaRegistry& registry);
 void register_training_ops(OpSchemaRegistry& registry);
 void register_text_ops(OpSchemaRegistry& registry);
+void register_attention_ops(OpSchemaRegistry& registry);
 
 /// The ONNX domain of the optimizers (Adagrad, Momentum, Adam), whose ops troupe implements.
 inline constexpr const char* onnx_training_domain = "ai.onnx.preview.training";

@@ -34,6 +34,7 @@ void register_sum(KernelRegistry& registry);             // Sum Mean (one shape)
 void register_top_k(KernelRegistry& registry);           // TopK (f32)
 void register_select(KernelRegistry& registry);          // Where (rows of a select)
 void register_grid_sample(KernelRegistry& registry);     // GridSample (bilinear, nearest)
+void register_attention(KernelRegistry& registry);       // ScaledDotProductAttention (f32)
 void register_resize(KernelRegistry& registry);          // Resize (linear, half-pixel)
 void register_reduction(KernelRegistry& registry);       // ReduceMean/Sum/Max/Min/Prod
 void register_quantized_convolution(KernelRegistry& registry);  // QLinearConv (int8)

@@ -23,5 +23,6 @@ void register_signal(KernelRegistry& registry);          // windows MelWeightMat
 void register_sampling(KernelRegistry& registry);        // RoiAlign GridSample
 void register_training(KernelRegistry& registry);        // Adagrad Momentum Adam (training domain)
 void register_text(KernelRegistry& registry);            // TfIdfVectorizer
+void register_attention(KernelRegistry& registry);       // ScaledDotProductAttention (fused)
 
 }  // namespace troupe::kernels::reference

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -584,6 +586,103 @@ TEST(TransformerFusions, ClipWithRuntimeBoundIsNotFused) {
 
 // ---- a whole encoder layer ----------------------------------------------------------------------
 
+// ---- Attention
+// -----------------------------------------------------------------------------------
+
+// Q [2,3,5,4] against K stored [2,3,6,4] (transposed for the product), a padding mask per batch
+// and key, the scale as an exported Mul, V [2,3,6,7].
+std::shared_ptr<Model> masked_attention(bool scores_are_output = false, int64_t softmax_axis = -1) {
+  ModelBuilder b("attention");
+  auto q = b.input("q", ElementType::f32, {2, 3, 5, 4});
+  auto k = b.input("k", ElementType::f32, {2, 3, 6, 4});
+  auto v = b.input("v", ElementType::f32, {2, 3, 6, 7});
+  auto mask = b.input("mask", ElementType::f32, {2, 1, 1, 6});
+  auto kt = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}, "kt");
+  auto qk = b.op("MatMul", {q, kt}, {}, "qk");
+  auto scaled = b.op("Mul", {qk, b.constant("half", scalar(0.5f))}, {}, "scale");
+  auto masked = b.op("Add", {scaled, mask}, {}, "mask_add");
+  if (scores_are_output) b.output(masked, "scores");
+  auto p = b.op("Softmax", {masked}, {{"axis", softmax_axis}}, "softmax");
+  b.output(b.op("MatMul", {p, v}, {}, "pv"), "y");
+  return b.build();
+}
+
+TEST(TransformerFusions, MaskedAttentionIsOneNodeReadingKThroughItsTranspose) {
+  RunResult run = transformed_run(masked_attention());
+  ASSERT_THAT(op_types(*run.runtime), ElementsAre("ScaledDotProductAttention"));
+  const Node& fused = node_named(*run.runtime, "pv");
+  EXPECT_DOUBLE_EQ(fused.attributes.get_float("scale"), 0.5);
+  EXPECT_THAT(fused.attributes.get_ints("k_perm"), ElementsAre(0, 1, 3, 2));
+  EXPECT_FALSE(fused.attributes.has("q_perm"));
+  ASSERT_EQ(fused.inputs.size(), 4u);
+  EXPECT_EQ(run.runtime->value(fused.inputs[1]).name, "k");
+  EXPECT_EQ(run.runtime->value(fused.inputs[3]).name, "mask");
+  EXPECT_THAT(original_names(fused), ElementsAre("kt", "qk", "scale", "mask_add", "softmax", "pv"));
+}
+
+// A causal mask as GPT-style decoders export it: Where(upper triangle, -inf, scores) or
+// Where(lower triangle, scores, finfo.min). Both become an additive mask computed once.
+TEST(TransformerFusions, CausalWhereBecomesAnAdditiveMask) {
+  for (bool scores_if_true : {false, true}) {
+    const int64_t t = 6;
+    ModelBuilder b("causal");
+    auto q = b.input("q", ElementType::f32, {1, 2, t, 4});
+    auto k = b.input("k", ElementType::f32, {1, 2, 4, t});
+    auto v = b.input("v", ElementType::f32, {1, 2, t, 3});
+    std::vector<uint8_t> cond(t * t);
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < t; ++j) cond[i * t + j] = (j > i) != scores_if_true;
+    Tensor cond_tensor(ElementType::boolean, Shape{1, 1, t, t});
+    std::memcpy(cond_tensor.raw_data(), cond.data(), cond.size());
+    auto scores = b.op("MatMul", {q, k}, {}, "qk");
+    auto c = b.constant("c", scalar(scores_if_true ? std::numeric_limits<float>::lowest()
+                                                   : -std::numeric_limits<float>::infinity()));
+    auto cond_value = b.constant("cond", cond_tensor);
+    auto masked =
+        b.op("Where", {cond_value, scores_if_true ? scores : c, scores_if_true ? c : scores}, {},
+             "where");
+    auto p = b.op("Softmax", {masked}, {{"axis", int64_t{-1}}}, "softmax");
+    b.output(b.op("MatMul", {p, v}, {}, "pv"), "y");
+    RunResult run = transformed_run(b.build());
+    ASSERT_THAT(op_types(*run.runtime), ElementsAre("ScaledDotProductAttention")) << scores_if_true;
+    EXPECT_THAT(original_names(node_named(*run.runtime, "pv")),
+                ElementsAre("qk", "where", "softmax", "pv"));
+  }
+}
+
+TEST(TransformerFusions, AttentionNotFusedWhenScoresAreReadOrSoftmaxRunsOnAnotherAxis) {
+  for (bool scores_out : {true, false}) {
+    RunResult run = transformed_run(masked_attention(scores_out, scores_out ? -1 : 2));
+    EXPECT_THAT(op_types(*run.runtime), ::testing::Contains("Softmax")) << scores_out;
+    EXPECT_THAT(op_types(*run.runtime),
+                ::testing::Not(::testing::Contains("ScaledDotProductAttention")));
+  }
+  // A mask that broadcasts the scores to a larger shape is no mask of theirs.
+  ModelBuilder b("wide_mask");
+  auto q = b.input("q", ElementType::f32, {3, 5, 4});
+  auto k = b.input("k", ElementType::f32, {3, 4, 6});
+  auto mask = b.input("mask", ElementType::f32, {2, 1, 5, 6});
+  auto p = b.op("Softmax", {b.op("Add", {b.op("MatMul", {q, k}), mask})}, {{"axis", int64_t{-1}}});
+  b.output(b.op("MatMul", {p, b.input("v", ElementType::f32, {3, 6, 2})}), "y");
+  RunResult run = transformed_run(b.build());
+  EXPECT_THAT(op_types(*run.runtime),
+              ::testing::Not(::testing::Contains("ScaledDotProductAttention")));
+}
+
+TEST(TransformerFusions, AttentionStaysUnfusedInBf16) {
+  // Its kernel computes in f32, where bf16 products are faster unfused. A CPU without bf16 runs
+  // the model in f32, fused.
+  Core core;
+  CompiledModel compiled = core.compile_model(masked_attention(), "CPU",
+                                              {{props::inference_precision, std::string("bf16")}});
+  const bool bf16 = compiled.get_property(props::inference_precision).as_string() == "bf16";
+  if (bf16)
+    EXPECT_THAT(op_types(*compiled.runtime_model()),
+                ::testing::Not(::testing::Contains("ScaledDotProductAttention")));
+  else
+    EXPECT_THAT(op_types(*compiled.runtime_model()), ElementsAre("ScaledDotProductAttention"));
+}
+
 TEST(TransformerFusions, ExportedEncoderLayerFusesToItsCoreOps) {
   // One BERT layer as PyTorch exports it at opset 13 (d=16, 2 heads, 4 tokens).
   const int64_t t = 4, d = 16, h = 2, hd = 8, ffn = 32;
@@ -626,13 +725,21 @@ TEST(TransformerFusions, ExportedEncoderLayerFusesToItsCoreOps) {
   ASSERT_EQ(model->nodes().size(), 40u);
 
   RunResult run = transformed_run(model);
+  // The attention (its scale, softmax, the head-splitting Transposes of Q, K and V and the one
+  // merging the heads back) is one node.
   EXPECT_THAT(op_types(*run.runtime),
-              ::testing::UnorderedElementsAre(
-                  "MatMul", "MatMul", "MatMul", "MatMul", "MatMul", "MatMul", "MatMul", "MatMul",
-                  "Reshape", "Reshape", "Reshape", "Reshape", "Transpose", "Transpose", "Transpose",
-                  "Transpose", "Softmax", "LayerNormalization"));
-  EXPECT_EQ(node_named(*run.runtime, "qk").attributes.get_float("fused_scale"),
-            1.0 / static_cast<double>(std::sqrt(8.f)));
+              ::testing::UnorderedElementsAre("MatMul", "MatMul", "MatMul", "MatMul", "MatMul",
+                                              "MatMul", "Reshape", "Reshape", "Reshape", "Reshape",
+                                              "ScaledDotProductAttention", "LayerNormalization"));
+  const Node& attention = node_named(*run.runtime, "pv");
+  EXPECT_EQ(attention.attributes.get_float("scale"), 1.0 / static_cast<double>(std::sqrt(8.f)));
+  EXPECT_THAT(attention.attributes.get_ints("q_perm"), ElementsAre(0, 2, 1, 3));
+  EXPECT_THAT(attention.attributes.get_ints("k_perm"), ElementsAre(0, 2, 3, 1));
+  EXPECT_THAT(attention.attributes.get_ints("v_perm"), ElementsAre(0, 2, 1, 3));
+  EXPECT_THAT(attention.attributes.get_ints("y_perm"), ElementsAre(0, 2, 1, 3));
+  EXPECT_THAT(original_names(attention),
+              ElementsAre("q_transpose", "k_transpose", "v_transpose", "qk", "qk_scale", "softmax",
+                          "pv", "ctx_transpose"));
   EXPECT_EQ(node_named(*run.runtime, "up").attributes.get_string("fused_activation"), "Gelu");
   EXPECT_THAT(original_names(node_named(*run.runtime, "down")),
               ElementsAre("down", "down_bias", "residual2"));

@@ -1634,6 +1634,87 @@ std::vector<Case> grid_sample_cases(Rng& rng) {
   return cases;
 }
 
+// Fused attention (engine/ops/attention.hpp): batch ranks 0-2 with broadcasting between Q, Kt
+// and V, operands stored transposed (every permutation that keeps the axis the kernel reads in
+// place contiguous), masks of every broadcast shape (some with -inf and -1e9 entries), and
+// sizes from 1 to rows spanning several of the kernel's row blocks (N = 700).
+std::vector<Case> attention_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 40; ++k) {
+    const size_t batch_rank = static_cast<size_t>(k % 3);
+    const ints batch = rng.dims(batch_rank, 1, 3);
+    const bool large = k % 10 == 9;
+    const int64_t m = large ? 150 : rng.integer(1, 20), kk = rng.integer(1, 24);
+    const int64_t n = large ? 700 : rng.integer(1, 40), d = rng.integer(1, 20);
+    // An operand's batch dims: all of them, some broadcast (1), or fewer leading ones.
+    auto batch_of = [&]() {
+      ints dims = batch;
+      for (int64_t& dim : dims)
+        if (rng.chance(0.25)) dim = 1;
+      if (!dims.empty() && rng.chance(0.25)) dims.erase(dims.begin());
+      return dims;
+    };
+    Attributes attrs;
+    attrs.set("scale", rng.real(0.1, 1.0));
+    Case c;
+    const char* perm_names[3] = {"q_perm", "k_perm", "v_perm"};
+    ints scores;  // the broadcast batch dims, then M and N
+    for (int o = 0; o < 3; ++o) {
+      ints logical = batch_of();
+      if (logical.size() > scores.size())
+        scores.insert(scores.begin(), logical.size() - scores.size(), 1);
+      for (size_t i = 0; i < logical.size(); ++i) {
+        int64_t& dim = scores[scores.size() - logical.size() + i];
+        dim = std::max(dim, logical[i]);
+      }
+      logical.push_back(o == 0 ? m : o == 1 ? kk : n);
+      logical.push_back(o == 0 ? kk : o == 1 ? n : d);
+      const size_t rank = logical.size();
+      ints stored = logical;
+      if (rng.chance(0.6)) {
+        // A permutation keeping a contiguous axis: the stored last axis is the operand's last
+        // one (or, for Kt, its second to last).
+        ints perm(rank);
+        for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+        std::shuffle(perm.begin(), perm.end() - 1, std::mt19937(static_cast<unsigned>(k * 3 + o)));
+        if (o == 1 && rng.chance(0.5)) std::swap(perm[rank - 1], perm[rank - 2]);
+        for (size_t i = 0; i < rank; ++i) stored[static_cast<size_t>(perm[i])] = logical[i];
+        attrs.set(perm_names[o], perm);
+      }
+      c.inputs.push_back(rng.tensor(stored, -1.5, 1.5));
+    }
+    if (k % 4 != 0) {
+      scores.push_back(m);
+      scores.push_back(n);
+      ints mask = scores;
+      for (int64_t& dim : mask)
+        if (rng.chance(0.4)) dim = 1;
+      while (!mask.empty() && rng.chance(0.3)) mask.erase(mask.begin());
+      Tensor values = rng.tensor(mask, -2, 2);
+      // Masked-out keys, never a whole row: only where the mask varies along N.
+      if (!mask.empty() && mask.back() == n && n > 1)
+        for (int64_t i = 0; i < values.size(); ++i)
+          if (i % n != 0 && rng.chance(0.2))
+            values.data<float>()[i] = k % 2 ? -std::numeric_limits<float>::infinity() : -1e9f;
+      c.inputs.push_back(values);
+    }
+    // The output stored transposed (its rows kept contiguous), where Y has batch dims.
+    const size_t rank = (k % 4 != 0 ? scores.size() - 2 : scores.size()) + 2;  // Y's
+    if (rank > 2 && rng.chance(0.5)) {
+      ints perm(rank);
+      for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+      std::shuffle(perm.begin(), perm.end() - 1, std::mt19937(static_cast<unsigned>(k)));
+      attrs.set("y_perm", perm);
+    }
+    c.node = make_node("ScaledDotProductAttention", attrs);
+    c.constant.assign(c.inputs.size(), false);
+    c.tolerance = {1e-4, 1e-5};
+    c.implementation = "dnnl:attention_sgemm";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // The recurrent nodes oneDNN's RNN primitives run (recurrent_primitive.cpp): default activations,
 // no clip, peepholes or sequence_lens, constant weights; every cell, direction and layout, with
 // and without initial states and biases, sequences up to 70 steps, hidden sizes 1-70, in f32
@@ -2580,6 +2661,11 @@ TEST(BackendConsistency, RecurrentPrimitives) {
              recurrent_primitive_cases(rng));
 }
 
+TEST(BackendConsistency, ScaledDotProductAttention) {
+  Rng rng(base_seed() + 47);
+  run_family("attention", attention_cases(rng));
+}
+
 TEST(BackendConsistency, EveryDnnlOpIsCovered) {
   const std::vector<std::string> covered = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "LeakyRelu", "Elu", "Softplus",
@@ -2590,7 +2676,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-      "GridSample", "Split",
+      "GridSample", "Split", "ScaledDotProductAttention",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};

@@ -8,7 +8,7 @@ std::vector<std::string> original_names_of(const OriginalNames& names, const std
   return it != names.end() ? it->second : std::vector<std::string>{node};
 }
 
-OriginalNames run_all(Model& model) {
+OriginalNames run_all(Model& model, ElementType inference_precision) {
   OriginalNames names;
   // Quantized layers first, while their weights are still integer constants read through
   // DequantizeLinear. Then folding: it turns shape computations and weight preprocessing into
@@ -30,6 +30,7 @@ OriginalNames run_all(Model& model) {
   // the post-op fusion, which folds the Gelu node into the MatMul before it; SiLU likewise.
   fuse_matmul_bias(model, names);
   fuse_matmul_scale(model, names);
+  if (inference_precision == ElementType::f32) fuse_attention(model, names);
   fuse_layer_norm(model, names);
   fuse_gelu(model, names);
   fuse_silu(model, names);

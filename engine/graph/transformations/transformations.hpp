@@ -100,7 +100,15 @@ size_t fuse_post_ops(Model& model, OriginalNames& names);
 // both convolutions keep their fused activations.
 size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names);
 
-// Runs all passes in order; returns the original names of the rewritten nodes.
-OriginalNames run_all(Model& model);
+// Fuses attention, MatMul(Q, Kt) -> [Add(mask)] -> Softmax(last axis) -> MatMul(., V), into one
+// ScaledDotProductAttention node (engine/ops/attention.hpp), absorbing the Transposes that alone
+// feed Q, Kt or V where the kernel can read them through strides. Runs after fuse_matmul_scale
+// (the scale becomes the node's) and before fuse_post_ops (which would fold the mask's Add).
+size_t fuse_attention(Model& model, OriginalNames& names);
+
+// Runs all passes in order; returns the original names of the rewritten nodes. The attention
+// fusion only where the model computes in f32 (`inference_precision`): its kernel is f32, and
+// in bf16 the products are faster unfused.
+OriginalNames run_all(Model& model, ElementType inference_precision = ElementType::f32);
 
 }  // namespace troupe::transformations
