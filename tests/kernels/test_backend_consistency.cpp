@@ -7,6 +7,7 @@
 // The seed is fixed (TROUPE_SEED overrides it); a failure message names the case with its shapes
 // and attributes.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1715,6 +1716,48 @@ std::vector<Case> attention_cases(Rng& rng) {
   return cases;
 }
 
+// ScatterElements and Scatter: ranks 1-4, every axis (negative ones too), indices smaller than
+// the data in the other dimensions, negative and repeated indices (reduction none keeps the last
+// in index order), every reduction, i32 and i64 indices; some cases large enough to run on
+// several threads, splitting rows (axis > 0) or columns (axis 0). Bit-exact.
+std::vector<Case> scatter_elements_cases(Rng& rng) {
+  std::vector<Case> cases;
+  const char* reductions[] = {"none", "add", "mul", "max", "min"};
+  for (int k = 0; k < 40; ++k) {
+    const bool large = k % 8 == 7;
+    const size_t rank = large ? 2 : static_cast<size_t>(rng.integer(1, 4));
+    ints data = large ? ints{rng.integer(50, 300), rng.integer(64, 200)} : rng.dims(rank, 1, 6);
+    const auto axis = static_cast<size_t>(rng.integer(0, static_cast<int64_t>(rank) - 1));
+    ints index = data;
+    for (size_t d = 0; d < rank; ++d)
+      index[d] = d == axis ? (large ? 300 : rng.integer(1, 8)) : rng.integer(1, data[d]);
+    int64_t count = 1;
+    for (int64_t dim : index) count *= dim;
+    std::vector<int64_t> values(static_cast<size_t>(count));
+    for (int64_t& v : values) {
+      v = rng.integer(0, data[axis] - 1);
+      if (rng.chance(0.3)) v -= data[axis];  // the same element, counted from the end
+    }
+    Attributes attrs;
+    attrs.set("axis", static_cast<int64_t>(axis) - (k % 3 == 0 ? static_cast<int64_t>(rank) : 0));
+    const bool legacy = k % 10 == 4;  // opset 9's Scatter: no reduction
+    if (!legacy) attrs.set("reduction", std::string(reductions[k % 5]));
+    Case c;
+    c.node = make_node(legacy ? "Scatter" : "ScatterElements", attrs);
+    Tensor indices = Tensor::from_vector<int64_t>(Shape(index), values);
+    if (k % 4 == 1) {
+      std::vector<int32_t> narrow(values.begin(), values.end());
+      indices = Tensor::from_vector<int32_t>(Shape(index), narrow);
+    }
+    c.inputs = {rng.tensor(data, -2, 2), indices, rng.tensor(index, -2, 2)};
+    c.constant = {false, false, false};
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:scatter_rows";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // The recurrent nodes oneDNN's RNN primitives run (recurrent_primitive.cpp): default activations,
 // no clip, peepholes or sequence_lens, constant weights; every cell, direction and layout, with
 // and without initial states and biases, sequences up to 70 steps, hidden sizes 1-70, in f32
@@ -2666,6 +2709,45 @@ TEST(BackendConsistency, ScaledDotProductAttention) {
   run_family("attention", attention_cases(rng));
 }
 
+TEST(BackendConsistency, ScatterElements) {
+  Rng rng(base_seed() + 53);
+  run_family("scatter", scatter_elements_cases(rng));
+}
+
+// An index out of range fails the request with the reference's message, naming the node, on
+// one thread and on several (rows and columns split), whatever thread meets it.
+TEST(BackendConsistency, ScatterOutOfRangeIndexIsNamed) {
+  for (int64_t rows : {2, 600})
+    for (int64_t axis : {0, 1}) {
+      Attributes attrs;
+      attrs.set("axis", axis);
+      attrs.set("reduction", std::string("add"));
+      const Node node = make_node("ScatterElements", attrs);
+      const int64_t data_rows = axis == 0 ? 7 : rows;
+      Rng rng(base_seed() + 59);
+      std::vector<int64_t> values(static_cast<size_t>(rows * 64), 1);
+      values[values.size() - 3] = axis == 0 ? 7 : -65;
+      const std::vector<Tensor> in = {rng.tensor({data_rows, 64}),
+                                      Tensor::from_vector<int64_t>(Shape{rows, 64}, values),
+                                      rng.tensor({rows, 64})};
+      const std::vector<ValueInfo> infos = value_infos(in, "x");
+      KernelRequest request{node, infos, {ValueInfo{"y", ElementType::f32, Shape{data_rows, 64}}}};
+      std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
+      ASSERT_TRUE(fast);
+      std::vector<Tensor> out = {Tensor(ElementType::f32, Shape{data_rows, 64})};
+      try {
+        fast->execute(in, out);
+        ADD_FAILURE() << "no error for rows " << rows << " axis " << axis;
+      } catch (const ExecutionError& e) {
+        EXPECT_THAT(e.what(),
+                    ::testing::HasSubstr("ScatterElements node 'ScatterElements_under_test'"));
+        EXPECT_THAT(e.what(), ::testing::HasSubstr(
+                                  axis == 0 ? "index 7 is out of range for axis 0 of size 7"
+                                            : "index -65 is out of range for axis 1 of size 64"));
+      }
+    }
+}
+
 TEST(BackendConsistency, EveryDnnlOpIsCovered) {
   const std::vector<std::string> covered = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "LeakyRelu", "Elu", "Softplus",
@@ -2676,7 +2758,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-      "GridSample", "Split", "ScaledDotProductAttention",
+      "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
