@@ -34,6 +34,8 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_grid_sample(registry);
   onednn::register_attention(registry);
   onednn::register_scatter_elements(registry);
+  onednn::register_gather(registry);
+  onednn::register_trigonometric(registry);
   onednn::register_quantized_concat(registry);
   onednn::register_quantized_lookup(registry);
 }

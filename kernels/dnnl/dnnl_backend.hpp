@@ -36,6 +36,8 @@ void register_select(KernelRegistry& registry);            // Where (rows of a s
 void register_grid_sample(KernelRegistry& registry);       // GridSample (bilinear, nearest)
 void register_attention(KernelRegistry& registry);         // ScaledDotProductAttention (f32)
 void register_scatter_elements(KernelRegistry& registry);  // ScatterElements Scatter (f32)
+void register_gather(KernelRegistry& registry);            // Gather (row copies, any type)
+void register_trigonometric(KernelRegistry& registry);     // Sin Cos (f32)
 void register_resize(KernelRegistry& registry);            // Resize (linear, half-pixel)
 void register_reduction(KernelRegistry& registry);         // ReduceMean/Sum/Max/Min/Prod
 void register_quantized_convolution(KernelRegistry& registry);  // QLinearConv (int8)

@@ -1758,6 +1758,85 @@ std::vector<Case> scatter_elements_cases(Rng& rng) {
   return cases;
 }
 
+// Gather: f32, i64 and u8 data of ranks 1-4, every axis (negative ones too), indices of rank 0-2
+// (i64 and i32, negative ones counting from the end, repeated), embedding-sized tables large
+// enough to copy on several threads. Exact.
+std::vector<Case> gather_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 30; ++k) {
+    const bool large = k % 6 == 5;
+    const size_t rank = large ? 2 : static_cast<size_t>(rng.integer(1, 4));
+    const ints data = large ? ints{rng.integer(500, 3000), 64} : rng.dims(rank, 1, 6);
+    const auto axis =
+        static_cast<size_t>(large ? 0 : rng.integer(0, static_cast<int64_t>(rank) - 1));
+    const ints index =
+        large ? ints{rng.integer(100, 400)} : rng.dims(static_cast<size_t>(k % 3), 1, 4);
+    int64_t count = 1;
+    for (int64_t dim : index) count *= dim;
+    std::vector<int64_t> values(static_cast<size_t>(count));
+    for (int64_t& v : values) v = rng.integer(-data[axis], data[axis] - 1);
+    Attributes attrs;
+    attrs.set("axis", static_cast<int64_t>(axis) - (k % 4 == 0 ? static_cast<int64_t>(rank) : 0));
+    Case c;
+    c.node = make_node("Gather", attrs);
+    Tensor table = rng.tensor(data, -3, 3);
+    if (k % 5 == 1 || k % 5 == 2) {
+      // Integer tables (a shape, a vocabulary of ids): the values as i64 or u8.
+      const ElementType type = k % 5 == 1 ? ElementType::i64 : ElementType::u8;
+      Tensor ints_table(type, Shape(data));
+      for (int64_t i = 0; i < table.size(); ++i) {
+        const auto v = static_cast<int64_t>(std::lround(table.data<float>()[i] * 10 + 40));
+        if (type == ElementType::i64)
+          ints_table.data<int64_t>()[i] = v;
+        else
+          ints_table.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+      }
+      table = ints_table;
+    }
+    Tensor indices = Tensor::from_vector<int64_t>(Shape(index), values);
+    if (k % 4 == 3) {
+      std::vector<int32_t> narrow(values.begin(), values.end());
+      indices = Tensor::from_vector<int32_t>(Shape(index), narrow);
+    }
+    c.inputs = {table, indices};
+    c.constant = {k % 2 == 0, false};
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:gather_rows";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// Sin and Cos: arguments near 0 (where ONNX's absolute tolerance is tight), around multiples of
+// pi/2 (the argument reduction's hard cases), up to 1e5 (NeRF's high frequencies) and beyond
+// 2^20, infinities and NaN (libm's path); tensors up to 2^17 elements, several threads' worth.
+std::vector<Case> trigonometric_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 24; ++k) {
+    const ints dims =
+        k % 6 == 5 ? ints{2, 65536} : rng.dims(static_cast<size_t>(rng.integer(0, 3)), 1, 40);
+    const double range = k % 4 == 0 ? 1e-3 : k % 4 == 1 ? 10 : k % 4 == 2 ? 1e5 : 1e7;
+    Tensor x = rng.tensor(dims, -range, range);
+    float* p = x.data<float>();
+    for (int64_t i = 0; i < x.size(); ++i) {
+      if (k % 3 == 0 && i % 7 == 0)  // next to a multiple of pi/2
+        p[i] = static_cast<float>(std::round(p[i] / 1.5707963267948966) * 1.5707963267948966);
+      if (k == 11 && i < 3)
+        p[i] = i == 0 ? std::numeric_limits<float>::infinity() : i == 1 ? std::nanf("") : -0.0f;
+    }
+    Case c;
+    c.node = make_node(k % 2 ? "Cos" : "Sin");
+    c.inputs = {x};
+    c.constant = {false};
+    // The reference computes in double and rounds: the kernel must land on the same float or
+    // the next one.
+    c.tolerance = {2.4e-7, 1e-30};
+    c.implementation = "dnnl:trigonometric";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // The recurrent nodes oneDNN's RNN primitives run (recurrent_primitive.cpp): default activations,
 // no clip, peepholes or sequence_lens, constant weights; every cell, direction and layout, with
 // and without initial states and biases, sequences up to 70 steps, hidden sizes 1-70, in f32
@@ -2748,6 +2827,36 @@ TEST(BackendConsistency, ScatterOutOfRangeIndexIsNamed) {
     }
 }
 
+TEST(BackendConsistency, Gather) {
+  Rng rng(base_seed() + 61);
+  run_family("gather", gather_cases(rng));
+}
+
+TEST(BackendConsistency, GatherOutOfRangeIndexIsNamed) {
+  const Node node = make_node("Gather", Attributes{{"axis", int64_t{1}}});
+  Rng rng(base_seed() + 67);
+  const std::vector<Tensor> in = {rng.tensor({2, 5, 3}),
+                                  Tensor::from_vector<int64_t>(Shape{3}, {0, -6, 1})};
+  KernelRequest request{
+      node, value_infos(in, "x"), {ValueInfo{"y", ElementType::f32, Shape{2, 3, 3}}}};
+  std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
+  ASSERT_TRUE(fast);
+  std::vector<Tensor> out = {Tensor(ElementType::f32, Shape{2, 3, 3})};
+  try {
+    fast->execute(in, out);
+    ADD_FAILURE() << "no error";
+  } catch (const ExecutionError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(
+                              "Gather node 'Gather_under_test': index -6 is out of range for axis "
+                              "1 of size 5"));
+  }
+}
+
+TEST(BackendConsistency, SinAndCos) {
+  Rng rng(base_seed() + 71);
+  run_family("trigonometric", trigonometric_cases(rng));
+}
+
 TEST(BackendConsistency, EveryDnnlOpIsCovered) {
   const std::vector<std::string> covered = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "LeakyRelu", "Elu", "Softplus",
@@ -2758,7 +2867,8 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-      "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter",
+      "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter", "Gather",
+      "Sin", "Cos",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
