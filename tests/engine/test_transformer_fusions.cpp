@@ -589,14 +589,15 @@ TEST(TransformerFusions, ClipWithRuntimeBoundIsNotFused) {
 // ---- Attention
 // -----------------------------------------------------------------------------------
 
-// Q [2,3,5,4] against K stored [2,3,6,4] (transposed for the product), a padding mask per batch
-// and key, the scale as an exported Mul, V [2,3,6,7].
-std::shared_ptr<Model> masked_attention(bool scores_are_output = false, int64_t softmax_axis = -1) {
+// Q [2,3,5,4] against K stored [2,3,keys,4] (transposed for the product), a padding mask per
+// batch and key, the scale as an exported Mul, V [2,3,keys,7].
+std::shared_ptr<Model> masked_attention(bool scores_are_output = false, int64_t softmax_axis = -1,
+                                        int64_t keys = 100) {
   ModelBuilder b("attention");
   auto q = b.input("q", ElementType::f32, {2, 3, 5, 4});
-  auto k = b.input("k", ElementType::f32, {2, 3, 6, 4});
-  auto v = b.input("v", ElementType::f32, {2, 3, 6, 7});
-  auto mask = b.input("mask", ElementType::f32, {2, 1, 1, 6});
+  auto k = b.input("k", ElementType::f32, {2, 3, keys, 4});
+  auto v = b.input("v", ElementType::f32, {2, 3, keys, 7});
+  auto mask = b.input("mask", ElementType::f32, {2, 1, 1, keys});
   auto kt = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}, "kt");
   auto qk = b.op("MatMul", {q, kt}, {}, "qk");
   auto scaled = b.op("Mul", {qk, b.constant("half", scalar(0.5f))}, {}, "scale");
@@ -624,7 +625,7 @@ TEST(TransformerFusions, MaskedAttentionIsOneNodeReadingKThroughItsTranspose) {
 // Where(lower triangle, scores, finfo.min). Both become an additive mask computed once.
 TEST(TransformerFusions, CausalWhereBecomesAnAdditiveMask) {
   for (bool scores_if_true : {false, true}) {
-    const int64_t t = 6;
+    const int64_t t = 100;
     ModelBuilder b("causal");
     auto q = b.input("q", ElementType::f32, {1, 2, t, 4});
     auto k = b.input("k", ElementType::f32, {1, 2, 4, t});
@@ -657,13 +658,17 @@ TEST(TransformerFusions, AttentionNotFusedWhenScoresAreReadOrSoftmaxRunsOnAnothe
     EXPECT_THAT(op_types(*run.runtime),
                 ::testing::Not(::testing::Contains("ScaledDotProductAttention")));
   }
+  // Fewer keys than pay (Swin's 49), where the unfused products are as fast.
+  RunResult short_rows = transformed_run(masked_attention(false, -1, 49));
+  EXPECT_THAT(op_types(*short_rows.runtime),
+              ::testing::Not(::testing::Contains("ScaledDotProductAttention")));
   // A mask that broadcasts the scores to a larger shape is no mask of theirs.
   ModelBuilder b("wide_mask");
   auto q = b.input("q", ElementType::f32, {3, 5, 4});
-  auto k = b.input("k", ElementType::f32, {3, 4, 6});
-  auto mask = b.input("mask", ElementType::f32, {2, 1, 5, 6});
+  auto k = b.input("k", ElementType::f32, {3, 4, 100});
+  auto mask = b.input("mask", ElementType::f32, {2, 1, 5, 100});
   auto p = b.op("Softmax", {b.op("Add", {b.op("MatMul", {q, k}), mask})}, {{"axis", int64_t{-1}}});
-  b.output(b.op("MatMul", {p, b.input("v", ElementType::f32, {3, 6, 2})}), "y");
+  b.output(b.op("MatMul", {p, b.input("v", ElementType::f32, {3, 100, 2})}), "y");
   RunResult run = transformed_run(b.build());
   EXPECT_THAT(op_types(*run.runtime),
               ::testing::Not(::testing::Contains("ScaledDotProductAttention")));
@@ -684,8 +689,8 @@ TEST(TransformerFusions, AttentionStaysUnfusedInBf16) {
 }
 
 TEST(TransformerFusions, ExportedEncoderLayerFusesToItsCoreOps) {
-  // One BERT layer as PyTorch exports it at opset 13 (d=16, 2 heads, 4 tokens).
-  const int64_t t = 4, d = 16, h = 2, hd = 8, ffn = 32;
+  // One BERT layer as PyTorch exports it at opset 13 (d=16, 2 heads, 128 tokens).
+  const int64_t t = 128, d = 16, h = 2, hd = 8, ffn = 32;
   ModelBuilder b("encoder_layer");
   auto x = b.input("x", ElementType::f32, {1, t, d});
   unsigned seed = 30;

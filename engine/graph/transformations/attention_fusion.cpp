@@ -15,6 +15,8 @@ namespace troupe::transformations {
 
 namespace {
 
+constexpr int64_t min_fused_keys = 96;
+
 bool plain_matmul(const Node& node) {
   return is_op(node, "MatMul", 2) && !fused::has_bias(node) && !fused::has_sum(node) &&
          fused::activation(node).empty();
@@ -87,6 +89,11 @@ size_t fuse_attention(Model& model, OriginalNames& names) {
     const Node& qk = rewrite.node(qk_index);
     const ValueInfo scores = model.value(qk.outputs[0]);  // a copy: add_constant grows the values
     if (scores.type != ElementType::f32 || scores.shape.rank() < 2) continue;
+    // Short rows of scores (Swin's 7x7 windows: 49 keys) stay in cache unfused too, where one
+    // batched product beats a small sgemm per head (measured 0.96x fused): fuse from 96 keys,
+    // or when the key count is known only at run time.
+    const int64_t keys = scores.shape[scores.shape.rank() - 1];
+    if (keys >= 0 && keys < min_fused_keys) continue;
     if (model.value(qk.inputs[0]).shape.rank() < 2 || model.value(qk.inputs[1]).shape.rank() < 2)
       continue;
     // [Add(mask)] -> Softmax -> MatMul(., V).
