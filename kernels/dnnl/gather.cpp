@@ -47,7 +47,8 @@ class GatherKernel final : public Kernel {
     if (out[0].size() != outer * count * inner)
       fail("output has " + std::to_string(out[0].size()) + " elements, expected " +
            std::to_string(outer * count * inner));
-    std::vector<int64_t> rows(static_cast<size_t>(count));
+    std::vector<int64_t>& rows = rows_;  // kept between runs: no allocation per lookup
+    rows.resize(static_cast<size_t>(count));
     for (int64_t j = 0; j < count; ++j) {
       const int64_t v = in[1].element_type() == ElementType::i64
                             ? in[1].data<int64_t>()[j]
@@ -64,13 +65,19 @@ class GatherKernel final : public Kernel {
     const int64_t copies = outer * count;
     const bool parallel =
         static_cast<size_t>(copies) * row_bytes >= (size_t{1} << 16) && copies > 1;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t c = 0; c < copies; ++c) {
-      const int64_t o = c / count, j = c % count;
-      std::memcpy(dst + static_cast<size_t>(c) * row_bytes,
+    auto copy = [&](int64_t o, int64_t j) {
+      std::memcpy(dst + static_cast<size_t>(o * count + j) * row_bytes,
                   src + static_cast<size_t>(o * extent + rows[static_cast<size_t>(j)]) * row_bytes,
                   row_bytes);
+    };
+    if (!parallel) {  // a small lookup: not even a parallel region of one thread
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < count; ++j) copy(o, j);
+      return;
     }
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < count; ++j) copy(o, j);
   }
 
  private:
@@ -79,6 +86,7 @@ class GatherKernel final : public Kernel {
   }
 
   Node node_;
+  std::vector<int64_t> rows_;
 };
 
 }  // namespace
