@@ -59,6 +59,10 @@ the other shapes of model users bring:
   wav2vec2      wav2vec2-base over one second of 16 kHz audio f32[1,16000]
   textcnn       Kim's TextCNN over input_ids i64[N,256]
   detr          DETR's transformer and heads over a ResNet-50 C5 map f32[1,2048,25,34]
+  whisper_enc   Whisper-tiny's audio encoder over f32[1,80,3000] mel frames (1500 positions)
+  gcn           a 3-layer graph convolutional network (Gather, ScatterElements add) over 2000
+                nodes f32[2000,128] and edge_index i64[2,10000]
+  nerf_mlp      NeRF's MLP with its Sin/Cos positional encoding over 65536 points f32[65536,3]
 
 For each model NAME it writes
   OUT_DIR/NAME.onnx

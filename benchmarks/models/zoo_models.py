@@ -1454,6 +1454,150 @@ def detr(reduced):
     return net, [("input", torch.randn(1, 2048, 25, 34))]
 
 
+class _WhisperLayer(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.attn_ln = nn.LayerNorm(d)
+        self.query, self.value, self.out = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        self.key = nn.Linear(d, d, bias=False)
+        self.mlp_ln = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        # Variance-preserving weights, so that attention scores spread over about 1.
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                with torch.no_grad():
+                    m.weight.normal_(0.0, 1.0 / math.sqrt(m.in_features))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.attn_ln(x)
+        scale = (d // self.heads) ** -0.25
+        q = self.query(h).view(b, t, self.heads, -1).permute(0, 2, 1, 3) * scale
+        k = self.key(h).view(b, t, self.heads, -1).permute(0, 2, 3, 1) * scale
+        v = self.value(h).view(b, t, self.heads, -1).permute(0, 2, 1, 3)
+        w = torch.softmax((q @ k).float(), -1)
+        x = x + self.out((w @ v).permute(0, 2, 1, 3).flatten(2))
+        return x + self.mlp(self.mlp_ln(x))
+
+
+class WhisperEncoder(nn.Module):
+    """Whisper's audio encoder as openai/whisper writes it: two Conv1d + GELU (the second of
+    stride 2), a sinusoidal position table added, pre-norm layers whose q and k are each scaled
+    by hd^-0.25 (key without bias), a GELU MLP, a final LayerNorm."""
+
+    def __init__(self, mels, ctx, d, heads, layers):
+        super().__init__()
+        self.conv1 = nn.Conv1d(mels, d, 3, padding=1)
+        self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
+        inc = torch.exp(-math.log(10000) / (d // 2 - 1) * torch.arange(d // 2))
+        t = torch.arange(ctx)[:, None] * inc[None, :]
+        self.register_buffer("positional_embedding", torch.cat([t.sin(), t.cos()], 1))
+        self.blocks = nn.ModuleList(_WhisperLayer(d, heads) for _ in range(layers))
+        self.ln_post = nn.LayerNorm(d)
+
+    def forward(self, mel):
+        x = F.gelu(self.conv1(mel))
+        x = F.gelu(self.conv2(x)).permute(0, 2, 1)
+        x = x + self.positional_embedding
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_post(x)
+
+
+def whisper_enc(reduced):
+    # Reduced: 100 positions, enough keys for the attention fusion (96 on).
+    if reduced:
+        return WhisperEncoder(16, 100, 64, 2, 2), [("input", torch.randn(1, 16, 200))]
+    # Whisper-tiny's: 80 mels, 3000 frames -> 1500 positions, d 384, 6 heads, 4 layers.
+    return WhisperEncoder(80, 1500, 384, 6, 4), [("input", torch.randn(1, 80, 3000))]
+
+
+class _GcnLayer(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.lin = nn.Linear(i, o, bias=False)
+        self.bias = nn.Parameter(0.05 * torch.randn(o))
+
+    def forward(self, x, src, dst, norm):
+        h = self.lin(x)
+        msg = h.index_select(0, src) * norm[:, None]
+        out = torch.zeros_like(h).scatter_add(0, dst[:, None].expand(-1, h.shape[1]), msg)
+        return out + self.bias
+
+
+class Gcn(nn.Module):
+    """Kipf & Welling's GCN as PyG's GCNConv computes it, in plain torch: self loops appended,
+    degrees by scatter_add of ones, symmetric D^-1/2 normalization (Pow), messages gathered by
+    source (Gather) and summed into destinations (ScatterElements, reduction add), ReLU between
+    layers, log_softmax; edge_index [2, E] int64."""
+
+    def __init__(self, dims):
+        super().__init__()
+        self.layers = nn.ModuleList(_GcnLayer(a, b) for a, b in zip(dims[:-1], dims[1:]))
+
+    def forward(self, x, edge_index):
+        n = x.shape[0]
+        loops = torch.arange(n, dtype=edge_index.dtype)
+        src = torch.cat([edge_index[0], loops])
+        dst = torch.cat([edge_index[1], loops])
+        deg = torch.zeros(n, dtype=x.dtype).scatter_add(0, dst, torch.ones_like(dst, dtype=x.dtype))
+        dinv = deg.pow(-0.5)
+        norm = dinv.index_select(0, src) * dinv.index_select(0, dst)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, src, dst, norm)
+            if i != len(self.layers) - 1:
+                x = F.relu(x)
+        return F.log_softmax(x, -1)
+
+
+def gcn(reduced):
+    nodes, edges, dims = (200, 1000, (16, 32, 32, 8)) if reduced else (2000, 10000,
+                                                                      (128, 256, 256, 40))
+    return Gcn(dims), [("input", torch.randn(nodes, dims[0])),
+                       ("edge_index", torch.randint(0, nodes, (2, edges), dtype=torch.int64))]
+
+
+class Nerf(nn.Module):
+    """The original NeRF MLP: positional encoding of the point (10 frequencies) and the view
+    direction (4): x * 2^k, Sin, Cos, Concat; 8 Linear+ReLU layers with the encoded point
+    concatenated again after the 5th, a density head, a view-dependent branch, sigmoid RGB."""
+
+    def __init__(self, w, depth=8, skip=4, lx=10, ld=4):
+        super().__init__()
+        self.register_buffer("fx", 2.0 ** torch.arange(lx, dtype=torch.float32))
+        self.register_buffer("fd", 2.0 ** torch.arange(ld, dtype=torch.float32))
+        cx, cd = 3 + 6 * lx, 3 + 6 * ld
+        self.skip = skip
+        self.pts = nn.ModuleList([nn.Linear(cx, w)] + [
+            nn.Linear(w + cx if i == skip + 1 else w, w) for i in range(1, depth)])
+        self.sigma = nn.Linear(w, 1)
+        self.feature = nn.Linear(w, w)
+        self.views = nn.Linear(w + cd, w // 2)
+        self.rgb = nn.Linear(w // 2, 3)
+
+    @staticmethod
+    def encode(p, f):
+        x = (p[:, None, :] * f[None, :, None]).flatten(1)
+        return torch.cat([p, torch.sin(x), torch.cos(x)], -1)
+
+    def forward(self, points, dirs):
+        ex, ed = self.encode(points, self.fx), self.encode(dirs, self.fd)
+        h = ex
+        for i, lin in enumerate(self.pts):
+            if i == self.skip + 1:
+                h = torch.cat([ex, h], -1)
+            h = F.relu(lin(h))
+        sigma = F.relu(self.sigma(h))
+        h = F.relu(self.views(torch.cat([self.feature(h), ed], -1)))
+        return torch.cat([torch.sigmoid(self.rgb(h)), sigma], -1)
+
+
+def nerf_mlp(reduced):
+    points, width = (1024, 64) if reduced else (65536, 256)
+    return Nerf(width), [("points", torch.randn(points, 3)), ("dirs", torch.randn(points, 3))]
+
+
 # name -> (factory, whether the leading (batch) axis is exported as dynamic)
 ZOO = {
     "resnet18": (resnet18, True),
@@ -1506,4 +1650,8 @@ ZOO = {
     "wav2vec2": (wav2vec2, False),
     "textcnn": (textcnn, True),
     "detr": (detr, False),
+    "whisper_enc": (whisper_enc, False),
+    # graph and point sets: their leading axis is no batch
+    "gcn": (gcn, False),
+    "nerf_mlp": (nerf_mlp, False),
 }
