@@ -2523,6 +2523,19 @@ std::vector<Case> transpose_cases(Rng& rng) {
     c.implementation = "dnnl:row_copy";
     cases.push_back(c);
   }
+  // Large enough to copy rows on several threads (Swin's window partition, an odd row count).
+  for (const auto& [dims, perm] :
+       std::vector<std::pair<ints, ints>>{{{1, 8, 7, 8, 7, 96}, {0, 1, 3, 2, 4, 5}},
+                                          {{3, 49, 5, 7, 32}, {2, 0, 3, 1, 4}},
+                                          {{1, 7, 9, 11, 8, 96}, {0, 3, 1, 4, 2, 5}}}) {
+    Case c;
+    c.node = make_node("Transpose", Attributes{{"perm", perm}});
+    c.inputs = {rng.tensor(dims)};
+    c.constant = {false};
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:row_copy";
+    cases.push_back(c);
+  }
   return cases;
 }
 
