@@ -134,7 +134,8 @@ class AttentionKernel final : public Kernel {
     const float scale = static_cast<float>(scale_);
     const int64_t m_stride = g.q.strides[g.q.dims.size() - 2];
     std::exception_ptr failure;
-#pragma omp parallel num_threads(static_cast <int>(std::min <int64_t>(threads, tasks)))
+    const int team = static_cast<int>(std::min<int64_t>(threads, tasks));
+#pragma omp parallel num_threads(team)
     {
       std::vector<float> scores(static_cast<size_t>(rows * g.n));
 #pragma omp for schedule(static)
