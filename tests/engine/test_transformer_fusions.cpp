@@ -608,21 +608,48 @@ std::shared_ptr<Model> masked_attention(bool scores_are_output = false, int64_t 
   return b.build();
 }
 
-TEST(TransformerFusions, MaskedAttentionIsOneNodeReadingKThroughItsTranspose) {
+// K^T's Transpose stays a copy: read by columns in place, the kernel was slower.
+TEST(TransformerFusions, MaskedAttentionIsOneNode) {
   RunResult run = transformed_run(masked_attention());
-  ASSERT_THAT(op_types(*run.runtime), ElementsAre("ScaledDotProductAttention"));
+  ASSERT_THAT(op_types(*run.runtime), ElementsAre("Transpose", "ScaledDotProductAttention"));
   const Node& fused = node_named(*run.runtime, "pv");
   EXPECT_DOUBLE_EQ(fused.attributes.get_float("scale"), 0.5);
-  EXPECT_THAT(fused.attributes.get_ints("k_perm"), ElementsAre(0, 1, 3, 2));
+  EXPECT_FALSE(fused.attributes.has("k_perm"));
   EXPECT_FALSE(fused.attributes.has("q_perm"));
   ASSERT_EQ(fused.inputs.size(), 4u);
-  EXPECT_EQ(run.runtime->value(fused.inputs[1]).name, "k");
+  EXPECT_EQ(fused.inputs[1], node_named(*run.runtime, "kt").outputs[0]);
   EXPECT_EQ(run.runtime->value(fused.inputs[3]).name, "mask");
-  EXPECT_THAT(original_names(fused), ElementsAre("kt", "qk", "scale", "mask_add", "softmax", "pv"));
+  EXPECT_THAT(original_names(fused), ElementsAre("qk", "scale", "mask_add", "softmax", "pv"));
 }
 
 // A causal mask as GPT-style decoders export it: Where(upper triangle, -inf, scores) or
 // Where(lower triangle, scores, finfo.min). Both become an additive mask computed once.
+// Whisper's and torch MultiheadAttention's scaling: q and k each multiplied (or divided) by a
+// scalar after the heads are split. The factors join the node's scale, and the Transposes before
+// them are absorbed too.
+TEST(TransformerFusions, ScalarFactorsOnQAndKJoinTheScale) {
+  const int64_t t = 100, h = 2, hd = 8;
+  ModelBuilder b("scaled_operands");
+  auto x = b.input("x", ElementType::f32, {1, t, h, hd});
+  auto y = b.input("y", ElementType::f32, {1, hd, h, t});
+  auto v = b.input("v", ElementType::f32, {1, h, t, hd});
+  auto q = b.op("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}, "q_transpose");
+  auto k = b.op("Transpose", {y}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}, "k_transpose");
+  auto q_scaled = b.op("Div", {q, b.constant("two", scalar(2.f))}, {}, "q_div");
+  auto k_scaled = b.op("Mul", {b.constant("quarter", scalar(0.25f)), k}, {}, "k_mul");
+  auto p = b.op("Softmax", {b.op("MatMul", {q_scaled, k_scaled}, {}, "qk")},
+                {{"axis", int64_t{-1}}}, "softmax");
+  b.output(b.op("MatMul", {p, v}, {}, "pv"), "out");
+  RunResult run = transformed_run(b.build());
+  ASSERT_THAT(op_types(*run.runtime), ElementsAre("ScaledDotProductAttention"));
+  const Node& fused = node_named(*run.runtime, "pv");
+  EXPECT_DOUBLE_EQ(fused.attributes.get_float("scale"), 0.125);
+  EXPECT_THAT(fused.attributes.get_ints("q_perm"), ElementsAre(0, 2, 1, 3));
+  EXPECT_THAT(fused.attributes.get_ints("k_perm"), ElementsAre(0, 2, 1, 3));
+  EXPECT_THAT(original_names(fused),
+              ElementsAre("q_transpose", "k_transpose", "q_div", "k_mul", "qk", "softmax", "pv"));
+}
+
 TEST(TransformerFusions, CausalWhereBecomesAnAdditiveMask) {
   for (bool scores_if_true : {false, true}) {
     const int64_t t = 100;
@@ -685,7 +712,8 @@ TEST(TransformerFusions, AttentionStaysUnfusedInBf16) {
     EXPECT_THAT(op_types(*compiled.runtime_model()),
                 ::testing::Not(::testing::Contains("ScaledDotProductAttention")));
   else
-    EXPECT_THAT(op_types(*compiled.runtime_model()), ElementsAre("ScaledDotProductAttention"));
+    EXPECT_THAT(op_types(*compiled.runtime_model()),
+                ElementsAre("Transpose", "ScaledDotProductAttention"));
 }
 
 TEST(TransformerFusions, ExportedEncoderLayerFusesToItsCoreOps) {
@@ -730,21 +758,21 @@ TEST(TransformerFusions, ExportedEncoderLayerFusesToItsCoreOps) {
   ASSERT_EQ(model->nodes().size(), 40u);
 
   RunResult run = transformed_run(model);
-  // The attention (its scale, softmax, the head-splitting Transposes of Q, K and V and the one
-  // merging the heads back) is one node.
-  EXPECT_THAT(op_types(*run.runtime),
-              ::testing::UnorderedElementsAre("MatMul", "MatMul", "MatMul", "MatMul", "MatMul",
-                                              "MatMul", "Reshape", "Reshape", "Reshape", "Reshape",
-                                              "ScaledDotProductAttention", "LayerNormalization"));
+  // The attention (its scale, softmax, the head-splitting Transposes of Q and V and the one
+  // merging the heads back) is one node; K's, which makes K^T, stays a copy.
+  EXPECT_THAT(
+      op_types(*run.runtime),
+      ::testing::UnorderedElementsAre("MatMul", "MatMul", "MatMul", "MatMul", "MatMul", "MatMul",
+                                      "Reshape", "Reshape", "Reshape", "Reshape", "Transpose",
+                                      "ScaledDotProductAttention", "LayerNormalization"));
   const Node& attention = node_named(*run.runtime, "pv");
   EXPECT_EQ(attention.attributes.get_float("scale"), 1.0 / static_cast<double>(std::sqrt(8.f)));
   EXPECT_THAT(attention.attributes.get_ints("q_perm"), ElementsAre(0, 2, 1, 3));
-  EXPECT_THAT(attention.attributes.get_ints("k_perm"), ElementsAre(0, 2, 3, 1));
+  EXPECT_FALSE(attention.attributes.has("k_perm"));
   EXPECT_THAT(attention.attributes.get_ints("v_perm"), ElementsAre(0, 2, 1, 3));
   EXPECT_THAT(attention.attributes.get_ints("y_perm"), ElementsAre(0, 2, 1, 3));
-  EXPECT_THAT(original_names(attention),
-              ElementsAre("q_transpose", "k_transpose", "v_transpose", "qk", "qk_scale", "softmax",
-                          "pv", "ctx_transpose"));
+  EXPECT_THAT(original_names(attention), ElementsAre("q_transpose", "v_transpose", "qk", "qk_scale",
+                                                     "softmax", "pv", "ctx_transpose"));
   EXPECT_EQ(node_named(*run.runtime, "up").attributes.get_string("fused_activation"), "Gelu");
   EXPECT_THAT(original_names(node_named(*run.runtime, "down")),
               ElementsAre("down", "down_bias", "residual2"));

@@ -101,9 +101,10 @@ size_t fuse_post_ops(Model& model, OriginalNames& names);
 size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names);
 
 // Fuses attention, MatMul(Q, Kt) -> [Add(mask)] -> Softmax(last axis) -> MatMul(., V), into one
-// ScaledDotProductAttention node (engine/ops/attention.hpp), absorbing the Transposes that alone
-// feed Q, Kt or V where the kernel can read them through strides. Runs after fuse_matmul_scale
-// (the scale becomes the node's) and before fuse_post_ops (which would fold the mask's Add).
+// ScaledDotProductAttention node (engine/ops/attention.hpp), absorbing the scalar factors and the
+// Transposes that alone feed Q, Kt or V where the kernel reads their rows in place. Runs after
+// fuse_matmul_scale (the scale becomes the node's) and before fuse_post_ops (which would fold the
+// mask's Add).
 size_t fuse_attention(Model& model, OriginalNames& names);
 
 // Runs all passes in order; returns the original names of the rewritten nodes. The attention
