@@ -50,12 +50,7 @@ std::vector<int64_t> output_dims(const Node& node, const std::vector<int64_t>& l
 
 Operand operand(const Node& node, size_t i, const std::vector<int64_t>& stored) {
   const size_t rank = stored.size();
-  std::vector<int64_t> strides(rank);
-  int64_t stride = 1;
-  for (size_t d = rank; d-- > 0;) {
-    strides[d] = stride;
-    stride *= stored[d] > 0 ? stored[d] : 1;
-  }
+  const std::vector<int64_t> strides = row_major_strides(Shape(stored));
   const std::vector<int64_t> p = perm(node, i);
   if (p.empty()) return {stored, strides};
   check_perm(node, perm_attributes[i], p, rank);
@@ -75,17 +70,6 @@ namespace {
 
 std::string text(const std::vector<int64_t>& dims) {
   return Shape(dims).to_string();
-}
-
-// Strides of dense row-major dims.
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size());
-  int64_t stride = 1;
-  for (size_t d = dims.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride *= dims[d];
-  }
-  return strides;
 }
 
 }  // namespace
@@ -140,7 +124,7 @@ Geometry geometry(const Node& node, const std::vector<int64_t>& q, const std::ve
     scores.push_back(g.n);
     if (mask->size() > scores.size())
       fail_run(node, "mask " + text(*mask) + " does not broadcast to the scores " + text(scores));
-    const std::vector<int64_t> strides = dense_strides(*mask);
+    const std::vector<int64_t> strides = row_major_strides(Shape(*mask));
     std::vector<int64_t> aligned(scores.size(), 0);
     const size_t lead = scores.size() - mask->size();
     for (size_t i = 0; i < mask->size(); ++i) {
@@ -158,7 +142,7 @@ Geometry geometry(const Node& node, const std::vector<int64_t>& q, const std::ve
   std::vector<int64_t> y = g.batch_dims;
   y.push_back(g.m);
   y.push_back(g.d);
-  const std::vector<int64_t> stored_strides = dense_strides(output_dims(node, y));
+  const std::vector<int64_t> stored_strides = row_major_strides(Shape(output_dims(node, y)));
   std::vector<int64_t> y_perm = perm(node, 3);
   std::vector<int64_t> y_strides(y.size());
   for (size_t i = 0; i < y.size(); ++i)

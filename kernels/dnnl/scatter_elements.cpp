@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/dnnl/dnnl_backend.hpp"
@@ -86,29 +87,17 @@ class ScatterElementsKernel final : public Kernel {
     if (in[1].size() == 0) return;
     const bool wide = in[1].element_type() == ElementType::i64;
     int64_t bad = 0;
-    bool ok = true;
-    switch (reduction_) {
-      case Reduction::none:
-        ok = wide ? scatter<Reduction::none, int64_t>(in, y, axis, bad)
-                  : scatter<Reduction::none, int32_t>(in, y, axis, bad);
-        break;
-      case Reduction::add:
-        ok = wide ? scatter<Reduction::add, int64_t>(in, y, axis, bad)
-                  : scatter<Reduction::add, int32_t>(in, y, axis, bad);
-        break;
-      case Reduction::mul:
-        ok = wide ? scatter<Reduction::mul, int64_t>(in, y, axis, bad)
-                  : scatter<Reduction::mul, int32_t>(in, y, axis, bad);
-        break;
-      case Reduction::max:
-        ok = wide ? scatter<Reduction::max, int64_t>(in, y, axis, bad)
-                  : scatter<Reduction::max, int32_t>(in, y, axis, bad);
-        break;
-      case Reduction::min:
-        ok = wide ? scatter<Reduction::min, int64_t>(in, y, axis, bad)
-                  : scatter<Reduction::min, int32_t>(in, y, axis, bad);
-        break;
-    }
+    auto with = [&](auto reduction) {
+      constexpr Reduction R = decltype(reduction)::value;
+      return wide ? scatter<R, int64_t>(in, y, axis, bad) : scatter<R, int32_t>(in, y, axis, bad);
+    };
+    using std::integral_constant;
+    const bool ok =
+        reduction_ == Reduction::add   ? with(integral_constant<Reduction, Reduction::add>{})
+        : reduction_ == Reduction::mul ? with(integral_constant<Reduction, Reduction::mul>{})
+        : reduction_ == Reduction::max ? with(integral_constant<Reduction, Reduction::max>{})
+        : reduction_ == Reduction::min ? with(integral_constant<Reduction, Reduction::min>{})
+                                       : with(integral_constant<Reduction, Reduction::none>{});
     // The request fails: what the output holds by then does not matter.
     if (!ok)
       fail("index " + std::to_string(bad) + " is out of range for axis " + std::to_string(axis) +
