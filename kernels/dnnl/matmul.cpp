@@ -1,7 +1,8 @@
 // MatMul (numpy semantics: 1-D operands promoted, batch dims broadcast) and Gemm (transposes as
 // strides, alpha as output scale, C as bias or as a binary post-op) on oneDNN's matmul primitive.
 // A constant right-hand side is packed once into the layout the primitive prefers; an f32
-// product of one or two rows by a constant reads it in place with sgemm (SmallRowsProduct); on
+// product of one or two rows by a constant streams it (SmallRowsProduct: in place, or a
+// transposed B from a copy transposed back once), the fused activation applied after it; on
 // AVX2 CPUs an f32 product of more rows by a constant 2-D one wider than deep runs on troupe's
 // packed GEMM (PackedProduct).
 #include <algorithm>
@@ -43,12 +44,6 @@ int64_t product(const Dims& dims) {
 bool plain_weights(const dnnl::matmul::primitive_desc& pd) {
   const dnnl::memory::desc w = pd.weights_desc();
   return w == plain_f32(w.dims());
-}
-
-// Whether the node's fused activation is one SmallRowsProduct applies: none or a Relu.
-bool relu_or_none(const Node& node) {
-  const std::string activation = fused::activation(node);
-  return activation.empty() || activation == "Relu";
 }
 
 // The primitive and its operands, shared by MatMul and Gemm.
@@ -236,7 +231,8 @@ class MatMulKernel final : public DnnlKernel {
     packed_active_ = false;
     small_rows_ = rank == 2 && inputs[1].rank() == 2 && constant(1) &&
                   compute_type() == dnnl::memory::data_type::f32 &&
-                  a[0] <= SmallRowsProduct::max_rows && relu_or_none(node_);
+                  a[0] <= SmallRowsProduct::max_rows &&
+                  activation_.prepare(node_, plain_f32({a[0], b[1]}));
     if (small_rows_) {
       // s * (AB + b) + R: the residual is in dst already, s * b is added to it, then s * AB.
       product_ = SmallRowsProduct{};
@@ -246,8 +242,8 @@ class MatMulKernel final : public DnnlKernel {
       product_.alpha = scale_;
       product_.beta = scale_;
       product_.c_cols = product_.n;
-      product_.relu = !fused::activation(node_).empty();
-      set_impl("sgemm");
+      product_.relu = activation_.relu_in_store();
+      set_impl(product_.implementation());
       return true;
     }
     packed_active_ =
@@ -311,9 +307,10 @@ class MatMulKernel final : public DnnlKernel {
     const Tensor* bias = fused_bias_ ? &inputs[2] : nullptr;
     if (packed_active_)
       packed_.run(inputs[0], inputs[1], bias ? bias->data<float>() : nullptr, outputs[0], stream_);
-    else if (small_rows_)
+    else if (small_rows_) {
       product_.run(inputs[0], inputs[1], bias, outputs[0], fused_sum_);
-    else
+      activation_.run(outputs[0].data<float>(), stream_);
+    } else
       core_.run(inputs[0], inputs[1], bias, outputs[0], stream_);
   }
 
@@ -323,7 +320,8 @@ class MatMulKernel final : public DnnlKernel {
   float scale_ = 1.f;
   bool small_rows_ = false;
   SmallRowsProduct product_;
-  bool packed_active_ = false;  // packed_ computes it (else product_ or core_)
+  InPlaceActivation activation_;  // a fused activation other than ReLU, after product_
+  bool packed_active_ = false;    // packed_ computes it (else product_ or core_)
   PackedProduct packed_;
   MatmulCore core_;
 };
@@ -366,7 +364,7 @@ class GemmKernel final : public DnnlKernel {
     const dnnl::memory::desc c_md = plain_f32(c.empty() ? Dims{1, 1} : c);
     packed_active_ = false;
     small_rows_ = constant(1) && compute_type() == dnnl::memory::data_type::f32 &&
-                  m <= SmallRowsProduct::max_rows && relu_or_none(node_);
+                  m <= SmallRowsProduct::max_rows && activation_.prepare(node_, plain_f32({m, n}));
     if (small_rows_) {
       product_ = SmallRowsProduct{};
       product_.m = m;
@@ -380,8 +378,12 @@ class GemmKernel final : public DnnlKernel {
         product_.c_rows = c[0];
         product_.c_cols = c[1];
       }
-      product_.relu = !fused::activation(node_).empty();
-      set_impl("sgemm");
+      product_.relu = activation_.relu_in_store();
+      // A transposed B (a Linear layer's [out, in] weight) is kept transposed back, once, shared
+      // by the streams, and streamed like one stored [K, N]: sgemm read [N, K] slower.
+      product_.b_rows = trans_b_ && n >= SmallRowsProduct::min_streamed_columns;
+      if (product_.b_rows) b_rows_ = PackedWeights(b_md, plain_f32({k, n}), constant(1), stream_);
+      set_impl(product_.implementation());
       return true;
     }
     // A Linear layer (C a bias row, or none with alpha as the scale) with A not transposed.
@@ -418,7 +420,8 @@ class GemmKernel final : public DnnlKernel {
   }
 
   const PackedWeights* packed_weights(size_t i) const override {
-    if (i != 1 || small_rows_) return nullptr;
+    if (i != 1) return nullptr;
+    if (small_rows_) return product_.b_rows ? &b_rows_ : nullptr;
     return packed_active_ ? &packed_.weights : &core_.weights;
   }
 
@@ -426,9 +429,14 @@ class GemmKernel final : public DnnlKernel {
     const Tensor* c = use_c_ ? &inputs[2] : nullptr;
     if (packed_active_)
       packed_.run(inputs[0], inputs[1], c ? c->data<float>() : nullptr, outputs[0], stream_);
-    else if (small_rows_)
-      product_.run(inputs[0], inputs[1], c, outputs[0], false);
-    else
+    else if (small_rows_) {
+      const float* b_rows =
+          product_.b_rows
+              ? static_cast<const float*>(b_rows_.get(inputs[1], stream_).get_data_handle())
+              : nullptr;
+      product_.run(inputs[0], inputs[1], c, outputs[0], false, b_rows);
+      activation_.run(outputs[0].data<float>(), stream_);
+    } else
       core_.run(inputs[0], inputs[1], c, outputs[0], stream_);
   }
 
@@ -440,7 +448,9 @@ class GemmKernel final : public DnnlKernel {
   bool use_c_ = false;
   bool small_rows_ = false;
   SmallRowsProduct product_;
-  bool packed_active_ = false;  // packed_ computes it (else product_ or core_)
+  PackedWeights b_rows_;          // a transposed B as [K, N] rows, for product_
+  InPlaceActivation activation_;  // a fused activation other than ReLU, after product_
+  bool packed_active_ = false;    // packed_ computes it (else product_ or core_)
   PackedProduct packed_;
   MatmulCore core_;
 };

@@ -15,6 +15,7 @@ namespace troupe::kernels::onednn {
 struct SharedWeights {
   dnnl::memory packed;
   const void* source_address = nullptr;
+  std::shared_ptr<void> storage;  // packed's buffer where troupe allocated it (large copies)
 };
 
 /// The constant `weights` (dense, as `plain` describes it) packed into `packed`, shared by every

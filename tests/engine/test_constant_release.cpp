@@ -109,7 +109,8 @@ TEST(ConstantRelease, PackedWeightsAreHeldOnceOutputsAndExportStayExact) {
   auto compiled = core.compile_model(model, "CPU", {{props::num_streams, int64_t{2}}});
   model.reset();
 
-  // oneDNN's GEMM-based MatMul (AVX2) reads B as it is, with no copy of its own: then B stays.
+  // A batch-1 product streams B as it is (streamed_rows), and oneDNN's GEMM-based MatMul (AVX2)
+  // reads it in place too: no copy of their own, then B stays.
   // Winograd's transformed weights (conv1 on AVX-512, both convolutions on AVX2) cannot be
   // turned back: then their plain weights stay.
   const auto runtime = compiled.runtime_model();
@@ -126,7 +127,8 @@ TEST(ConstantRelease, PackedWeightsAreHeldOnceOutputsAndExportStayExact) {
   EXPECT_EQ(constants.at("w1").alive.expired(),
             conv1_implementation.find("wino") == std::string::npos)
       << "w1 beside a " << conv1_implementation << " kernel's packed copy";
-  if (matmul_implementation.find("gemm") == std::string::npos) {
+  if (matmul_implementation.find("gemm") == std::string::npos &&
+      matmul_implementation.find("streamed_rows") == std::string::npos) {
     EXPECT_TRUE(constants.at("mm").alive.expired())
         << "mm is still held beside its packed copy (" << matmul_implementation << ")";
   }
@@ -176,6 +178,59 @@ TEST(ConstantRelease, AModelTheCallerKeepsStillHoldsItsWeights) {
   const auto id = model->find_value("mm");
   ASSERT_TRUE(id.has_value());
   EXPECT_TRUE(same_bytes(model->constants().at(*id), weights.values.at("mm")));
+}
+
+TEST(ConstantRelease, ALinearLayersTransposedWeightsAreHeldOnceTransposedBack) {
+  // A batch-1 Gemm with transB (a Linear layer's [out, in] weight) streams a copy of B transposed
+  // back to [in, out], packed once for both streams: the plain weight is released, rebuilt bit
+  // for bit for runtime_model() and export, and the outputs are the product's.
+  Core core;
+  constexpr int64_t in = 300, out = 270;
+  const Tensor original = test::random_tensor({out, in}, 11, -0.2f, 0.2f);
+  const Tensor bias = test::random_tensor({out}, 12);
+  Watched weight = watched_copy(original);
+  std::shared_ptr<Model> model;
+  {
+    ModelBuilder b("linear");
+    auto x = b.input("x", ElementType::f32, {1, in});
+    auto y = b.op("Gemm", {x, b.constant("w", weight.tensor), b.constant("b", bias)},
+                  {{"transB", int64_t{1}}}, "linear");
+    b.output(y, "y");
+    model = b.build();
+  }
+  weight.tensor = Tensor();
+  auto compiled = core.compile_model(model, "CPU", {{props::num_streams, int64_t{2}}});
+  model.reset();
+  const auto runtime = compiled.runtime_model();
+  std::string implementation;
+  for (const Node& node : runtime->nodes())
+    if (node.op_type == "Gemm") implementation = node.attributes.get_string("implementation");
+  EXPECT_EQ(implementation, "dnnl:streamed_rows");
+  EXPECT_TRUE(weight.alive.expired()) << "w is still held beside its transposed copy";
+
+  constexpr int requests = 16;
+  const auto input = [](int i) {
+    return test::random_tensor({1, in}, static_cast<unsigned>(200 + i));
+  };
+  const auto outputs = test::run_in_flight(compiled, requests, input);
+  ASSERT_EQ(outputs.size(), static_cast<size_t>(requests));
+  for (int r = 0; r < requests; ++r) {
+    const Tensor x = input(r);
+    for (int64_t n = 0; n < out; ++n) {
+      double expected = bias.data<float>()[n];
+      for (int64_t k = 0; k < in; ++k)
+        expected += double{x.data<float>()[k]} * original.data<float>()[n * in + k];
+      EXPECT_NEAR(outputs[r][n], expected, 1e-4) << "request " << r << ", output " << n;
+    }
+  }
+
+  const auto id = runtime->find_value("w");
+  ASSERT_TRUE(id.has_value());
+  EXPECT_TRUE(same_bytes(runtime->constants().at(*id), original));
+  std::stringstream blob;
+  compiled.export_model(blob);
+  auto imported = core.import_model(blob, "CPU", {});
+  EXPECT_EQ(test::run_in_flight(imported, requests, input), outputs);
 }
 
 }  // namespace

@@ -2025,10 +2025,11 @@ TEST(BackendConsistency, BinaryInActivationLayouts) {
 // Conv/MatMul/Gemm carrying the post-ops the graph compiler fuses in
 // (engine/ops/fused_post_ops.hpp): "fused_sum" adds a trailing residual input, "fused_activation"
 // = Relu follows. Gemm runs only the activation on dnnl and leaves the sum to the reference.
-// Products of one or two rows by a constant f32 matrix, which the kernels run on sgemm (a batch-1
-// classifier head or fully connected layer): Gemm with its transposes, alpha, beta, every shape of
-// C and a fused Relu; MatMul with 1-D and flattened batch operands, a fused bias, scale, residual
-// and Relu.
+// Products of one or two rows by a constant f32 matrix (a batch-1 classifier head, fully connected
+// layer or decoder step), which the kernels stream B for: B as stored [K, N] on troupe's own loop,
+// transposed on sgemm. Gemm with its transposes, alpha, beta, every shape of C and a fused
+// activation (Relu in the store, the others after); MatMul with 1-D and flattened batch operands,
+// a fused bias, scale, residual and activation; products wide enough to be split over threads.
 std::vector<Case> small_rows_cases(Rng& rng) {
   std::vector<Case> cases;
   for (int k = 0; k < 24; ++k) {
@@ -2039,7 +2040,7 @@ std::vector<Case> small_rows_cases(Rng& rng) {
     if (tb) attrs.set("transB", int64_t{1});
     if (rng.chance(0.4)) attrs.set("alpha", rng.real(-2, 2));
     if (rng.chance(0.4)) attrs.set("beta", rng.pick<double>({0.0, 0.5, 2.0, -1.0}));
-    if (k % 3 == 0) attrs.set("fused_activation", std::string("Relu"));
+    if (k % 3 == 0) attrs.set("fused_activation", std::string(k % 2 ? "Relu" : "HardSwish"));
     const std::vector<ints> c_shapes = {{}, {n}, {1, n}, {m, n}, {m, 1}, {1, 1}, {1}};
     Case c;
     c.node = make_node("Gemm", attrs);
@@ -2048,17 +2049,22 @@ std::vector<Case> small_rows_cases(Rng& rng) {
     c.inputs.push_back(k % 5 == 4 ? Tensor() : rng.tensor(c_shapes[static_cast<size_t>(k) % 7]));
     c.constant = {false, true, rng.chance(0.5)};
     c.tolerance = {1e-4, 4e-6 * static_cast<double>(kk)};
-    c.implementation = "dnnl:sgemm";
+    // A transposed B is streamed from a copy transposed back once; narrow products go to sgemm.
+    c.implementation = n >= 64 ? "dnnl:streamed_rows" : "dnnl:sgemm";
     cases.push_back(c);
   }
-  for (int k = 0; k < 24; ++k) {
-    const int64_t m = 1 + k % 2, n = rng.integer(1, 300), kk = rng.integer(1, 300);
+  for (int k = 0; k < 28; ++k) {
+    // The last four: B of 1-3 MB, its columns split over the stream's threads.
+    const bool wide = k >= 24;
+    const int64_t m = 1 + k % 2, n = wide ? rng.integer(700, 1500) : rng.integer(1, 300),
+                  kk = wide ? rng.integer(300, 500) : rng.integer(1, 300);
     Attributes attrs;
     ints a{m, kk};
     if (k % 4 == 1) a = {1, m, kk};      // a batch of one, flattened into the rows
     if (k % 4 == 3 && m == 1) a = {kk};  // a 1-D A
     const bool bias = k % 3 != 0, scale = k % 5 < 2, sum = k % 7 < 3;
-    if (k % 2 == 0) attrs.set("fused_activation", std::string("Relu"));
+    if (k % 2 == 0) attrs.set("fused_activation", std::string(k % 4 ? "Gelu" : "Relu"));
+    if (k % 6 == 5) attrs.set("fused_activation", std::string("Sigmoid"));
     if (scale) attrs.set("fused_scale", rng.pick<double>({0.125, -2.0, 3.0}));
     Case c;
     c.node = make_node("MatMul", attrs);
@@ -2076,7 +2082,7 @@ std::vector<Case> small_rows_cases(Rng& rng) {
     c.constant.assign(c.inputs.size(), false);
     c.constant[1] = true;
     c.tolerance = {1e-4, 8e-6 * static_cast<double>(kk)};
-    c.implementation = "dnnl:sgemm";
+    c.implementation = n >= 64 ? "dnnl:streamed_rows" : "dnnl:sgemm";
     cases.push_back(c);
   }
   return cases;
