@@ -2093,6 +2093,53 @@ TEST(BackendConsistency, SmallRowProductsByAConstant) {
   run_family("small rows", small_rows_cases(rng));
 }
 
+// 1x1 Convs of one-pixel images in batches of one and two (a squeeze-and-excitation block's fully
+// connected layers), which stream their weights as a product of rows: with and without bias,
+// activations in the store and after, a fused residual, in every activation layout of this ISA
+// whose pixels are dense rows (whole channel blocks). Narrow outputs stay on oneDNN.
+std::vector<Case> one_pixel_conv_cases(Rng& rng) {
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  const std::vector<std::string> activations = {"", "Relu", "Sigmoid", "HardSwish", "Swish"};
+  std::vector<Case> cases;
+  for (int k = 0; k < 30; ++k) {
+    const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+    const int64_t unit = layout.channel_block ? layout.channel_block : 1;
+    const int64_t batch = 1 + k % 2;
+    const int64_t in = unit * rng.integer(1, 600 / unit);
+    const bool narrow = k % 10 == 9;
+    const int64_t out = narrow ? unit * 2 : unit * rng.integer((64 + unit - 1) / unit, 600 / unit);
+    const bool bias = k % 4 != 3, sum = k % 5 == 2;
+    Attributes attrs;
+    const std::string& activation = activations[static_cast<size_t>(k / 3) % activations.size()];
+    if (!activation.empty()) attrs.set("fused_activation", activation);
+    Case c;
+    c.node = make_node("Conv", attrs);
+    c.inputs = {rng.tensor({batch, in, 1, 1}), rng.tensor({out, in, 1, 1}, -0.2, 0.2),
+                bias ? rng.tensor({out}) : Tensor()};
+    if (sum) {
+      c.node.attributes.set("fused_sum", int64_t{1});
+      c.inputs.push_back(rng.tensor({batch, out, 1, 1}));
+    } else if (!bias) {
+      c.inputs.pop_back();
+    }
+    c.constant.assign(c.inputs.size(), false);
+    c.constant[1] = true;
+    c.input_layouts.assign(c.inputs.size(), TensorLayout{});
+    c.input_layouts[0] = layout;
+    if (sum) c.input_layouts[3] = layout;
+    c.output_layout = layout;
+    c.tolerance = {1e-4, 4e-6 * static_cast<double>(in)};
+    c.implementation = narrow ? "" : "dnnl:streamed_rows";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, OnePixelPointwiseConvolutionsStreamTheirWeights) {
+  Rng rng(base_seed() + 41);
+  run_family("one-pixel 1x1 conv (" + test::effective_isa_name() + ")", one_pixel_conv_cases(rng));
+}
+
 // Products by a constant 2-D B of three rows and more, wider than deep, which troupe's packed
 // GEMM computes on AVX2 CPUs (kernels/dnnl/packed_gemm_avx2.hpp; oneDNN's matmul on others):
 // row counts around its 6-row tiles and 120-row blocks, depths across its 768-deep blocks,
