@@ -2,11 +2,15 @@
 // real models: a ResNet-style 3x3 convolution (64->64 channels, 56x56) and a BERT-style MatMul
 // (128x768 by 768x768). Each benchmark reports GFLOP/s and, as its label, the implementation.
 // oneDNN's thread count follows OMP_NUM_THREADS; the reference kernels are single-threaded.
+// Then a batch-1 product by a constant B read from memory (a decoder step's projection, a
+// classifier head), troupe's kernel next to oneDNN's sgemm on the same matrices, in GB/s of B.
 //
 //   OMP_NUM_THREADS=1 build/bin/troupe_benchmarks --benchmark_filter=Kernel
 
 #include <benchmark/benchmark.h>
+#include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -102,6 +106,109 @@ void BM_KernelMatMul_128x768x768(benchmark::State& state, const char* backend) {
   run_kernel(state, matmul_bert(), backend);
 }
 
+// y[1, N] = x[1, K] B for `copies` distinct constant B of K x N (B stored [N, K] with
+// `transposed`, as a Linear layer's weight in a Gemm): together far larger than the last-level
+// cache, so that each run reads its B from memory, as a model's weights are between requests.
+struct RowProducts {
+  std::vector<Workload> workloads;
+  int64_t k = 0, n = 0;
+  bool transposed = false;
+};
+
+const RowProducts& row_products(int64_t k, int64_t n, bool transposed) {
+  static std::vector<std::unique_ptr<RowProducts>> made;
+  for (const auto& p : made)
+    if (p->k == k && p->n == n && p->transposed == transposed) return *p;
+  auto p = std::make_unique<RowProducts>();
+  p->k = k;
+  p->n = n;
+  p->transposed = transposed;
+  const int64_t bytes = k * n * 4;
+  const int64_t copies = std::max<int64_t>(2, (int64_t{512} << 20) / bytes);
+  for (int64_t c = 0; c < copies; ++c) {
+    Workload w;
+    w.node.name = "row_product";
+    w.node.op_type = transposed ? "Gemm" : "MatMul";
+    if (transposed) w.node.attributes = Attributes{{"transB", int64_t{1}}};
+    w.inputs = {random_tensor({1, k}, 10), random_tensor(transposed ? Shape{n, k} : Shape{k, n},
+                                                         static_cast<unsigned>(11 + c))};
+    w.constant = {false, true};
+    w.flops = 2.0 * k * n;
+    p->workloads.push_back(std::move(w));
+  }
+  made.push_back(std::move(p));
+  return *made.back();
+}
+
+void run_row_products(benchmark::State& state, const RowProducts& p) {
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  std::vector<std::vector<Tensor>> outputs;
+  for (const Workload& w : p.workloads) {
+    std::vector<ValueInfo> in;
+    std::vector<const Tensor*> constants;
+    for (size_t i = 0; i < w.inputs.size(); ++i) {
+      in.push_back(ValueInfo{"x" + std::to_string(i), ElementType::f32, w.inputs[i].shape()});
+      constants.push_back(w.constant[i] ? &w.inputs[i] : nullptr);
+    }
+    const std::vector<ValueInfo> out = OpSchemaRegistry::instance()
+                                           .find(w.node.op_type)
+                                           ->infer(ShapeInferContext{w.node, in, constants});
+    kernels.push_back(
+        KernelRegistry::instance().create_with("dnnl", KernelRequest{w.node, in, out, constants}));
+    outputs.push_back({Tensor(ElementType::f32, out[0].shape)});
+    kernels.back()->execute(w.inputs, outputs.back());
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    kernels[i]->execute(p.workloads[i].inputs, outputs[i]);
+    benchmark::DoNotOptimize(outputs[i][0].raw_data());
+    i = (i + 1) % kernels.size();
+  }
+  state.SetLabel(kernels[0]->implementation());
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(p.k * p.n * 4) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The peer: oneDNN's BLAS-like sgemm on the same matrices, read in place.
+void run_row_products_on_sgemm(benchmark::State& state, const RowProducts& p) {
+  std::vector<float> y(static_cast<size_t>(p.n));
+  size_t i = 0;
+  for (auto _ : state) {
+    const Workload& w = p.workloads[i];
+    dnnl_sgemm('N', p.transposed ? 'T' : 'N', 1, p.n, p.k, 1.f, w.inputs[0].data<float>(), p.k,
+               w.inputs[1].data<float>(), p.transposed ? p.k : p.n, 0.f, y.data(), p.n);
+    benchmark::DoNotOptimize(y.data());
+    i = (i + 1) % p.workloads.size();
+  }
+  state.SetLabel("onednn sgemm");
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(p.k * p.n * 4) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_KernelRowTimesMatrix_768x3072(benchmark::State& state, bool sgemm) {
+  const RowProducts& p = row_products(768, 3072, false);
+  sgemm ? run_row_products_on_sgemm(state, p) : run_row_products(state, p);
+}
+void BM_KernelRowTimesTransposed_4096x1000(benchmark::State& state, bool sgemm) {
+  const RowProducts& p = row_products(4096, 1000, true);
+  sgemm ? run_row_products_on_sgemm(state, p) : run_row_products(state, p);
+}
+void BM_KernelRowTimesTransposed_768x3072(benchmark::State& state, bool sgemm) {
+  const RowProducts& p = row_products(768, 3072, true);
+  sgemm ? run_row_products_on_sgemm(state, p) : run_row_products(state, p);
+}
+
+BENCHMARK_CAPTURE(BM_KernelRowTimesMatrix_768x3072, troupe, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelRowTimesMatrix_768x3072, onednn_sgemm, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelRowTimesTransposed_4096x1000, troupe, false)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelRowTimesTransposed_4096x1000, onednn_sgemm, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelRowTimesTransposed_768x3072, troupe, false)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelRowTimesTransposed_768x3072, onednn_sgemm, true)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelConv3x3_64x56x56, dnnl, "dnnl")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelConv3x3_64x56x56, reference, "reference")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelMatMul_128x768x768, dnnl, "dnnl")->Unit(benchmark::kMillisecond);
