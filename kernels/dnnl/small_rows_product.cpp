@@ -135,7 +135,7 @@ void SmallRowsProduct::run_streaming(const Tensor& a, const float* w, float* out
       add_products<2>(x.data() + first, k, w + first * n, n, last - first, y, n, n);
   };
   const int64_t bytes = k * n * static_cast<int64_t>(sizeof(float));
-  const int64_t team = std::min<int64_t>(omp_get_max_threads(), k / 8);
+  const int team = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), k / 8));
   if (team < 2 || bytes < min_parallel_bytes) {
     rows(0, k, out);
     return;
@@ -145,7 +145,7 @@ void SmallRowsProduct::run_streaming(const Tensor& a, const float* w, float* out
   // of every row instead gave each thread many short streams: a 4096 x 1000 B read 15% slower
   // than sgemm did.)
   std::vector<float*> sums(static_cast<size_t>(team));
-#pragma omp parallel num_threads(static_cast <int>(team))
+#pragma omp parallel num_threads(team)
   {
     const int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
     thread_local std::vector<float> sum;
