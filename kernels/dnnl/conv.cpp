@@ -4,7 +4,6 @@
 // directly. Constant weights are reordered into the primitive's layout once; plain activations are
 // reordered in and out around each run.
 #include <algorithm>
-#include <cstring>
 #include <optional>
 
 #include "engine/ops/fused_post_ops.hpp"
@@ -293,19 +292,14 @@ class ConvKernel final : public DnnlKernel {
         (fused_sum_ && !dense_row(input_layout(3), out)) ||
         (has_input(2) && inputs[2].element_count() != out))
       return false;
-    if (!row_activation_.prepare(node_, plain_f32({src[0], out}))) return false;
+    // The weights [out, in, 1...] are B stored [N, K].
     row_product_ = SmallRowsProduct{};
     row_product_.m = src[0];
     row_product_.k = in;
     row_product_.n = out;
     row_product_.trans_b = true;
-    row_product_.b_rows = true;
     row_product_.c_cols = out;
-    row_product_.relu = row_activation_.relu_in_store();
-    // The weights [out, in, 1...] read as [in, out] with swapped strides, packed as [in, out].
-    row_weights_ =
-        PackedWeights(dnnl::memory::desc({in, out}, dnnl::memory::data_type::f32, Dims{1, in}),
-                      plain_f32({in, out}), constant(1), stream_);
+    if (!row_product_.prepare(node_, *constant(1), stream_)) return false;
     set_impl(row_product_.implementation());
     return true;
   }
@@ -376,7 +370,7 @@ class ConvKernel final : public DnnlKernel {
   }
 
   const PackedWeights* packed_weights(size_t i) const override {
-    if (i == 1) return row_product_active_ ? &row_weights_ : &weights_;
+    if (i == 1) return row_product_active_ ? row_product_.packed_b() : &weights_;
     return i == 3 && fused_dw_ ? &dw_weights_ : nullptr;
   }
 
@@ -397,14 +391,9 @@ class ConvKernel final : public DnnlKernel {
     }
     if (row_product_active_) {
       // A dense row per pixel in every operand's layout: read and written in place.
-      if (fused_sum_)
-        std::memcpy(outputs[0].raw_data(), inputs[3].raw_data(),
-                    static_cast<size_t>(row_product_.m * row_product_.n) * sizeof(float));
-      const float* rows =
-          static_cast<const float*>(row_weights_.get(inputs[1], stream_).get_data_handle());
+      if (fused_sum_) inputs[3].copy_to(outputs[0]);
       row_product_.run(inputs[0], inputs[1], has_input(2) ? &inputs[2] : nullptr, outputs[0],
-                       fused_sum_, rows);
-      row_activation_.run(outputs[0].data<float>(), stream_);
+                       fused_sum_, stream_);
       return;
     }
     std::unordered_map<int, dnnl::memory> args = {
@@ -484,8 +473,6 @@ class ConvKernel final : public DnnlKernel {
   InPlaceActivation activation_after_;     // the activation oneDNN's Winograd primitive refused
   bool row_product_active_ = false;        // row_product_ computes it (uses_row_product)
   SmallRowsProduct row_product_;
-  PackedWeights row_weights_;         // the weights transposed to [in, out], for row_product_
-  InPlaceActivation row_activation_;  // its fused activation other than ReLU
 };
 
 }  // namespace

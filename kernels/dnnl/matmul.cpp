@@ -229,11 +229,9 @@ class MatMulKernel final : public DnnlKernel {
     for (int64_t d : y) count *= d;
     if (count != outputs[0].element_count()) return false;
     packed_active_ = false;
-    small_rows_ = rank == 2 && inputs[1].rank() == 2 && constant(1) &&
-                  compute_type() == dnnl::memory::data_type::f32 &&
-                  a[0] <= SmallRowsProduct::max_rows &&
-                  activation_.prepare(node_, plain_f32({a[0], b[1]}));
-    if (small_rows_) {
+    small_rows_ = false;
+    if (rank == 2 && inputs[1].rank() == 2 && constant(1) &&
+        compute_type() == dnnl::memory::data_type::f32 && a[0] <= SmallRowsProduct::max_rows) {
       // s * (AB + b) + R: the residual is in dst already, s * b is added to it, then s * AB.
       product_ = SmallRowsProduct{};
       product_.m = a[0];
@@ -242,7 +240,9 @@ class MatMulKernel final : public DnnlKernel {
       product_.alpha = scale_;
       product_.beta = scale_;
       product_.c_cols = product_.n;
-      product_.relu = activation_.relu_in_store();
+      small_rows_ = product_.prepare(node_, *constant(1), stream_);
+    }
+    if (small_rows_) {
       set_impl(product_.implementation());
       return true;
     }
@@ -307,10 +307,9 @@ class MatMulKernel final : public DnnlKernel {
     const Tensor* bias = fused_bias_ ? &inputs[2] : nullptr;
     if (packed_active_)
       packed_.run(inputs[0], inputs[1], bias ? bias->data<float>() : nullptr, outputs[0], stream_);
-    else if (small_rows_) {
-      product_.run(inputs[0], inputs[1], bias, outputs[0], fused_sum_);
-      activation_.run(outputs[0].data<float>(), stream_);
-    } else
+    else if (small_rows_)
+      product_.run(inputs[0], inputs[1], bias, outputs[0], fused_sum_, stream_);
+    else
       core_.run(inputs[0], inputs[1], bias, outputs[0], stream_);
   }
 
@@ -320,8 +319,7 @@ class MatMulKernel final : public DnnlKernel {
   float scale_ = 1.f;
   bool small_rows_ = false;
   SmallRowsProduct product_;
-  InPlaceActivation activation_;  // a fused activation other than ReLU, after product_
-  bool packed_active_ = false;    // packed_ computes it (else product_ or core_)
+  bool packed_active_ = false;  // packed_ computes it (else product_ or core_)
   PackedProduct packed_;
   MatmulCore core_;
 };
@@ -363,9 +361,9 @@ class GemmKernel final : public DnnlKernel {
     }
     const dnnl::memory::desc c_md = plain_f32(c.empty() ? Dims{1, 1} : c);
     packed_active_ = false;
-    small_rows_ = constant(1) && compute_type() == dnnl::memory::data_type::f32 &&
-                  m <= SmallRowsProduct::max_rows && activation_.prepare(node_, plain_f32({m, n}));
-    if (small_rows_) {
+    small_rows_ = false;
+    if (constant(1) && compute_type() == dnnl::memory::data_type::f32 &&
+        m <= SmallRowsProduct::max_rows) {
       product_ = SmallRowsProduct{};
       product_.m = m;
       product_.n = n;
@@ -378,11 +376,9 @@ class GemmKernel final : public DnnlKernel {
         product_.c_rows = c[0];
         product_.c_cols = c[1];
       }
-      product_.relu = activation_.relu_in_store();
-      // A transposed B (a Linear layer's [out, in] weight) is kept transposed back, once, shared
-      // by the streams, and streamed like one stored [K, N]: sgemm read [N, K] slower.
-      product_.b_rows = trans_b_ && n >= SmallRowsProduct::min_streamed_columns;
-      if (product_.b_rows) b_rows_ = PackedWeights(b_md, plain_f32({k, n}), constant(1), stream_);
+      small_rows_ = product_.prepare(node_, *constant(1), stream_);
+    }
+    if (small_rows_) {
       set_impl(product_.implementation());
       return true;
     }
@@ -421,7 +417,7 @@ class GemmKernel final : public DnnlKernel {
 
   const PackedWeights* packed_weights(size_t i) const override {
     if (i != 1) return nullptr;
-    if (small_rows_) return product_.b_rows ? &b_rows_ : nullptr;
+    if (small_rows_) return product_.packed_b();
     return packed_active_ ? &packed_.weights : &core_.weights;
   }
 
@@ -429,14 +425,9 @@ class GemmKernel final : public DnnlKernel {
     const Tensor* c = use_c_ ? &inputs[2] : nullptr;
     if (packed_active_)
       packed_.run(inputs[0], inputs[1], c ? c->data<float>() : nullptr, outputs[0], stream_);
-    else if (small_rows_) {
-      const float* b_rows =
-          product_.b_rows
-              ? static_cast<const float*>(b_rows_.get(inputs[1], stream_).get_data_handle())
-              : nullptr;
-      product_.run(inputs[0], inputs[1], c, outputs[0], false, b_rows);
-      activation_.run(outputs[0].data<float>(), stream_);
-    } else
+    else if (small_rows_)
+      product_.run(inputs[0], inputs[1], c, outputs[0], false, stream_);
+    else
       core_.run(inputs[0], inputs[1], c, outputs[0], stream_);
   }
 
@@ -448,9 +439,7 @@ class GemmKernel final : public DnnlKernel {
   bool use_c_ = false;
   bool small_rows_ = false;
   SmallRowsProduct product_;
-  PackedWeights b_rows_;          // a transposed B as [K, N] rows, for product_
-  InPlaceActivation activation_;  // a fused activation other than ReLU, after product_
-  bool packed_active_ = false;    // packed_ computes it (else product_ or core_)
+  bool packed_active_ = false;  // packed_ computes it (else product_ or core_)
   PackedProduct packed_;
   MatmulCore core_;
 };

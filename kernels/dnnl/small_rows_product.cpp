@@ -82,8 +82,19 @@ constexpr int64_t min_parallel_bytes = int64_t{256} << 10;
 
 }  // namespace
 
+bool SmallRowsProduct::prepare(const Node& node, const Tensor& constant_b,
+                               const dnnl::stream& stream) {
+  if (!activation_.prepare(node, plain_f32({m, n}))) return false;
+  if (trans_b && streams()) {
+    // B [N, K] read as [K, N] with swapped strides, packed as [K, N].
+    const dnnl::memory::desc transposed({k, n}, dnnl::memory::data_type::f32, Dims{1, k});
+    rows_ = PackedWeights(transposed, plain_f32({k, n}), &constant_b, stream);
+  }
+  return true;
+}
+
 void SmallRowsProduct::run(const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y,
-                           bool accumulate, const float* rows) const {
+                           bool accumulate, const dnnl::stream& stream) {
   float* out = y.data<float>();
   if (c) {
     // beta * C broadcast over [M, N] is prefilled (or added to the residual) before the product
@@ -98,12 +109,15 @@ void SmallRowsProduct::run(const Tensor& a, const Tensor& b, const Tensor* c, Te
   } else if (!accumulate) {
     std::fill_n(out, m * n, 0.f);
   }
-  if (!streams() || (trans_b && !rows))
+  if (!streams())
     run_sgemm(a, b, out);
+  else if (trans_b)
+    run_streaming(a, static_cast<const float*>(rows_.get(b, stream).get_data_handle()), out);
   else
-    run_streaming(a, trans_b ? rows : b.data<float>(), out);
-  if (relu)
+    run_streaming(a, b.data<float>(), out);
+  if (activation_.relu_in_store())
     for (int64_t i = 0; i < m * n; ++i) out[i] = std::max(out[i], 0.f);
+  activation_.run(out, stream);
 }
 
 void SmallRowsProduct::run_sgemm(const Tensor& a, const Tensor& b, float* out) const {
