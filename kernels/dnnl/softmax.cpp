@@ -1,7 +1,12 @@
 // Softmax and LogSoftmax (opset 13 semantics: normalized along one axis, default -1) on oneDNN's
-// softmax_v2 primitive.
+// softmax_v2 primitive, or, along an inner axis where oneDNN would run its reference
+// implementation, on troupe's own strided loop (strided_softmax.hpp).
+#include <functional>
+#include <numeric>
+
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/strided_softmax.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -26,12 +31,29 @@ class SoftmaxKernel final : public SrcDstKernel {
     dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_, md, md,
                                         axis);
     dnnl::softmax_v2_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
-    return adopt<dnnl::softmax_v2_forward>(pd, md, md);
+    const std::vector<int64_t>& dims = inputs[0].dims();
+    outer_ = std::accumulate(dims.begin(), dims.begin() + axis, int64_t{1}, std::multiplies<>());
+    axis_size_ = dims[axis];
+    inner_ = std::accumulate(dims.begin() + axis + 1, dims.end(), int64_t{1}, std::multiplies<>());
+    strided_ = is_reference(pd) && inner_ > 1;
+    if (!strided_) return adopt<dnnl::softmax_v2_forward>(pd, md, md);
+    set_impl("strided_softmax");
+    return true;
+  }
+
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    if (!strided_) return SrcDstKernel::run(inputs, outputs);
+    strided_softmax(inputs[0].data<float>(), outputs[0].data<float>(), outer_, axis_size_, inner_,
+                    algorithm_ == dnnl::algorithm::softmax_log);
   }
 
  private:
   dnnl::algorithm algorithm_;
   int64_t axis_;
+  bool strided_ = false;  // oneDNN would run its reference: troupe's loop instead
+  int64_t outer_ = 1;
+  int64_t axis_size_ = 1;
+  int64_t inner_ = 1;
 };
 
 }  // namespace

@@ -27,7 +27,9 @@ CHECKED = {"Conv", "ConvTranspose", "MatMul", "Gemm", "MaxPool", "AveragePool",
            # ConvTranspose, a CycleGAN's reflection Pad and InstanceNorm, a face model's PRelu,
            # an einsum attention, a super-resolution head's DepthToSpace, a decoder's Resize)
            "Einsum", "PRelu", "Pad", "InstanceNormalization", "LRN", "DepthToSpace",
-           "SpaceToDepth", "Resize", "Expand", "Tile", "ArgMax", "ArgMin"}
+           "SpaceToDepth", "Resize", "Expand", "Tile", "ArgMax", "ArgMin",
+           # a YOLOv8 head's distribution over 16 bins along axis 1 (oneDNN: reference only)
+           "Softmax", "LogSoftmax"}
 
 
 def is_reference(implementation):
