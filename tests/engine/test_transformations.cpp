@@ -590,6 +590,48 @@ TEST(Transformations, InferenceDropoutsAreRemovedUnlessTheirMaskIsRead) {
   EXPECT_FLOAT_EQ(transformed.outputs["y"][4], -std::abs(xv[4]));
 }
 
+TEST(Transformations, DataMovementsThatMoveNothingAreRemoved) {
+  // A GhostNet module: two halves concatenated, then sliced back to the module's width, which is
+  // all of the concatenation when the width is even. That Slice, a Transpose by the identity and
+  // a Reshape to the same shape copy nothing; a Slice that cuts, one with a step and one over a
+  // dynamic axis stay.
+  ModelBuilder b("no_op_movements");
+  auto x = b.input("x", ElementType::f32, {2, 6, 4, 4});
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    return b.constant(name, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+  };
+  auto both = b.op("Concat", {x, b.op("Neg", {x}, {}, "cheap")}, {{"axis", int64_t{1}}}, "cat");
+  auto whole =
+      b.op("Slice", {both, ints("s0", {0}), ints("e12", {12}), ints("a1", {1})}, {}, "whole_width");
+  auto big_end =
+      b.op("Slice", {whole, ints("s_neg", {-100}), ints("e_max", {INT64_MAX}), ints("a_neg", {-1})},
+           {}, "whole_last_axis");
+  auto same = b.op("Transpose", {big_end}, {{"perm", std::vector<int64_t>{0, 1, 2, 3}}}, "same");
+  auto reshaped = b.op("Reshape", {same, ints("shape", {2, 12, 4, 4})}, {}, "same_shape");
+  auto cut =
+      b.op("Slice", {reshaped, ints("s1", {1}), ints("e12b", {12}), ints("a1b", {1})}, {}, "cut");
+  auto stepped =
+      b.op("Slice", {cut, ints("s0b", {0}), ints("e4", {4}), ints("a2", {2}), ints("step2", {2})},
+           {}, "stepped");
+  b.output(b.op("Relu", {stepped}, {}, "relu"), "y");
+  auto model = b.build();
+  auto [plain, transformed] = compare(model);
+  EXPECT_THAT(op_types(*transformed.runtime),
+              ElementsAre("Neg", "Concat", "Slice", "Slice", "Relu"));
+  EXPECT_EQ(transformed.outputs["y"].size(), 2u * 11 * 2 * 4);
+
+  ModelBuilder db("dynamic_slice");
+  auto d = db.input("d", ElementType::f32, {Shape::dynamic, 5});
+  auto dynamic = db.op("Slice",
+                       {d, db.constant("s", Tensor::from_vector<int64_t>({1}, {0})),
+                        db.constant("e", Tensor::from_vector<int64_t>({1}, {1000})),
+                        db.constant("a", Tensor::from_vector<int64_t>({1}, {0}))},
+                       {}, "dynamic_axis");
+  db.output(db.op("Abs", {dynamic}, {}, "abs"), "z");
+  auto dynamic_model = db.build();
+  EXPECT_EQ(transformations::eliminate_identities(*dynamic_model), 0u);
+}
+
 TEST(Transformations, ConvWithWeightsAsModelInput) {
   // oneDNN cannot pre-pack weights that change per request; it must run them plain (or decline).
   ModelBuilder b("conv_w_input");

@@ -1,8 +1,12 @@
 // Removes nodes that pass their input through unchanged: Identity, a Dropout in inference mode or
 // with a ratio of 0 (its mask output unused), and a Cast to the type its input already has
 // (PyTorch 1.13 writes one between every QuantizeLinear and DequantizeLinear of a quantized model,
-// hiding the pair from pattern matching). Their readers read the input instead; a node writing a
-// model output stays, as the output keeps its value and name.
+// hiding the pair from pattern matching), and data movements that move nothing: a Slice keeping
+// every element (a GhostNet module concatenates two halves and slices the concatenation back to
+// its width, which is all of it whenever the width is even: 32 copies per image), a Transpose by
+// the identity permutation, a Reshape to the static shape it had. Their readers read the input
+// instead; a node writing a model output stays, as the output keeps its value and name.
+#include <optional>
 #include <vector>
 
 #include "engine/graph/transformations/graph_queries.hpp"
@@ -30,6 +34,59 @@ bool identity_dropout(const Model& model, const Node& node) {
   return ratio && ratio->value_at(0) == 0;
 }
 
+// The values of input i when it is an integer constant.
+std::optional<std::vector<int64_t>> constant_ints(const Model& model, const Node& node, size_t i) {
+  if (i >= node.inputs.size() || node.inputs[i] == no_value || !model.is_constant(node.inputs[i]))
+    return std::nullopt;
+  const Tensor& t = model.constants().at(node.inputs[i]);
+  if (t.element_type() != ElementType::i64 && t.element_type() != ElementType::i32)
+    return std::nullopt;
+  if (t.element_type() == ElementType::i64) return t.to_vector<int64_t>();
+  const std::vector<int32_t> narrow = t.to_vector<int32_t>();
+  return std::vector<int64_t>(narrow.begin(), narrow.end());
+}
+
+// Whether a Slice keeps all of its input: on every sliced axis (of static size) from the start
+// to the end in steps of 1, its bounds clamped as Slice clamps them.
+bool keeps_everything(const Model& model, const Node& node) {
+  const Shape& shape = model.value(node.inputs[0]).shape;
+  std::optional<std::vector<int64_t>> starts, ends, axes, steps;
+  if (node.attributes.has("starts")) {  // opsets 1-9: attributes
+    starts = node.attributes.get_ints_or("starts", {});
+    ends = node.attributes.get_ints_or("ends", {});
+    if (node.attributes.has("axes")) axes = node.attributes.get_ints_or("axes", {});
+  } else {
+    starts = constant_ints(model, node, 1);
+    ends = constant_ints(model, node, 2);
+    const bool has_axes = node.inputs.size() > 3 && node.inputs[3] != no_value;
+    const bool has_steps = node.inputs.size() > 4 && node.inputs[4] != no_value;
+    if (has_axes && !(axes = constant_ints(model, node, 3))) return false;
+    if (has_steps && !(steps = constant_ints(model, node, 4))) return false;
+  }
+  if (!starts || !ends || starts->size() != ends->size() || shape.rank() == 0) return false;
+  const auto rank = static_cast<int64_t>(shape.rank());
+  for (size_t k = 0; k < starts->size(); ++k) {
+    int64_t axis = axes ? (k < axes->size() ? (*axes)[k] : rank) : static_cast<int64_t>(k);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return false;
+    const int64_t dim = shape[static_cast<size_t>(axis)];
+    if (dim == Shape::dynamic || (steps && (k >= steps->size() || (*steps)[k] != 1))) return false;
+    int64_t start = (*starts)[k], end = (*ends)[k];
+    if (start < 0) start += dim;
+    if (end < 0) end += dim;
+    if (start > 0 || end < dim) return false;
+  }
+  return true;
+}
+
+bool identity_permutation(const Node& node, size_t rank) {
+  const std::vector<int64_t> perm = node.attributes.get_ints_or("perm", {});
+  if (perm.size() != rank) return false;  // no perm reverses the axes
+  for (size_t i = 0; i < rank; ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
 bool passes_through(const Model& model, const Node& node, const std::vector<bool>& read) {
   if (node.inputs.empty() || node.inputs[0] == no_value || node.outputs.empty() ||
       is_model_output(model, node.outputs[0]))
@@ -43,9 +100,13 @@ bool passes_through(const Model& model, const Node& node, const std::vector<bool
   }
   if (node.outputs.size() != 1) return false;
   if (node.op_type == "Identity") return true;
-  if (node.op_type == "Cast")
-    return model.value(node.inputs[0]).type == model.value(node.outputs[0]).type &&
-           model.value(node.inputs[0]).type != ElementType::undefined;
+  const ValueInfo& in = model.value(node.inputs[0]);
+  const ValueInfo& out = model.value(node.outputs[0]);
+  if (in.type != out.type || in.type == ElementType::undefined) return false;
+  if (node.op_type == "Cast") return true;
+  if (node.op_type == "Slice") return keeps_everything(model, node);
+  if (node.op_type == "Transpose") return identity_permutation(node, in.shape.rank());
+  if (node.op_type == "Reshape") return in.shape.is_static() && in.shape == out.shape;
   return false;
 }
 
