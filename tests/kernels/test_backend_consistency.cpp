@@ -472,6 +472,36 @@ std::vector<Case> softmax_cases(Rng& rng) {
   return cases;
 }
 
+// Along an axis that is not the innermost, where oneDNN 2.6 has only its reference
+// implementation: troupe's strided loop, with blocks of columns cut short at the end of a row,
+// the outer slices spread over threads, and masked (-inf) entries that must come out exactly 0.
+std::vector<Case> strided_softmax_cases(Rng& rng) {
+  const std::vector<std::pair<ints, int64_t>> shapes = {
+      {{1, 16, 4, 8400}, 1}, {{2, 16, 3, 200}, 1}, {{3, 1000, 70}, 1}, {{1, 7, 1, 65}, 1},
+      {{5, 2, 64}, 1},       {{4, 9, 130}, 0},     {{2, 3, 33, 5}, 2}, {{6, 40, 1, 1, 3}, -4}};
+  std::vector<Case> cases;
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (const auto& [dims, axis] : shapes) {
+      Case c;
+      Attributes attrs;
+      attrs.set("axis", axis);
+      c.node = make_node(op, attrs);
+      Tensor x = rng.tensor(dims, -8, 8);
+      if (std::string(op) == "Softmax") {
+        // Masked entries, never a whole column (its softmax is NaN either way).
+        float* p = x.data<float>();
+        for (int64_t i = 1; i < x.size(); i += 7) p[i] = -std::numeric_limits<float>::infinity();
+      }
+      c.inputs = {x};
+      c.constant = {false};
+      c.tolerance = {1e-5, 1e-5};
+      c.implementation = "dnnl:strided_softmax";
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
 std::vector<Case> matmul_cases(Rng& rng) {
   std::vector<Case> cases;
   for (int k = 0; k < 40; ++k) {
@@ -1477,6 +1507,33 @@ std::vector<Case> rows_and_lrn_cases(Rng& rng) {
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
+  // Along the innermost axis with K at most an eighth of it: the heap scan. Ties, NaNs, rows
+  // whose length is no multiple of the 16-wide compares, and rows in ascending and descending
+  // order (every element, or none, displaces the worst kept).
+  const std::vector<std::pair<ints, int64_t>> scanned = {
+      {{64, 1024}, 20}, {{3, 200}, 5},     {{2, 4, 97}, 12}, {{4, 500}, 30},
+      {{2, 500}, 30},   {{1, 25200}, 100}, {{5, 16}, 2},     {{7, 33}, 1}};
+  for (size_t k = 0; k < scanned.size() * 2; ++k) {
+    const auto& [x, top] = scanned[k / 2];
+    Tensor t = rng.tensor(x, -3, 3);
+    float* v = t.data<float>();
+    const int64_t n = x.back();
+    for (int64_t i = 0; i < t.size(); ++i) {
+      if (k / 2 == 3) v[i] = static_cast<float>(i % n);      // ascending
+      if (k / 2 == 4) v[i] = static_cast<float>(n - i % n);  // descending
+      if (k % 4 == 0) v[i] = std::round(v[i] * 2) / 2;       // ties
+      if (k % 3 == 1 && rng.chance(0.02)) v[i] = std::nanf("");
+    }
+    Attributes attrs{{"axis", int64_t{-1}}};
+    if (k % 2 == 1) attrs.set("largest", int64_t{0});
+    Case c;
+    c.node = make_node("TopK", attrs);
+    c.inputs = {t, Tensor::from_vector<int64_t>(Shape{1}, {top})};
+    c.constant = {false, true};
+    c.num_outputs = 2;
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
   // Sum and Mean of 1 to 4 tensors of one shape (broadcasts are the reference's).
   for (int k = 0; k < 12; ++k) {
     const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
@@ -1911,6 +1968,11 @@ TEST(BackendConsistency, Binary) {
 TEST(BackendConsistency, Softmax) {
   Rng rng(base_seed() + 3);
   run_family("softmax", softmax_cases(rng));
+}
+
+TEST(BackendConsistency, SoftmaxAlongAnInnerAxisRunsTheStridedLoop) {
+  Rng rng(base_seed() + 73);
+  run_family("strided softmax", strided_softmax_cases(rng));
 }
 
 TEST(BackendConsistency, MatMulAndGemm) {
