@@ -21,6 +21,8 @@ the other shapes of model users bring:
   shufflenet_v2 mnasnet convnext_tiny vgg11 alexnet vit swin_t swin_v2_t maxvit_t
                 torchvision, input f32[N,3,H,W] (224; Inception 299, EfficientNetV2-S 288,
                 Swin-V2-T 256; Swin and MaxViT with a static batch)
+  ghostnet      GhostNet 1.0: ghost modules (1x1 conv, cheap depthwise conv, Concat, channel
+                Slice), hard-sigmoid SE, f32[N,3,224,224]
   mlp_mixer     MLP-Mixer-B/16: token- and channel-mixing MLPs (224x224)
   mobilevit_xs  MobileViT-XS: inverted residuals, transformers over unfolded patches (256x256)
   deeplabv3_mobilenet  DeepLabV3 (MobileNetV3 backbone, ASPP, a Resize to a computed size)
@@ -32,6 +34,9 @@ the other shapes of model users bring:
   unet          a U-Net: max-pooling encoder, ConvTranspose 2x2/2 decoder, Concat skips (256x256)
   yolo_detector a YOLOv5-style detector: SiLU, C3 Split/Concat, SPPF max pools, nearest Resize,
                 sigmoid heads reshaped to f32[N,6000,85] (320x320)
+  anchor_free_detector  a YOLOv8-style detector: C2f Split/Concat, SPPF, PAN neck, box
+                distributions normalized along an inner axis (DFL), anchor-point decoding,
+                f32[N,84,8400] (640x640)
   r3d_18        torchvision's 3-D ResNet-18 for video: f32[N,3,8,112,112] (Conv3d, 3-D pooling)
   s3d           torchvision's S3D: separable 3-D convolutions, 3-D Inception, f32[N,3,16,224,224]
   pointnet      PointNet: per-point Conv1d, T-Net transforms by MatMul, max over f32[N,3,1024]

@@ -127,6 +127,88 @@ def mnasnet(reduced):
     return tvm.mnasnet1_0(), image(False)
 
 
+class _GhostModule(nn.Module):
+    """Half the output channels by a 1x1 convolution, the other half by a cheap depthwise 3x3
+    convolution of the first, concatenated and sliced back to the width asked for."""
+
+    def __init__(self, inputs, outputs, relu=True):
+        super().__init__()
+        self.outputs = outputs
+        half = math.ceil(outputs / 2)
+        activation = nn.ReLU() if relu else nn.Identity()
+        self.primary = nn.Sequential(nn.Conv2d(inputs, half, 1, bias=False),
+                                     nn.BatchNorm2d(half), activation)
+        self.cheap = nn.Sequential(nn.Conv2d(half, half, 3, 1, 1, groups=half, bias=False),
+                                   nn.BatchNorm2d(half), activation)
+
+    def forward(self, x):
+        primary = self.primary(x)
+        return torch.cat([primary, self.cheap(primary)], 1)[:, :self.outputs]
+
+
+class _GhostBottleneck(nn.Module):
+    def __init__(self, inputs, middle, outputs, kernel, stride, squeeze):
+        super().__init__()
+        self.expand = _GhostModule(inputs, middle)
+        self.depthwise = (nn.Sequential(nn.Conv2d(middle, middle, kernel, stride, kernel // 2,
+                                                  groups=middle, bias=False),
+                                        nn.BatchNorm2d(middle))
+                          if stride > 1 else nn.Identity())
+        self.squeeze = (nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(middle, middle // 4, 1),
+                                      nn.ReLU(), nn.Conv2d(middle // 4, middle, 1),
+                                      nn.Hardsigmoid()) if squeeze else None)
+        self.project = _GhostModule(middle, outputs, relu=False)
+        self.shortcut = (nn.Identity() if inputs == outputs and stride == 1 else nn.Sequential(
+            nn.Conv2d(inputs, inputs, kernel, stride, kernel // 2, groups=inputs, bias=False),
+            nn.BatchNorm2d(inputs), nn.Conv2d(inputs, outputs, 1, bias=False),
+            nn.BatchNorm2d(outputs)))
+
+    def forward(self, x):
+        y = self.depthwise(self.expand(x))
+        if self.squeeze is not None:
+            y = y * self.squeeze(y)
+        return self.project(y) + self.shortcut(x)
+
+
+class GhostNet(nn.Module):
+    """GhostNet (Han et al., 2020): ghost modules (a 1x1 convolution, a cheap depthwise one,
+    Concat, a channel Slice back to the module's width), squeeze-excitation with a hard sigmoid,
+    strided depthwise convolutions, a 1x1 head convolution after global pooling."""
+
+    # kernel, middle width, output width, squeeze-excitation, stride (GhostNet 1.0's table)
+    FULL = [(3, 16, 16, 0, 1), (3, 48, 24, 0, 2), (3, 72, 24, 0, 1), (5, 72, 40, 1, 2),
+            (5, 120, 40, 1, 1), (3, 240, 80, 0, 2), (3, 200, 80, 0, 1), (3, 184, 80, 0, 1),
+            (3, 184, 80, 0, 1), (3, 480, 112, 1, 1), (3, 672, 112, 1, 1), (5, 672, 160, 1, 2),
+            (5, 960, 160, 0, 1), (5, 960, 160, 1, 1), (5, 960, 160, 0, 1), (5, 960, 160, 1, 1)]
+    # odd widths too, so that some slices cut a channel
+    REDUCED = [(3, 16, 16, 0, 1), (3, 48, 24, 0, 2), (5, 72, 41, 1, 2), (3, 120, 40, 1, 1),
+               (3, 160, 56, 0, 2)]
+
+    def __init__(self, table, classes):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16),
+                                  nn.ReLU())
+        blocks, width = [], 16
+        for kernel, middle, outputs, squeeze, stride in table:
+            blocks.append(_GhostBottleneck(width, middle, outputs, kernel, stride, squeeze))
+            width = outputs
+        self.blocks = nn.Sequential(*blocks)
+        head = 6 * width
+        self.head = nn.Sequential(nn.Conv2d(width, head, 1, bias=False), nn.BatchNorm2d(head),
+                                  nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Conv2d(head, 1280, 1),
+                                  nn.ReLU())
+        self.classifier = nn.Linear(1280, classes)
+
+    def forward(self, x):
+        return self.classifier(self.head(self.blocks(self.stem(x))).flatten(1))
+
+
+def ghostnet(reduced):
+    if reduced:
+        return GhostNet(GhostNet.REDUCED, 100), image(True)
+    return GhostNet(GhostNet.FULL, 1000), image(False)
+
+
 def convnext_tiny(reduced):
     if reduced:
         setting = [tvm.convnext.CNBlockConfig(32, 64, 1), tvm.convnext.CNBlockConfig(64, 128, 1),
@@ -748,6 +830,94 @@ class Detector(nn.Module):
 def yolo_detector(reduced):
     width, classes = (8, 4) if reduced else (32, 80)
     return Detector(width, classes), image(reduced, full=320, small=96)
+
+
+class _C2f(nn.Module):
+    """YOLOv8's C2f block: a 1x1 convolution split in two halves along the channels (Split), each
+    bottleneck reading the last piece, every piece concatenated into a 1x1 convolution."""
+
+    def __init__(self, inputs, outputs, blocks, shortcut=True):
+        super().__init__()
+        self.half = outputs // 2
+        self.split = _ConvBnSiLU(inputs, 2 * self.half)
+        self.blocks = nn.ModuleList(nn.Sequential(_ConvBnSiLU(self.half, self.half, 3),
+                                                  _ConvBnSiLU(self.half, self.half, 3))
+                                    for _ in range(blocks))
+        self.shortcut = shortcut
+        self.join = _ConvBnSiLU((2 + blocks) * self.half, outputs)
+
+    def forward(self, x):
+        pieces = list(self.split(x).split((self.half, self.half), 1))
+        for block in self.blocks:
+            y = block(pieces[-1])
+            pieces.append(pieces[-1] + y if self.shortcut else y)
+        return self.join(torch.cat(pieces, 1))
+
+
+class AnchorFreeDetector(nn.Module):
+    """A YOLOv8-style anchor-free detector: C2f blocks, SPPF, a PAN neck (nearest upsampling and
+    strided convolutions), decoupled box and class heads per level, the box as a distribution over
+    `bins` distances normalized along axis 1 (Softmax over an inner axis) and reduced by a fixed
+    1x1 convolution of weights 0..bins-1, decoded against grid anchor points into [N, 4 +
+    classes, anchors] with sigmoid class scores."""
+
+    def __init__(self, width, classes, size, bins=16):
+        super().__init__()
+        w = width
+        self.stem = nn.Sequential(_ConvBnSiLU(3, w, 3, 2), _ConvBnSiLU(w, 2 * w, 3, 2),
+                                  _C2f(2 * w, 2 * w, 1))
+        self.stage3 = nn.Sequential(_ConvBnSiLU(2 * w, 4 * w, 3, 2), _C2f(4 * w, 4 * w, 2))
+        self.stage4 = nn.Sequential(_ConvBnSiLU(4 * w, 8 * w, 3, 2), _C2f(8 * w, 8 * w, 2))
+        self.stage5 = nn.Sequential(_ConvBnSiLU(8 * w, 16 * w, 3, 2), _C2f(16 * w, 16 * w, 1),
+                                    _SpatialPyramidPool(16 * w))
+        self.top_down4 = _C2f(24 * w, 8 * w, 1, shortcut=False)
+        self.top_down3 = _C2f(12 * w, 4 * w, 1, shortcut=False)
+        self.down3 = _ConvBnSiLU(4 * w, 4 * w, 3, 2)
+        self.bottom_up4 = _C2f(12 * w, 8 * w, 1, shortcut=False)
+        self.down4 = _ConvBnSiLU(8 * w, 8 * w, 3, 2)
+        self.bottom_up5 = _C2f(24 * w, 16 * w, 1, shortcut=False)
+        self.bins, self.classes, self.size = bins, classes, size
+        box_width, class_width = max(16, w, 4 * bins), max(4 * w, classes)
+        self.box_heads = nn.ModuleList(
+            nn.Sequential(_ConvBnSiLU(c, box_width, 3), _ConvBnSiLU(box_width, box_width, 3),
+                          nn.Conv2d(box_width, 4 * bins, 1)) for c in (4 * w, 8 * w, 16 * w))
+        self.class_heads = nn.ModuleList(
+            nn.Sequential(_ConvBnSiLU(c, class_width, 3), _ConvBnSiLU(class_width, class_width, 3),
+                          nn.Conv2d(class_width, classes, 1)) for c in (4 * w, 8 * w, 16 * w))
+        self.register_buffer("bin_values", torch.arange(bins, dtype=torch.float32).view(1, bins, 1, 1))
+
+    def forward(self, x):
+        p3 = self.stage3(self.stem(x))
+        p4 = self.stage4(p3)
+        p5 = self.stage5(p4)
+        t4 = self.top_down4(torch.cat([F.interpolate(p5, scale_factor=2.0, mode="nearest"), p4], 1))
+        t3 = self.top_down3(torch.cat([F.interpolate(t4, scale_factor=2.0, mode="nearest"), p3], 1))
+        b4 = self.bottom_up4(torch.cat([self.down3(t3), t4], 1))
+        b5 = self.bottom_up5(torch.cat([self.down4(b4), p5], 1))
+        levels, anchors, strides = [], [], []
+        for features, box_head, class_head in zip((t3, b4, b5), self.box_heads, self.class_heads):
+            levels.append(torch.cat([box_head(features), class_head(features)], 1).flatten(2))
+            h, w = features.shape[2], features.shape[3]
+            ys, xs = torch.meshgrid(torch.arange(h, dtype=torch.float32) + 0.5,
+                                    torch.arange(w, dtype=torch.float32) + 0.5, indexing="ij")
+            anchors.append(torch.stack([xs, ys], -1).view(-1, 2))
+            strides.append(torch.full((h * w, 1), self.size / h))
+        y = torch.cat(levels, 2)
+        anchors = torch.cat(anchors).transpose(0, 1).unsqueeze(0)
+        strides = torch.cat(strides).transpose(0, 1)
+        box, scores = y.split((4 * self.bins, self.classes), 1)
+        n, _, count = box.shape
+        distribution = box.view(n, 4, self.bins, count).transpose(2, 1).softmax(1)
+        distances = F.conv2d(distribution, self.bin_values).view(n, 4, count)
+        near, far = distances.chunk(2, 1)
+        top_left, bottom_right = anchors - near, anchors + far
+        xywh = torch.cat([(top_left + bottom_right) / 2, bottom_right - top_left], 1) * strides
+        return torch.cat([xywh, scores.sigmoid()], 1)
+
+
+def anchor_free_detector(reduced):
+    width, classes, size = (8, 4, 96) if reduced else (16, 80, 640)
+    return AnchorFreeDetector(width, classes, size), image(reduced, full=size, small=size)
 
 
 def r3d_18(reduced):
@@ -1615,6 +1785,7 @@ ZOO = {
     "squeezenet": (squeezenet, True),
     "shufflenet_v2": (shufflenet_v2, True),
     "mnasnet": (mnasnet, True),
+    "ghostnet": (ghostnet, True),
     "convnext_tiny": (convnext_tiny, True),
     "vgg11": (vgg11, True),
     "alexnet": (alexnet, True),
@@ -1631,6 +1802,7 @@ ZOO = {
     "raft_small": (raft_small, False),
     "unet": (unet, True),
     "yolo_detector": (yolo_detector, True),
+    "anchor_free_detector": (anchor_free_detector, True),
     "r3d_18": (r3d_18, True),
     "s3d": (s3d, True),
     "pointnet": (pointnet, True),
