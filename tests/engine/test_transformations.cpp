@@ -412,6 +412,23 @@ TEST(Transformations, FusesTheDepthwiseConvolutionIntoTheExpandWhereOnePassRunsI
 
 // A depthwise convolution that is not 3x3 with padding 1, or an expand read by another node too,
 // stays on its own.
+TEST(Transformations, KeepsTheDepthwisePairApartInAChannelsLastModel) {
+  // oneDNN's one-pass pair reads and writes plain or blocked tensors only: in a model whose
+  // activations are channels-last it would leave them plain, with reorders around it and around
+  // its readers, so the pair is left to run as two convolutions in the model's layout.
+  for (const char* layout : {"channels_last", "blocked"}) {
+    SCOPED_TRACE(layout);
+    test::ScopedEnv env("TROUPE_ACTIVATION_LAYOUT", layout);
+    auto model = inverted_residual(2, 112, true);
+    std::map<std::string, Tensor> inputs = {
+        {"x", random_tensor(Shape{1, 16, 112, 112}, 5, -1.f, 1.f)}};
+    const RunResult plain = compile_and_run(model, true, inputs);
+    const RunResult transformed = compile_and_run(model, false, inputs);
+    expect_close(transformed.outputs.at("y"), plain.outputs.at("y"), "y", 1e-4);
+    EXPECT_EQ(op_types(*transformed.runtime).size(), std::string(layout) == "blocked" ? 2u : 3u);
+  }
+}
+
 TEST(Transformations, LeavesOtherDepthwiseConvolutionsAlone) {
   ModelBuilder b("not_fused");
   auto x = b.input("x", ElementType::f32, {1, 8, 10, 10});

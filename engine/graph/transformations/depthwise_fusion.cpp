@@ -4,9 +4,15 @@
 // while the expanded rows are still in cache instead of writing the expanded tensor out and
 // reading it back. MobileNetV2's 16->96-channel expand at 112x112 with its stride-2 depthwise ran
 // 1.4-1.7x as fast fused (oneDNN 2.6, one thread, nChw16c); its other pairs oneDNN does not fuse.
+// Only where the pair would run in the model's activation layout: oneDNN 2.6's fused kernels
+// mis-address channels-last tensors, so in a channels-last model the pair ran on plain ones, and
+// its input, its output and the squeeze-and-excitation pooling and Mul reading that output went
+// plain with reorders around them (an EfficientDet's 144-channel 128x128 block: the pair 3.5 ms,
+// the pooling 2.0 ms and the Mul 2.1 ms on plain tensors).
 #include <string>
 #include <vector>
 
+#include "engine/graph/compiled_graph.hpp"
 #include "engine/graph/transformations/pattern_matching.hpp"
 #include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/op_schema.hpp"
@@ -40,10 +46,12 @@ bool is_plain_2d_conv(const Model& model, const Node& node, int64_t kernel, int6
 }
 
 // Whether the highest-priority kernel for `fused` computes the pair in one pass (the contract in
-// engine/ops/fused_post_ops.hpp), asked with the node's shapes, dynamic dimensions taken as 1.
+// engine/ops/fused_post_ops.hpp) on tensors in the model's activation layout, asked with the
+// node's shapes, dynamic dimensions taken as 1, and what `requests` say about the whole model.
 // Elsewhere oneDNN runs the fused pair as its two convolutions in turn (ref_fused_convolution),
 // which measured 0.7-1.5x the unfused pair on MobileNetV2's shapes, so only one-pass pairs fuse.
-bool runs_in_one_pass(const Model& model, const Node& fused) {
+bool runs_in_one_pass(const Model& model, const Node& fused,
+                      const detail::KernelRequests& requests) {
   std::vector<ValueInfo> inputs;
   std::vector<const Tensor*> constants;
   for (ValueId in : fused.inputs) {
@@ -60,9 +68,13 @@ bool runs_in_one_pass(const Model& model, const Node& fused) {
   try {
     const std::vector<ValueInfo> outputs =
         schema->infer(ShapeInferContext{fused, inputs, constants});
-    const kernels::KernelRequest request{fused, inputs, outputs, constants};
+    kernels::KernelRequest request = requests(fused);
+    request.inputs = inputs;
+    request.outputs = outputs;
+    request.constant_inputs = constants;
     const auto kernel = kernels::KernelRegistry::instance().create(request);
-    return kernel && fused::is_one_pass_depthwise(kernel->implementation());
+    return kernel && fused::is_one_pass_depthwise(kernel->implementation()) &&
+           !kernel->preferred_input_layout(0).is_plain();
   } catch (const std::exception&) {
     return false;
   }
@@ -72,6 +84,7 @@ bool runs_in_one_pass(const Model& model, const Node& fused) {
 
 size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names) {
   Rewrite rewrite(model, names);
+  const detail::KernelRequests requests(model);
   for (size_t i = 0; i < rewrite.nodes().size(); ++i) {
     Node& expand = rewrite.nodes()[i];
     if (rewrite.removed(static_cast<int>(i)) || !is_plain_2d_conv(model, expand, 1, 0) ||
@@ -102,7 +115,7 @@ size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names) {
     fused::copy_activation(dw.attributes, "fused_activation", fused.attributes,
                            "fused_dw_activation");
     fused.outputs = dw.outputs;
-    if (!runs_in_one_pass(model, fused)) continue;
+    if (!runs_in_one_pass(model, fused, requests)) continue;
     expand = std::move(fused);
     rewrite.absorb(expand.name, {dw_index});
     rewrite.update_producer(static_cast<int>(i));
