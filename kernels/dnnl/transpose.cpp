@@ -2,9 +2,14 @@
 // the input's strides permuted, so the reorder walks it in output order and writes the output
 // densely. A permutation that keeps the innermost axes in place (attention's [B,S,H,D] <->
 // [B,H,S,D]) moves whole rows instead: oneDNN 2.6's reorder walked such a 128x12x64 tensor element
-// by element, about 100 us where row copies take a fraction of that.
+// by element, about 100 us where row copies take a fraction of that. In a model whose activations
+// are channels-last the input may be too (its strides are the layout's): a detector head's
+// [N,C,H,W] -> [N,H,W,C] output permutation then copies memory that is already in the output's
+// order, instead of the convolution writing plain and the reorder walking it back (an
+// EfficientDet's class head: 2.3 ms).
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -23,6 +28,13 @@ class TransposeKernel final : public SrcDstKernel {
     if (request.inputs.size() != 1 || present_outputs(request) != 1) throw Unsupported{};
     type_ = request.inputs[0].type;
     element_size_ = element_size(type_);
+    const Shape& in = request.inputs[0].shape;
+    reads_channels_last_ = activation_layout().channels_last && type_ == ElementType::f32 &&
+                           (in.rank() == 4 || in.rank() == 3) && in.is_static();
+  }
+
+  TensorLayout preferred_input_layout(size_t i) const override {
+    return i == 0 && reads_channels_last_ ? activation_layout() : TensorLayout{};
   }
 
  protected:
@@ -43,8 +55,17 @@ class TransposeKernel final : public SrcDstKernel {
           dnnl::reorder::primitive_desc(cpu_engine(), md, cpu_engine(), md, primitive_attributes()),
           md, md);
     }
+    // The input's axes from the outermost in memory to the innermost, and their strides.
+    std::vector<size_t> memory_order(rank);
+    std::iota(memory_order.begin(), memory_order.end(), size_t{0});
+    if (input_layout(0).channels_last) {  // [N, C, spatial...] stored N, spatial..., C
+      if (rank < 3 || input_layout(0).bf16) return false;
+      memory_order.erase(memory_order.begin() + 1);
+      memory_order.push_back(1);
+    }
     Dims in_strides(rank, 1);
-    for (size_t i = rank - 1; i > 0; --i) in_strides[i - 1] = in_strides[i] * in[i];
+    for (size_t k = rank - 1; k > 0; --k)
+      in_strides[memory_order[k - 1]] = in_strides[memory_order[k]] * in[memory_order[k]];
     Dims out(rank);
     Dims strides(rank);
     std::vector<bool> seen(rank, false);
@@ -57,7 +78,7 @@ class TransposeKernel final : public SrcDstKernel {
       strides[i] = in_strides[static_cast<size_t>(perm[i])];
     }
     if (Shape(std::vector<int64_t>(out.begin(), out.end())) != outputs[0]) return false;
-    if (plan_row_copy(in, perm)) {
+    if (plan_row_copy(in, perm, memory_order, in_strides)) {
       set_impl("row_copy");
       return true;
     }
@@ -77,6 +98,14 @@ class TransposeKernel final : public SrcDstKernel {
     const size_t row_bytes = static_cast<size_t>(row_ * size);
     // Rows spread over the stream's threads (one copy thread reads ~10 GB/s here; Swin's window
     // shuffles moved 2-3 MB each), each thread starting its odometer at its first row.
+    if (rows_ == 1) {  // one contiguous copy (a permutation the input's layout already has)
+      const auto bytes = static_cast<int64_t>(row_bytes);
+      constexpr int64_t chunk = int64_t{1} << 18;
+#pragma omp parallel for schedule(static) if (bytes >= 2 * chunk)
+      for (int64_t begin = 0; begin < bytes; begin += chunk)
+        std::memcpy(dst + begin, src + begin, static_cast<size_t>(std::min(chunk, bytes - begin)));
+      return;
+    }
     const bool parallel = static_cast<size_t>(rows_) * row_bytes >= (size_t{1} << 18) && rows_ > 1;
 #pragma omp parallel if (parallel)
     {
@@ -105,15 +134,16 @@ class TransposeKernel final : public SrcDstKernel {
   }
 
  private:
-  // Whether the output is rows of at least 16 contiguous input elements (the innermost input axes,
-  // in order, ignoring axes of size 1); if so, records the other axes to walk.
-  bool plan_row_copy(const Dims& in, const std::vector<int64_t>& perm) {
+  // Whether the output is rows of at least 16 contiguous input elements (the innermost input axes
+  // in memory, in order, ignoring axes of size 1); if so, records the other axes to walk.
+  bool plan_row_copy(const Dims& in, const std::vector<int64_t>& perm,
+                     const std::vector<size_t>& memory_order, const Dims& in_strides) {
     const size_t rank = in.size();
     std::vector<size_t> kept;  // input axes in output order, size-1 axes dropped
     for (size_t i = 0; i < rank; ++i)
       if (in[static_cast<size_t>(perm[i])] != 1) kept.push_back(static_cast<size_t>(perm[i]));
-    std::vector<size_t> input_axes;  // the same axes in input order
-    for (size_t a = 0; a < rank; ++a)
+    std::vector<size_t> input_axes;  // the same axes in memory order
+    for (size_t a : memory_order)
       if (in[a] != 1) input_axes.push_back(a);
     // The row: the longest run of trailing axes that stay last and in order.
     row_ = 1;
@@ -124,8 +154,6 @@ class TransposeKernel final : public SrcDstKernel {
       ++inner;
     }
     if (row_ < 16) return false;
-    Dims in_strides(rank, 1);
-    for (size_t i = rank - 1; i > 0; --i) in_strides[i - 1] = in_strides[i] * in[i];
     outer_dims_.clear();
     outer_strides_.clear();
     rows_ = 1;
@@ -141,6 +169,7 @@ class TransposeKernel final : public SrcDstKernel {
   std::vector<int64_t> perm_;
   ElementType type_ = ElementType::f32;
   size_t element_size_ = 4;
+  bool reads_channels_last_ = false;  // may read the model's channels-last activations
   bool row_copy_ = false;
   int64_t row_ = 1;     // elements per contiguous row
   int64_t rows_ = 1;    // rows in the output

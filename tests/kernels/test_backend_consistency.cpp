@@ -18,6 +18,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
@@ -2650,6 +2651,24 @@ std::vector<Case> transpose_cases(Rng& rng) {
     c.tolerance = {0, 0};
     c.implementation = "dnnl:row_copy";
     cases.push_back(c);
+  }
+  // Reading a channels-last activation (a detector head's [N,C,H,W] -> [N,H,W,C] is the layout's
+  // own order: one copy, on several threads when large), every permutation of ranks 3 and 4.
+  for (const ints& dims : {ints{2, 5, 3, 4}, ints{1, 810, 64, 64}, ints{3, 7, 17}}) {
+    ints perm(dims.size());
+    std::iota(perm.begin(), perm.end(), int64_t{0});
+    do {
+      const bool large = dims[1] == 810;
+      if (large && perm != ints{0, 2, 3, 1} && perm != ints{0, 1, 3, 2}) continue;
+      Case c;
+      c.node = make_node("Transpose", Attributes{{"perm", perm}});
+      c.inputs = {rng.tensor(dims)};
+      c.constant = {false};
+      c.input_layouts = {TensorLayout::channels_last_order()};
+      c.tolerance = {0, 0};
+      if (perm == ints{0, 2, 3, 1} || perm == ints{0, 2, 1}) c.implementation = "dnnl:row_copy";
+      cases.push_back(c);
+    } while (std::next_permutation(perm.begin(), perm.end()));
   }
   return cases;
 }
