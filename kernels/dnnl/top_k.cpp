@@ -1,10 +1,11 @@
 // TopK of f32 tensors: the k largest (or smallest) elements along an axis, sorted, with their
 // indices, by a partial sort of each column (n log k) instead of the reference's stable sort of
 // the whole axis (n log n: the top 100 of a detector's 25200 scores took 2 ms there). Along the
-// innermost axis, where k is small (next to the axis and at most 32), a scan that compares whole
-// vectors of the row with the worst of the best k found so far, so most elements are rejected 16
-// at a time, and inserts the others in place (DGCNN's 20 nearest of 1024 points per point: 2.9
-// ms per TopK by partial sort, 1.5 ms so). The order
+// innermost axis, where k is small next to the axis, a scan that compares whole vectors of the
+// row with the worst of the best k found so far, so most elements are rejected 16 at a time,
+// and inserts the others in place (DGCNN's 20 nearest of 1024 points per point: 2.9 ms per TopK
+// by partial sort, 2.15 ms so; a CenterNet's top 100 of 1.3 M heatmap scores, one row split over
+// the threads: 4.2 ms by partial sort). The order
 // is the reference's: NaN above every number, equal values by lower index first.
 #include <omp.h>
 
@@ -46,27 +47,33 @@ TROUPE_ISA_CLONES bool any_beyond(const float* x, float worst, bool largest) {
 // The best k of row[0..n), best first by `before`, kept sorted while the row is scanned: an
 // element better than the worst kept is inserted in place. Blocks of 16 with nothing beyond the
 // worst kept are skipped whole. (A NaN worst, which a smallest-first search puts last, takes
-// every element to the exact comparison.)
+// every element to the exact comparison.) Indices are the row's plus `first_index`. Gives up,
+// returning false, once the insertions have moved more elements than the row has: a row in
+// ascending order inserts every element at the front, which a partial sort does better.
 template <class Before>
-void best_of_row(const float* row, int64_t n, int64_t k, bool largest, const Before& before,
-                 std::vector<Ranked>& kept) {
+bool best_of_row(const float* row, int64_t n, int64_t k, int64_t first_index, bool largest,
+                 const Before& before, std::vector<Ranked>& kept) {
   kept.clear();
-  for (int64_t j = 0; j < k; ++j) kept.emplace_back(row[j], j);
+  for (int64_t j = 0; j < k; ++j) kept.emplace_back(row[j], first_index + j);
   std::sort(kept.begin(), kept.end(), before);
+  int64_t moves = 0;
   auto offer = [&](int64_t t) {
-    const Ranked candidate{row[t], t};
+    const Ranked candidate{row[t], first_index + t};
     if (!before(candidate, kept[static_cast<size_t>(k - 1)])) return;
     auto p = static_cast<size_t>(k - 1);
     for (; p > 0 && before(candidate, kept[p - 1]); --p) kept[p] = kept[p - 1];
     kept[p] = candidate;
+    moves += k - static_cast<int64_t>(p);
   };
   int64_t j = k;
   for (; j + 16 <= n; j += 16) {
     const float worst = kept[static_cast<size_t>(k - 1)].first;
     if (worst != worst || any_beyond(row + j, worst, largest))
       for (int64_t t = j; t < j + 16; ++t) offer(t);
+    if (moves > n) return false;
   }
   for (; j < n; ++j) offer(j);
+  return true;
 }
 
 class TopKKernel final : public Kernel {
@@ -75,7 +82,7 @@ class TopKKernel final : public Kernel {
       : node_(r.node),
         axis_(r.node.attributes.get_int_or("axis", -1)),
         largest_(r.node.attributes.get_int_or("largest", 1) != 0) {}
-  std::string implementation() const override { return "dnnl:partial_sort"; }
+  std::string implementation() const override { return "dnnl:top_k_scan"; }
 
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
     const Tensor x = in[0].contiguous();
@@ -102,24 +109,30 @@ class TopKKernel final : public Kernel {
       const bool b_first = largest ? above(b.first, a.first) : above(a.first, b.first);
       return a_first || (!b_first && a.second < b.second);
     };
-    // The scan where most of a row is rejected by vector compares: k a small part of the row,
-    // and small enough that inserting in place costs less than a partial sort (a row in
-    // ascending order inserts every element at the front).
-    const bool scan = inner == 1 && k > 0 && k <= 32 && k * 8 <= n;
+    // The scan where most of a row is rejected by vector compares: k a small part of the row.
+    const bool scan = inner == 1 && k > 0 && k <= 1024 && k * 8 <= n;
+    auto store_row = [&](int64_t c, const std::vector<Ranked>& best) {
+      for (int64_t j = 0; j < k; ++j) {
+        values[c * k + j] = best[static_cast<size_t>(j)].first;
+        indices[c * k + j] = best[static_cast<size_t>(j)].second;
+      }
+    };
+    // One long row (a detector's flattened heatmap or score list): each thread scans a part, the
+    // parts' best are merged.
+    if (scan && outer == 1 && n >= (int64_t{1} << 16) && n / omp_get_max_threads() >= 8 * k &&
+        omp_get_max_threads() > 1 && top_of_one_row(src, n, k, largest, before, values, indices))
+      return;
 #pragma omp parallel if (x.size() > (int64_t{1} << 16) && outer * inner > 1)
     {
       std::vector<Ranked> column(static_cast<size_t>(scan ? k : n));
 #pragma omp for schedule(static)
       for (int64_t c = 0; c < outer * inner; ++c) {
-        if (scan) {
-          best_of_row(src + c * n, n, k, largest, before, column);
-          for (int64_t j = 0; j < k; ++j) {
-            values[c * k + j] = column[static_cast<size_t>(j)].first;
-            indices[c * k + j] = column[static_cast<size_t>(j)].second;
-          }
+        if (scan && best_of_row(src + c * n, n, k, 0, largest, before, column)) {
+          store_row(c, column);
           continue;
         }
         const int64_t o = c / inner, i = c % inner;
+        column.resize(static_cast<size_t>(n));
         for (int64_t j = 0; j < n; ++j)
           column[static_cast<size_t>(j)] = {src[(o * n + j) * inner + i], j};
         std::partial_sort(column.begin(), column.begin() + k, column.end(), before);
@@ -133,6 +146,31 @@ class TopKKernel final : public Kernel {
   }
 
  private:
+  // The best k of one row of n, its parts scanned on the stream's threads; false (nothing
+  // written) when a part's scan gave up.
+  template <class Before>
+  static bool top_of_one_row(const float* row, int64_t n, int64_t k, bool largest,
+                             const Before& before, float* values, int64_t* indices) {
+    const int team = omp_get_max_threads();
+    std::vector<std::vector<Ranked>> parts(static_cast<size_t>(team));
+    std::vector<char> done(static_cast<size_t>(team), 0);
+#pragma omp parallel for schedule(static, 1) num_threads(team)
+    for (int t = 0; t < team; ++t) {
+      const int64_t first = n * t / team, last = n * (t + 1) / team;
+      done[static_cast<size_t>(t)] = best_of_row(row + first, last - first, k, first, largest,
+                                                 before, parts[static_cast<size_t>(t)]);
+    }
+    if (std::find(done.begin(), done.end(), 0) != done.end()) return false;
+    std::vector<Ranked> merged;
+    for (const auto& part : parts) merged.insert(merged.end(), part.begin(), part.end());
+    std::partial_sort(merged.begin(), merged.begin() + k, merged.end(), before);
+    for (int64_t j = 0; j < k; ++j) {
+      values[j] = merged[static_cast<size_t>(j)].first;
+      indices[j] = merged[static_cast<size_t>(j)].second;
+    }
+    return true;
+  }
+
   [[noreturn]] void fail(const std::string& message) const {
     throw ExecutionError("TopK node '" + node_.name + "': " + message);
   }

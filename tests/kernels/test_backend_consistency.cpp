@@ -1508,28 +1508,35 @@ std::vector<Case> rows_and_lrn_cases(Rng& rng) {
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
-  // Along the innermost axis with K at most an eighth of it: the heap scan. Ties, NaNs, rows
-  // whose length is no multiple of the 16-wide compares, and rows in ascending and descending
-  // order (every element, or none, displaces the worst kept).
-  const std::vector<std::pair<ints, int64_t>> scanned = {
-      {{64, 1024}, 20}, {{3, 200}, 5},     {{2, 4, 97}, 12}, {{4, 500}, 30},
-      {{2, 500}, 30},   {{1, 25200}, 100}, {{5, 16}, 2},     {{7, 33}, 1}};
+  // Along the innermost axis with K at most an eighth of it: the scan. Ties, NaNs, rows whose
+  // length is no multiple of the 16-wide compares, rows in ascending order (every element
+  // displaces the worst kept: the scan gives up for a partial sort) and descending order (none
+  // does), and single rows long enough to be split over threads.
+  struct Scanned {
+    ints dims;
+    int64_t k;
+    int order;  // 0 random, 1 ascending, 2 descending
+  };
+  const std::vector<Scanned> scanned = {
+      {{64, 1024}, 20, 0}, {{3, 200}, 5, 0},     {{2, 4, 97}, 12, 0}, {{4, 500}, 30, 1},
+      {{2, 500}, 30, 2},   {{1, 25200}, 100, 0}, {{5, 16}, 2, 0},     {{7, 33}, 1, 0},
+      {{2, 4000}, 300, 0}, {{1, 70000}, 100, 0}, {{1, 70000}, 64, 1}, {{1, 66000}, 7, 2}};
   for (size_t k = 0; k < scanned.size() * 2; ++k) {
-    const auto& [x, top] = scanned[k / 2];
-    Tensor t = rng.tensor(x, -3, 3);
+    const Scanned& row = scanned[k / 2];
+    Tensor t = rng.tensor(row.dims, -3, 3);
     float* v = t.data<float>();
-    const int64_t n = x.back();
+    const int64_t n = row.dims.back();
     for (int64_t i = 0; i < t.size(); ++i) {
-      if (k / 2 == 3) v[i] = static_cast<float>(i % n);      // ascending
-      if (k / 2 == 4) v[i] = static_cast<float>(n - i % n);  // descending
-      if (k % 4 == 0) v[i] = std::round(v[i] * 2) / 2;       // ties
+      if (row.order == 1) v[i] = static_cast<float>(i % n);
+      if (row.order == 2) v[i] = static_cast<float>(n - i % n);
+      if (k % 4 == 0) v[i] = std::round(v[i] * 2) / 2;  // ties
       if (k % 3 == 1 && rng.chance(0.02)) v[i] = std::nanf("");
     }
     Attributes attrs{{"axis", int64_t{-1}}};
     if (k % 2 == 1) attrs.set("largest", int64_t{0});
     Case c;
     c.node = make_node("TopK", attrs);
-    c.inputs = {t, Tensor::from_vector<int64_t>(Shape{1}, {top})};
+    c.inputs = {t, Tensor::from_vector<int64_t>(Shape{1}, {row.k})};
     c.constant = {false, true};
     c.num_outputs = 2;
     c.tolerance = {0, 0};
@@ -2673,6 +2680,49 @@ std::vector<Case> transpose_cases(Rng& rng) {
   return cases;
 }
 
+// Comparisons into bool: operands of one shape (a detector's heatmap against its max-pooled
+// self, with many exact ties), or one of them a single value; NaNs compare false. Other
+// broadcasts go to the reference kernel.
+std::vector<Case> comparison_cases(Rng& rng) {
+  std::vector<Case> cases;
+  const char* ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+  for (const char* op : ops) {
+    for (int pairing = 0; pairing < 4; ++pairing) {
+      const ints full = pairing == 0 ? ints{1, 20, 128, 128} : rng.dims(3, 1, 40);
+      const ints other = pairing == 0 || pairing == 1 ? full
+                         : pairing == 2               ? ints{1}
+                                                      : ints{full[0], 1, full[2]};
+      Tensor a = rng.tensor(full, -2, 2);
+      Tensor b = rng.tensor(other, -2, 2);
+      for (Tensor* t : {&a, &b}) {
+        float* v = t->data<float>();
+        for (int64_t i = 0; i < t->size(); ++i) {
+          v[i] = std::round(v[i] * 4) / 4;  // ties
+          if (rng.chance(0.01)) v[i] = std::nanf("");
+        }
+      }
+      Case c;
+      c.node = make_node(op);
+      c.inputs = pairing == 2 && std::string(op) == "Less" ? std::vector<Tensor>{b, a}
+                                                           : std::vector<Tensor>{a, b};
+      c.constant = {false, false};
+      c.tolerance = {0, 0};
+      if (pairing == 3) {
+        c.must_accept = false;
+      } else {
+        c.implementation = "dnnl:comparison";
+      }
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, Comparisons) {
+  Rng rng(base_seed() + 79);
+  run_family("comparison", comparison_cases(rng));
+}
+
 TEST(BackendConsistency, Transpose) {
   Rng rng(base_seed() + 22);
   run_family("transpose", transpose_cases(rng));
@@ -3015,7 +3065,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
       "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter", "Gather",
-      "Sin", "Cos",
+      "Sin", "Cos", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
