@@ -344,7 +344,10 @@ TEST(Transformations, KeepsTheKernelOfAConvolutionOverADynamicSize) {
 
 // MobileNetV2's inverted residual: a 1x1 expand with ReLU6, a 3x3 depthwise with ReLU6 (stride 1
 // or 2), a 1x1 projection.
-std::shared_ptr<Model> inverted_residual(int64_t stride, int64_t size, bool expand_bias) {
+// `with_nonzero`: a NonZero of x as a second output, which makes the streams run the model node
+// by node on plain tensors.
+std::shared_ptr<Model> inverted_residual(int64_t stride, int64_t size, bool expand_bias,
+                                         bool with_nonzero = false) {
   ModelBuilder b("inverted_residual");
   auto x = b.input("x", ElementType::f32, {-1, 16, size, size});
   auto relu6 = [&](ValueId v, const std::string& name) {
@@ -367,6 +370,9 @@ std::shared_ptr<Model> inverted_residual(int64_t stride, int64_t size, bool expa
       b.op("Conv", {relu6(dw, "depthwise_relu6"), b.constant("wp", conv_weights(24, 96, 1, 25))},
            {}, "project");
   b.output(project, "y");
+  if (with_nonzero)
+    b.output(b.op("Cast", {b.op("NonZero", {x}, {}, "nonzero")}, {{"to", int64_t{1}}}, "to_float"),
+             "where");
   return b.build();
 }
 
@@ -415,17 +421,21 @@ TEST(Transformations, FusesTheDepthwiseConvolutionIntoTheExpandWhereOnePassRunsI
 TEST(Transformations, KeepsTheDepthwisePairApartInAChannelsLastModel) {
   // oneDNN's one-pass pair reads and writes plain or blocked tensors only: in a model whose
   // activations are channels-last it would leave them plain, with reorders around it and around
-  // its readers, so the pair is left to run as two convolutions in the model's layout.
-  for (const char* layout : {"channels_last", "blocked"}) {
+  // its readers, so the pair is left to run as two convolutions in the model's layout. Unless
+  // the model runs node by node on plain tensors anyway (a NonZero): there it fuses.
+  for (const char* layout : {"channels_last", "blocked", "plain model"}) {
     SCOPED_TRACE(layout);
-    test::ScopedEnv env("TROUPE_ACTIVATION_LAYOUT", layout);
-    auto model = inverted_residual(2, 112, true);
+    const bool plain_model = std::string(layout) == "plain model";
+    test::ScopedEnv env("TROUPE_ACTIVATION_LAYOUT", plain_model ? "channels_last" : layout);
+    auto model = inverted_residual(2, 112, true, plain_model);
     std::map<std::string, Tensor> inputs = {
         {"x", random_tensor(Shape{1, 16, 112, 112}, 5, -1.f, 1.f)}};
     const RunResult plain = compile_and_run(model, true, inputs);
     const RunResult transformed = compile_and_run(model, false, inputs);
     expect_close(transformed.outputs.at("y"), plain.outputs.at("y"), "y", 1e-4);
-    EXPECT_EQ(op_types(*transformed.runtime).size(), std::string(layout) == "blocked" ? 2u : 3u);
+    const std::vector<std::string> types = op_types(*transformed.runtime);
+    EXPECT_EQ(std::count(types.begin(), types.end(), "Conv"),
+              std::string(layout) == "channels_last" ? 3 : 2);
   }
 }
 

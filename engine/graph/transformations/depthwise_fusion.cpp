@@ -8,12 +8,16 @@
 // mis-address channels-last tensors, so in a channels-last model the pair ran on plain ones, and
 // its input, its output and the squeeze-and-excitation pooling and Mul reading that output went
 // plain with reorders around them (an EfficientDet's 144-channel 128x128 block: the pair 3.5 ms,
-// the pooling 2.0 ms and the Mul 2.1 ms on plain tensors).
+// the pooling 2.0 ms and the Mul 2.1 ms on plain tensors). A model its streams run node by node
+// (values sized by the data, control flow: stream_executor.cpp) keeps every tensor plain anyway:
+// there the pair fuses (SSDlite's backbone ahead of its NMS: a 64-channel stride-2 pair at
+// 160x160 took 0.84 ms fused, 2.9 ms apart).
 #include <string>
 #include <vector>
 
 #include "engine/graph/compiled_graph.hpp"
 #include "engine/graph/transformations/pattern_matching.hpp"
+#include "engine/ops/control_flow.hpp"
 #include "engine/ops/fused_post_ops.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "kernels/kernel_registry.hpp"
@@ -46,12 +50,13 @@ bool is_plain_2d_conv(const Model& model, const Node& node, int64_t kernel, int6
 }
 
 // Whether the highest-priority kernel for `fused` computes the pair in one pass (the contract in
-// engine/ops/fused_post_ops.hpp) on tensors in the model's activation layout, asked with the
-// node's shapes, dynamic dimensions taken as 1, and what `requests` say about the whole model.
+// engine/ops/fused_post_ops.hpp) on tensors in the model's activation layout (on any, in a
+// `plain_model`), asked with the node's shapes, dynamic dimensions taken as 1, and what
+// `requests` say about the whole model.
 // Elsewhere oneDNN runs the fused pair as its two convolutions in turn (ref_fused_convolution),
 // which measured 0.7-1.5x the unfused pair on MobileNetV2's shapes, so only one-pass pairs fuse.
-bool runs_in_one_pass(const Model& model, const Node& fused,
-                      const detail::KernelRequests& requests) {
+bool runs_in_one_pass(const Model& model, const Node& fused, const detail::KernelRequests& requests,
+                      bool plain_model) {
   std::vector<ValueInfo> inputs;
   std::vector<const Tensor*> constants;
   for (ValueId in : fused.inputs) {
@@ -74,10 +79,20 @@ bool runs_in_one_pass(const Model& model, const Node& fused,
     request.constant_inputs = constants;
     const auto kernel = kernels::KernelRegistry::instance().create(request);
     return kernel && fused::is_one_pass_depthwise(kernel->implementation()) &&
-           !kernel->preferred_input_layout(0).is_plain();
+           (plain_model || !kernel->preferred_input_layout(0).is_plain());
   } catch (const std::exception&) {
     return false;
   }
+}
+
+// Whether the streams will run `model` node by node on plain tensors, without the activation
+// layout: some value's size is decided by the data, or a node runs subgraphs.
+bool runs_node_by_node(const Model& model) {
+  for (const Node& node : model.nodes())
+    if (node.op_type == "NonZero" || node.op_type == "Compress" || node.op_type == "Unique" ||
+        node.op_type == "NonMaxSuppression" || control_flow::is_control_flow(node.op_type))
+      return true;
+  return false;
 }
 
 }  // namespace
@@ -85,6 +100,7 @@ bool runs_in_one_pass(const Model& model, const Node& fused,
 size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names) {
   Rewrite rewrite(model, names);
   const detail::KernelRequests requests(model);
+  const bool plain_model = runs_node_by_node(model);
   for (size_t i = 0; i < rewrite.nodes().size(); ++i) {
     Node& expand = rewrite.nodes()[i];
     if (rewrite.removed(static_cast<int>(i)) || !is_plain_2d_conv(model, expand, 1, 0) ||
@@ -115,7 +131,7 @@ size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names) {
     fused::copy_activation(dw.attributes, "fused_activation", fused.attributes,
                            "fused_dw_activation");
     fused.outputs = dw.outputs;
-    if (!runs_in_one_pass(model, fused, requests)) continue;
+    if (!runs_in_one_pass(model, fused, requests, plain_model)) continue;
     expand = std::move(fused);
     rewrite.absorb(expand.name, {dw_index});
     rewrite.update_producer(static_cast<int>(i));
