@@ -3,14 +3,13 @@
 // threads. A detector's peak extraction compares whole score maps (CenterNet: heatmap ==
 // max_pool(heatmap) over 80 x 128 x 128 took 3.5 ms on the reference's broadcasting loop). Other
 // broadcasts, and sizes known only at run time that turn out to broadcast, run the reference.
-#include <omp.h>
-
 #include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kernels/dnnl/chunked_loop.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/vector_exp.hpp"  // TROUPE_ISA_CLONES
@@ -95,15 +94,10 @@ class ComparisonKernel final : public Kernel {
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     bool* y = out[0].data<bool>();
-    const int64_t n = out[0].size();
-    constexpr int64_t chunk = 16384;
-    const int64_t chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (chunks > 4)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t begin = c * chunk, count = std::min(chunk, n - begin);
+    for_each_chunk(out[0].size(), 16384, [&](int64_t begin, int64_t count) {
       compare(*how == Pairing::scalar_a ? pa : pa + begin,
               *how == Pairing::scalar_b ? pb : pb + begin, y + begin, count, relation_, *how);
-    }
+    });
   }
 
  private:

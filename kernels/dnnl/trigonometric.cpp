@@ -6,13 +6,13 @@
 // result rounds to the reference's float but for rare ties. Arguments beyond 2^20 or not finite
 // take libm's path for the whole tensor. Vectorized per ISA; chunks spread over the stream's
 // threads.
-#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "kernels/dnnl/chunked_loop.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/vector_exp.hpp"
@@ -79,12 +79,7 @@ class TrigonometricKernel final : public Kernel {
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
     const float* x = in[0].data<float>();
     float* y = out[0].data<float>();
-    const int64_t n = in[0].size();
-    constexpr int64_t chunk = 4096;
-    const int64_t chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (chunks > 4)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t begin = c * chunk, count = std::min(chunk, n - begin);
+    for_each_chunk(in[0].size(), 4096, [&](int64_t begin, int64_t count) {
       bool reducible = true;
       for (int64_t i = begin; i < begin + count; ++i)
         reducible &= std::fabs(x[i]) <= 1048576.0f;  // false for NaN too
@@ -95,7 +90,7 @@ class TrigonometricKernel final : public Kernel {
           y[i] = static_cast<float>(cosine_ ? std::cos(static_cast<double>(x[i]))
                                             : std::sin(static_cast<double>(x[i])));
       }
-    }
+    });
   }
 
  private:

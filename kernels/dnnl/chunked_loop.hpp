@@ -1,0 +1,22 @@
+// Element-wise loops of troupe's own kernels, cut into chunks that the stream's threads share.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace troupe::kernels::onednn {
+
+/// Calls body(begin, count) for consecutive chunks of [0, n) of `chunk` elements (the last one
+/// shorter), spread over the calling thread's OpenMP team when there are more than four chunks
+/// (fewer do not pay for the parallel region's start).
+template <class Body>
+void for_each_chunk(int64_t n, int64_t chunk, const Body& body) {
+  const int64_t chunks = (n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (chunks > 4)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * chunk;
+    body(begin, std::min(chunk, n - begin));
+  }
+}
+
+}  // namespace troupe::kernels::onednn
