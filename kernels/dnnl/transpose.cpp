@@ -6,7 +6,8 @@
 // are channels-last the input may be too (its strides are the layout's): a detector head's
 // [N,C,H,W] -> [N,H,W,C] output permutation then copies memory that is already in the output's
 // order, instead of the convolution writing plain and the reorder walking it back (an
-// EfficientDet's class head: 2.3 ms).
+// EfficientDet's class head: 2.3 ms). Likewise a channels-last output: [N,H,W,C] -> [N,C,H,W]
+// into a convolution (DGCNN's edge features) copies memory in order.
 #include <omp.h>
 
 #include <algorithm>
@@ -28,13 +29,19 @@ class TransposeKernel final : public SrcDstKernel {
     if (request.inputs.size() != 1 || present_outputs(request) != 1) throw Unsupported{};
     type_ = request.inputs[0].type;
     element_size_ = element_size(type_);
-    const Shape& in = request.inputs[0].shape;
-    reads_channels_last_ = activation_layout().channels_last && type_ == ElementType::f32 &&
-                           (in.rank() == 4 || in.rank() == 3) && in.is_static();
+    auto may_lay_out = [&](const Shape& shape) {
+      return activation_layout().channels_last && type_ == ElementType::f32 &&
+             (shape.rank() == 4 || shape.rank() == 3) && shape.is_static();
+    };
+    reads_channels_last_ = may_lay_out(request.inputs[0].shape);
+    writes_channels_last_ = may_lay_out(request.outputs[0].shape);
   }
 
   TensorLayout preferred_input_layout(size_t i) const override {
     return i == 0 && reads_channels_last_ ? activation_layout() : TensorLayout{};
+  }
+  TensorLayout preferred_output_layout(size_t o) const override {
+    return o == 0 && writes_channels_last_ ? activation_layout() : TensorLayout{};
   }
 
  protected:
@@ -78,12 +85,20 @@ class TransposeKernel final : public SrcDstKernel {
       strides[i] = in_strides[static_cast<size_t>(perm[i])];
     }
     if (Shape(std::vector<int64_t>(out.begin(), out.end())) != outputs[0]) return false;
-    if (plan_row_copy(in, perm, memory_order, in_strides)) {
+    // The output's axes in the order it is written: a channels-last output (read by a
+    // convolution) is written N, spatial..., C.
+    std::vector<int64_t> written = perm;
+    if (output_layout(0).channels_last) {
+      if (output_layout(0).bf16) return false;
+      written.erase(written.begin() + 1);
+      written.push_back(perm[1]);
+    }
+    if (plan_row_copy(in, written, memory_order, in_strides)) {
       set_impl("row_copy");
       return true;
     }
     const dnnl::memory::desc src(out, *to_dnnl(type_), strides);
-    const dnnl::memory::desc dst = plain_desc(out, *to_dnnl(type_));
+    const dnnl::memory::desc dst = tensor_desc(out, output_layout(0).order(), *to_dnnl(type_));
     return adopt<dnnl::reorder>(
         dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst, primitive_attributes()),
         src, dst);
@@ -134,8 +149,9 @@ class TransposeKernel final : public SrcDstKernel {
   }
 
  private:
-  // Whether the output is rows of at least 16 contiguous input elements (the innermost input axes
-  // in memory, in order, ignoring axes of size 1); if so, records the other axes to walk.
+  // Whether the output, written densely with the input axes in the order `perm` lists them, is
+  // rows of at least 16 contiguous input elements (the innermost input axes in memory, in order,
+  // ignoring axes of size 1); if so, records the other axes to walk.
   bool plan_row_copy(const Dims& in, const std::vector<int64_t>& perm,
                      const std::vector<size_t>& memory_order, const Dims& in_strides) {
     const size_t rank = in.size();
@@ -169,7 +185,8 @@ class TransposeKernel final : public SrcDstKernel {
   std::vector<int64_t> perm_;
   ElementType type_ = ElementType::f32;
   size_t element_size_ = 4;
-  bool reads_channels_last_ = false;  // may read the model's channels-last activations
+  bool reads_channels_last_ = false;   // may read the model's channels-last activations
+  bool writes_channels_last_ = false;  // ... and write them
   bool row_copy_ = false;
   int64_t row_ = 1;     // elements per contiguous row
   int64_t rows_ = 1;    // rows in the output

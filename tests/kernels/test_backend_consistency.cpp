@@ -2675,6 +2675,20 @@ std::vector<Case> transpose_cases(Rng& rng) {
       c.tolerance = {0, 0};
       if (perm == ints{0, 2, 3, 1} || perm == ints{0, 2, 1}) c.implementation = "dnnl:row_copy";
       cases.push_back(c);
+      // Writing a channels-last output instead (into a convolution): [N,H,W,C] -> [N,C,H,W]
+      // is the input's order; and both ends laid out.
+      if (large && perm != ints{0, 2, 3, 1}) continue;
+      Case written = c;
+      written.input_layouts.clear();
+      written.output_layout = TensorLayout::channels_last_order();
+      const bool in_order = perm == ints{0, 3, 1, 2} || perm == ints{0, 2, 1};
+      written.implementation = in_order ? "dnnl:row_copy" : "";
+      cases.push_back(written);
+      Case both = c;
+      both.output_layout = TensorLayout::channels_last_order();
+      both.implementation =
+          perm == ints{0, 1, 2, 3} || perm == ints{0, 1, 2} ? "dnnl:row_copy" : "";
+      cases.push_back(both);
     } while (std::next_permutation(perm.begin(), perm.end()));
   }
   return cases;
