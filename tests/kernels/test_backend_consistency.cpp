@@ -1508,10 +1508,10 @@ std::vector<Case> rows_and_lrn_cases(Rng& rng) {
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
-  // Along the innermost axis with K at most an eighth of it: the scan. Ties, NaNs, rows whose
-  // length is no multiple of the 16-wide compares, rows in ascending order (every element
-  // displaces the worst kept: the scan gives up for a partial sort) and descending order (none
-  // does), and single rows long enough to be split over threads.
+  // Along the innermost axis with K small next to it: the scan (else a partial sort). Ties,
+  // NaNs, rows whose length is no multiple of the 16-wide compares, rows in ascending order
+  // (every element displaces the worst kept: the scan gives up for a partial sort) and
+  // descending order (none does), and single rows long enough to be split over threads.
   struct Scanned {
     ints dims;
     int64_t k;
@@ -1520,7 +1520,8 @@ std::vector<Case> rows_and_lrn_cases(Rng& rng) {
   const std::vector<Scanned> scanned = {
       {{64, 1024}, 20, 0}, {{3, 200}, 5, 0},     {{2, 4, 97}, 12, 0}, {{4, 500}, 30, 1},
       {{2, 500}, 30, 2},   {{1, 25200}, 100, 0}, {{5, 16}, 2, 0},     {{7, 33}, 1, 0},
-      {{2, 4000}, 300, 0}, {{1, 70000}, 100, 0}, {{1, 70000}, 64, 1}, {{1, 66000}, 7, 2}};
+      {{2, 4000}, 300, 0}, {{1, 70000}, 100, 0}, {{1, 70000}, 64, 1}, {{1, 66000}, 7, 2},
+      {{3, 4000}, 8, 1},   {{2, 4000}, 8, 2}};
   for (size_t k = 0; k < scanned.size() * 2; ++k) {
     const Scanned& row = scanned[k / 2];
     Tensor t = rng.tensor(row.dims, -3, 3);
