@@ -416,8 +416,6 @@ TEST(Transformations, FusesTheDepthwiseConvolutionIntoTheExpandWhereOnePassRunsI
   }
 }
 
-// A depthwise convolution that is not 3x3 with padding 1, or an expand read by another node too,
-// stays on its own.
 TEST(Transformations, KeepsTheDepthwisePairApartInAChannelsLastModel) {
   // oneDNN's one-pass pair reads and writes plain or blocked tensors only: in a model whose
   // activations are channels-last it would leave them plain, with reorders around it and around
@@ -439,6 +437,8 @@ TEST(Transformations, KeepsTheDepthwisePairApartInAChannelsLastModel) {
   }
 }
 
+// A depthwise convolution that is not 3x3 with padding 1, or an expand read by another node too,
+// stays on its own.
 TEST(Transformations, LeavesOtherDepthwiseConvolutionsAlone) {
   ModelBuilder b("not_fused");
   auto x = b.input("x", ElementType::f32, {1, 8, 10, 10});
