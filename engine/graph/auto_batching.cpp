@@ -1,5 +1,7 @@
 #include "engine/graph/auto_batching.hpp"
 
+#include "engine/graph/transformations/graph_queries.hpp"
+
 namespace troupe::detail {
 
 namespace {
@@ -15,8 +17,7 @@ std::string leading_dim_obstacle(const char* what, const ValueInfo& info) {
 std::string node_obstacle(const Model& model, const Node& node) {
   const std::string named = node.op_type + " node '" + node.name + "'";
   // How many rows these output depends on the values, not on the batch.
-  if (node.op_type == "NonZero" || node.op_type == "Compress" || node.op_type == "Unique" ||
-      node.op_type == "NonMaxSuppression")
+  if (transformations::outputs_sized_by_data(node.op_type))
     return named + " outputs a number of rows its data decides";
   // RoiAlign outputs a row per roi, and its batch_indices count from each request's first image.
   if (node.op_type == "RoiAlign")

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/graph/compiled_graph.hpp"
+#include "engine/graph/transformations/graph_queries.hpp"
 #include "engine/graph/transformations/pattern_matching.hpp"
 #include "engine/ops/control_flow.hpp"
 #include "engine/ops/fused_post_ops.hpp"
@@ -89,8 +90,7 @@ bool runs_in_one_pass(const Model& model, const Node& fused, const detail::Kerne
 // layout: some value's size is decided by the data, or a node runs subgraphs.
 bool runs_node_by_node(const Model& model) {
   for (const Node& node : model.nodes())
-    if (node.op_type == "NonZero" || node.op_type == "Compress" || node.op_type == "Unique" ||
-        node.op_type == "NonMaxSuppression" || control_flow::is_control_flow(node.op_type))
+    if (outputs_sized_by_data(node.op_type) || control_flow::is_control_flow(node.op_type))
       return true;
   return false;
 }

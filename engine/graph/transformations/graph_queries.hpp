@@ -8,6 +8,12 @@
 
 namespace troupe::transformations {
 
+// Whether an op's output has a number of rows its data decides (not its input shapes).
+inline bool outputs_sized_by_data(const std::string& op_type) {
+  return op_type == "NonZero" || op_type == "Compress" || op_type == "Unique" ||
+         op_type == "NonMaxSuppression";
+}
+
 // Per value: how many node inputs read it (a node reading it twice counts twice).
 inline std::vector<int> count_uses(const Model& model) {
   std::vector<int> uses(model.values().size(), 0);
