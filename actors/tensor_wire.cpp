@@ -1,5 +1,6 @@
 // The wire form of a Tensor for CAF's serializers: element type (one byte), rank, dimensions,
-// byte count, then the dense row-major bytes. The receiving side checks every field against the
+// byte count, then the dense row-major bytes (a string tensor: the total length of its strings,
+// then each string as CAF writes strings). The receiving side checks every field against the
 // others and against wire::max_rank / max_tensor_bytes (and, from the middleman's buffer, the
 // bytes actually left) before it allocates: a peer cannot make this node allocate more than it
 // sent.
@@ -18,7 +19,36 @@ caf::error refused(std::string what) {
 
 // The last enumerator: new element types are appended to the enum, so every code up to it is one.
 bool known_type(uint8_t code) {
-  return code <= static_cast<uint8_t>(ElementType::u64);
+  return code <= static_cast<uint8_t>(ElementType::string);
+}
+
+// Each string costs at least one byte of the message (its length), and the text is bounded like
+// any tensor's bytes, so a peer cannot make this node allocate more than it sent.
+caf::error load_strings(caf::deserializer& source, const Shape& shape, uint64_t text_bytes,
+                        Tensor& tensor) {
+  const auto elements = static_cast<uint64_t>(shape.element_count());
+  if (text_bytes > max_tensor_bytes || elements > max_tensor_bytes / sizeof(std::string))
+    return refused("string tensor " + shape.to_string() + " of " + std::to_string(text_bytes) +
+                   " bytes exceeds " + std::to_string(max_tensor_bytes) + " bytes");
+  if (auto* buffer = dynamic_cast<caf::binary_deserializer*>(&source))
+    if (elements > buffer->remaining() || text_bytes > buffer->remaining())
+      return refused("string tensor " + shape.to_string() + " of " + std::to_string(text_bytes) +
+                     " bytes announced, " + std::to_string(buffer->remaining()) +
+                     " bytes in the message");
+  Tensor loaded(ElementType::string, shape);
+  std::string* strings = loaded.data<std::string>();
+  uint64_t read = 0;
+  for (uint64_t i = 0; i < elements; ++i) {
+    if (auto err = source(strings[i])) return err;
+    read += strings[i].size();
+    if (read > text_bytes) break;
+  }
+  if (read != text_bytes)
+    return refused("string tensor " + shape.to_string() + " announced " +
+                   std::to_string(text_bytes) + " bytes of text and holds " +
+                   (read > text_bytes ? "more" : std::to_string(read)));
+  tensor = std::move(loaded);
+  return caf::none;
 }
 
 }  // namespace
@@ -31,6 +61,15 @@ caf::error save_tensor(caf::serializer& sink, const Tensor& tensor) {
   for (uint32_t d = 0; d < rank; ++d) {
     int64_t dim = dense.shape()[d];
     if (auto err = sink(dim)) return err;
+  }
+  if (dense.element_type() == ElementType::string) {
+    const std::string* strings = dense.data<std::string>();
+    uint64_t text_bytes = 0;
+    for (int64_t i = 0; i < dense.size(); ++i) text_bytes += strings[i].size();
+    if (auto err = sink(text_bytes)) return err;
+    for (int64_t i = 0; i < dense.size(); ++i)
+      if (auto err = sink(const_cast<std::string&>(strings[i]))) return err;
+    return caf::none;
   }
   uint64_t bytes = dense.empty() ? 0 : dense.byte_size();
   if (auto err = sink(bytes)) return err;
@@ -63,6 +102,7 @@ caf::error load_tensor(caf::deserializer& source, Tensor& tensor) {
     tensor = Tensor();
     return caf::none;
   }
+  if (element_type == ElementType::string) return load_strings(source, Shape(dims), bytes, tensor);
   const uint64_t expected = elements * element_size(element_type);
   if (bytes != expected)
     return refused(std::to_string(bytes) + " bytes for shape " + Shape(dims).to_string() + " of " +

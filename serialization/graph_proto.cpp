@@ -36,6 +36,14 @@ Tensor tensor_from_proto(const proto::Tensor& t, const WeightsView& weights,
     throw FormatError(where + ": tensor has undefined element type");
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   const uint64_t bytes = checked_byte_size(type, dims, where);
+  if (type == ElementType::string) {
+    if (bytes / sizeof(std::string) != static_cast<uint64_t>(t.strings_size()))
+      throw FormatError(where + ": string tensor " + Shape(dims).to_string() + " holds " +
+                        std::to_string(t.strings_size()) + " strings");
+    Tensor strings(type, Shape(dims));
+    std::copy(t.strings().begin(), t.strings().end(), strings.data<std::string>());
+    return strings;
+  }
   const uint64_t offset = t.data().offset();
   const uint64_t length = t.data().length();
   if (length != bytes)
@@ -90,6 +98,8 @@ proto::ElementType to_proto(ElementType type) {
       return proto::U32;
     case ElementType::u64:
       return proto::U64;
+    case ElementType::string:
+      return proto::STRING;
   }
   throw InvalidArgument("element type " + std::to_string(static_cast<int>(type)) +
                         " has no serialized form");
@@ -125,6 +135,8 @@ ElementType from_proto(int type, const std::string& where) {
       return ElementType::u32;
     case proto::U64:
       return ElementType::u64;
+    case proto::STRING:
+      return ElementType::string;
     default:
       break;
   }
@@ -137,6 +149,11 @@ void WeightsWriter::add(const Tensor& tensor, proto::Tensor& out) {
   Tensor dense = tensor.contiguous();
   out.set_type(to_proto(dense.element_type()));
   for (int64_t d : dense.shape()) out.add_dims(d);
+  if (dense.element_type() == ElementType::string) {
+    const std::string* s = dense.data<std::string>();
+    for (int64_t i = 0; i < dense.size(); ++i) out.add_strings(s[i]);
+    return;
+  }
   const uint64_t bytes = dense.byte_size();
   const auto key = std::make_pair(static_cast<const void*>(dense.raw_data()), bytes);
   auto it = offset_by_memory_.find(key);

@@ -162,6 +162,8 @@ std::optional<ElementType> element_type_from_onnx(int32_t data_type) {
       return ElementType::u64;
     case onnx::TensorProto::BOOL:
       return ElementType::boolean;
+    case onnx::TensorProto::STRING:
+      return ElementType::string;
     default:
       return std::nullopt;
   }
@@ -173,7 +175,7 @@ ElementType require_element_type(int32_t data_type, const std::string& what) {
   if (!type)
     throw UnsupportedOperation(what + " has element type " + onnx_type_name(data_type) +
                                ", which troupe does not support (it has f32, f16, bf16, f64, i8, "
-                               "u8, i16, u16, i32, u32, i64, u64, bool)");
+                               "u8, i16, u16, i32, u32, i64, u64, bool, string)");
   return *type;
 }
 
@@ -266,6 +268,8 @@ int typed_field_size(const onnx::TensorProto& proto, ElementType type) {
     case ElementType::u32:  // onnx.proto puts UINT32 and UINT64 in uint64_data
     case ElementType::u64:
       return proto.uint64_data_size();
+    case ElementType::string:
+      return proto.string_data_size();
     default:  // i32, i16, u16, i8, u8, bool, and the bits of f16 and bf16
       return proto.int32_data_size();
   }
@@ -282,6 +286,8 @@ const char* typed_field_name(ElementType type) {
     case ElementType::u32:
     case ElementType::u64:
       return "uint64_data";
+    case ElementType::string:
+      return "string_data";
     default:
       return "int32_data";
   }
@@ -320,6 +326,11 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
     throw ModelError(what + " is too large (more than 1 TiB)");
   const int64_t bytes = count * static_cast<int64_t>(element_size(type));
   const Shape shape(dims);
+  if (type == ElementType::string &&
+      (proto.data_location() == onnx::TensorProto::EXTERNAL || proto.has_raw_data()))
+    throw ModelError(what +
+                     " is a string tensor stored as raw or external data; ONNX keeps "
+                     "strings in string_data");
 
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     const ExternalRegion region = locate_external_data(proto, what, ctx, bytes);
@@ -391,6 +402,11 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
     case ElementType::boolean: {
       auto* p = static_cast<uint8_t*>(tensor.raw_data());
       for (int64_t i = 0; i < count; ++i) p[i] = proto.int32_data(static_cast<int>(i)) != 0;
+      break;
+    }
+    case ElementType::string: {
+      auto* p = tensor.data<std::string>();
+      for (int64_t i = 0; i < count; ++i) p[i] = proto.string_data(static_cast<int>(i));
       break;
     }
     case ElementType::undefined:

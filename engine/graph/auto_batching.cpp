@@ -6,6 +6,8 @@ namespace troupe::detail {
 
 namespace {
 std::string leading_dim_obstacle(const char* what, const ValueInfo& info) {
+  if (info.type == ElementType::string)
+    return std::string(what) + " '" + info.name + "' holds strings, which do not stack as bytes";
   if (info.shape.rank() == 0) return std::string(what) + " '" + info.name + "' is a scalar";
   if (info.shape[0] != Shape::dynamic)
     return std::string(what) + " '" + info.name + "' has a static leading dimension (" +

@@ -182,9 +182,12 @@ std::shared_ptr<CompiledGraph> compile_graph_here(
   auto graph = std::make_shared<CompiledGraph>();
   graph->inference_precision = config.inference_precision;
   // Streams specialize the graph per input shapes, and run node by node where a shape depends on
-  // the data (NonZero's output): both only when some value's shape is unknown now.
+  // the data (NonZero's output): both only when some value's shape is unknown now. String values
+  // are objects, never planned into shared buffers: their nodes run node by node too.
   for (ValueId v = 0; v < static_cast<ValueId>(model->values().size()); ++v)
-    if (!model->is_constant(v) && !model->value(v).shape.is_static()) graph->dynamic_shapes = true;
+    if (!model->is_constant(v) &&
+        (!model->value(v).shape.is_static() || model->value(v).type == ElementType::string))
+      graph->dynamic_shapes = true;
 
   const auto& registry = kernels::KernelRegistry::instance();
   // The kernels go to the first execute stream: create them with its thread count.

@@ -58,8 +58,11 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   const auto& registry = kernels::KernelRegistry::instance();
   const ScopedOmpThreads stream_threads(threads_);
   const bool use_prepared = !graph_->dynamic_shapes && prepared.size() == model->nodes().size();
+  // A string value is allocated by the node that makes it (its elements are objects), so a node
+  // touching one runs as if its shapes were the data's.
   const auto shape_known = [&](ValueId v) {
-    return v == no_value || model->value(v).shape.is_static();
+    return v == no_value ||
+           (model->value(v).shape.is_static() && model->value(v).type != ElementType::string);
   };
   const auto known_shapes = [&](const Node& node) {
     return !control_flow::is_control_flow(node.op_type) &&
@@ -247,7 +250,7 @@ void StreamExecutor::run_data_dependent(Specialization& s, const std::vector<Ten
     const Tensor& value = values[o];
     if (outputs[o].shape() == value.shape() && outputs[o].element_type() == value.element_type() &&
         !outputs[o].empty())
-      std::memcpy(outputs[o].raw_data(), value.raw_data(), value.byte_size());  // in place
+      value.copy_to(outputs[o]);  // in place
     else
       outputs[o] = value.clone();
   }

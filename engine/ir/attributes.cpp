@@ -57,6 +57,13 @@ std::vector<double> Attributes::get_floats_or(const std::string& name,
                                               std::vector<double> fallback) const {
   return has(name) ? get_floats(name) : fallback;
 }
+std::vector<std::string> Attributes::get_strings(const std::string& name) const {
+  return expect<std::vector<std::string>>(at(name), name, "a list of strings");
+}
+std::vector<std::string> Attributes::get_strings_or(const std::string& name,
+                                                    std::vector<std::string> fallback) const {
+  return has(name) ? get_strings(name) : fallback;
+}
 const Tensor& Attributes::get_tensor(const std::string& name) const {
   return expect<Tensor>(at(name), name, "a tensor");
 }

@@ -45,6 +45,8 @@ decltype(auto) dispatch_element_type(ElementType type, F&& f) {
       return f(type_tag<uint64_t>{});
     case ElementType::boolean:
       return f(type_tag<bool>{});
+    case ElementType::string:
+      throw UnsupportedOperation("a numeric operation on a string tensor");
     case ElementType::undefined:
       break;
   }

@@ -25,6 +25,8 @@ size_t element_size(ElementType type) {
     case ElementType::u8:
     case ElementType::boolean:
       return 1;
+    case ElementType::string:
+      return sizeof(std::string);
     case ElementType::undefined:
       return 0;
   }
@@ -59,6 +61,8 @@ std::string_view to_string(ElementType type) {
       return "u64";
     case ElementType::boolean:
       return "boolean";
+    case ElementType::string:
+      return "string";
     case ElementType::undefined:
       return "undefined";
   }
@@ -85,12 +89,12 @@ ElementType element_type_from_string(std::string_view name) {
       {"int16", ElementType::i16},    {"u16", ElementType::u16},
       {"uint16", ElementType::u16},   {"u32", ElementType::u32},
       {"uint32", ElementType::u32},   {"u64", ElementType::u64},
-      {"uint64", ElementType::u64},
+      {"uint64", ElementType::u64},   {"string", ElementType::string},
   };
   for (const auto& a : aliases)
     if (a.name == name) return a.type;
   throw InvalidArgument("unknown element type '" + std::string(name) +
-                        "' (known: f32 f16 bf16 f64 i8 u8 i16 u16 i32 u32 i64 u64 boolean)");
+                        "' (known: f32 f16 bf16 f64 i8 u8 i16 u16 i32 u32 i64 u64 boolean string)");
 }
 
 bool is_floating(ElementType type) {

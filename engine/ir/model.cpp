@@ -94,6 +94,29 @@ bool byte_size_fits(const ValueInfo& value) {
   return true;
 }
 
+// String elements are objects: only kernels written for them may read or write them (a kernel
+// copying bytes would duplicate their pointers). These ops have such kernels.
+bool takes_strings(const std::string& op_type) {
+  static const std::set<std::string> ops = {"Identity",  "Reshape", "Flatten",  "Squeeze",
+                                            "Unsqueeze", "Cast",    "CastLike", "StringNormalizer"};
+  return ops.count(op_type) != 0;
+}
+
+void check_string_values(const Node& node, const std::vector<ValueInfo>& inputs,
+                         const std::vector<ValueInfo>& outputs) {
+  const auto refuse = [&](const char* kind, const ValueInfo& value) {
+    if (takes_strings(node.op_type)) return;
+    throw UnsupportedOperation(node.op_type + " node '" + node.name + "': " + kind + " '" +
+                               value.name + "' holds strings, which troupe passes only through " +
+                               "Identity, Reshape, Flatten, Squeeze, Unsqueeze, Cast, CastLike " +
+                               "and StringNormalizer");
+  };
+  for (const ValueInfo& in : inputs)
+    if (in.type == ElementType::string) refuse("input", in);
+  for (const ValueInfo& out : outputs)
+    if (out.type == ElementType::string) refuse("output", out);
+}
+
 }  // namespace
 
 void Model::validate() {
@@ -211,6 +234,10 @@ void Model::validate() {
         throw ModelError(where + ": output '" + out.name + "' " + out.shape.to_string() +
                          " has more bytes than int64 can count");
     }
+    std::vector<ValueInfo> produced;
+    for (ValueId out : node.outputs)
+      if (out != no_value) produced.push_back(values_[out]);
+    check_string_values(node, ctx.inputs, produced);
     if (node.outputs.size() == 1 && node.outputs[0] != no_value)
       if (auto partial = infer_partial_value(ctx, inferred[0]))
         partial_values[node.outputs[0]] = std::move(*partial);

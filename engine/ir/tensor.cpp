@@ -1,7 +1,10 @@
 #include "troupe/tensor.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <string>
 
 #include "engine/ir/element_dispatch.hpp"
 
@@ -16,6 +19,22 @@ std::shared_ptr<void> allocate(size_t bytes) {
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, rounded == 0 ? alignment : rounded);
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+// String elements are objects: constructed empty here, destroyed with the last copy.
+std::shared_ptr<void> allocate_strings(int64_t count) {
+  constexpr size_t alignment = 64;
+  const size_t bytes = static_cast<size_t>(count) * sizeof(std::string);
+  const size_t rounded = std::max(alignment, (bytes + alignment - 1) / alignment * alignment);
+  void* p = std::aligned_alloc(alignment, rounded);
+  if (!p) throw std::bad_alloc();
+  auto* strings = static_cast<std::string*>(p);
+  for (int64_t i = 0; i < count; ++i) new (strings + i) std::string();
+  return std::shared_ptr<void>(p, [count](void* q) {
+    auto* s = static_cast<std::string*>(q);
+    for (int64_t i = 0; i < count; ++i) s[i].~basic_string();
+    std::free(q);
+  });
 }
 
 std::vector<int64_t> dense_byte_strides(const Shape& shape, ElementType type) {
@@ -68,7 +87,7 @@ Tensor::Tensor(ElementType type, const Shape& shape) : type_(type), shape_(shape
     throw InvalidArgument("cannot allocate a tensor of dynamic shape " + shape.to_string());
   size_ = shape.element_count();
   strides_ = dense_byte_strides(shape, type);
-  storage_ = allocate(byte_size());
+  storage_ = type == ElementType::string ? allocate_strings(size_) : allocate(byte_size());
   data_ = storage_.get();
 }
 
@@ -138,6 +157,19 @@ void Tensor::copy_to(Tensor& dst) const {
   if (!is_convertible(type_, dst.type_))
     throw TensorMismatch("cannot convert " + std::string(to_string(type_)) + " to " +
                          std::string(to_string(dst.type_)));
+  if (type_ == ElementType::string) {  // objects: assigned, never copied as bytes
+    if (data_ == dst.data_ && strides_ == dst.strides_) return;
+    const auto* src_base = static_cast<const char*>(data_);
+    auto* dst_base = static_cast<char*>(dst.data_);
+    const int64_t src_inner = shape_.rank() ? strides_.back() : 0;
+    const int64_t dst_inner = shape_.rank() ? dst.strides_.back() : 0;
+    for_each_row(shape_, strides_, dst.strides_, [&](int64_t so, int64_t doff, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<std::string*>(dst_base + doff + i * dst_inner) =
+            *reinterpret_cast<const std::string*>(src_base + so + i * src_inner);
+    });
+    return;
+  }
   if (type_ == dst.type_ && is_contiguous() && dst.is_contiguous()) {
     if (byte_size()) std::memmove(dst.data_, data_, byte_size());
     return;
@@ -192,6 +224,9 @@ double Tensor::value_at(int64_t flat_index) const {
     rest /= shape_[i];
   }
   const char* p = static_cast<const char*>(data_) + offset;
+  if (type_ == ElementType::string)
+    throw TensorMismatch("element " + std::to_string(flat_index) +
+                         " of a string tensor has no numeric value");
   return dispatch_element_type(type_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T v;

@@ -130,11 +130,11 @@ std::vector<ValueInfo> infer_cast(const ShapeInferContext& ctx) {
   const int64_t to = attrs.get_int("to");
   const ElementType type = infer::from_onnx_data_type(to);
   if (type == ElementType::undefined)
-    // A valid model asking for a type troupe lacks (string, f8, ...): unsupported, not wrong.
+    // A valid model asking for a type troupe lacks (f8, complex, ...): unsupported, not wrong.
     infer::unsupported(ctx, "attribute 'to' = " + std::to_string(to) +
                                 " is not a supported ONNX data type (supported: 1 f32, 2 u8, "
-                                "3 i8, 4 u16, 5 i16, 6 i32, 7 i64, 9 bool, 10 f16, 11 f64, "
-                                "12 u32, 13 u64, 16 bf16)");
+                                "3 i8, 4 u16, 5 i16, 6 i32, 7 i64, 8 string, 9 bool, 10 f16, "
+                                "11 f64, 12 u32, 13 u64, 16 bf16)");
   infer::require_type(ctx, 0, TypeClass::any);
   return {infer::value_info(type, ctx.shape(0))};
 }

@@ -102,6 +102,7 @@ inline ElementType from_onnx_data_type(int64_t onnx_type) {
     case 5: return ElementType::i16;
     case 6: return ElementType::i32;
     case 7: return ElementType::i64;
+    case 8: return ElementType::string;
     case 9: return ElementType::boolean;
     case 10: return ElementType::f16;
     case 11: return ElementType::f64;

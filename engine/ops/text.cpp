@@ -1,5 +1,6 @@
-// Schema of TfIdfVectorizer (ONNX opset 9) over integer tokens, and the n-gram pool its kernel
-// shares (text.hpp). String tokens are refused: troupe has no string tensors.
+// Schemas of TfIdfVectorizer (ONNX opset 9) over integer tokens, with the n-gram pool its kernel
+// shares (text.hpp), and of StringNormalizer (string_normalizer.hpp). TfIdfVectorizer's string
+// pools (pool_strings) are refused.
 #include "engine/ops/text.hpp"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "engine/ops/infer_helpers.hpp"
 #include "engine/ops/op_schema.hpp"
 #include "engine/ops/spatial.hpp"
+#include "engine/ops/string_normalizer.hpp"
 
 namespace troupe {
 
@@ -196,10 +198,35 @@ std::vector<ValueInfo> infer_tfidf_vectorizer(const ShapeInferContext& ctx) {
   ctx.fail("input X has shape " + x.to_string() + ", expected [C] or [N, C]");
 }
 
+// StringNormalizer(X [C] or [1, C], string) -> Y [C'] or [1, C']: C' is known when X is a
+// constant (or nothing can be removed); otherwise the data decides it.
+std::vector<ValueInfo> infer_string_normalizer(const ShapeInferContext& ctx) {
+  const text::StringNormalizerSettings settings = text::read_string_normalizer(ctx.node);
+  if (ctx.type(0) != ElementType::string)
+    ctx.fail("input X has element type " + std::string(to_string(ctx.type(0))) +
+             ", expected string");
+  const Shape& x = ctx.shape(0);
+  const bool two_dims = x.rank() == 2;
+  if (!(x.rank() == 1 || (two_dims && (x[0] == 1 || x[0] == Shape::dynamic))))
+    ctx.fail("input X has shape " + x.to_string() + ", expected [C] or [1, C]");
+  const int64_t columns = x[x.rank() - 1];
+  int64_t kept = Shape::dynamic;
+  if (const Tensor* constant = ctx.constant(0)) {
+    const Tensor dense = constant->contiguous();
+    kept = static_cast<int64_t>(
+        text::normalize_strings(settings, dense.data<std::string>(), dense.size()).size());
+  } else if (settings.stopwords.empty() && columns != Shape::dynamic) {
+    kept = columns;
+  }
+  if (kept == 0) kept = 1;  // an emptied row becomes one empty string
+  return {infer::value_info(ElementType::string, two_dims ? Shape{1, kept} : Shape{kept})};
+}
+
 }  // namespace
 
 void register_text_ops(OpSchemaRegistry& registry) {
   registry.add(OpSchema{"TfIdfVectorizer", 1, 1, 1, 1, infer_tfidf_vectorizer});
+  registry.add(OpSchema{"StringNormalizer", 1, 1, 1, 1, infer_string_normalizer});
 }
 
 }  // namespace troupe

@@ -12,6 +12,7 @@
 #include "kernels/reference/element_types.hpp"
 #include "kernels/reference/reference.hpp"
 #include "kernels/reference/sigmoid.hpp"
+#include "kernels/reference/string_cast.hpp"
 
 namespace troupe::kernels::reference {
 
@@ -589,6 +590,8 @@ To cast_value(From v) {
 }
 
 void cast(const Node& node, const Tensors& in, Tensors& out) {
+  if (in[0].element_type() == ElementType::string || out[0].element_type() == ElementType::string)
+    return cast_strings(node, in[0], out[0]);
   require_output_size(node, out[0], in[0].size());
   dispatch_any(node, in[0].element_type(), [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;

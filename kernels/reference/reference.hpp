@@ -22,7 +22,7 @@ void register_selection(KernelRegistry& registry);       // NonZero Compress Uni
 void register_signal(KernelRegistry& registry);          // windows MelWeightMatrix DFT STFT
 void register_sampling(KernelRegistry& registry);        // RoiAlign GridSample
 void register_training(KernelRegistry& registry);        // Adagrad Momentum Adam (training domain)
-void register_text(KernelRegistry& registry);            // TfIdfVectorizer
+void register_text(KernelRegistry& registry);            // TfIdfVectorizer, StringNormalizer
 void register_attention(KernelRegistry& registry);       // ScaledDotProductAttention (fused)
 
 }  // namespace troupe::kernels::reference

@@ -46,6 +46,10 @@ void copy_elements(const Node& node, const Tensors& in, Tensors& out) {
   if (in[0].size() != out[0].size())
     fail(node, "input " + in[0].shape().to_string() + " and output " + out[0].shape().to_string() +
                    " differ in element count");
+  if (in[0].element_type() == ElementType::string) {  // objects: assigned one by one
+    in[0].contiguous().reshaped(out[0].shape()).copy_to(out[0]);
+    return;
+  }
   // The memory plan stores a view's output in its input's buffer: nothing to copy then.
   if (out[0].raw_data() != in[0].raw_data())
     copy_bytes(bytes(out[0]), bytes(in[0]), in[0].byte_size());

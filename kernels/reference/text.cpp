@@ -1,9 +1,11 @@
-// Reference kernel of TfIdfVectorizer (ONNX opset 9) over integer tokens: each row of X becomes
-// the weighted counts of the pool's n-grams found in it (engine/ops/text.hpp says how).
+// Reference kernels of TfIdfVectorizer (ONNX opset 9) over integer tokens: each row of X becomes
+// the weighted counts of the pool's n-grams found in it (engine/ops/text.hpp says how); and of
+// StringNormalizer (engine/ops/string_normalizer.hpp).
 
 #include <string>
 #include <vector>
 
+#include "engine/ops/string_normalizer.hpp"
 #include "engine/ops/text.hpp"
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/element_types.hpp"
@@ -36,9 +38,24 @@ void tfidf_vectorizer(const Node& node, const Tensors& in, Tensors& out) {
   }
 }
 
+void string_normalizer(const Node& node, const Tensors& in, Tensors& out) {
+  const text::StringNormalizerSettings settings = text::read_string_normalizer(node);
+  if (in.at(0).element_type() != ElementType::string)
+    unsupported_type(node, in[0].element_type(), "string", "input X");
+  const Tensor x = in[0].contiguous();
+  std::vector<std::string> kept =
+      text::normalize_strings(settings, x.data<std::string>(), static_cast<size_t>(x.size()));
+  if (kept.empty()) kept.emplace_back();  // an emptied row becomes one empty string
+  require_output_size(node, out.at(0), static_cast<int64_t>(kept.size()));
+  std::move(kept.begin(), kept.end(), out[0].data<std::string>());
+}
+
 }  // namespace
 
 void register_text(KernelRegistry& registry) {
+  registry.add("reference", 0, "StringNormalizer", [](const KernelRequest& r) {
+    return make_reference_kernel(r.node, &string_normalizer);
+  });
   registry.add("reference", 0, "TfIdfVectorizer", [](const KernelRequest& r) {
     return make_reference_kernel(r.node, &tfidf_vectorizer);
   });

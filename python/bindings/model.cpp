@@ -87,6 +87,7 @@ void bind_model(py::module_& m) {
       .value("u16", ElementType::u16)
       .value("u32", ElementType::u32)
       .value("u64", ElementType::u64)
+      .value("string", ElementType::string)
       .value("boolean", ElementType::boolean)
       .def("to_dtype", &dtype_of, "The NumPy dtype (uint16 for bf16).")
       .def_property_readonly("size", &element_size, "Bytes per element.")

@@ -37,6 +37,42 @@ void copy_into(Tensor& dst, const py::array& array) {
   copyto(array_from_tensor(dst, true), array);
 }
 
+// Each element, str (stored as UTF-8) or bytes (as they are), into a new string tensor.
+Tensor strings_from_array(const py::array& array, const std::string& name) {
+  Tensor out(ElementType::string,
+             Shape(std::vector<int64_t>(array.shape(), array.shape() + array.ndim())));
+  std::string* dst = out.data<std::string>();
+  int64_t i = 0;
+  for (py::handle item : array.attr("flat")) {
+    if (py::isinstance<py::bytes>(item))
+      dst[i++] = item.cast<std::string>();
+    else if (PyUnicode_Check(item.ptr()))
+      dst[i++] = py::str(item).cast<std::string>();
+    else
+      throw py::type_error("'" + name + "': element " + std::to_string(i) + " is a " +
+                           std::string(py::str(item.get_type().attr("__name__"))) +
+                           ", expected str or bytes (the model takes strings)");
+  }
+  return out;
+}
+
+// A NumPy array of Python str (text that is not UTF-8 keeps its bytes as surrogate escapes).
+py::array array_of_strings(const Tensor& tensor) {
+  const Tensor dense = tensor.contiguous();
+  const std::string* texts = dense.data<std::string>();
+  py::list items;
+  for (int64_t i = 0; i < dense.size(); ++i) {
+    PyObject* text = PyUnicode_DecodeUTF8(texts[i].data(), static_cast<Py_ssize_t>(texts[i].size()),
+                                          "surrogateescape");
+    if (!text) throw py::error_already_set();
+    items.append(py::reinterpret_steal<py::object>(text));
+  }
+  // Never released: a static py::object would be dropped after the interpreter is gone.
+  static py::handle numpy_array = py::object(py::module_::import("numpy").attr("array")).release();
+  py::array flat = numpy_array(items, py::dtype("O"));
+  return flat.attr("reshape")(shape_to_python(tensor.shape()));
+}
+
 }  // namespace
 
 py::dtype dtype_of(ElementType type) {
@@ -67,6 +103,8 @@ py::dtype dtype_of(ElementType type) {
       return py::dtype::of<uint64_t>();
     case ElementType::boolean:
       return py::dtype::of<bool>();
+    case ElementType::string:
+      return py::dtype("O");  // Python str objects
     case ElementType::undefined:
       break;
   }
@@ -98,6 +136,11 @@ ElementType element_type_of(const py::dtype& dtype, ElementType wanted) {
       return ElementType::undefined;
     case 'b':
       return size == 1 ? ElementType::boolean : ElementType::undefined;
+    case 'U':  // str
+    case 'S':  // bytes
+      return ElementType::string;
+    case 'O':  // objects: strings where the model takes strings
+      return wanted == ElementType::string ? ElementType::string : ElementType::undefined;
     default:
       return ElementType::undefined;
   }
@@ -129,6 +172,7 @@ Tensor tensor_from_python(py::handle value, const ValueInfo& expected, bool shar
                                                                    : dtype_of(expected.type));
   }
   ElementType type = element_type_of(array.dtype(), expected.type);
+  if (type == ElementType::string) return strings_from_array(array, expected.name);
   if (type == ElementType::undefined) {
     // A dtype troupe lacks (complex, longdouble, big-endian int32, ...): NumPy converts it when
     // the conversion keeps the values' kind, as troupe's own conversions do.
@@ -160,6 +204,7 @@ Tensor tensor_from_python(py::handle value, const ValueInfo& expected, bool shar
 }
 
 py::array array_from_tensor(const Tensor& tensor, bool share) {
+  if (tensor.element_type() == ElementType::string) return array_of_strings(tensor);
   const py::dtype dtype = dtype_of(tensor.element_type());
   std::vector<py::ssize_t> dims(tensor.shape().begin(), tensor.shape().end());
   if (share && tensor.owns_memory()) {
@@ -201,13 +246,15 @@ Tensor(element_type, shape): a zero-filled tensor troupe allocates.
           "data",
           [](py::object self) {
             const Tensor& t = self.cast<const Tensor&>();
+            // std::string elements are no PyObjects: text comes out as a copy.
+            if (t.element_type() == ElementType::string) return array_of_strings(t);
             std::vector<py::ssize_t> dims(t.shape().begin(), t.shape().end());
             std::vector<py::ssize_t> strides(t.strides().begin(), t.strides().end());
             return py::array(dtype_of(t.element_type()), dims, strides,
                              const_cast<void*>(t.raw_data()), self);
           },
           "A NumPy view of the elements (no copy); it keeps this tensor alive. bf16 shows as "
-          "uint16 bits.")
+          "uint16 bits; strings come as a copy (an object array of str).")
       .def_property_readonly("shape", [](const Tensor& t) { return shape_to_python(t.shape()); })
       .def_property_readonly("element_type", &Tensor::element_type)
       .def_property_readonly("size", &Tensor::size, "Number of elements.")

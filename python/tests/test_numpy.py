@@ -203,3 +203,31 @@ def test_rebinding_the_same_array(mlp):
     x.shape = (1, 16)
     np.testing.assert_allclose(request.infer({"x": x})["y"], mlp_reference(x), rtol=1e-5,
                                atol=1e-5)
+
+
+def _text_model(action="UPPER"):
+    """kept = StringNormalizer(words, stopwords {"the"}, case-insensitive); numbers = Cast(kept
+    from text to float) is not built: text in, text out."""
+    b = troupe.ModelBuilder("text")
+    words = b.input("words", troupe.Type.string, [-1])
+    b.output(b.op("StringNormalizer", [words],
+                  {"case_change_action": action, "stopwords": ["the"]}), "kept")
+    return b.build()
+
+
+def test_strings_in_and_out(core):
+    compiled = core.compile_model(_text_model())
+    assert compiled.input().element_type == troupe.Type.string
+    # str, bytes and object arrays of str all carry text; the result is an object array of str.
+    for words in (np.array(["The", "quick", "fox"]), np.array([b"The", b"quick", b"fox"]),
+                  np.array(["The", "quick", "fox"], dtype=object), ["The", "quick", "fox"]):
+        kept = compiled({"words": words})["kept"]
+        assert kept.dtype == object and kept.tolist() == ["QUICK", "FOX"]
+    kept = compiled({"words": np.array(["naïve", "ärger"])})["kept"]
+    assert kept.tolist() == ["NAÏVE", "ÄRGER"]
+    assert compiled({"words": np.array(["the", "THE"])})["kept"].tolist() == [""]
+    with pytest.raises(TypeError, match="element 1 is a int, expected str or bytes"):
+        compiled({"words": np.array(["a", 3], dtype=object)})
+    tensor = troupe.Tensor(np.array(["x", "yz"]))
+    assert tensor.element_type == troupe.Type.string and tensor.shape == (2,)
+    assert tensor.data.tolist() == ["x", "yz"]  # a copy: str objects are not the tensor's text

@@ -42,6 +42,11 @@ class Type(enum.Enum):
     u8: int
     i32: int
     i64: int
+    i16: int
+    u16: int
+    u32: int
+    u64: int
+    string: int  # NumPy object arrays of str (str/bytes arrays are accepted as input)
     boolean: int
     def to_dtype(self) -> np.dtype: ...
     @property

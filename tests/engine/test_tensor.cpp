@@ -168,3 +168,48 @@ TEST(Tensor, ScalarAndEmpty) {
   empty_dim.copy_to(other);
   EXPECT_TRUE(Tensor().empty());
 }
+
+// ---- string tensors
+// ------------------------------------------------------------------------------
+
+TEST(StringTensor, HoldsTextCopiesShareItClonesOwnIt) {
+  EXPECT_EQ(to_string(ElementType::string), "string");
+  EXPECT_EQ(element_type_from_string("string"), ElementType::string);
+  EXPECT_EQ(element_size(ElementType::string), sizeof(std::string));
+  EXPECT_FALSE(is_convertible(ElementType::string, ElementType::f32));
+  EXPECT_FALSE(is_convertible(ElementType::i64, ElementType::string));
+  // Longer than any small-string buffer: each element owns heap memory, which the sanitizer
+  // stage checks is released once, with the last copy.
+  const std::string long_text(100, 'x');
+  Tensor t = Tensor::from_vector<std::string>({2, 2}, {"", "a", long_text, "naïve"});
+  EXPECT_EQ(Tensor(ElementType::string, {3}).to_vector<std::string>(),
+            (std::vector<std::string>{"", "", ""}));
+  Tensor shared = t;
+  Tensor deep = t.clone();
+  shared.data<std::string>()[1] = "changed through a copy";
+  deep.data<std::string>()[2] = "changed in the clone";
+  EXPECT_EQ(t.to_vector<std::string>()[1], "changed through a copy");
+  EXPECT_EQ(t.to_vector<std::string>()[2], long_text);
+  EXPECT_EQ(deep.to_vector<std::string>()[1], "a");
+  EXPECT_EQ(t.reshaped({4}).to_vector<std::string>()[3], "naïve");
+  EXPECT_THROW(t.value_at(0), TensorMismatch);
+  EXPECT_THROW(t.convert(ElementType::f32), TensorMismatch);
+  EXPECT_THROW(t.data<float>(), TensorMismatch);
+}
+
+TEST(StringTensor, StridedCopiesAssignEachElement) {
+  std::string storage[6] = {"r0c0", "r0c1", "r0c2", std::string(40, 'y'), "r1c1", "r1c2"};
+  // Columns 0 and 2 of a 2x3 array of strings the caller owns.
+  const auto size = static_cast<int64_t>(sizeof(std::string));
+  Tensor view(ElementType::string, {2, 2}, storage, {3 * size, 2 * size});
+  EXPECT_FALSE(view.is_contiguous());
+  EXPECT_EQ(view.to_vector<std::string>(),
+            (std::vector<std::string>{"r0c0", "r0c2", std::string(40, 'y'), "r1c2"}));
+  Tensor dense(ElementType::string, {2, 2});
+  view.copy_to(dense);
+  storage[0] = "overwritten";  // the copy owns its text
+  EXPECT_EQ(dense.to_vector<std::string>()[0], "r0c0");
+  dense.copy_to(view);  // and back into the strided region, over the old text
+  EXPECT_EQ(storage[0], "r0c0");
+  EXPECT_EQ(storage[1], "r0c1");  // untouched: not in the view
+}

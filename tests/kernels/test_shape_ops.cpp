@@ -668,9 +668,9 @@ TEST(EyeLike, Errors) {
       {"EyeLike node 'node'", "rank 2"});
   expect_error<UnsupportedOperation>(
       [] {
-        infer("EyeLike", {declared(F32, {2, 2})}, {{"dtype", int64_t{8}}});
+        infer("EyeLike", {declared(F32, {2, 2})}, {{"dtype", int64_t{14}}});
       },
-      {"EyeLike node 'node'", "dtype' = 8"});
+      {"EyeLike node 'node'", "dtype' = 14"});
 }
 
 // --- ReverseSequence --------------------------------------------------------------------------

@@ -132,3 +132,45 @@ TEST_F(WireTest, AbsurdSizesAreRefusedBeforeAllocating) {
   EXPECT_THAT(refusal(raw(6, {1024, 1024, 1024}, uint64_t{1} << 30, 16)),
               HasSubstr("bytes announced, 16 in the message"));
 }
+
+TEST_F(WireTest, StringsTravelAsTheirTextAndLiesAboutItAreRefused) {
+  NamedTensors in;
+  in["text"] = Tensor::from_vector<std::string>(
+      {2, 2}, {"", std::string(300, 'q'), std::string("nul\0inside", 10), "naïve"});
+  // A strided view travels as its elements, like any tensor.
+  std::string storage[4] = {"keep", "skip", "also kept", "skip"};
+  in["view"] =
+      Tensor(ElementType::string, {2}, storage, {static_cast<int64_t>(2 * sizeof(std::string))});
+  NamedTensors out;
+  ASSERT_FALSE(load(save(in), out));
+  EXPECT_EQ(out.at("text").shape(), (Shape{2, 2}));
+  EXPECT_EQ(out.at("text").to_vector<std::string>(), in["text"].to_vector<std::string>());
+  EXPECT_EQ(out.at("view").to_vector<std::string>(),
+            (std::vector<std::string>{"keep", "also kept"}));
+
+  // The header announces 5 bytes of text; the strings hold 3, then 9.
+  const auto strings_message = [&](uint64_t announced, std::vector<std::string> strings,
+                                   std::vector<int64_t> dims) {
+    std::vector<char> buffer;
+    caf::binary_serializer sink(*system, buffer);
+    size_t entries = 1;
+    std::string name = "t";
+    uint8_t type = static_cast<uint8_t>(ElementType::string);
+    uint32_t rank = static_cast<uint32_t>(dims.size());
+    EXPECT_FALSE(sink.begin_sequence(entries));
+    EXPECT_FALSE(sink(name, type, rank));
+    for (auto& d : dims) EXPECT_FALSE(sink(d));
+    EXPECT_FALSE(sink(announced));
+    for (auto& s : strings) EXPECT_FALSE(sink(s));
+    return buffer;
+  };
+  EXPECT_THAT(refusal(strings_message(5, {"a", "bc"}, {2})),
+              HasSubstr("announced 5 bytes of text and holds 3"));
+  EXPECT_THAT(refusal(strings_message(5, {"abc", "defghi"}, {2})),
+              HasSubstr("announced 5 bytes of text and holds more"));
+  // A million empty strings announced in a message of a few bytes, and a billion: refused before
+  // allocating.
+  EXPECT_THAT(refusal(strings_message(0, {}, {1000, 1000})), HasSubstr("in the message"));
+  EXPECT_THAT(refusal(strings_message(0, {}, {1000, 1000, 1000})),
+              HasSubstr("exceeds 4294967296 bytes"));
+}

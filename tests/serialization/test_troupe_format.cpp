@@ -72,6 +72,12 @@ Tensor tensor_of(const Shape& shape, const std::vector<T>& values) {
 
 std::string bytes_of(const Tensor& t) {
   Tensor d = t.contiguous();
+  if (d.element_type() == ElementType::string) {  // the text, each string after its length
+    std::string out;
+    for (const std::string& s : d.to_vector<std::string>())
+      out += std::to_string(s.size()) + ":" + s;
+    return out;
+  }
   return std::string(static_cast<const char*>(d.raw_data()), d.byte_size());
 }
 
@@ -162,6 +168,8 @@ std::shared_ptr<Model> make_every_type_model() {
       {"c_u64", tensor_of<uint64_t>({2}, {std::numeric_limits<uint64_t>::max(), 5})},
       {"c_scalar", tensor_of<float>({}, {42.f})},
       {"c_empty", Tensor(ElementType::f32, Shape{0, 3})},
+      {"c_string", tensor_of<std::string>({2, 2}, {"", "a string longer than SSO keeps",
+                                                   std::string("\xff\x00z", 3), "naïve"})},
   };
   for (auto& [name, data] : constants) {
     auto c = b.constant(name, data);
@@ -194,6 +202,10 @@ TEST(TroupeFormat, EveryElementTypeRoundTrips) {
   EXPECT_EQ(back->constants().at(*back->find_value("c_empty")).shape(), Shape({0, 3}));
   EXPECT_EQ(back->constants().at(*back->find_value("c_scalar")).to_vector<float>(),
             std::vector<float>{42.f});
+  const Tensor& strings = back->constants().at(*back->find_value("c_string"));
+  ASSERT_EQ(strings.element_type(), ElementType::string);
+  EXPECT_EQ(strings.to_vector<std::string>()[1], "a string longer than SSO keeps");
+  EXPECT_EQ(strings.to_vector<std::string>()[2], std::string("\xff\x00z", 3));
 }
 
 TEST(TroupeFormat, EveryAttributeTypeRoundTrips) {

@@ -11,7 +11,7 @@ namespace troupe::transformations {
 // Whether an op's output has a number of rows its data decides (not its input shapes).
 inline bool outputs_sized_by_data(const std::string& op_type) {
   return op_type == "NonZero" || op_type == "Compress" || op_type == "Unique" ||
-         op_type == "NonMaxSuppression";
+         op_type == "NonMaxSuppression" || op_type == "StringNormalizer";
 }
 
 // Per value: how many node inputs read it (a node reading it twice counts twice).

@@ -45,6 +45,9 @@ class Attributes {
   std::vector<int64_t> get_ints_or(const std::string& name, std::vector<int64_t> fallback) const;
   std::vector<double> get_floats(const std::string& name) const;
   std::vector<double> get_floats_or(const std::string& name, std::vector<double> fallback) const;
+  std::vector<std::string> get_strings(const std::string& name) const;
+  std::vector<std::string> get_strings_or(const std::string& name,
+                                          std::vector<std::string> fallback) const;
   const Tensor& get_tensor(const std::string& name) const;
   const Subgraph& get_graph(const std::string& name) const;
 

@@ -23,10 +23,13 @@ enum class ElementType : uint8_t {
   i16,
   u16,
   u32,
-  u64
+  u64,
+  /// Variable-length text (ONNX STRING, KServe BYTES): each element is a std::string. Only ops
+  /// that declare string support accept it; a model holding strings runs node by node.
+  string
 };
 
-/// Size of one element in bytes (0 for undefined).
+/// Size of one element in bytes (0 for undefined; sizeof(std::string) for string).
 size_t element_size(ElementType type);
 
 /// Lower-case name as used in errors and reports: "f32", "bf16", "boolean", ...
@@ -94,6 +97,10 @@ struct element_type_of<uint64_t> {
 template <>
 struct element_type_of<bool> {
   static constexpr ElementType value = ElementType::boolean;
+};
+template <>
+struct element_type_of<std::string> {
+  static constexpr ElementType value = ElementType::string;
 };
 
 /// IEEE half precision stored as bits.

@@ -118,6 +118,15 @@ std::string compare(const std::string& name, const troupe::Tensor& actual,
   if (actual.shape() != expected.shape())
     return "output '" + name + "' has shape " + actual.shape().to_string() + ", expected " +
            expected.shape().to_string();
+  if (expected.element_type() == troupe::ElementType::string) {  // strings match exactly
+    const auto got = actual.to_vector<std::string>();
+    const auto want = expected.to_vector<std::string>();
+    for (size_t i = 0; i < want.size(); ++i)
+      if (got[i] != want[i])
+        return "output '" + name + "': string " + std::to_string(i) + " is '" + got[i] +
+               "', expected '" + want[i] + "'";
+    return {};
+  }
   int64_t mismatches = 0;
   int64_t first = -1;
   double worst = 0;
