@@ -13,7 +13,8 @@ namespace troupe::apps {
 
 namespace {
 
-// Inputs for a model read from a file: deterministic values in [0, 1) (or small integers).
+// Inputs for a model read from a file: deterministic values in [0, 1) (or small integers; as
+// decimal text for a string input).
 Tensor make_input(const ValueInfo& info, const Shape& shape, uint32_t seed) {
   const bool integral = info.type != ElementType::f32 && info.type != ElementType::f16 &&
                         info.type != ElementType::bf16 && info.type != ElementType::f64;
@@ -26,6 +27,12 @@ Tensor make_input(const ValueInfo& info, const Shape& shape, uint32_t seed) {
   }
   Tensor f32 = Tensor::from_vector<float>(shape, values);
   if (info.type == ElementType::f32) return f32;
+  if (info.type == ElementType::string) {  // the same values, as decimal text
+    Tensor text(ElementType::string, shape);
+    for (size_t i = 0; i < values.size(); ++i)
+      text.data<std::string>()[i] = std::to_string(values[i]);
+    return text;
+  }
   if (is_convertible(ElementType::f32, info.type)) return f32.convert(info.type);
   return Tensor(info.type, shape);  // zeros
 }

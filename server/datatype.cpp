@@ -6,7 +6,7 @@
 namespace troupe::server {
 
 namespace {
-constexpr std::array<std::pair<ElementType, std::string_view>, 13> names = {{
+constexpr std::array<std::pair<ElementType, std::string_view>, 14> names = {{
     {ElementType::f32, "FP32"},
     {ElementType::f16, "FP16"},
     {ElementType::bf16, "BF16"},
@@ -20,6 +20,7 @@ constexpr std::array<std::pair<ElementType, std::string_view>, 13> names = {{
     {ElementType::i64, "INT64"},
     {ElementType::u64, "UINT64"},
     {ElementType::boolean, "BOOL"},
+    {ElementType::string, "BYTES"},
 }};
 }  // namespace
 

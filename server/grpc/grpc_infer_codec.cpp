@@ -113,9 +113,7 @@ void encode_infer_outputs(const NamedTensors& outputs, const std::vector<std::st
     output->set_name(name);
     output->set_datatype(std::string(kserve_datatype(dense.element_type())));
     for (int64_t d : dense.shape()) output->add_shape(d);
-    std::string* raw = response.add_raw_output_contents();
-    if (dense.byte_size() > 0)
-      raw->assign(static_cast<const char*>(dense.raw_data()), dense.byte_size());
+    *response.add_raw_output_contents() = tensor_bytes(dense);
   }
 }
 

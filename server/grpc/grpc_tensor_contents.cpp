@@ -1,5 +1,6 @@
 #include "server/grpc/grpc_tensor_contents.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -49,6 +50,8 @@ const char* field_of(ElementType type) {
       return "fp32_contents";
     case ElementType::f64:
       return "fp64_contents";
+    case ElementType::string:
+      return "bytes_contents";
     default:
       return nullptr;
   }
@@ -137,6 +140,10 @@ Tensor tensor_from_contents(const std::string& tensor, ElementType type, const S
       break;
     case ElementType::u64:
       copy_values(tensor, field, contents.uint64_contents(), t.data<uint64_t>());
+      break;
+    case ElementType::string:
+      std::copy(contents.bytes_contents().begin(), contents.bytes_contents().end(),
+                t.data<std::string>());
       break;
     case ElementType::f32:
       copy_values(tensor, field, contents.fp32_contents(), t.data<float>());

@@ -65,6 +65,9 @@ json json_values(const Tensor& tensor) {
       for (int64_t i = 0; i < n; ++i)
         arr.emplace_back(static_cast<const uint8_t*>(t.raw_data())[i] != 0);
       break;
+    case ElementType::string:  // text that is not UTF-8 is replaced when the body is written
+      for (int64_t i = 0; i < n; ++i) arr.emplace_back(t.data<std::string>()[i]);
+      break;
     default:
       break;
   }
@@ -121,8 +124,9 @@ RestInferResponse encode_infer_response(const std::string& model, const std::str
                                      name) != request.binary_outputs.end();
     if (as_binary) {
       any_binary = true;
-      out["parameters"]["binary_data_size"] = t.byte_size();
-      binary.append(static_cast<const char*>(t.raw_data()), t.byte_size());
+      const std::string bytes = tensor_bytes(t);
+      out["parameters"]["binary_data_size"] = bytes.size();
+      binary += bytes;
     } else {
       out["data"] = json_values(t);
     }

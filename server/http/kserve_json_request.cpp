@@ -160,6 +160,17 @@ Tensor tensor_from_json(const std::string& name, ElementType type, const Shape& 
       }
       break;
     }
+    case ElementType::string: {
+      std::string* dst = t.data<std::string>();
+      for (size_t i = 0; i < values.size(); ++i) {
+        std::string_view text;
+        if (values[i].get_string().get(text) != simdjson::SUCCESS)
+          throw_bad_request(input_field(name, "data") + " value " + std::to_string(i) + " (" +
+                            text_of(values[i]) + ") is not a string");
+        dst[i] = text;
+      }
+      break;
+    }
     default:
       throw_bad_request("input '" + name + "': unsupported datatype");
   }

@@ -39,6 +39,29 @@ def write_add_model(path, bias=0.5, scale=2.0):
     onnx.save(model, str(path))
 
 
+def write_text_model(path):
+    """words string [N] -> kept = StringNormalizer(words) without the stopword "the", upper-cased
+    (an emptied row is one empty string)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    words = helper.make_tensor_value_info("words", TensorProto.STRING, ["N"])
+    kept = helper.make_tensor_value_info("kept", TensorProto.STRING, ["M"])
+    graph = helper.make_graph(
+        [helper.make_node("StringNormalizer", ["words"], ["kept"], case_change_action="UPPER",
+                          stopwords=["the"])], "text", [words], [kept])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
+def normalized(words):
+    """What the text model answers for `words` (a list of str)."""
+    kept = [w.upper() for w in words if w.lower() != "the"]
+    return kept or [""]
+
+
 def write_identity_chain_model(path, width=1024, depth=256):
     """x f32 [N, R, width] -> y = x @ I @ I ... (depth MatMuls with one identity weight): exact,
     so y == x bit for bit, and its cost grows with R: a large R holds the stream for a while."""

@@ -14,7 +14,8 @@ import grpc
 import numpy as np
 import pytest
 
-from serve_fixture import Server, WIDTH, expected, write_add_model, write_identity_chain_model
+from serve_fixture import (Server, WIDTH, expected, normalized, write_add_model,
+                           write_identity_chain_model, write_text_model)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROTO = ROOT / "server" / "grpc" / "grpc_service.proto"
@@ -70,6 +71,7 @@ def models(tmp_path_factory):
     write_add_model(root / "add.onnx")
     write_gather_model(root / "gather.onnx")
     write_half_model(root / "half.onnx")
+    write_text_model(root / "text.onnx")
     # A repository folder whose only model cannot load: it is known but never ready.
     (root / "repo" / "broken" / "1").mkdir(parents=True)
     (root / "repo" / "broken" / "1" / "model.onnx").write_bytes(b"\x08\x07garbage")
@@ -80,7 +82,8 @@ def serve_args(models, *extra):
     # The model actor refuses requests beyond 4 x MAX_REQUESTS_IN_FLIGHT waiting ("queue full",
     # UNAVAILABLE); the default (4 per stream) is too small for 64 calls at once.
     return ["-m", f"add={models / 'add.onnx'}", "-m", f"gather={models / 'gather.onnx'}",
-            "-m", f"half={models / 'half.onnx'}", "--model-repository", str(models / "repo"),
+            "-m", f"half={models / 'half.onnx'}", "-m", f"text={models / 'text.onnx'}",
+            "--model-repository", str(models / "repo"),
             "--http-port", "-1", "--grpc-port", "0", "--metrics-port", "-1",
             "-p", "MAX_REQUESTS_IN_FLIGHT=64", *extra]
 
@@ -187,6 +190,33 @@ def test_infer_int64_and_fp16(pb, stub):
     assert output_array(response, 0).tobytes() == h.tobytes()
 
 
+def test_infer_bytes_typed_and_raw(pb, stub):
+    meta = stub.ModelMetadata(pb[0].ModelMetadataRequest(name="text"), timeout=TIMEOUT)
+    assert [(t.name, t.datatype) for t in meta.inputs] == [("words", "BYTES")]
+    words = ["The", "naïve", "x" * 300, "the", ""]
+    request = pb[0].ModelInferRequest(model_name="text")
+    request.inputs.add(name="words", datatype="BYTES", shape=[5]).contents.bytes_contents.extend(
+        [w.encode() for w in words])
+    response = stub.ModelInfer(request, timeout=TIMEOUT)
+    assert response.outputs[0].datatype == "BYTES" and list(response.outputs[0].shape) == [3]
+    raw = response.raw_output_contents[0]
+    kept, at = [], 0
+    while at < len(raw):  # each element: a 4-byte little-endian length, then its bytes
+        length = int.from_bytes(raw[at:at + 4], "little")
+        kept.append(raw[at + 4:at + 4 + length].decode())
+        at += 4 + length
+    assert kept == normalized(words)
+    request = pb[0].ModelInferRequest(model_name="text")
+    request.inputs.add(name="words", datatype="BYTES", shape=[2])
+    request.raw_input_contents.append(b"".join(len(w).to_bytes(4, "little") + w
+                                               for w in [b"the", b"end"]))
+    response = stub.ModelInfer(request, timeout=TIMEOUT)
+    assert response.raw_output_contents[0] == (3).to_bytes(4, "little") + b"END"
+    request.raw_input_contents[0] = (9).to_bytes(4, "little") + b"short"
+    code, details = error_of(stub.ModelInfer, request)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "'words'" in details, details
+
+
 def bad_requests(pb):
     x = np.zeros((1, WIDTH), np.float32)
     unknown = infer_request(pb, x)
@@ -202,7 +232,7 @@ def bad_requests(pb):
     half = pb[0].ModelInferRequest(model_name="half")
     half.inputs.add(name="h", datatype="FP16", shape=[1]).contents.fp32_contents.append(1.0)
     return [(pb[0].ModelInferRequest(model_name="add"), "'x'"),
-            (unknown, "'q'"), (datatype, "BYTES"), (negative, "negative"),
+            (unknown, "'q'"), (datatype, "string cannot be converted"), (negative, "negative"),
             (short, "7 bytes"), (both, "raw_input_contents"), (half, "raw_input_contents"),
             (infer_request(pb, x, outputs=["w"]), "'w'")]
 

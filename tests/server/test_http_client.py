@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import requests
 
-from serve_fixture import Server, WIDTH, expected, write_add_model, write_identity_chain_model
+from serve_fixture import (Server, WIDTH, expected, normalized, write_add_model,
+                           write_identity_chain_model, write_text_model)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -26,6 +27,7 @@ def repo(tmp_path_factory):
     write_add_model(root / "add" / "2" / "model.onnx", bias=1.0)
     (root / "add" / "config.json").write_text(json.dumps({"NUM_STREAMS": 2}))
     write_add_model(root / "other" / "1" / "model.onnx", bias=3.0)
+    write_text_model(root / "text" / "1" / "model.onnx")
     (root / "broken" / "1").mkdir(parents=True)
     (root / "broken" / "1" / "model.onnx").write_bytes(b"\x08\x07garbage")
     return root
@@ -120,6 +122,52 @@ def test_infer_binary(server):
     r = requests.post(server.url("/v2/models/add/infer"), data=body[:-4],
                       headers={**headers}, timeout=30)
     assert r.status_code == 400 and "'x'" in r.json()["error"]
+
+
+def bytes_elements(words):
+    """The binary form of BYTES elements: each a 4-byte little-endian length, then its bytes."""
+    return b"".join(len(w).to_bytes(4, "little") + w for w in words)
+
+
+def test_bytes_tensors_as_json_and_binary(server):
+    model = requests.get(server.url("/v2/models/text"), timeout=10).json()
+    assert model["inputs"] == [{"name": "words", "datatype": "BYTES", "shape": [-1]}]
+    assert model["outputs"][0]["datatype"] == "BYTES"
+    words = ["The", "quick", "naïve", "fox", "the"]
+    r = requests.post(server.url("/v2/models/text/infer"), timeout=30, json={
+        "id": "t1", "inputs": [{"name": "words", "datatype": "BYTES", "shape": [5],
+                                "data": words}]})
+    assert r.status_code == 200, r.text
+    out = r.json()["outputs"][0]
+    assert out["datatype"] == "BYTES" and out["shape"] == [3]
+    assert out["data"] == normalized(words)
+    # Binary in and out: length-prefixed elements, an empty one and one of 300 bytes included.
+    raw = [w.encode() for w in ["", "the", "x" * 300, "Fox"]]
+    binary = bytes_elements(raw)
+    header = json.dumps({"inputs": [{"name": "words", "datatype": "BYTES", "shape": [4],
+                                     "parameters": {"binary_data_size": len(binary)}}],
+                         "outputs": [{"name": "kept", "parameters": {"binary_data": True}}]})
+    r = requests.post(server.url("/v2/models/text/infer"), data=header.encode() + binary,
+                      headers={"Inference-Header-Content-Length": str(len(header))}, timeout=30)
+    assert r.status_code == 200, r.text
+    length = int(r.headers["Inference-Header-Content-Length"])
+    meta = json.loads(r.content[:length])["outputs"][0]
+    assert meta["shape"] == [3]
+    assert r.content[length:] == bytes_elements([b"", b"X" * 300, b"FOX"])
+    # A length that runs past the data, and a number where text belongs: 400 naming the input.
+    bad = binary[:-1]
+    header = json.dumps({"inputs": [{"name": "words", "datatype": "BYTES", "shape": [4],
+                                     "parameters": {"binary_data_size": len(bad)}}]})
+    r = requests.post(server.url("/v2/models/text/infer"), data=header.encode() + bad,
+                      headers={"Inference-Header-Content-Length": str(len(header))}, timeout=30)
+    assert r.status_code == 400 and "'words'" in r.json()["error"], r.text
+    r = requests.post(server.url("/v2/models/text/infer"), timeout=30, json={
+        "inputs": [{"name": "words", "datatype": "BYTES", "shape": [2], "data": ["a", 3]}]})
+    assert r.status_code == 400 and "is not a string" in r.json()["error"], r.text
+    # Text for a number input: the datatype does not match the model's.
+    r = requests.post(server.url("/v2/models/add/infer"), timeout=30, json={
+        "inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": ["1"]}]})
+    assert r.status_code == 400 and "'x'" in r.json()["error"], r.text
 
 
 @pytest.mark.parametrize("body,fragment", [

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/http/kserve_json.hpp"
+#include "server/request_tensors.hpp"
 #include "server/serve_error.hpp"
 
 namespace troupe::server {
@@ -136,8 +137,10 @@ TEST(KserveJson, MalformedRequestsNameTheField) {
   expect_bad(json{{"inputs", {ok, ok}}}.dump(), "input 'x' is given twice");
   expect_bad(one({{"datatype", "FP32"}, {"shape", {1}}, {"data", {1}}}), "'name' is missing");
   expect_bad(one({{"name", "x"}, {"shape", {1}}, {"data", {1}}}), "input 'x': 'datatype'");
-  expect_bad(one({{"name", "x"}, {"datatype", "BYTES"}, {"shape", {1}}, {"data", {"a"}}}),
-             "datatype 'BYTES' is not supported");
+  expect_bad(one({{"name", "x"}, {"datatype", "FP8"}, {"shape", {1}}, {"data", {1}}}),
+             "datatype 'FP8' is not supported");
+  expect_bad(one({{"name", "x"}, {"datatype", "BYTES"}, {"shape", {2}}, {"data", {"a", 1}}}),
+             "input 'x': 'data' value 1 (1) is not a string");
   expect_bad(one({{"name", "x"}, {"datatype", "FP32"}, {"data", {1}}}), "input 'x': 'shape'");
   expect_bad(one({{"name", "x"}, {"datatype", "FP32"}, {"shape", {-2}}, {"data", {1}}}),
              "negative dimension -2");
@@ -236,6 +239,39 @@ TEST(KserveJson, ReadsTheSchedulingParametersPriorityAndTimeout) {
       EXPECT_THAT(e.what(), ::testing::HasSubstr("must be a non-negative integer")) << bad;
     }
   }
+}
+
+TEST(BytesTensors, LengthPrefixedElementsRoundTripAndEveryLieIsNamed) {
+  auto binary = [](std::vector<std::string> elements) {
+    std::string out;
+    for (const auto& e : elements) {
+      const auto n = static_cast<uint32_t>(e.size());
+      for (int shift = 0; shift < 32; shift += 8) out += static_cast<char>(n >> shift & 0xFF);
+      out += e;
+    }
+    return out;
+  };
+  const std::vector<std::string> words = {"", "a", std::string(70000, 'z'), std::string("\0b", 2)};
+  const std::string bytes = binary(words);
+  const Tensor t =
+      tensor_from_bytes("w", ElementType::string, Shape{2, 2}, bytes.data(), bytes.size());
+  EXPECT_EQ(t.to_vector<std::string>(), words);
+  EXPECT_EQ(tensor_bytes(t), bytes);
+  auto refusal = [](const std::string& data, int64_t count) {
+    try {
+      tensor_from_bytes("w", ElementType::string, Shape{count}, data.data(), data.size());
+    } catch (const ServeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_THAT(refusal(bytes, 5), HasSubstr("BYTES element 4 has no 4-byte length"));
+  EXPECT_THAT(refusal(bytes + "x", 4), HasSubstr("1 bytes follow its 4 BYTES elements"));
+  EXPECT_THAT(refusal(bytes.substr(0, bytes.size() - 1), 4),
+              HasSubstr("BYTES element 3 is 2 bytes long, only 1 bytes follow"));
+  EXPECT_THAT(refusal(binary({"abcdefgh"}), 2), HasSubstr("BYTES element 1 has no 4-byte length"));
+  // A billion elements announced in a few bytes: refused before anything is allocated.
+  EXPECT_THAT(refusal(bytes, 1000000000), HasSubstr("cannot hold 1000000000 elements"));
 }
 
 }  // namespace
