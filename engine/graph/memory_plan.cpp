@@ -1,6 +1,7 @@
 #include "engine/graph/memory_plan.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -27,9 +28,38 @@ size_t byte_size(const ValueInfo& info) {
   return static_cast<size_t>(info.shape.element_count()) * element_size(info.type);
 }
 
+// Hosted parts start on cache lines, as every buffer does (kernels may rely on the alignment).
+constexpr size_t part_alignment = 64;
+
+// The byte size of each input's slice of a Concat's output when every slice is one contiguous run
+// in `layout` (everything before the axis of size 1; channel-blocked: 4-D, joined along whole
+// channel blocks; never channels-last, where each pixel interleaves the inputs); else nothing.
+std::optional<std::vector<size_t>> concat_runs(const Model& model, const Node& node,
+                                               const kernels::TensorLayout& layout,
+                                               size_t element_bytes) {
+  const Shape& out = model.value(node.outputs[0]).shape;
+  const auto rank = static_cast<int64_t>(out.rank());
+  int64_t axis = node.attributes.get_int_or("axis", 0);
+  if (axis < 0) axis += rank;
+  if (rank == 0 || axis < 0 || axis >= rank || layout.channels_last) return std::nullopt;
+  if (layout.channel_block > 0 && (rank != 4 || axis != 1)) return std::nullopt;
+  for (int64_t d = 0; d < axis; ++d)
+    if (out[static_cast<size_t>(d)] != 1) return std::nullopt;
+  std::vector<size_t> runs;
+  for (ValueId in : node.inputs) {
+    if (in == no_value) return std::nullopt;
+    const Shape& shape = model.value(in).shape;
+    if (!shape.is_static() || shape.rank() != out.rank()) return std::nullopt;
+    if (layout.channel_block > 0 && shape[1] % layout.channel_block != 0) return std::nullopt;
+    runs.push_back(static_cast<size_t>(shape.element_count()) * element_bytes);
+  }
+  return runs;
+}
+
 }  // namespace
 
-MemoryPlan plan_memory(const Model& model, const std::vector<ElementType>& stored_types) {
+MemoryPlan plan_memory(const Model& model, const std::vector<ElementType>& stored_types,
+                       const std::vector<kernels::TensorLayout>& layouts) {
   const size_t value_count = model.values().size();
   const auto& nodes = model.nodes();
   MemoryPlan plan;
@@ -39,24 +69,90 @@ MemoryPlan plan_memory(const Model& model, const std::vector<ElementType>& store
   for (const Node& node : nodes)
     for (ValueId v : node.outputs) {
       const ValueInfo& info = model.value(v);
-      owned[v] = info.shape.is_static() && info.type != ElementType::undefined;
+      owned[v] = info.shape.is_static() && info.type != ElementType::undefined &&
+                 info.type != ElementType::string;
     }
   for (ValueId v : model.outputs()) owned[v] = false;
   for (ValueId v : model.inputs()) owned[v] = false;
   for (const auto& constant : model.constants()) owned[constant.first] = false;
 
-  // A planned view of a planned value of the same size and type is stored in it.
+  const auto stored_type = [&](ValueId v) {
+    return static_cast<size_t>(v) < stored_types.size() ? stored_types[v] : model.value(v).type;
+  };
+  const auto layout_of = [&](ValueId v) {
+    return static_cast<size_t>(v) < layouts.size() ? layouts[v] : kernels::TensorLayout{};
+  };
+  const auto stored_bytes = [&](ValueId v) {
+    return static_cast<size_t>(model.value(v).shape.element_count()) * element_size(stored_type(v));
+  };
   plan.storage_of.resize(value_count);
   for (ValueId v = 0; v < static_cast<ValueId>(value_count); ++v) plan.storage_of[v] = v;
+  plan.offset_of.assign(value_count, 0);
+
+  // Concats, the last first, so that a join that is itself part of a later one places its parts
+  // inside that one. `hosts[v]`: some other value lives in v's memory.
+  std::vector<bool> hosts(value_count, false);
+  for (size_t n = nodes.size(); n-- > 0;) {
+    const Node& node = nodes[n];
+    if (node.op_type != "Concat" || node.outputs.size() != 1 || node.outputs[0] == no_value)
+      continue;
+    const ValueId joined = node.outputs[0];
+    if (!owned[joined]) continue;
+    const kernels::TensorLayout layout = layout_of(joined);
+    const auto runs = concat_runs(model, node, layout, element_size(stored_type(joined)));
+    if (!runs) continue;
+    const auto alike = [&](ValueId v) {
+      return layout_of(v) == layout && stored_type(v) == stored_type(joined);
+    };
+    // Every part already in place, one after the other: the join is a view of them.
+    if (plan.storage_of[joined] == joined && !hosts[joined]) {
+      bool in_place = true;
+      const ValueId first = node.inputs[0];
+      size_t at = plan.offset_of[first];
+      for (size_t i = 0; i < node.inputs.size() && in_place; ++i) {
+        const ValueId in = node.inputs[i];
+        in_place = plan.storage_of[in] != in && plan.storage_of[in] == plan.storage_of[first] &&
+                   plan.offset_of[in] == at && alike(in);
+        at += (*runs)[i];
+      }
+      if (in_place) {
+        plan.storage_of[joined] = plan.storage_of[first];
+        plan.offset_of[joined] = plan.offset_of[first];
+        continue;
+      }
+    }
+    // Otherwise each part that lives on its own is written into its slice.
+    const ValueId root = plan.storage_of[joined];
+    size_t at = plan.offset_of[joined];
+    std::set<ValueId> seen;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ValueId in = node.inputs[i];
+      const bool free_part = owned[in] && plan.storage_of[in] == in && !hosts[in] &&
+                             (*runs)[i] > 0 && at % part_alignment == 0 && alike(in);
+      if (free_part && seen.insert(in).second) {
+        plan.storage_of[in] = root;
+        plan.offset_of[in] = at;
+        hosts[root] = true;
+      }
+      seen.insert(in);
+      at += (*runs)[i];
+    }
+  }
+
+  // A planned view of a planned value of the same size and type is stored in it (where that
+  // value is stored). A view that is itself a hosted part copies its input into its slice.
   for (const Node& node : nodes) {
     if (!is_view(node)) continue;
     const ValueId in = node.inputs[0];
     const ValueId out = node.outputs[0];
     if (in == no_value || out == no_value || !owned[in] || !owned[out]) continue;
+    if (plan.storage_of[out] != out || hosts[out]) continue;
     const ValueInfo& a = model.value(in);
     const ValueInfo& b = model.value(out);
-    if (a.type == b.type && byte_size(a) == byte_size(b))
+    if (a.type == b.type && byte_size(a) == byte_size(b) && stored_type(in) == stored_type(out)) {
       plan.storage_of[out] = plan.storage_of[in];
+      plan.offset_of[out] = plan.offset_of[in];
+    }
   }
   auto storage = [&](ValueId v) { return plan.storage_of[v]; };
 
@@ -73,43 +169,43 @@ MemoryPlan plan_memory(const Model& model, const std::vector<ElementType>& store
   }
 
   std::vector<int> free_buffers;
+  // A stored value's buffer is taken when the first of the values living in it is written (a
+  // hosted part is written before the Concat that owns the memory).
+  const auto allocate = [&](ValueId v) {
+    if (plan.buffer_of[v] != MemoryPlan::unplanned) return;
+    const size_t bytes = stored_bytes(v);
+    plan.unshared_bytes += bytes;
+    // Best fit: the smallest free buffer that holds the value; else grow the largest free one
+    // (one allocation instead of two); else a new buffer.
+    auto best = free_buffers.end();
+    for (auto it = free_buffers.begin(); it != free_buffers.end(); ++it) {
+      const size_t size = plan.buffer_bytes[static_cast<size_t>(*it)];
+      if (size >= bytes &&
+          (best == free_buffers.end() || size < plan.buffer_bytes[static_cast<size_t>(*best)]))
+        best = it;
+    }
+    if (best == free_buffers.end() && !free_buffers.empty())
+      best = std::max_element(free_buffers.begin(), free_buffers.end(), [&](int a, int b) {
+        return plan.buffer_bytes[static_cast<size_t>(a)] <
+               plan.buffer_bytes[static_cast<size_t>(b)];
+      });
+    int buffer;
+    if (best != free_buffers.end()) {
+      buffer = *best;
+      free_buffers.erase(best);
+      size_t& size = plan.buffer_bytes[static_cast<size_t>(buffer)];
+      size = std::max(size, bytes);
+    } else {
+      buffer = static_cast<int>(plan.buffer_bytes.size());
+      plan.buffer_bytes.push_back(bytes);
+    }
+    plan.buffer_of[v] = buffer;
+  };
   for (size_t n = 0; n < nodes.size(); ++n) {
     for (ValueId v : nodes[n].outputs) {
       if (!owned[v]) continue;
-      if (storage(v) != v) {
-        plan.buffer_of[v] = plan.buffer_of[storage(v)];
-        continue;
-      }
-      const size_t bytes =
-          static_cast<size_t>(model.value(v).shape.element_count()) *
-          element_size(static_cast<size_t>(v) < stored_types.size() ? stored_types[v]
-                                                                    : model.value(v).type);
-      plan.unshared_bytes += bytes;
-      // Best fit: the smallest free buffer that holds the value; else grow the largest free one
-      // (one allocation instead of two); else a new buffer.
-      auto best = free_buffers.end();
-      for (auto it = free_buffers.begin(); it != free_buffers.end(); ++it) {
-        const size_t size = plan.buffer_bytes[static_cast<size_t>(*it)];
-        if (size >= bytes &&
-            (best == free_buffers.end() || size < plan.buffer_bytes[static_cast<size_t>(*best)]))
-          best = it;
-      }
-      if (best == free_buffers.end() && !free_buffers.empty())
-        best = std::max_element(free_buffers.begin(), free_buffers.end(), [&](int a, int b) {
-          return plan.buffer_bytes[static_cast<size_t>(a)] <
-                 plan.buffer_bytes[static_cast<size_t>(b)];
-        });
-      int buffer;
-      if (best != free_buffers.end()) {
-        buffer = *best;
-        free_buffers.erase(best);
-        size_t& size = plan.buffer_bytes[static_cast<size_t>(buffer)];
-        size = std::max(size, bytes);
-      } else {
-        buffer = static_cast<int>(plan.buffer_bytes.size());
-        plan.buffer_bytes.push_back(bytes);
-      }
-      plan.buffer_of[v] = buffer;
+      allocate(storage(v));
+      plan.buffer_of[v] = plan.buffer_of[storage(v)];
     }
     // Released only after the node ran: its outputs must not land in its own inputs.
     auto release = [&](ValueId v) {

@@ -106,7 +106,8 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     stored_types.push_back(v < s.value_layouts.size() && s.value_layouts[v].bf16
                                ? ElementType::bf16
                                : model->value(static_cast<ValueId>(v)).type);
-  const MemoryPlan plan = s.data_dependent ? MemoryPlan{} : plan_memory(*model, stored_types);
+  const MemoryPlan plan =
+      s.data_dependent ? MemoryPlan{} : plan_memory(*model, stored_types, s.value_layouts);
   std::vector<std::shared_ptr<void>> buffers;
   for (size_t bytes : plan.buffer_bytes) {
     constexpr size_t alignment = 64;  // what Tensor's own allocations and oneDNN prefer
@@ -118,7 +119,8 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     const int buffer = plan.buffer_of[v];
     if (buffer == MemoryPlan::unplanned) continue;
     const std::shared_ptr<void>& storage = buffers[static_cast<size_t>(buffer)];
-    values[v] = Tensor(stored_types[v], model->value(v).shape, storage, storage.get());
+    values[v] = Tensor(stored_types[v], model->value(v).shape, storage,
+                       static_cast<char*>(storage.get()) + plan.offset_of[v]);
   }
   std::unordered_map<std::string, size_t> graph_index;
   const auto& graph_nodes = graph_->model->nodes();

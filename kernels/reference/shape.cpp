@@ -31,7 +31,7 @@ uint8_t* bytes(Tensor& t) {
 
 // memcpy that accepts the null pointers of empty tensors.
 void copy_bytes(uint8_t* dst, const uint8_t* src, size_t n) {
-  if (n != 0) std::memcpy(dst, src, n);
+  if (n != 0 && dst != src) std::memcpy(dst, src, n);  // a Concat's part may be in place
 }
 
 void require_output_type(const Node& node, const Tensor& in, const Tensor& out) {

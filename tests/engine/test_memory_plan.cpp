@@ -13,6 +13,7 @@
 #include "engine/graph/memory_plan.hpp"
 #include "troupe/core.hpp"
 #include "troupe/model_builder.hpp"
+#include "troupe/properties.hpp"
 
 namespace troupe {
 namespace {
@@ -22,13 +23,15 @@ using detail::MemoryPlan;
 // Checks the plan's invariant: values in one buffer have disjoint [writer, last reader] ranges,
 // counting a view's readers as readers of the value it views, and each buffer holds its largest
 // value. Only a view shares its input's buffer.
+// A Concat's parts hosted in its output occupy disjoint slices of it, inside it, aligned.
 void expect_valid(const Model& model, const MemoryPlan& plan) {
   const auto& nodes = model.nodes();
   auto storage = [&](ValueId v) { return plan.storage_of[static_cast<size_t>(v)]; };
-  std::vector<size_t> first(model.values().size(), 0), last(model.values().size(), 0);
+  const size_t none = model.values().size() + nodes.size();
+  std::vector<size_t> first(model.values().size(), none), last(model.values().size(), 0);
   for (size_t n = 0; n < nodes.size(); ++n) {
     for (ValueId v : nodes[n].outputs)
-      if (storage(v) == v) first[v] = last[v] = n;
+      if (first[storage(v)] == none) first[storage(v)] = last[storage(v)] = n;
     for (ValueId v : nodes[n].inputs)
       if (v != no_value) last[storage(v)] = std::max(last[storage(v)], n);
     for (ValueId v : nodes[n].outputs) last[storage(v)] = std::max(last[storage(v)], n);
@@ -47,6 +50,13 @@ void expect_valid(const Model& model, const MemoryPlan& plan) {
               static_cast<size_t>(info.shape.element_count()) * element_size(info.type));
     if (storage(a) != a) {
       EXPECT_EQ(plan.buffer_of[a], plan.buffer_of[storage(a)]);
+      EXPECT_EQ(plan.offset_of[a] % 64, 0u);
+      EXPECT_LE(plan.offset_of[a] +
+                    static_cast<size_t>(info.shape.element_count()) * element_size(info.type),
+                plan.offset_of[storage(a)] +
+                    static_cast<size_t>(model.value(storage(a)).shape.element_count()) *
+                        element_size(model.value(storage(a)).type))
+          << info.name << " runs past " << model.value(storage(a)).name;
       continue;
     }
     for (ValueId b = a + 1; b < static_cast<ValueId>(plan.buffer_of.size()); ++b)
@@ -257,6 +267,248 @@ TEST(MemoryPlan, RandomGraphsComputeTheSameWithSharedBuffers) {
         for (size_t i = 0; i < 8; ++i)
           ASSERT_FLOAT_EQ(mid[i], expected[middle][i]) << "trial " << trial << " element " << i;
       }
+    }
+  }
+}
+
+}  // namespace
+// DenseNet's dense block: each layer reads the join of everything before it and adds its own
+// features. Every part is written once into the last join; the earlier joins are views of it.
+TEST(MemoryPlan, DenseJoinsAreOneBufferWrittenOnce) {
+  ModelBuilder b("dense");
+  auto x = b.input("x", ElementType::f32, {1, 4, 16});
+  auto x0 = b.op("Relu", {x}, {}, "x0");
+  std::vector<ValueId> parts = {x0};
+  std::vector<ValueId> joins;
+  for (int layer = 0; layer < 3; ++layer) {
+    auto joined = parts.size() == 1 ? parts[0]
+                                    : b.op("Concat", parts, {{"axis", int64_t{1}}},
+                                           "join" + std::to_string(layer));
+    if (parts.size() > 1) joins.push_back(joined);
+    auto reduced =
+        b.op("ReduceMean", {joined}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}},
+             "mean" + std::to_string(layer));
+    auto grown = b.op("Tile",
+                      {reduced, b.constant("reps" + std::to_string(layer),
+                                           Tensor::from_vector<int64_t>({3}, {1, 4, 1}))},
+                      {}, "grow" + std::to_string(layer));
+    parts.push_back(b.op("Relu", {grown}, {}, "new" + std::to_string(layer)));
+  }
+  auto last = b.op("Concat", parts, {{"axis", int64_t{1}}}, "last_join");
+  b.output(b.op("Sigmoid", {last}, {}, "out"), "y");
+  auto model = b.build();
+  const MemoryPlan plan = detail::plan_memory(*model);
+  expect_valid(*model, plan);
+  const size_t part_bytes = 4 * 16 * sizeof(float);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ(plan.storage_of[parts[i]], last) << "part " << i;
+    EXPECT_EQ(plan.offset_of[parts[i]], i * part_bytes) << "part " << i;
+  }
+  for (ValueId join : joins) {
+    EXPECT_EQ(plan.storage_of[join], last);
+    EXPECT_EQ(plan.offset_of[join], 0u);
+  }
+  // The same graph with a batch of two: each part's slice is two runs, so nothing is hosted.
+  ModelBuilder b2("dense2");
+  auto y = b2.input("x", ElementType::f32, {2, 4, 16});
+  auto y0 = b2.op("Relu", {y});
+  auto y1 = b2.op("Neg", {y});
+  b2.output(b2.op("Sigmoid", {b2.op("Concat", {y0, y1}, {{"axis", int64_t{1}}})}), "y");
+  auto batched = b2.build();
+  const MemoryPlan plan2 = detail::plan_memory(*batched);
+  expect_valid(*batched, plan2);
+  EXPECT_EQ(plan2.storage_of[y0], y0);
+  EXPECT_EQ(plan2.storage_of[y1], y1);
+}
+
+TEST(MemoryPlan, PartsAreHostedOnlyWhereTheirSliceIsOneAlignedRun) {
+  // [1, c, 4, 4]: a join of a (16 channels) and b (c channels).
+  auto join_of = [](int64_t c) {
+    ModelBuilder b("join");
+    auto x = b.input("x", ElementType::f32, {1, 16, 4, 4});
+    auto a = b.op("Relu", {x}, {}, "a");
+    auto part = b.op("Slice",
+                     {a, b.constant("starts", Tensor::from_vector<int64_t>({1}, {0})),
+                      b.constant("ends", Tensor::from_vector<int64_t>({1}, {c})),
+                      b.constant("axes", Tensor::from_vector<int64_t>({1}, {1}))},
+                     {}, "b");
+    auto joined = b.op("Concat", {a, part}, {{"axis", int64_t{1}}}, "join");
+    b.output(b.op("Sigmoid", {joined}), "y");
+    return b.build();
+  };
+  auto hosted = [](const Model& m, const MemoryPlan& plan, const char* name) {
+    const ValueId v = *m.find_value(name);
+    return plan.storage_of[v] != v;
+  };
+  const auto layouts_of = [](const Model& m, kernels::TensorLayout layout) {
+    return std::vector<kernels::TensorLayout>(m.values().size(), layout);
+  };
+  auto whole_blocks = join_of(16);
+  for (auto layout : {kernels::TensorLayout{}, kernels::TensorLayout::blocked(16),
+                      kernels::TensorLayout::blocked(8)}) {
+    const MemoryPlan plan =
+        detail::plan_memory(*whole_blocks, {}, layouts_of(*whole_blocks, layout));
+    expect_valid(*whole_blocks, plan);
+    EXPECT_TRUE(hosted(*whole_blocks, plan, "a") && hosted(*whole_blocks, plan, "b"));
+  }
+  // Channels-last interleaves the parts per pixel.
+  const MemoryPlan last = detail::plan_memory(
+      *whole_blocks, {}, layouts_of(*whole_blocks, kernels::TensorLayout::channels_last_order()));
+  EXPECT_FALSE(hosted(*whole_blocks, last, "a") || hosted(*whole_blocks, last, "b"));
+  // 8 channels end inside a 16-channel block; plain, 4 channels of 4x4 floats is 64 bytes.
+  auto part_block = join_of(8);
+  const MemoryPlan blocked = detail::plan_memory(
+      *part_block, {}, layouts_of(*part_block, kernels::TensorLayout::blocked(16)));
+  EXPECT_FALSE(hosted(*part_block, blocked, "a") || hosted(*part_block, blocked, "b"));
+  EXPECT_TRUE(hosted(*part_block, detail::plan_memory(*part_block), "b"));
+  // A part whose slice would start off a cache line stays on its own: [1, 3, 2] floats are 24
+  // bytes, so q's slice would start at byte 24.
+  ModelBuilder b("unaligned");
+  auto x = b.input("x", ElementType::f32, {1, 3, 2});
+  auto p = b.op("Relu", {x}, {}, "p");
+  auto q = b.op("Neg", {x}, {}, "q");
+  b.output(b.op("Sigmoid", {b.op("Concat", {p, q}, {{"axis", int64_t{1}}})}), "y");
+  auto unaligned = b.build();
+  const MemoryPlan plan = detail::plan_memory(*unaligned);
+  expect_valid(*unaligned, plan);
+  EXPECT_TRUE(hosted(*unaligned, plan, "p"));   // at 0
+  EXPECT_FALSE(hosted(*unaligned, plan, "q"));  // at 24 bytes
+}
+
+// Random joins of random parts (a part may join several joins, joins join again), all [1, c, 16]:
+// joined along the channels each join is its parts' values one after the other.
+TEST(MemoryPlan, RandomJoinsComputeTheSameWithPartsInPlace) {
+  std::mt19937 rng(11);
+  Core core;
+  for (int trial = 0; trial < 25; ++trial) {
+    ModelBuilder b("joins" + std::to_string(trial));
+    std::vector<ValueId> pool = {b.input("x", ElementType::f32, {1, 2, 16})};
+    std::vector<std::vector<float>> expected(1);
+    for (int i = 0; i < 32; ++i) expected[0].push_back(static_cast<float>(i % 7) - 3.f);
+    const int count = 5 + static_cast<int>(rng() % 14);
+    for (int n = 0; n < count; ++n) {
+      const std::string name = "n" + std::to_string(n);
+      auto pick = [&] {
+        return rng() % 3 == 0 ? rng() % pool.size()
+                              : pool.size() - 1 - rng() % std::min<size_t>(pool.size(), 3);
+      };
+      std::vector<float> value;
+      const unsigned kind = rng() % 5;
+      if (kind <= 1 && pool.size() > 1) {  // a join of 2-4 parts (repeats allowed)
+        std::vector<ValueId> parts;
+        const size_t k = 2 + rng() % 3;
+        for (size_t j = 0; j < k; ++j) {
+          const size_t p = pick();
+          parts.push_back(pool[p]);
+          value.insert(value.end(), expected[p].begin(), expected[p].end());
+        }
+        if (value.size() > 16 * 64) {  // keep the channels bounded: take the first 2
+          const size_t p = pick();
+          pool.push_back(b.op("Relu", {pool[p]}, {}, name));
+          value = expected[p];
+          for (float& v : value) v = std::max(v, 0.f);
+        } else {
+          pool.push_back(b.op("Concat", parts, {{"axis", int64_t{1}}}, name));
+        }
+      } else if (kind == 2) {  // fewer channels: the first two
+        const size_t p = pick();
+        pool.push_back(
+            b.op("Slice",
+                 {pool[p], b.constant(name + "_s", Tensor::from_vector<int64_t>({1}, {0})),
+                  b.constant(name + "_e", Tensor::from_vector<int64_t>({1}, {2})),
+                  b.constant(name + "_a", Tensor::from_vector<int64_t>({1}, {1}))},
+                 {}, name));
+        value.assign(expected[p].begin(), expected[p].begin() + 32);
+      } else {
+        const size_t p = pick();
+        pool.push_back(b.op(kind == 3 ? "Neg" : "Relu", {pool[p]}, {}, name));
+        value = expected[p];
+        for (float& v : value) v = kind == 3 ? -v : std::max(v, 0.f);
+      }
+      expected.push_back(value);
+    }
+    const size_t middle = pool.size() / 2;
+    b.output(pool.back(), "last");
+    if (middle != pool.size() - 1 && middle != 0) b.output(pool[middle], "middle");
+    auto model = b.build();
+    expect_valid(*model, detail::plan_memory(*model));
+
+    CompiledModel compiled = core.compile_model(
+        model, "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
+    std::vector<InferRequest> requests;
+    for (int r = 0; r < 6; ++r) requests.push_back(compiled.create_infer_request());
+    for (int round = 0; round < 2; ++round) {  // the second round reuses written buffers
+      for (auto& r : requests) {
+        r.set_tensor("x", Tensor::from_vector<float>({1, 2, 16}, expected[0]));
+        r.start_async();
+      }
+      for (auto& r : requests) {
+        r.wait();
+        ASSERT_EQ(r.get_tensor("last").to_vector<float>(), expected.back()) << "trial " << trial;
+        if (middle != pool.size() - 1 && middle != 0)
+          ASSERT_EQ(r.get_tensor("middle").to_vector<float>(), expected[middle])
+              << "trial " << trial;
+      }
+    }
+  }
+}
+
+}  // namespace troupe
+
+namespace troupe {
+namespace {
+
+// A dense block of 3x3 convolutions (16 channels each, so whole channel blocks on every ISA):
+// with one image its joins are written in place in the activation layout the convolutions
+// choose; with two images nothing is in place. Both must give the same first image.
+std::shared_ptr<Model> dense_block(int64_t batch) {
+  ModelBuilder b("dense_block");
+  auto x = b.input("x", ElementType::f32, {batch, 16, 8, 8});
+  std::vector<ValueId> parts = {b.op("Relu", {x})};
+  for (int layer = 0; layer < 3; ++layer) {
+    const int64_t in_channels = 16 * static_cast<int64_t>(parts.size());
+    auto joined = parts.size() == 1 ? parts[0] : b.op("Concat", parts, {{"axis", int64_t{1}}});
+    std::vector<float> w(static_cast<size_t>(16 * in_channels * 9));
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = static_cast<float>((i * 37 + static_cast<size_t>(layer) * 11) % 19) / 19.f - 0.45f;
+    auto weights = b.constant("w" + std::to_string(layer),
+                              Tensor::from_vector<float>({16, in_channels, 3, 3}, w));
+    auto conv = b.op(
+        "Conv", {joined, weights},
+        {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"kernel_shape", std::vector<int64_t>{3, 3}}});
+    parts.push_back(b.op("Relu", {conv}));
+  }
+  b.output(b.op("Concat", parts, {{"axis", int64_t{1}}}), "y");
+  return b.build();
+}
+
+TEST(ConcatInPlace, ADenseBlockOfConvolutionsComputesAsWithoutIt) {
+  Core core;
+  std::vector<float> x(16 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 13) / 13.f - 0.4f;
+  std::vector<float> two = x;
+  two.insert(two.end(), x.begin(), x.end());
+  auto pair = core.compile_model(dense_block(2), "CPU").create_infer_request();
+  pair.set_tensor("x", Tensor::from_vector<float>({2, 16, 8, 8}, two));
+  pair.infer();
+  const std::vector<float> both = pair.get_tensor("y").to_vector<float>();
+  const std::vector<float> want(both.begin(), both.begin() + static_cast<long>(both.size() / 2));
+
+  auto compiled = core.compile_model(
+      dense_block(1), "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
+  std::vector<InferRequest> requests;
+  for (int r = 0; r < 8; ++r) requests.push_back(compiled.create_infer_request());
+  for (int round = 0; round < 2; ++round) {
+    for (auto& r : requests) {
+      r.set_tensor("x", Tensor::from_vector<float>({1, 16, 8, 8}, x));
+      r.start_async();
+    }
+    for (auto& r : requests) {
+      r.wait();
+      const std::vector<float> got = r.get_tensor("y").to_vector<float>();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4f * (1.f + std::abs(want[i]))) << "element " << i;
     }
   }
 }
