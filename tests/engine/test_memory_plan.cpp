@@ -445,9 +445,10 @@ TEST(MemoryPlan, RandomJoinsComputeTheSameWithPartsInPlace) {
       for (auto& r : requests) {
         r.wait();
         ASSERT_EQ(r.get_tensor("last").to_vector<float>(), expected.back()) << "trial " << trial;
-        if (middle != pool.size() - 1 && middle != 0)
+        if (middle != pool.size() - 1 && middle != 0) {
           ASSERT_EQ(r.get_tensor("middle").to_vector<float>(), expected[middle])
               << "trial " << trial;
+        }
       }
     }
   }

@@ -176,7 +176,9 @@ TEST(NonMaxSuppression, ManyClassesShiftedApartAsBatchedNmsExportsThem) {
     ASSERT_EQ(got.shape(), (Shape{static_cast<int64_t>(want.size() / 3), 3})) << "round " << round;
     EXPECT_EQ(got.to_vector<int64_t>(), want) << "round " << round;
     // (A negative threshold keeps one box per class.)
-    if (round != 6) EXPECT_GT(want.size(), 3u * 50) << "round " << round << ": too few kept";
+    if (round != 6) {
+      EXPECT_GT(want.size(), 3u * 50) << "round " << round << ": too few kept";
+    }
   }
 }
 
