@@ -38,6 +38,7 @@ void register_attention(KernelRegistry& registry);         // ScaledDotProductAt
 void register_scatter_elements(KernelRegistry& registry);  // ScatterElements Scatter (f32)
 void register_gather(KernelRegistry& registry);            // Gather (row copies, any type)
 void register_trigonometric(KernelRegistry& registry);     // Sin Cos (f32)
+void register_roi_align(KernelRegistry& registry);         // RoiAlign (f32)
 void register_comparison(KernelRegistry& registry);        // Equal Less Greater ... (f32 -> bool)
 void register_resize(KernelRegistry& registry);            // Resize (linear, half-pixel)
 void register_reduction(KernelRegistry& registry);         // ReduceMean/Sum/Max/Min/Prod

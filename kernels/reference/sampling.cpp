@@ -16,47 +16,13 @@
 #include "kernels/reference/element_types.hpp"
 #include "kernels/reference/grid_coordinates.hpp"
 #include "kernels/reference/reference.hpp"
+#include "kernels/reference/roi_geometry.hpp"
 
 namespace troupe::kernels::reference {
 
 namespace {
 
 using Tensors = std::vector<Tensor>;
-
-// One bilinear sample of RoiAlign: the four neighbours' offsets in a plane and their weights.
-// A sample more than one pixel outside the map has all weights 0.
-struct RoiSample {
-  std::array<int64_t, 4> offset{};
-  std::array<double, 4> weight{};
-};
-
-RoiSample roi_sample(double y, double x, int64_t height, int64_t width) {
-  RoiSample s;
-  if (y < -1.0 || y > static_cast<double>(height) || x < -1.0 || x > static_cast<double>(width))
-    return s;
-  y = std::max(y, 0.0);
-  x = std::max(x, 0.0);
-  auto y_low = static_cast<int64_t>(y);
-  auto x_low = static_cast<int64_t>(x);
-  int64_t y_high = y_low + 1;
-  int64_t x_high = x_low + 1;
-  if (y_low >= height - 1) {
-    y_high = y_low = height - 1;
-    y = static_cast<double>(y_low);
-  }
-  if (x_low >= width - 1) {
-    x_high = x_low = width - 1;
-    x = static_cast<double>(x_low);
-  }
-  const double ly = y - static_cast<double>(y_low);
-  const double lx = x - static_cast<double>(x_low);
-  const double hy = 1 - ly;
-  const double hx = 1 - lx;
-  s.offset = {y_low * width + x_low, y_low * width + x_high, y_high * width + x_low,
-              y_high * width + x_high};
-  s.weight = {hy * hx, hy * lx, ly * hx, ly * lx};
-  return s;
-}
 
 // RoiAlign: roi r = (x1, y1, x2, y2) scaled by spatial_scale (shifted by -0.5 under half_pixel)
 // is cut into output_height x output_width bins; each bin samples a grid of
@@ -77,14 +43,12 @@ void roi_align(const Node& node, const Tensors& in, Tensors& out) {
   if (in[1].shape().rank() != 2 || in[1].shape()[1] != 4 || in[1].shape()[0] != num_rois)
     fail(node, "rois " + in[1].shape().to_string() + " must be [" + std::to_string(num_rois) +
                    ", 4], one box per batch index");
-  const int64_t out_h = node.attributes.get_int_or("output_height", 1);
-  const int64_t out_w = node.attributes.get_int_or("output_width", 1);
-  const int64_t sampling_ratio = node.attributes.get_int_or("sampling_ratio", 0);
-  const double scale = node.attributes.get_float_or("spatial_scale", 1.0);
-  const bool max_mode = node.attributes.get_string_or("mode", "avg") == "max";
-  const bool half_pixel =
-      node.attributes.get_string_or("coordinate_transformation_mode", "half_pixel") == "half_pixel";
-  const double shift = half_pixel ? 0.5 : 0.0;
+  const RoiAlignSettings settings(node);
+  const int64_t out_h = settings.out_h, out_w = settings.out_w;
+  const bool max_mode = settings.max_mode;
+  if (out_h < 1 || out_w < 1)
+    fail(node, "output_height and output_width must be positive, got " + std::to_string(out_h) +
+                   " and " + std::to_string(out_w));
 
   std::vector<double> y(static_cast<size_t>(num_rois * channels * out_h * out_w));
   for (int64_t r = 0; r < num_rois; ++r) {
@@ -92,38 +56,16 @@ void roi_align(const Node& node, const Tensors& in, Tensors& out) {
     if (b < 0 || b >= batch)
       fail(node, "batch index " + std::to_string(b) + " of roi " + std::to_string(r) +
                      " is outside [0, " + std::to_string(batch) + ")");
-    const double* box = &rois[static_cast<size_t>(r * 4)];
-    const double x1 = box[0] * scale - shift;
-    const double y1 = box[1] * scale - shift;
-    double roi_w = box[2] * scale - shift - x1;
-    double roi_h = box[3] * scale - shift - y1;
-    // Without half_pixel (the legacy mode), a roi is at least one pixel wide and high.
-    if (!half_pixel) {
-      roi_w = std::max(roi_w, 1.0);
-      roi_h = std::max(roi_h, 1.0);
-    }
-    const double bin_h = roi_h / static_cast<double>(out_h);
-    const double bin_w = roi_w / static_cast<double>(out_w);
-    const int64_t grid_h =
-        sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(bin_h));
-    const int64_t grid_w =
-        sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(bin_w));
-    const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+    const RoiBins bins(settings, &rois[static_cast<size_t>(r * 4)]);
     for (int64_t c = 0; c < channels; ++c) {
       const double* plane = &x[static_cast<size_t>((b * channels + c) * height * width)];
       for (int64_t ph = 0; ph < out_h; ++ph)
         for (int64_t pw = 0; pw < out_w; ++pw) {
           double acc = 0;
           bool first = true;
-          for (int64_t iy = 0; iy < grid_h; ++iy)
-            for (int64_t ix = 0; ix < grid_w; ++ix) {
-              const double sy =
-                  y1 + static_cast<double>(ph) * bin_h +
-                  (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-              const double sx =
-                  x1 + static_cast<double>(pw) * bin_w +
-                  (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
-              const RoiSample s = roi_sample(sy, sx, height, width);
+          for (int64_t iy = 0; iy < bins.grid_h; ++iy)
+            for (int64_t ix = 0; ix < bins.grid_w; ++ix) {
+              const RoiSample s = bins.sample(ph, pw, iy, ix, height, width);
               if (max_mode) {
                 for (size_t k = 0; k < 4; ++k) {
                   const double v = s.weight[k] * plane[s.offset[k]];
@@ -135,7 +77,7 @@ void roi_align(const Node& node, const Tensors& in, Tensors& out) {
               }
             }
           y[static_cast<size_t>(((r * channels + c) * out_h + ph) * out_w + pw)] =
-              max_mode ? acc : acc / count;
+              max_mode ? acc : acc / bins.count;
         }
     }
   }

@@ -1705,6 +1705,51 @@ std::vector<Case> grid_sample_cases(Rng& rng) {
   return cases;
 }
 
+// RoiAlign: boxes inside, across and outside the maps, inverted, tiny and huge (their adaptive
+// grids capped), several images, both modes, both coordinate conventions, fixed and adaptive
+// sampling; one Faster R-CNN-sized case (100 boxes, 256 channels).
+std::vector<Case> roi_align_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 32; ++k) {
+    Attributes attrs;
+    if (k % 2) attrs.set("mode", std::string("max"));
+    if ((k / 2) % 2) attrs.set("coordinate_transformation_mode", std::string("output_half_pixel"));
+    if ((k / 4) % 2) attrs.set("sampling_ratio", int64_t{2});
+    const bool large = k % 8 == 7;
+    const int64_t n = large ? 1 : rng.integer(1, 3), ch = large ? 256 : rng.integer(1, 20);
+    const int64_t h = large ? 50 : rng.integer(1, 14), w = large ? 68 : rng.integer(1, 14);
+    const double scale = large ? 0.0625 : (rng.chance(0.5) ? 1.0 : 0.5);
+    attrs.set("spatial_scale", scale);
+    attrs.set("output_height", large ? int64_t{7} : rng.integer(1, 5));
+    attrs.set("output_width", large ? int64_t{7} : rng.integer(1, 5));
+    const int64_t rois = large ? 100 : rng.integer(1, 12);
+    Tensor boxes(ElementType::f32, {rois, 4});
+    Tensor indices(ElementType::i64, {rois});
+    const double extent_h = static_cast<double>(h) / scale,
+                 extent_w = static_cast<double>(w) / scale;
+    for (int64_t r = 0; r < rois; ++r) {
+      float* b = boxes.data<float>() + r * 4;
+      const double x1 = rng.real(-0.3 * extent_w, 1.1 * extent_w);
+      const double y1 = rng.real(-0.3 * extent_h, 1.1 * extent_h);
+      const double bw = rng.real(-0.1, 0.7) * extent_w, bh = rng.real(-0.1, 0.7) * extent_h;
+      b[0] = static_cast<float>(x1);
+      b[1] = static_cast<float>(y1);
+      b[2] = static_cast<float>(x1 + bw);
+      b[3] = static_cast<float>(y1 + bh);
+      if (k == 3 && r == 0) b[2] = b[3] = 1e4f;  // a huge box: an adaptive grid of 1024 a side
+      indices.data<int64_t>()[r] = rng.integer(0, n - 1);
+    }
+    Case c;
+    c.node = make_node("RoiAlign", attrs);
+    c.inputs = {rng.tensor({n, ch, h, w}, -2, 2), boxes, indices};
+    c.constant = {false, false, false};
+    c.tolerance = {1e-5, 1e-5};
+    c.implementation = "dnnl:roi_align";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // Fused attention (engine/ops/attention.hpp): batch ranks 0-2 with broadcasting between Q, Kt
 // and V, operands stored transposed (every permutation that keeps the axis the kernel reads in
 // place contiguous), masks of every broadcast shape (some with -inf and -1e9 entries), and
@@ -2993,6 +3038,11 @@ TEST(BackendConsistency, GridSample) {
   run_family("grid_sample", grid_sample_cases(rng));
 }
 
+TEST(BackendConsistency, RoiAlign) {
+  Rng rng(base_seed() + 83);
+  run_family("roi_align", roi_align_cases(rng));
+}
+
 TEST(BackendConsistency, RecurrentPrimitives) {
   Rng rng(base_seed() + 41);
   run_family("recurrent primitives (" + test::effective_isa_name() + ")",
@@ -3084,7 +3134,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
       "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter", "Gather",
-      "Sin", "Cos", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+      "Sin", "Cos", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "RoiAlign",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
