@@ -3,9 +3,10 @@
 // (forward_training: mean and variance from the data) and normalizes with scale and bias. Each
 // instance of a batch runs in turn over its own slice of the tensor, in the activation layout the
 // graph compiler keeps between convolutions (a style-transfer or CycleGAN generator normalizes
-// after every convolution; GroupNorm exports as one too).
+// after every convolution). GroupNorm's export, 3-D and plain, runs on instance_norm_rows.cpp.
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/instance_norm_rows.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -95,7 +96,10 @@ class InstanceNormKernel final : public DnnlKernel {
 
 void register_instance_normalization(KernelRegistry& registry) {
   registry.add(backend_name, backend_priority, "InstanceNormalization",
-               make_kernel<InstanceNormKernel>);
+               [](const KernelRequest& request) -> std::unique_ptr<Kernel> {
+                 if (auto rows = make_instance_norm_rows(request)) return rows;
+                 return make_kernel<InstanceNormKernel>(request);
+               });
 }
 
 }  // namespace troupe::kernels::onednn

@@ -983,6 +983,20 @@ std::vector<Case> instance_norm_cases(Rng& rng) {
     c.fast_implementation = true;
     cases.push_back(c);
   }
+  // GroupNorm's export, [N, groups, C / groups x H x W], on troupe's row loops: rows longer than
+  // a summing block (4096), of odd lengths, of one element, with a mean far from 0.
+  for (const ints& x : std::vector<ints>{{1, 32, 25088}, {2, 8, 4099}, {3, 5, 1}, {1, 4, 777}}) {
+    Case c;
+    c.node = make_node("InstanceNormalization");
+    Tensor data = rng.tensor(x, -3, 5);
+    if (x[2] == 777)
+      for (int64_t i = 0; i < data.size(); ++i) data.data<float>()[i] += 1000.f;
+    c.inputs = {data, rng.tensor({x[1]}, 0.5, 2), rng.tensor({x[1]})};
+    c.constant = {false, true, true};
+    c.tolerance = {1e-4, 1e-4};
+    c.implementation = "dnnl:instance_norm_rows";
+    cases.push_back(c);
+  }
   return cases;
 }
 
