@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include "kernels/slice_plan.hpp"
+
 namespace troupe::detail {
 
 size_t MemoryPlan::total_bytes() const {
@@ -54,6 +56,70 @@ std::optional<std::vector<size_t>> concat_runs(const Model& model, const Node& n
     runs.push_back(static_cast<size_t>(shape.element_count()) * element_bytes);
   }
   return runs;
+}
+
+// The byte offset of each output's elements in its input when every output of this Slice or
+// Split is one contiguous run of the input's row-major elements (everything before the cut axis
+// of size 1, everything after it whole, step 1, bounds known now); else nothing.
+std::optional<std::vector<size_t>> sub_runs(const Model& model, const Node& node,
+                                            size_t element_bytes) {
+  const ValueId source = node.inputs.empty() ? no_value : node.inputs[0];
+  if (source == no_value || !model.value(source).shape.is_static()) return std::nullopt;
+  const std::vector<int64_t>& in = model.value(source).shape.dims();
+  std::vector<int64_t> strides(in.size(), 1);
+  for (size_t d = in.size(); d-- > 1;) strides[d - 1] = strides[d] * in[d];
+  // One output's first index per axis and its extents: a run when the axes before the first cut
+  // one have extent 1 and those after it are whole.
+  const auto run_offset = [&](const std::vector<int64_t>& first,
+                              const std::vector<int64_t>& count) -> std::optional<size_t> {
+    size_t d = 0;
+    while (d < in.size() && count[d] == 1) ++d;
+    if (d < in.size()) ++d;  // the cut axis
+    for (; d < in.size(); ++d)
+      if (first[d] != 0 || count[d] != in[d]) return std::nullopt;
+    int64_t offset = 0;
+    for (size_t a = 0; a < in.size(); ++a) offset += first[a] * strides[a];
+    return static_cast<size_t>(offset) * element_bytes;
+  };
+  std::vector<size_t> offsets;
+  if (node.op_type == "Slice") {
+    std::vector<Tensor> inputs(node.inputs.size());
+    for (size_t i = 1; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] == no_value) continue;
+      if (!model.is_constant(node.inputs[i])) return std::nullopt;
+      inputs[i] = model.constants().at(node.inputs[i]);
+    }
+    kernels::SlicePlan plan;
+    try {
+      plan = kernels::read_slice_plan(node, inputs, in);
+    } catch (const std::exception&) {
+      return std::nullopt;  // the kernel reports it when the node runs
+    }
+    for (int64_t step : plan.step)
+      if (step != 1) return std::nullopt;
+    const auto offset = run_offset(plan.first, plan.count);
+    if (!offset) return std::nullopt;
+    offsets.push_back(*offset);
+    return offsets;
+  }
+  // Split: consecutive parts along the axis, each output's extent its shape's.
+  const auto rank = static_cast<int64_t>(in.size());
+  int64_t axis = node.attributes.get_int_or("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  int64_t first = 0;
+  for (ValueId out : node.outputs) {
+    if (out == no_value) return std::nullopt;
+    const Shape& shape = model.value(out).shape;
+    if (!shape.is_static() || shape.rank() != in.size()) return std::nullopt;
+    std::vector<int64_t> starts(in.size(), 0);
+    starts[static_cast<size_t>(axis)] = first;
+    const auto offset = run_offset(starts, shape.dims());
+    if (!offset) return std::nullopt;
+    offsets.push_back(*offset);
+    first += shape[static_cast<size_t>(axis)];
+  }
+  return offsets;
 }
 
 }  // namespace
@@ -142,6 +208,24 @@ MemoryPlan plan_memory(const Model& model, const std::vector<ElementType>& store
   // A planned view of a planned value of the same size and type is stored in it (where that
   // value is stored). A view that is itself a hosted part copies its input into its slice.
   for (const Node& node : nodes) {
+    if (node.op_type == "Slice" || node.op_type == "Split") {
+      // A part of one run of its input is that memory (the kernels then copy nothing).
+      const ValueId in = node.inputs.empty() ? no_value : node.inputs[0];
+      if (in == no_value || !owned[in] || !layout_of(in).is_plain()) continue;
+      const auto offsets = sub_runs(model, node, element_size(stored_type(in)));
+      if (!offsets) continue;
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const ValueId out = node.outputs[o];
+        const size_t at = plan.offset_of[in] + (*offsets)[o];
+        if (!owned[out] || plan.storage_of[out] != out || hosts[out] ||
+            !layout_of(out).is_plain() || stored_type(out) != stored_type(in) ||
+            at % part_alignment != 0)
+          continue;
+        plan.storage_of[out] = plan.storage_of[in];
+        plan.offset_of[out] = at;
+      }
+      continue;
+    }
     if (!is_view(node)) continue;
     const ValueId in = node.inputs[0];
     const ValueId out = node.outputs[0];

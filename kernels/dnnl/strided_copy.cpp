@@ -74,6 +74,8 @@ void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int
   for (int64_t d : dims)
     if (d == 0) return;
   coalesce(dims, src_strides, dst_strides);
+  // A Slice's or Split's part the memory plan keeps inside its input is there already.
+  if (src == dst && src_strides == dst_strides) return;
   const size_t rank = dims.size();
   if (rank == 0) {
     std::memcpy(dst, src, es);

@@ -258,50 +258,6 @@ void gather(const Node& node, const Tensors& in, Tensors& out) {
 
 }  // namespace
 
-SlicePlan read_slice_plan(const Node& node, const Tensors& in,
-                          const std::vector<int64_t>& in_dims) {
-  const size_t rank = in_dims.size();
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (in.size() == 1) {  // opset < 10: attributes
-    starts = node.attributes.get_ints("starts");
-    ends = node.attributes.get_ints("ends");
-    axes = node.attributes.get_ints_or("axes", {});
-  } else {
-    starts = read_ints(node, in[1], "starts");
-    ends = read_ints(node, in[2], "ends");
-    if (in.size() > 3 && !in[3].empty()) axes = read_ints(node, in[3], "axes");
-    if (in.size() > 4 && !in[4].empty()) steps = read_ints(node, in[4], "steps");
-  }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    fail(node, "starts, ends, axes and steps must have the same length");
-
-  // Starts and ends count from the back when negative and are clamped to the dimension.
-  SlicePlan plan{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1), in_dims};
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const size_t d = normalize_axis(node, axes[i], rank);
-    const int64_t dim = in_dims[d];
-    const int64_t step = steps[i];
-    if (step == 0) fail(node, "steps must not contain 0");
-    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
-    if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      plan.count[d] = end > start ? (end - start + step - 1) / step : 0;
-    } else {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      plan.count[d] = start > end ? (start - end - step - 1) / -step : 0;
-    }
-    plan.first[d] = start;
-    plan.step[d] = step;
-  }
-  return plan;
-}
-
 namespace {
 
 void slice(const Node& node, const Tensors& in, Tensors& out) {
@@ -754,3 +710,55 @@ void register_shape(KernelRegistry& registry) {
 }
 
 }  // namespace troupe::kernels::reference
+
+namespace troupe::kernels {
+
+// Declared in kernels/slice_plan.hpp: the memory plan reads Slices too.
+SlicePlan read_slice_plan(const Node& node, const std::vector<Tensor>& in,
+                          const std::vector<int64_t>& in_dims) {
+  using reference::fail;
+  using reference::normalize_axis;
+  using reference::read_ints;
+  const size_t rank = in_dims.size();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (in.size() == 1) {  // opset < 10: attributes
+    starts = node.attributes.get_ints("starts");
+    ends = node.attributes.get_ints("ends");
+    axes = node.attributes.get_ints_or("axes", {});
+  } else {
+    starts = read_ints(node, in[1], "starts");
+    ends = read_ints(node, in[2], "ends");
+    if (in.size() > 3 && !in[3].empty()) axes = read_ints(node, in[3], "axes");
+    if (in.size() > 4 && !in[4].empty()) steps = read_ints(node, in[4], "steps");
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    fail(node, "starts, ends, axes and steps must have the same length");
+
+  // Starts and ends count from the back when negative and are clamped to the dimension.
+  SlicePlan plan{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1), in_dims};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const size_t d = normalize_axis(node, axes[i], rank);
+    const int64_t dim = in_dims[d];
+    const int64_t step = steps[i];
+    if (step == 0) fail(node, "steps must not contain 0");
+    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      plan.count[d] = end > start ? (end - start + step - 1) / step : 0;
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      plan.count[d] = start > end ? (start - end - step - 1) / -step : 0;
+    }
+    plan.first[d] = start;
+    plan.step[d] = step;
+  }
+  return plan;
+}
+
+}  // namespace troupe::kernels

@@ -8,21 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/slice_plan.hpp"
 #include "troupe/model.hpp"
 #include "troupe/tensor.hpp"
 
 namespace troupe::kernels::reference {
 
-/// Per input axis: the first index taken, the step between taken indices (negative: backwards)
-/// and how many are taken (the output's dimension).
-struct SlicePlan {
-  std::vector<int64_t> first, step, count;
-};
-
-/// Reads starts/ends/axes/steps (inputs 1-4, or attributes before opset 10) against the input
-/// shape `in_dims`; throws ExecutionError naming the node when they are inconsistent.
-SlicePlan read_slice_plan(const Node& node, const std::vector<Tensor>& inputs,
-                          const std::vector<int64_t>& in_dims);
+using kernels::read_slice_plan;  // kernels/slice_plan.hpp
+using kernels::SlicePlan;
 
 struct PadPlan {
   std::string mode;            // constant, reflect, edge or wrap

@@ -516,3 +516,75 @@ TEST(ConcatInPlace, ADenseBlockOfConvolutionsComputesAsWithoutIt) {
 
 }  // namespace
 }  // namespace troupe
+
+namespace troupe {
+namespace {
+
+// A Slice or Split whose parts are single runs of its input is that memory: x [1, 8, 16] cut
+// along the channels. A cut along the last axis takes pieces of every row and is copied.
+TEST(SliceInPlace, PartsThatAreOneRunOfTheInputAreItsMemory) {
+  ModelBuilder b("cuts");
+  auto x = b.input("x", ElementType::f32, {1, 8, 16});
+  auto a = b.op("Relu", {x}, {}, "a");
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    return b.constant(name, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+  };
+  auto upper = b.op("Slice", {a, ints("s", {4}), ints("e", {8}), ints("ax", {1})}, {}, "upper");
+  auto rows = b.op("Slice", {a, ints("s2", {0}), ints("e2", {8}), ints("ax2", {2})}, {}, "rows");
+  const auto parts =
+      b.op_multi("Split", {a, ints("sizes", {2, 6})}, 2, {{"axis", int64_t{1}}}, "split");
+  std::vector<float> xs(128);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i % 11) - 5.f;
+  b.output(b.op("Neg", {upper}), "upper_neg");
+  b.output(b.op("Neg", {rows}), "rows_neg");
+  b.output(b.op("Neg", {parts[0]}), "first_neg");
+  b.output(b.op("Neg", {parts[1]}), "second_neg");
+  auto model = b.build();
+  const MemoryPlan plan = detail::plan_memory(*model);
+  expect_valid(*model, plan);
+  const ValueId av = *model->find_value("a");
+  EXPECT_EQ(plan.storage_of[upper], av);
+  EXPECT_EQ(plan.offset_of[upper], 4u * 16 * sizeof(float));
+  EXPECT_EQ(plan.storage_of[parts[0]], av);
+  EXPECT_EQ(plan.offset_of[parts[0]], 0u);
+  EXPECT_EQ(plan.storage_of[parts[1]], av);
+  EXPECT_EQ(plan.offset_of[parts[1]], 2u * 16 * sizeof(float));
+  EXPECT_EQ(plan.storage_of[rows], rows);  // 8 of every 16: copied
+
+  Core core;
+  auto compiled = core.compile_model(
+      model, "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
+  std::vector<InferRequest> requests;
+  for (int r = 0; r < 6; ++r) requests.push_back(compiled.create_infer_request());
+  for (int round = 0; round < 2; ++round) {
+    for (size_t r = 0; r < requests.size(); ++r) {
+      std::vector<float> input = xs;
+      for (float& v : input) v += static_cast<float>(r + round);
+      requests[r].set_tensor("x", Tensor::from_vector<float>({1, 8, 16}, input));
+      requests[r].start_async();
+    }
+    for (size_t r = 0; r < requests.size(); ++r) {
+      requests[r].wait();
+      auto neg_relu = [&](int64_t channel, int64_t column) {
+        const float v =
+            xs[static_cast<size_t>(channel * 16 + column)] + static_cast<float>(r + round);
+        return -std::max(v, 0.f);
+      };
+      const auto upper_out = requests[r].get_tensor("upper_neg").to_vector<float>();
+      const auto rows_out = requests[r].get_tensor("rows_neg").to_vector<float>();
+      const auto second = requests[r].get_tensor("second_neg").to_vector<float>();
+      for (int64_t c = 0; c < 4; ++c)
+        for (int64_t j = 0; j < 16; ++j)
+          ASSERT_EQ(upper_out[static_cast<size_t>(c * 16 + j)], neg_relu(c + 4, j));
+      for (int64_t c = 0; c < 8; ++c)
+        for (int64_t j = 0; j < 8; ++j)
+          ASSERT_EQ(rows_out[static_cast<size_t>(c * 8 + j)], neg_relu(c, j));
+      for (int64_t c = 0; c < 6; ++c)
+        for (int64_t j = 0; j < 16; ++j)
+          ASSERT_EQ(second[static_cast<size_t>(c * 16 + j)], neg_relu(c + 2, j));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace troupe
