@@ -155,6 +155,11 @@ MemoryPlan plan_memory(const Model& model, const std::vector<ElementType>& store
   for (ValueId v = 0; v < static_cast<ValueId>(value_count); ++v) plan.storage_of[v] = v;
   plan.offset_of.assign(value_count, 0);
 
+  std::vector<int> producer(value_count, -1);
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (ValueId v : nodes[n].outputs)
+      if (v != no_value) producer[static_cast<size_t>(v)] = static_cast<int>(n);
+
   // Concats, the last first, so that a join that is itself part of a later one places its parts
   // inside that one. `hosts[v]`: some other value lives in v's memory.
   std::vector<bool> hosts(value_count, false);
@@ -191,14 +196,27 @@ MemoryPlan plan_memory(const Model& model, const std::vector<ElementType>& store
     const ValueId root = plan.storage_of[joined];
     size_t at = plan.offset_of[joined];
     std::set<ValueId> seen;
+    const auto free_value = [&](ValueId v) {
+      return owned[v] && plan.storage_of[v] == v && !hosts[v] && alike(v) && !seen.count(v);
+    };
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const ValueId in = node.inputs[i];
-      const bool free_part = owned[in] && plan.storage_of[in] == in && !hosts[in] &&
-                             (*runs)[i] > 0 && at % part_alignment == 0 && alike(in);
-      if (free_part && seen.insert(in).second) {
+      if ((*runs)[i] > 0 && at % part_alignment == 0 && free_value(in)) {
         plan.storage_of[in] = root;
         plan.offset_of[in] = at;
         hosts[root] = true;
+        // A part a view made (torch.stack's Unsqueeze before the join) has its source written
+        // into the slice instead: the view is then that memory, and nothing is copied.
+        const int p = producer[static_cast<size_t>(in)];
+        if (p >= 0 && is_view(nodes[static_cast<size_t>(p)])) {
+          const ValueId source = nodes[static_cast<size_t>(p)].inputs[0];
+          if (source != no_value && free_value(source) && source != in &&
+              stored_bytes(source) == stored_bytes(in)) {
+            plan.storage_of[source] = root;
+            plan.offset_of[source] = at;
+            seen.insert(source);
+          }
+        }
       }
       seen.insert(in);
       at += (*runs)[i];

@@ -588,3 +588,60 @@ TEST(SliceInPlace, PartsThatAreOneRunOfTheInputAreItsMemory) {
 
 }  // namespace
 }  // namespace troupe
+
+namespace troupe {
+namespace {
+
+// torch.stack exports as Unsqueeze of each part, then Concat: the parts' producers write straight
+// into their slices, and the Unsqueezes are views of them there.
+TEST(ConcatInPlace, AStackWritesItsPartsBeforeTheirUnsqueezeIntoTheJoin) {
+  ModelBuilder b("stack");
+  auto x = b.input("x", ElementType::f32, {1, 16});
+  auto axes = b.constant("axes", Tensor::from_vector<int64_t>({1}, {1}));
+  std::vector<ValueId> sources, parts;
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "s" + std::to_string(i);
+    sources.push_back(i == 0 ? b.op("Relu", {x}, {}, name)
+                             : b.op("Neg", {sources.back()}, {}, name));
+    parts.push_back(b.op("Unsqueeze", {sources.back(), axes}, {}, "u" + std::to_string(i)));
+  }
+  auto joined = b.op("Concat", parts, {{"axis", int64_t{1}}}, "stack");
+  b.output(b.op("Sigmoid", {joined}), "y");
+  auto model = b.build();
+  const MemoryPlan plan = detail::plan_memory(*model);
+  expect_valid(*model, plan);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    EXPECT_EQ(plan.storage_of[sources[i]], joined) << i;
+    EXPECT_EQ(plan.storage_of[parts[i]], joined) << i;
+    EXPECT_EQ(plan.offset_of[sources[i]], i * 64) << i;
+    EXPECT_EQ(plan.offset_of[parts[i]], i * 64) << i;
+  }
+  Core core;
+  auto compiled = core.compile_model(
+      model, "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
+  std::vector<InferRequest> requests;
+  for (int r = 0; r < 6; ++r) requests.push_back(compiled.create_infer_request());
+  for (int round = 0; round < 2; ++round) {
+    for (size_t r = 0; r < requests.size(); ++r) {
+      std::vector<float> in(16);
+      for (size_t j = 0; j < in.size(); ++j)
+        in[j] = static_cast<float>(j) - 7.f + static_cast<float>(r + round);
+      requests[r].set_tensor("x", Tensor::from_vector<float>({1, 16}, in));
+      requests[r].start_async();
+    }
+    for (size_t r = 0; r < requests.size(); ++r) {
+      requests[r].wait();
+      const auto y = requests[r].get_tensor("y").to_vector<float>();
+      ASSERT_EQ(y.size(), 48u);
+      for (size_t j = 0; j < 16; ++j) {
+        const float s0 = std::max(static_cast<float>(j) - 7.f + static_cast<float>(r + round), 0.f);
+        const float want[3] = {s0, -s0, s0};
+        for (size_t i = 0; i < 3; ++i)
+          ASSERT_NEAR(y[i * 16 + j], 1.f / (1.f + std::exp(-want[i])), 1e-6f) << i << " " << j;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace troupe
