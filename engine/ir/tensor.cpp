@@ -157,12 +157,12 @@ void Tensor::copy_to(Tensor& dst) const {
   if (!is_convertible(type_, dst.type_))
     throw TensorMismatch("cannot convert " + std::string(to_string(type_)) + " to " +
                          std::string(to_string(dst.type_)));
+  const auto* src_base = static_cast<const char*>(data_);
+  auto* dst_base = static_cast<char*>(dst.data_);
+  const int64_t src_inner = shape_.rank() ? strides_.back() : 0;
+  const int64_t dst_inner = shape_.rank() ? dst.strides_.back() : 0;
   if (type_ == ElementType::string) {  // objects: assigned, never copied as bytes
     if (data_ == dst.data_ && strides_ == dst.strides_) return;
-    const auto* src_base = static_cast<const char*>(data_);
-    auto* dst_base = static_cast<char*>(dst.data_);
-    const int64_t src_inner = shape_.rank() ? strides_.back() : 0;
-    const int64_t dst_inner = shape_.rank() ? dst.strides_.back() : 0;
     for_each_row(shape_, strides_, dst.strides_, [&](int64_t so, int64_t doff, int64_t n) {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<std::string*>(dst_base + doff + i * dst_inner) =
@@ -174,10 +174,6 @@ void Tensor::copy_to(Tensor& dst) const {
     if (byte_size()) std::memmove(dst.data_, data_, byte_size());
     return;
   }
-  const auto* src_base = static_cast<const char*>(data_);
-  auto* dst_base = static_cast<char*>(dst.data_);
-  const int64_t src_inner = shape_.rank() ? strides_.back() : 0;
-  const int64_t dst_inner = shape_.rank() ? dst.strides_.back() : 0;
   dispatch_element_type(type_, [&](auto src_tag) {
     using S = typename decltype(src_tag)::type;
     dispatch_element_type(dst.type_, [&](auto dst_tag) {

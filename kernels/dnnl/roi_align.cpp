@@ -6,8 +6,6 @@
 // roi_geometry.hpp, in double, so a sample reads the same pixels with the same weights), and every
 // sample adds its four taps to a bin's whole channel vector at once; boxes are spread over the
 // stream's threads.
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +16,7 @@
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/vector_exp.hpp"  // TROUPE_ISA_CLONES
+#include "kernels/layout_conversion.hpp"
 #include "kernels/reference/roi_geometry.hpp"
 #include "troupe/error.hpp"
 
@@ -87,7 +86,8 @@ class RoiAlignKernel final : public Kernel {
     }
     const int64_t bins = settings_.out_h * settings_.out_w;
     if (rois == 0 || channels == 0) return;
-    to_channels_last(in[0].contiguous().data<float>(), batch, channels, height * width);
+    if (nhwc_.shape() != in[0].shape()) nhwc_ = Tensor(ElementType::f32, in[0].shape());
+    convert_layout(in[0].contiguous(), {}, nhwc_, TensorLayout::channels_last_order());
     const float* box_values = boxes.data<float>();
     float* y = out[0].data<float>();
     const int64_t pixels = height * width;
@@ -100,7 +100,8 @@ class RoiAlignKernel final : public Kernel {
         double box[4];
         for (int k = 0; k < 4; ++k) box[k] = box_values[r * 4 + k];
         const RoiBins geometry(settings_, box);
-        const float* image = nhwc_.data() + image_of[static_cast<size_t>(r)] * pixels * channels;
+        const float* image =
+            nhwc_.data<float>() + image_of[static_cast<size_t>(r)] * pixels * channels;
         for (int64_t ph = 0; ph < settings_.out_h; ++ph)
           for (int64_t pw = 0; pw < settings_.out_w; ++pw) {
             taps.clear();
@@ -137,29 +138,9 @@ class RoiAlignKernel final : public Kernel {
     throw ExecutionError("RoiAlign node '" + node_.name + "': " + message);
   }
 
-  // The feature maps [N][C][H*W] as [N][H*W][C], in tiles so both sides stay in cache.
-  void to_channels_last(const float* x, int64_t batch, int64_t channels, int64_t pixels) {
-    nhwc_.resize(static_cast<size_t>(batch * channels * pixels));
-    constexpr int64_t tile = 32;
-    const int64_t pixel_tiles = (pixels + tile - 1) / tile;
-    float* dst = nhwc_.data();
-#pragma omp parallel for schedule(static) if (batch * channels * pixels > (int64_t{1} << 16))
-    for (int64_t job = 0; job < batch * pixel_tiles; ++job) {
-      const int64_t n = job / pixel_tiles;
-      const int64_t p0 = (job % pixel_tiles) * tile;
-      const int64_t p1 = std::min(pixels, p0 + tile);
-      const float* src = x + n * channels * pixels;
-      float* out = dst + n * pixels * channels;
-      for (int64_t c0 = 0; c0 < channels; c0 += tile)
-        for (int64_t p = p0; p < p1; ++p)
-          for (int64_t c = c0; c < std::min(channels, c0 + tile); ++c)
-            out[p * channels + c] = src[c * pixels + p];
-    }
-  }
-
   Node node_;
   RoiAlignSettings settings_;
-  std::vector<float> nhwc_;  // the channels-last maps of the current run
+  Tensor nhwc_;  // the channels-last maps of the current run
 };
 
 }  // namespace
