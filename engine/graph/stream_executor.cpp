@@ -53,6 +53,9 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     // become constants: the targets shape inference could only partly follow are now known.
     transformations::fold_constants_unvalidated(*concrete);
     concrete->validate();
+    // The passes that need static shapes, which a model exported with a dynamic batch has only
+    // now. Each keeps the names and op types of the nodes it touches.
+    transformations::transpose_tokens_as_images(*concrete);
     model = std::move(concrete);
   }
   const auto& registry = kernels::KernelRegistry::instance();
@@ -279,12 +282,30 @@ std::vector<std::string> StreamExecutor::implementations() const {
   return implementations_;
 }
 
+std::vector<std::string> StreamExecutor::output_layouts() const {
+  std::lock_guard<std::mutex> lock(implementations_mutex_);
+  return output_layouts_;
+}
+
 void StreamExecutor::record_implementations(const Specialization& s) {
   std::vector<std::string> names(graph_->model->nodes().size(), "folded");
-  for (size_t n = 0; n < s.kernels.size(); ++n)
+  std::vector<std::string> layouts(graph_->model->nodes().size(), "plain");
+  for (size_t n = 0; n < s.kernels.size(); ++n) {
     names[s.graph_node[n]] = s.kernels[n] ? s.kernels[n]->implementation() : "data-dependent";
+    std::string described;
+    for (ValueId out : s.model->nodes()[n].outputs) {
+      if (out == no_value) continue;
+      const auto v = static_cast<size_t>(out);
+      described +=
+          (described.empty() ? "" : ",") +
+          layout_name(v < s.value_layouts.size() ? s.value_layouts[v] : kernels::TensorLayout{},
+                      s.model->value(out).shape);
+    }
+    layouts[s.graph_node[n]] = described;
+  }
   std::lock_guard<std::mutex> lock(implementations_mutex_);
   implementations_ = std::move(names);
+  output_layouts_ = std::move(layouts);
 }
 
 }  // namespace troupe::detail

@@ -36,6 +36,9 @@ class StreamExecutor {
   /// created last ("folded" for a shape computation the input shapes made constant); empty before
   /// the first. Safe to call from any thread while the stream runs.
   std::vector<std::string> implementations() const;
+  /// Per node of the compiled graph, the layouts of its outputs in that specialization (as the
+  /// runtime model names them: "plain", "nChw16c", ...); empty before the first.
+  std::vector<std::string> output_layouts() const;
   /// Layouts in which run() takes model input i and writes model output o (blocked ones are
   /// converted by the upload and download stages).
   kernels::TensorLayout input_layout(size_t i) const;
@@ -105,6 +108,7 @@ class StreamExecutor {
   int yield_stream_ = 0;
   mutable std::mutex implementations_mutex_;
   std::vector<std::string> implementations_;  // see implementations()
+  std::vector<std::string> output_layouts_;   // see output_layouts()
 };
 
 }  // namespace troupe::detail

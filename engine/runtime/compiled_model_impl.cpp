@@ -272,6 +272,7 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
       ++runs[n];
     }
   const std::vector<std::string> implementations = node_implementations();
+  const std::vector<std::string> layouts = node_output_layouts();
   for (size_t i = 0; i < nodes.size(); ++i) {
     Attributes& a = nodes[i].attributes;
     a.set("runs", runs[i]);
@@ -285,7 +286,7 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
     a.set("implementation", implementation);
     a.set("runtime_precision",
           runtime_precision(*model, nodes[i], graph.inference_precision, implementation));
-    if (i < graph.output_layouts.size()) a.set("output_layouts", graph.output_layouts[i]);
+    if (i < layouts.size()) a.set("output_layouts", layouts[i]);
     a.set("original_names",
           i < graph.original_names.size() ? graph.original_names[i] : std::vector<std::string>{});
   }
@@ -301,6 +302,16 @@ std::vector<std::string> CompiledModelImpl::node_implementations() const {
     if (specialized.size() == graph()->implementations.size()) return specialized;
   }
   return graph()->implementations;
+}
+
+std::vector<std::string> CompiledModelImpl::node_output_layouts() const {
+  if (!context_->graph) return {};
+  // Likewise: a graph with dynamic shapes is laid out per specialization.
+  for (const auto& executor : context_->executors) {
+    std::vector<std::string> specialized = executor->output_layouts();
+    if (specialized.size() == graph()->output_layouts.size()) return specialized;
+  }
+  return graph()->output_layouts;
 }
 
 }  // namespace troupe::detail

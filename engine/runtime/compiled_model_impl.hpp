@@ -58,6 +58,8 @@ class CompiledModelImpl {
   /// ("folded" for a shape computation the input shapes made constant). A dynamic graph's nodes
   /// read "dynamic" until a stream has run.
   std::vector<std::string> node_implementations() const;
+  /// Likewise the layouts of its outputs ("plain", "nChw16c", ...).
+  std::vector<std::string> node_output_layouts() const;
 
   actors::Pipeline& pipeline() { return *pipeline_; }
   actors::PipelineContext& context() { return *context_; }

@@ -8,6 +8,11 @@
 // order, instead of the convolution writing plain and the reorder walking it back (an
 // EfficientDet's class head: 2.3 ms). Likewise a channels-last output: [N,H,W,C] -> [N,C,H,W]
 // into a convolution (DGCNN's edge features) copies memory in order.
+// In any model a permutation that moves the channels last ([N,C,spatial...] -> [N,spatial...,C])
+// may read the model's laid-out activations, and one that moves them back may write them: the
+// token sequences of vision transformers with convolutions between their layers (PVT, SegFormer,
+// CvT; a convolutional feature extractor before a transformer) then enter and leave the
+// convolutions' layout in one reorder, and the convolutions run on it instead of plain tensors.
 #include <omp.h>
 
 #include <algorithm>
@@ -29,19 +34,23 @@ class TransposeKernel final : public SrcDstKernel {
     if (request.inputs.size() != 1 || present_outputs(request) != 1) throw Unsupported{};
     type_ = request.inputs[0].type;
     element_size_ = element_size(type_);
+    const size_t rank = request.inputs[0].shape.rank();
     auto may_lay_out = [&](const Shape& shape) {
-      return activation_layout().channels_last && type_ == ElementType::f32 &&
-             (shape.rank() == 4 || shape.rank() == 3) && shape.is_static();
+      return type_ == ElementType::f32 && (shape.rank() == 4 || shape.rank() == 3) &&
+             shape.is_static();
     };
-    reads_channels_last_ = may_lay_out(request.inputs[0].shape);
-    writes_channels_last_ = may_lay_out(request.outputs[0].shape);
+    const bool channels_last_model = activation_layout().channels_last;
+    reads_laid_out_ = may_lay_out(request.inputs[0].shape) &&
+                      (channels_last_model || moves_channels_last(perm_, rank));
+    writes_laid_out_ = may_lay_out(request.outputs[0].shape) &&
+                       (channels_last_model || moves_channels_first(perm_, rank));
   }
 
   TensorLayout preferred_input_layout(size_t i) const override {
-    return i == 0 && reads_channels_last_ ? activation_layout() : TensorLayout{};
+    return i == 0 && reads_laid_out_ ? activation_layout() : TensorLayout{};
   }
   TensorLayout preferred_output_layout(size_t o) const override {
-    return o == 0 && writes_channels_last_ ? activation_layout() : TensorLayout{};
+    return o == 0 && writes_laid_out_ ? activation_layout() : TensorLayout{};
   }
 
  protected:
@@ -56,6 +65,9 @@ class TransposeKernel final : public SrcDstKernel {
     }
     if (perm.size() != rank) return false;
     const Dims in = to_dims(inputs[0]);
+    const TensorLayout in_layout = input_layout(0), out_layout = output_layout(0);
+    if (in_layout.bf16 || out_layout.bf16) return false;
+    if (in_layout.channel_block > 0) return prepare_blocked_input(in, perm, out_layout);
     if (rank == 0) {
       const dnnl::memory::desc md = plain_desc(in, *to_dnnl(type_));
       return adopt<dnnl::reorder>(
@@ -65,8 +77,8 @@ class TransposeKernel final : public SrcDstKernel {
     // The input's axes from the outermost in memory to the innermost, and their strides.
     std::vector<size_t> memory_order(rank);
     std::iota(memory_order.begin(), memory_order.end(), size_t{0});
-    if (input_layout(0).channels_last) {  // [N, C, spatial...] stored N, spatial..., C
-      if (rank < 3 || input_layout(0).bf16) return false;
+    if (in_layout.channels_last) {  // [N, C, spatial...] stored N, spatial..., C
+      if (rank < 3) return false;
       memory_order.erase(memory_order.begin() + 1);
       memory_order.push_back(1);
     }
@@ -88,12 +100,11 @@ class TransposeKernel final : public SrcDstKernel {
     // The output's axes in the order it is written: a channels-last output (read by a
     // convolution) is written N, spatial..., C.
     std::vector<int64_t> written = perm;
-    if (output_layout(0).channels_last) {
-      if (output_layout(0).bf16) return false;
+    if (out_layout.channels_last) {
       written.erase(written.begin() + 1);
       written.push_back(perm[1]);
     }
-    if (plan_row_copy(in, written, memory_order, in_strides)) {
+    if (out_layout.channel_block == 0 && plan_row_copy(in, written, memory_order, in_strides)) {
       set_impl("row_copy");
       return true;
     }
@@ -149,6 +160,46 @@ class TransposeKernel final : public SrcDstKernel {
   }
 
  private:
+  // [N, C, spatial...] -> [N, spatial..., C], and back.
+  static bool moves_channels_last(const std::vector<int64_t>& perm, size_t rank) {
+    if (rank < 3 || perm.size() != rank || perm[0] != 0 || perm[rank - 1] != 1) return false;
+    for (size_t i = 1; i + 1 < rank; ++i)
+      if (perm[i] != static_cast<int64_t>(i + 1)) return false;
+    return true;
+  }
+  static bool moves_channels_first(const std::vector<int64_t>& perm, size_t rank) {
+    if (rank < 3 || perm.size() != rank || perm[0] != 0 ||
+        perm[1] != static_cast<int64_t>(rank - 1))
+      return false;
+    for (size_t i = 2; i < rank; ++i)
+      if (perm[i] != static_cast<int64_t>(i - 1)) return false;
+    return true;
+  }
+
+  // A channel-blocked input (the convolutions' nChw16c) into a plain output: the output is
+  // described with the input's dims and its own strides permuted back, so the reorder reads the
+  // blocks in order and scatters each 16-channel block into its 16 output rows.
+  bool prepare_blocked_input(const Dims& in, const std::vector<int64_t>& perm,
+                             TensorLayout out_layout) {
+    if (!out_layout.is_plain()) return false;
+    const size_t rank = in.size();
+    Dims out(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(rank)) return false;
+      out[i] = in[static_cast<size_t>(perm[i])];
+    }
+    Dims out_strides(rank, 1);
+    for (size_t i = rank - 1; i > 0; --i) out_strides[i - 1] = out_strides[i] * out[i];
+    Dims strides(rank, 0);  // of the output, per input axis
+    for (size_t i = 0; i < rank; ++i) strides[static_cast<size_t>(perm[i])] = out_strides[i];
+    if (std::find(strides.begin(), strides.end(), 0) != strides.end()) return false;
+    const dnnl::memory::desc src = tensor_desc(in, input_layout(0).order(), *to_dnnl(type_));
+    const dnnl::memory::desc dst(in, *to_dnnl(type_), strides);
+    return adopt<dnnl::reorder>(
+        dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst, primitive_attributes()),
+        src, dst);
+  }
+
   // Whether the output, written densely with the input axes in the order `perm` lists them, is
   // rows of at least 16 contiguous input elements (the innermost input axes in memory, in order,
   // ignoring axes of size 1); if so, records the other axes to walk.
@@ -185,8 +236,8 @@ class TransposeKernel final : public SrcDstKernel {
   std::vector<int64_t> perm_;
   ElementType type_ = ElementType::f32;
   size_t element_size_ = 4;
-  bool reads_channels_last_ = false;   // may read the model's channels-last activations
-  bool writes_channels_last_ = false;  // ... and write them
+  bool reads_laid_out_ = false;   // may read the model's laid-out activations
+  bool writes_laid_out_ = false;  // ... or write them
   bool row_copy_ = false;
   int64_t row_ = 1;     // elements per contiguous row
   int64_t rows_ = 1;    // rows in the output

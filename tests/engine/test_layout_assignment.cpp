@@ -179,6 +179,82 @@ TEST_P(LayoutAssignmentPerLayout, ResidualChainsKeepOneLayoutAndAgreeWithPlain) 
   EXPECT_EQ(layouts.at("gap"), "plain");
 }
 
+// A vision-transformer stage with a convolution between its layers (PVT's and SegFormer's
+// feed-forward blocks): tokens [1, 64, 32] -> MatMul -> transpose(1, 2).reshape(1, 32, 8, 8) ->
+// depthwise Conv -> flatten(2).transpose(1, 2) -> MatMul, and the same with a 1-D convolution
+// over [1, 32, 64] (a conformer's convolution module: no reshape). The Transposes move the image's
+// channel axis, straight from and into the convolution's layout, and every run agrees with the
+// plain, untransformed one, with requests in flight on two streams. With a dynamic batch (as
+// models are usually exported) the swap happens when a stream specializes the graph.
+std::shared_ptr<Model> token_convolution(bool one_dimensional, bool dynamic_batch) {
+  ModelBuilder b("token_convolution");
+  auto x = b.input("x", ElementType::f32, {dynamic_batch ? Shape::dynamic : 1, 64, 32});
+  auto fc1 =
+      b.op("MatMul", {x, b.constant("fc1_w", random_tensor({32, 32}, 3, -0.3f, 0.3f))}, {}, "fc1");
+  auto channels_first =
+      b.op("Transpose", {fc1}, {{"perm", std::vector<int64_t>{0, 2, 1}}}, "to_image");
+  const std::vector<int64_t> image_shape{-1, 32, 8, 8};
+  auto image =
+      one_dimensional
+          ? channels_first
+          : b.op("Reshape",
+                 {channels_first,
+                  b.constant("image_shape", Tensor::from_vector<int64_t>({4}, image_shape))},
+                 {}, "unflatten");
+  const std::vector<int64_t> kernel =
+      one_dimensional ? std::vector<int64_t>{3} : std::vector<int64_t>{1, 32, 3, 3};
+  const std::vector<int64_t> pads =
+      one_dimensional ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{1, 1, 1, 1};
+  std::vector<int64_t> weight_shape{32, 1};
+  for (size_t i = one_dimensional ? 0 : 2; i < kernel.size(); ++i)
+    weight_shape.push_back(kernel[i]);
+  auto dw = b.op("Conv",
+                 {image, b.constant("dw_w", random_tensor(Shape(weight_shape), 4, -0.3f, 0.3f)),
+                  b.constant("dw_b", random_tensor({32}, 5))},
+                 {{"group", int64_t{32}}, {"pads", pads}}, "dw");
+  auto flat =
+      one_dimensional
+          ? dw
+          : b.op("Reshape",
+                 {dw, b.constant("tokens_shape", Tensor::from_vector<int64_t>({3}, {-1, 32, 64}))},
+                 {}, "flatten");
+  auto tokens = b.op("Transpose", {flat}, {{"perm", std::vector<int64_t>{0, 2, 1}}}, "to_tokens");
+  b.output(b.op("MatMul", {tokens, b.constant("fc2_w", random_tensor({32, 16}, 6, -0.3f, 0.3f))},
+                {}, "fc2"),
+           "y");
+  return b.build();
+}
+
+TEST_P(LayoutAssignmentPerLayout, TokenSequencesEnterAndLeaveConvolutionsInTheirLayout) {
+  for (const bool one_dimensional : {false, true})
+    for (const bool dynamic_batch : {false, true}) {
+      SCOPED_TRACE(std::string(one_dimensional ? "Conv1d" : "Conv2d") +
+                   (dynamic_batch ? ", dynamic batch" : ""));
+      auto model = token_convolution(one_dimensional, dynamic_batch);
+      std::vector<Tensor> inputs;
+      for (unsigned i = 0; i < 6; ++i) inputs.push_back(random_tensor({1, 64, 32}, 11 + i));
+      const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+      const Outcome laid_out = run_all(
+          model, {{props::num_streams, int64_t{2}}, {props::inference_num_threads, int64_t{2}}},
+          inputs);
+      expect_same_outputs(laid_out, plain);
+      const auto layouts = layouts_by_node(*laid_out.runtime);
+      // The convolution reads and writes its layout (32 channels: blocks of 8 or 16, or
+      // channels-last); the Transposes write into it and read from it; the tokens stay plain.
+      const std::string laid = one_dimensional ? "nCw(8|16)c|nwc" : kActivationLayout;
+      EXPECT_THAT(layouts.at("dw"), ::testing::MatchesRegex(laid));
+      EXPECT_EQ(layouts.at("to_image"), layouts.at("dw"));
+      EXPECT_EQ(layouts.at("fc1"), "plain");
+      EXPECT_EQ(layouts.at("to_tokens"), "plain");
+      for (const Node& node : laid_out.runtime->nodes()) {
+        if (node.name == "to_image" || node.name == "to_tokens")
+          EXPECT_EQ(node.op_type, "Transpose") << node.name;
+        if (node.name == "to_image" && !one_dimensional && !dynamic_batch)  // the Reshape first
+          EXPECT_EQ(laid_out.runtime->value(node.inputs[0]).shape, Shape({1, 8, 8, 32}));
+      }
+    }
+}
+
 TEST(LayoutAssignment, ConvolutionChainsStayBlockedAndAgreeWithPlain) {
   auto model = residual_cnn();
   const auto inputs = inputs_for(*model, 1);

@@ -21,6 +21,9 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   // Again: an exported Dropout's training_mode is a Constant node until folding.
   eliminate_identities(model);
   eliminate_dead_code(model);
+  // After folding: the Reshapes' targets are constants and the Shape nodes reading the images
+  // are gone.
+  transpose_tokens_as_images(model);
   fuse_pad_into_window(model, names);
   // After the Pad folding (a folded Pad's padding can be what a tap reads), before the fusions:
   // a convolution trimmed to 1x1 is one the depthwise fusion can take.

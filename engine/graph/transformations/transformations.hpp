@@ -56,6 +56,11 @@ size_t move_quantized_data(Model& model, OriginalNames& names);
 // Removes nodes none of whose outputs is consumed or a model output.
 size_t eliminate_dead_code(Model& model);
 
+// Swaps the Transpose(0,2,1) and Reshape that turn a token sequence [B,N,C] into an image
+// [B,C,S...] (and back) so the Transpose moves the image's channel axis instead: a view and a
+// reorder the convolution's layout takes, in place of a transpose of [N,C]; returns the swaps.
+size_t transpose_tokens_as_images(Model& model);
+
 // Folds a zero constant Pad of the spatial axes into the Conv or AveragePool (counting the padded
 // zeros) that alone reads it, as their own pads.
 size_t fuse_pad_into_window(Model& model, OriginalNames& names);
