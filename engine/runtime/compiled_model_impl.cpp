@@ -293,25 +293,34 @@ std::shared_ptr<const Model> CompiledModelImpl::runtime_model() const {
   return model;
 }
 
+namespace {
+
+// Per node, what the first stream that has specialized the graph says (`of_stream`): it knows what
+// really runs (in a dynamic graph the shape computations compile_graph gave kernels are folded
+// away there, and values are laid out per specialization); before any, the graph's own `fallback`.
+std::vector<std::string> as_specialized(
+    const std::vector<std::unique_ptr<StreamExecutor>>& executors,
+    std::vector<std::string> (StreamExecutor::*of_stream)() const,
+    const std::vector<std::string>& fallback) {
+  for (const auto& executor : executors) {
+    std::vector<std::string> specialized = ((*executor).*of_stream)();
+    if (specialized.size() == fallback.size()) return specialized;
+  }
+  return fallback;
+}
+
+}  // namespace
+
 std::vector<std::string> CompiledModelImpl::node_implementations() const {
   if (!context_->graph) return {};
-  // A stream's specialization knows what really runs (in a dynamic graph the shape computations
-  // compile_graph gave kernels are folded away there); before any, the graph's own description.
-  for (const auto& executor : context_->executors) {
-    std::vector<std::string> specialized = executor->implementations();
-    if (specialized.size() == graph()->implementations.size()) return specialized;
-  }
-  return graph()->implementations;
+  return as_specialized(context_->executors, &StreamExecutor::implementations,
+                        graph()->implementations);
 }
 
 std::vector<std::string> CompiledModelImpl::node_output_layouts() const {
   if (!context_->graph) return {};
-  // Likewise: a graph with dynamic shapes is laid out per specialization.
-  for (const auto& executor : context_->executors) {
-    std::vector<std::string> specialized = executor->output_layouts();
-    if (specialized.size() == graph()->output_layouts.size()) return specialized;
-  }
-  return graph()->output_layouts;
+  return as_specialized(context_->executors, &StreamExecutor::output_layouts,
+                        graph()->output_layouts);
 }
 
 }  // namespace troupe::detail
