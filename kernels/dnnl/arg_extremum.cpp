@@ -13,6 +13,7 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::kernels::onednn {
@@ -53,8 +54,7 @@ class ArgExtremumKernel final : public Kernel {
     // Blocks of the inner rows, so that each thread keeps its best values in cache.
     constexpr int64_t block = 1024;
     const int64_t blocks = (inner + block - 1) / block;
-#pragma omp parallel if (x.size() > (int64_t{1} << 16) && outer * blocks > 1)
-    {
+    run_team_if(x.size() > (int64_t{1} << 16) && outer * blocks > 1, [&] {
       std::vector<float> best(static_cast<size_t>(block));
       std::vector<int32_t> where(static_cast<size_t>(block));
 #pragma omp for schedule(static)
@@ -76,7 +76,7 @@ class ArgExtremumKernel final : public Kernel {
         int64_t* index = dst + o * inner + begin;
         for (int64_t i = 0; i < count; ++i) index[i] = where[static_cast<size_t>(i)];
       }
-    }
+    });
   }
 
  private:

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/dnnl/team.hpp"
+
 namespace troupe::kernels::onednn {
 
 /// Calls body(begin, count) for consecutive chunks of [0, n) of `chunk` elements (the last one
@@ -12,11 +14,10 @@ namespace troupe::kernels::onednn {
 template <class Body>
 void for_each_chunk(int64_t n, int64_t chunk, const Body& body) {
   const int64_t chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (chunks > 4)
-  for (int64_t c = 0; c < chunks; ++c) {
+  for_each_index_if(chunks > 4, chunks, [&](int64_t c) {
     const int64_t begin = c * chunk;
     body(begin, std::min(chunk, n - begin));
-  }
+  });
 }
 
 }  // namespace troupe::kernels::onednn

@@ -13,6 +13,7 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "kernels/reference/grid_coordinates.hpp"
 #include "troupe/error.hpp"
 
@@ -52,8 +53,7 @@ class GridSampleKernel final : public Kernel {
     float* y = out[0].data<float>();
     const int64_t rows = batch * out_h;
     const int64_t work = rows * out_w * channels;
-#pragma omp parallel for schedule(static) if (work > (int64_t{1} << 15) && rows > 1)
-    for (int64_t row = 0; row < rows; ++row) {
+    for_each_index_if(work > (int64_t{1} << 15) && rows > 1, rows, [&](int64_t row) {
       const int64_t n = row / out_h, oh = row % out_h;
       const float* maps = x + n * channels * plane;
       for (int64_t ow = 0; ow < out_w; ++ow) {
@@ -93,7 +93,7 @@ class GridSampleKernel final : public Kernel {
           dst[c * out_plane] = v;
         }
       }
-    }
+    });
   }
 
  private:

@@ -14,6 +14,7 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "kernels/dnnl/vector_exp.hpp"  // TROUPE_ISA_CLONES
 #include "troupe/error.hpp"
 
@@ -73,8 +74,7 @@ class InstanceNormRowsKernel final : public Kernel {
     float* dst = out[0].data<float>();
     const int64_t rows = batch * channels;
     if (length == 0) return;
-#pragma omp parallel for schedule(static) if (rows > 1 && rows * length > (int64_t{1} << 15))
-    for (int64_t r = 0; r < rows; ++r) {
+    for_each_index_if(rows > 1 && rows * length > (int64_t{1} << 15), rows, [&](int64_t r) {
       const float* row = src + r * length;
       const double mean = row_sum(row, length) / static_cast<double>(length);
       const double variance = row_centered_squares(row, length, mean) / static_cast<double>(length);
@@ -82,7 +82,7 @@ class InstanceNormRowsKernel final : public Kernel {
       const double a = gamma[r % channels] * inv_std;
       row_affine(row, dst + r * length, length, static_cast<float>(mean), static_cast<float>(a),
                  beta[r % channels]);
-    }
+    });
   }
 
  private:

@@ -15,6 +15,7 @@
 #include "engine/ops/resize.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/interpolating_resize.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "kernels/reference/resize.hpp"
 
 namespace troupe::kernels::onednn {
@@ -90,8 +91,7 @@ class InterpolatingResizeKernel final : public Kernel {
     const float* src = x.data<float>();
     float* dst = y.data<float>();
     const int64_t work = planes * out_rows;
-#pragma omp parallel if (y.size() > (int64_t{1} << 16) && work > 1)
-    {
+    run_team_if(y.size() > (int64_t{1} << 16) && work > 1, [&] {
       std::vector<float> row(static_cast<size_t>(in_columns));
 #pragma omp for schedule(static)
       for (int64_t w = 0; w < work; ++w) {
@@ -122,7 +122,7 @@ class InterpolatingResizeKernel final : public Kernel {
           out[c] = sum;
         }
       }
-    }
+    });
   }
 
  private:

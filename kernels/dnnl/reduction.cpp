@@ -6,6 +6,7 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "kernels/reference/reduction.hpp"
 #include "troupe/error.hpp"
 
@@ -118,47 +119,53 @@ class RowReductionKernel final : public Kernel {
     const Kind kind = kind_;
     if (inner == 1) {
       // The last axes reduced (F.normalize's L2): each output is one contiguous run of n.
-#pragma omp parallel for schedule(static) if (x.size() > (int64_t{1} << 16) && outer > 1)
-      for (int64_t o = 0; o < outer; ++o) dst[o] = reduce_run(kind, src + o * n, n);
+      for_each_index_if(x.size() > (int64_t{1} << 16) && outer > 1, outer,
+                        [&](int64_t o) { dst[o] = reduce_run(kind, src + o * n, n); });
       return;
     }
-#pragma omp parallel for schedule(static) if (x.size() > (int64_t{1} << 16) && outer * inner > 1)
-    for (int64_t w = 0; w < outer * ((inner + 1023) / 1024); ++w) {
-      const int64_t blocks = (inner + 1023) / 1024;
-      const int64_t o = w / blocks, begin = (w % blocks) * 1024;
-      const int64_t count = std::min<int64_t>(1024, inner - begin);
-      const float* plane = src + o * n * inner + begin;
-      float* out = dst + o * inner + begin;
-      for (int64_t k = 0; k < n; ++k) {
-        const float* row = plane + k * inner;
-        switch (kind) {
-          case Kind::max:
-            for (int64_t i = 0; i < count; ++i) out[i] = k ? std::max(out[i], row[i]) : row[i];
-            break;
-          case Kind::min:
-            for (int64_t i = 0; i < count; ++i) out[i] = k ? std::min(out[i], row[i]) : row[i];
-            break;
-          case Kind::prod:
-            for (int64_t i = 0; i < count; ++i) out[i] = k ? out[i] * row[i] : row[i];
-            break;
-          case Kind::l1:
-            for (int64_t i = 0; i < count; ++i) out[i] = (k ? out[i] : 0.f) + std::fabs(row[i]);
-            break;
-          case Kind::l2:
-          case Kind::sum_square:
-            for (int64_t i = 0; i < count; ++i) out[i] = (k ? out[i] : 0.f) + row[i] * row[i];
-            break;
-          default:
-            for (int64_t i = 0; i < count; ++i) out[i] = k ? out[i] + row[i] : row[i];
-        }
-      }
-      if (kind == Kind::mean) {
-        const float scale = 1.f / static_cast<float>(n);
-        for (int64_t i = 0; i < count; ++i) out[i] *= scale;
-      }
-      if (kind == Kind::l2)
-        for (int64_t i = 0; i < count; ++i) out[i] = std::sqrt(out[i]);
-    }
+    for_each_index_if(x.size() > (int64_t{1} << 16) && outer * inner > 1,
+                      outer * ((inner + 1023) / 1024), [&](int64_t w) {
+                        const int64_t blocks = (inner + 1023) / 1024;
+                        const int64_t o = w / blocks, begin = (w % blocks) * 1024;
+                        const int64_t count = std::min<int64_t>(1024, inner - begin);
+                        const float* plane = src + o * n * inner + begin;
+                        float* out = dst + o * inner + begin;
+                        for (int64_t k = 0; k < n; ++k) {
+                          const float* row = plane + k * inner;
+                          switch (kind) {
+                            case Kind::max:
+                              for (int64_t i = 0; i < count; ++i)
+                                out[i] = k ? std::max(out[i], row[i]) : row[i];
+                              break;
+                            case Kind::min:
+                              for (int64_t i = 0; i < count; ++i)
+                                out[i] = k ? std::min(out[i], row[i]) : row[i];
+                              break;
+                            case Kind::prod:
+                              for (int64_t i = 0; i < count; ++i)
+                                out[i] = k ? out[i] * row[i] : row[i];
+                              break;
+                            case Kind::l1:
+                              for (int64_t i = 0; i < count; ++i)
+                                out[i] = (k ? out[i] : 0.f) + std::fabs(row[i]);
+                              break;
+                            case Kind::l2:
+                            case Kind::sum_square:
+                              for (int64_t i = 0; i < count; ++i)
+                                out[i] = (k ? out[i] : 0.f) + row[i] * row[i];
+                              break;
+                            default:
+                              for (int64_t i = 0; i < count; ++i)
+                                out[i] = k ? out[i] + row[i] : row[i];
+                          }
+                        }
+                        if (kind == Kind::mean) {
+                          const float scale = 1.f / static_cast<float>(n);
+                          for (int64_t i = 0; i < count; ++i) out[i] *= scale;
+                        }
+                        if (kind == Kind::l2)
+                          for (int64_t i = 0; i < count; ++i) out[i] = std::sqrt(out[i]);
+                      });
   }
 
  private:

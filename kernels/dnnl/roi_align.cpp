@@ -15,6 +15,7 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "kernels/dnnl/vector_exp.hpp"  // TROUPE_ISA_CLONES
 #include "kernels/layout_conversion.hpp"
 #include "kernels/reference/roi_geometry.hpp"
@@ -91,8 +92,7 @@ class RoiAlignKernel final : public Kernel {
     const float* box_values = boxes.data<float>();
     float* y = out[0].data<float>();
     const int64_t pixels = height * width;
-#pragma omp parallel if (rois > 1 && rois * bins * channels > (int64_t{1} << 14))
-    {
+    run_team_if(rois > 1 && rois * bins * channels > (int64_t{1} << 14), [&] {
       std::vector<Tap> taps;
       std::vector<float> acc(static_cast<size_t>(bins * channels));
 #pragma omp for schedule(dynamic, 1)
@@ -130,7 +130,7 @@ class RoiAlignKernel final : public Kernel {
         for (int64_t c = 0; c < channels; ++c)
           for (int64_t b = 0; b < bins; ++b) dst[c * bins + b] = acc[b * channels + c];
       }
-    }
+    });
   }
 
  private:

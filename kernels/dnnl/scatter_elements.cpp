@@ -138,8 +138,7 @@ class ScatterElementsKernel final : public Kernel {
     const bool split_columns = !split_rows && rank > 1;
     const int64_t first = index[0];
     const int64_t per_first = rows / std::max<int64_t>(first, 1);
-#pragma omp parallel num_threads(threads) if (threads > 1 && (split_rows || split_columns))
-    {
+    auto scatter = [&] {
       const int team = omp_get_num_threads(), me = omp_get_thread_num();
       int64_t row_begin = 0, row_end = rows, col_begin = 0, col_end = width;
       if (team > 1 && split_rows) {
@@ -184,6 +183,12 @@ class ScatterElementsKernel final : public Kernel {
           at[d] = 0;
         }
       }
+    };
+    if (threads > 1 && (split_rows || split_columns)) {
+#pragma omp parallel num_threads(threads)
+      scatter();
+    } else {
+      scatter();  // no region: libgomp starts a team even for one thread (kernels/dnnl/team.hpp)
     }
     return !failed;
   }

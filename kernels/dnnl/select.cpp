@@ -12,6 +12,7 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::kernels::onednn {
@@ -93,8 +94,7 @@ void run_select(const SelectPlan& plan, const uint8_t* c, const T* x, const T* y
   int64_t outer = 1;
   for (size_t d = 0; d + 1 < rank; ++d) outer *= plan.dims[d];
   const int64_t bytes = outer * inner * static_cast<int64_t>(sizeof(T));
-#pragma omp parallel for schedule(static) if (bytes > (int64_t{1} << 18) && outer > 1)
-  for (int64_t o = 0; o < outer; ++o) {
+  for_each_index_if(bytes > (int64_t{1} << 18) && outer > 1, outer, [&](int64_t o) {
     int64_t ci = 0, xi = 0, yi = 0, rest = o;
     for (size_t d = rank - 1; d-- > 0;) {
       const int64_t i = rest % plan.dims[d];
@@ -104,7 +104,7 @@ void run_select(const SelectPlan& plan, const uint8_t* c, const T* x, const T* y
       yi += i * ys[d];
     }
     row(c + ci, x + xi, y + yi, out + o * inner, inner);
-  }
+  });
 }
 
 class SelectKernel final : public Kernel {

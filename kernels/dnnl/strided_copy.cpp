@@ -16,6 +16,7 @@
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/strided_copy.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "kernels/reference/slice_pad.hpp"
 #include "troupe/error.hpp"
 
@@ -87,8 +88,7 @@ void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int
   for (size_t d = 0; d + 1 < rank; ++d) outer *= dims[d];
   const int64_t bytes = outer * inner * static_cast<int64_t>(es);
   // Threads pay only for copies of a few hundred kilobytes and more.
-#pragma omp parallel for schedule(static) if (bytes > (int64_t{1} << 18) && outer > 1)
-  for (int64_t o = 0; o < outer; ++o) {
+  for_each_index_if(bytes > (int64_t{1} << 18) && outer > 1, outer, [&](int64_t o) {
     int64_t s = 0, t = 0, rest = o;
     for (size_t d = rank - 1; d-- > 0;) {
       const int64_t i = rest % dims[d];
@@ -124,7 +124,7 @@ void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int
         std::memcpy(dst + (t + i * dst_strides[rank - 1]) * static_cast<int64_t>(es),
                     src + (s + i * src_strides[rank - 1]) * static_cast<int64_t>(es), es);
     }
-  }
+  });
 }
 
 namespace {
@@ -179,8 +179,7 @@ void fill_padding(const std::string& mode, uint8_t* dst, const std::vector<int64
       if (o < begin[d] || o >= begin[d] + in[d])
         copies.emplace_back(o, begin[d] + reference::pad_source(mode, o - begin[d], in[d]));
     const int64_t bytes = outer * static_cast<int64_t>(copies.size()) * slab;
-#pragma omp parallel for schedule(static) if (bytes > (int64_t{1} << 18) && outer > 1)
-    for (int64_t o = 0; o < outer; ++o) {
+    for_each_index_if(bytes > (int64_t{1} << 18) && outer > 1, outer, [&](int64_t o) {
       // The offset of interior position o of the axes before d.
       int64_t base = 0, rest = o, stride = slab * out[d];
       for (size_t i = d; i-- > 0;) {
@@ -196,7 +195,7 @@ void fill_padding(const std::string& mode, uint8_t* dst, const std::vector<int64
         for (const auto& [to, from] : copies)
           std::memcpy(row + to * slab, row + from * slab, static_cast<size_t>(slab));
       }
-    }
+    });
   }
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/dnnl/team.hpp"
 #include "kernels/dnnl/vector_exp.hpp"
 
 namespace troupe::kernels::onednn {
@@ -67,13 +68,12 @@ void strided_softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t
   const int64_t blocks_per_slice = (inner + block_width - 1) / block_width;
   const int64_t blocks = outer * blocks_per_slice;
   // Below ~16k elements a parallel region's start costs more than it saves.
-#pragma omp parallel for schedule(static) if (blocks > 1 && outer * n * inner >= 16384)
-  for (int64_t b = 0; b < blocks; ++b) {
+  for_each_index_if(blocks > 1 && outer * n * inner >= 16384, blocks, [&](int64_t b) {
     const int64_t o = b / blocks_per_slice;
     const int64_t begin = (b % blocks_per_slice) * block_width;
     const int64_t offset = o * n * inner + begin;
     softmax_block(x + offset, y + offset, n, inner, std::min(block_width, inner - begin), log);
-  }
+  });
 }
 
 }  // namespace troupe::kernels::onednn

@@ -16,6 +16,7 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "kernels/dnnl/vector_exp.hpp"  // TROUPE_ISA_CLONES
 #include "troupe/error.hpp"
 
@@ -127,8 +128,7 @@ class TopKKernel final : public Kernel {
     if (scan && outer == 1 && n >= (int64_t{1} << 16) && n / omp_get_max_threads() >= 8 * k &&
         omp_get_max_threads() > 1 && top_of_one_row(src, n, k, largest, before, values, indices))
       return;
-#pragma omp parallel if (x.size() > (int64_t{1} << 16) && outer * inner > 1)
-    {
+    run_team_if(x.size() > (int64_t{1} << 16) && outer * inner > 1, [&] {
       std::vector<Ranked> column(static_cast<size_t>(scan ? k : n));
 #pragma omp for schedule(static)
       for (int64_t c = 0; c < outer * inner; ++c) {
@@ -147,7 +147,7 @@ class TopKKernel final : public Kernel {
           indices[at] = column[static_cast<size_t>(j)].second;
         }
       }
-    }
+    });
   }
 
  private:

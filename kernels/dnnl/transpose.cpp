@@ -22,6 +22,7 @@
 
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/team.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -127,14 +128,14 @@ class TransposeKernel final : public SrcDstKernel {
     if (rows_ == 1) {  // one contiguous copy (a permutation the input's layout already has)
       const auto bytes = static_cast<int64_t>(row_bytes);
       constexpr int64_t chunk = int64_t{1} << 18;
-#pragma omp parallel for schedule(static) if (bytes >= 2 * chunk)
-      for (int64_t begin = 0; begin < bytes; begin += chunk)
+      for_each_index_if(bytes >= 2 * chunk, (bytes + chunk - 1) / chunk, [&](int64_t c) {
+        const int64_t begin = c * chunk;
         std::memcpy(dst + begin, src + begin, static_cast<size_t>(std::min(chunk, bytes - begin)));
+      });
       return;
     }
     const bool parallel = static_cast<size_t>(rows_) * row_bytes >= (size_t{1} << 18) && rows_ > 1;
-#pragma omp parallel if (parallel)
-    {
+    run_team_if(parallel, [&] {
       const int64_t team = omp_get_num_threads(), me = omp_get_thread_num();
       const int64_t first = rows_ * me / team, last = rows_ * (me + 1) / team;
       std::vector<int64_t> index(rank, 0);
@@ -156,7 +157,7 @@ class TransposeKernel final : public SrcDstKernel {
           index[i] = 0;
         }
       }
-    }
+    });
   }
 
  private:
