@@ -71,8 +71,8 @@ size_t transpose_tokens_as_images(Model& model) {
     // Tokens -> image: Transpose(0,2,1) of [B,N,C], then Reshape to [B,C,S...] with prod(S) = N.
     if (is_op(first, "Transpose", 1) && perm_of(first) == std::vector<int64_t>{0, 2, 1} &&
         second.op_type == "Reshape" && static_shape(model, in, 3)) {
-      const Shape& tokens = model.value(in).shape;
-      const Shape& image = model.value(out).shape;
+      const Shape tokens = model.value(in).shape;  // copies: add_constant grows the values
+      const Shape image = model.value(out).shape;
       if (!image.is_static() || image.rank() < 3 || image.rank() > 5 || image[0] != tokens[0] ||
           image[1] != tokens[2] || product(image, 2) != tokens[1])
         continue;
@@ -93,8 +93,8 @@ size_t transpose_tokens_as_images(Model& model) {
     // Image -> tokens: Reshape of [B,C,S...] to [B,C,N], then Transpose(0,2,1).
     if (first.op_type == "Reshape" && is_op(second, "Transpose", 1) &&
         perm_of(second) == std::vector<int64_t>{0, 2, 1} && static_shape(model, out, 3)) {
-      const Shape& image = model.value(in).shape;
-      const Shape& tokens = model.value(out).shape;
+      const Shape image = model.value(in).shape;
+      const Shape tokens = model.value(out).shape;
       if (!image.is_static() || image.rank() < 4 || image.rank() > 5 || image[0] != tokens[0] ||
           image[1] != tokens[2] || product(image, 2) != tokens[1])
         continue;
