@@ -20,6 +20,29 @@ namespace {
 
 using detail::MemoryPlan;
 
+// Runs `count` requests in flight on two streams, twice (the second round reuses the buffers the
+// first wrote): feed(request, r, round) sets request r's inputs, check(request, r, round) reads its
+// outputs after it completed.
+template <class Feed, class Check>
+void run_on_two_streams(const std::shared_ptr<Model>& model, int count, const Feed& feed,
+                        const Check& check) {
+  Core core;
+  CompiledModel compiled = core.compile_model(
+      model, "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
+  std::vector<InferRequest> requests;
+  for (int r = 0; r < count; ++r) requests.push_back(compiled.create_infer_request());
+  for (int round = 0; round < 2; ++round) {
+    for (size_t r = 0; r < requests.size(); ++r) {
+      feed(requests[r], r, round);
+      requests[r].start_async();
+    }
+    for (size_t r = 0; r < requests.size(); ++r) {
+      requests[r].wait();
+      check(requests[r], r, round);
+    }
+  }
+}
+
 // Checks the plan's invariant: values in one buffer have disjoint [writer, last reader] ranges,
 // counting a view's readers as readers of the value it views, and each buffer holds its largest
 // value. Only a view shares its input's buffer.
@@ -379,7 +402,6 @@ TEST(MemoryPlan, PartsAreHostedOnlyWhereTheirSliceIsOneAlignedRun) {
 // joined along the channels each join is its parts' values one after the other.
 TEST(MemoryPlan, RandomJoinsComputeTheSameWithPartsInPlace) {
   std::mt19937 rng(11);
-  Core core;
   for (int trial = 0; trial < 25; ++trial) {
     ModelBuilder b("joins" + std::to_string(trial));
     std::vector<ValueId> pool = {b.input("x", ElementType::f32, {1, 2, 16})};
@@ -433,24 +455,18 @@ TEST(MemoryPlan, RandomJoinsComputeTheSameWithPartsInPlace) {
     auto model = b.build();
     expect_valid(*model, detail::plan_memory(*model));
 
-    CompiledModel compiled = core.compile_model(
-        model, "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
-    std::vector<InferRequest> requests;
-    for (int r = 0; r < 6; ++r) requests.push_back(compiled.create_infer_request());
-    for (int round = 0; round < 2; ++round) {  // the second round reuses written buffers
-      for (auto& r : requests) {
-        r.set_tensor("x", Tensor::from_vector<float>({1, 2, 16}, expected[0]));
-        r.start_async();
-      }
-      for (auto& r : requests) {
-        r.wait();
-        ASSERT_EQ(r.get_tensor("last").to_vector<float>(), expected.back()) << "trial " << trial;
-        if (middle != pool.size() - 1 && middle != 0) {
-          ASSERT_EQ(r.get_tensor("middle").to_vector<float>(), expected[middle])
-              << "trial " << trial;
-        }
-      }
-    }
+    run_on_two_streams(
+        model, 6,
+        [&](InferRequest& r, size_t, int) {
+          r.set_tensor("x", Tensor::from_vector<float>({1, 2, 16}, expected[0]));
+        },
+        [&](InferRequest& r, size_t, int) {
+          ASSERT_EQ(r.get_tensor("last").to_vector<float>(), expected.back()) << "trial " << trial;
+          if (middle != pool.size() - 1 && middle != 0) {
+            ASSERT_EQ(r.get_tensor("middle").to_vector<float>(), expected[middle])
+                << "trial " << trial;
+          }
+        });
   }
 }
 
@@ -495,23 +511,17 @@ TEST(ConcatInPlace, ADenseBlockOfConvolutionsComputesAsWithoutIt) {
   const std::vector<float> both = pair.get_tensor("y").to_vector<float>();
   const std::vector<float> want(both.begin(), both.begin() + static_cast<long>(both.size() / 2));
 
-  auto compiled = core.compile_model(
-      dense_block(1), "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
-  std::vector<InferRequest> requests;
-  for (int r = 0; r < 8; ++r) requests.push_back(compiled.create_infer_request());
-  for (int round = 0; round < 2; ++round) {
-    for (auto& r : requests) {
-      r.set_tensor("x", Tensor::from_vector<float>({1, 16, 8, 8}, x));
-      r.start_async();
-    }
-    for (auto& r : requests) {
-      r.wait();
-      const std::vector<float> got = r.get_tensor("y").to_vector<float>();
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-4f * (1.f + std::abs(want[i]))) << "element " << i;
-    }
-  }
+  run_on_two_streams(
+      dense_block(1), 8,
+      [&](InferRequest& r, size_t, int) {
+        r.set_tensor("x", Tensor::from_vector<float>({1, 16, 8, 8}, x));
+      },
+      [&](InferRequest& r, size_t, int) {
+        const std::vector<float> got = r.get_tensor("y").to_vector<float>();
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-4f * (1.f + std::abs(want[i]))) << "element " << i;
+      });
 }
 
 }  // namespace
@@ -551,39 +561,32 @@ TEST(SliceInPlace, PartsThatAreOneRunOfTheInputAreItsMemory) {
   EXPECT_EQ(plan.offset_of[parts[1]], 2u * 16 * sizeof(float));
   EXPECT_EQ(plan.storage_of[rows], rows);  // 8 of every 16: copied
 
-  Core core;
-  auto compiled = core.compile_model(
-      model, "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
-  std::vector<InferRequest> requests;
-  for (int r = 0; r < 6; ++r) requests.push_back(compiled.create_infer_request());
-  for (int round = 0; round < 2; ++round) {
-    for (size_t r = 0; r < requests.size(); ++r) {
-      std::vector<float> input = xs;
-      for (float& v : input) v += static_cast<float>(r + round);
-      requests[r].set_tensor("x", Tensor::from_vector<float>({1, 8, 16}, input));
-      requests[r].start_async();
-    }
-    for (size_t r = 0; r < requests.size(); ++r) {
-      requests[r].wait();
-      auto neg_relu = [&](int64_t channel, int64_t column) {
-        const float v =
-            xs[static_cast<size_t>(channel * 16 + column)] + static_cast<float>(r + round);
-        return -std::max(v, 0.f);
-      };
-      const auto upper_out = requests[r].get_tensor("upper_neg").to_vector<float>();
-      const auto rows_out = requests[r].get_tensor("rows_neg").to_vector<float>();
-      const auto second = requests[r].get_tensor("second_neg").to_vector<float>();
-      for (int64_t c = 0; c < 4; ++c)
-        for (int64_t j = 0; j < 16; ++j)
-          ASSERT_EQ(upper_out[static_cast<size_t>(c * 16 + j)], neg_relu(c + 4, j));
-      for (int64_t c = 0; c < 8; ++c)
-        for (int64_t j = 0; j < 8; ++j)
-          ASSERT_EQ(rows_out[static_cast<size_t>(c * 8 + j)], neg_relu(c, j));
-      for (int64_t c = 0; c < 6; ++c)
-        for (int64_t j = 0; j < 16; ++j)
-          ASSERT_EQ(second[static_cast<size_t>(c * 16 + j)], neg_relu(c + 2, j));
-    }
-  }
+  run_on_two_streams(
+      model, 6,
+      [&](InferRequest& request, size_t r, int round) {
+        std::vector<float> input = xs;
+        for (float& v : input) v += static_cast<float>(r + round);
+        request.set_tensor("x", Tensor::from_vector<float>({1, 8, 16}, input));
+      },
+      [&](InferRequest& request, size_t r, int round) {
+        auto neg_relu = [&](int64_t channel, int64_t column) {
+          const float v =
+              xs[static_cast<size_t>(channel * 16 + column)] + static_cast<float>(r + round);
+          return -std::max(v, 0.f);
+        };
+        const auto upper_out = request.get_tensor("upper_neg").to_vector<float>();
+        const auto rows_out = request.get_tensor("rows_neg").to_vector<float>();
+        const auto second = request.get_tensor("second_neg").to_vector<float>();
+        for (int64_t c = 0; c < 4; ++c)
+          for (int64_t j = 0; j < 16; ++j)
+            ASSERT_EQ(upper_out[static_cast<size_t>(c * 16 + j)], neg_relu(c + 4, j));
+        for (int64_t c = 0; c < 8; ++c)
+          for (int64_t j = 0; j < 8; ++j)
+            ASSERT_EQ(rows_out[static_cast<size_t>(c * 8 + j)], neg_relu(c, j));
+        for (int64_t c = 0; c < 6; ++c)
+          for (int64_t j = 0; j < 16; ++j)
+            ASSERT_EQ(second[static_cast<size_t>(c * 16 + j)], neg_relu(c + 2, j));
+      });
 }
 
 }  // namespace
@@ -616,31 +619,25 @@ TEST(ConcatInPlace, AStackWritesItsPartsBeforeTheirUnsqueezeIntoTheJoin) {
     EXPECT_EQ(plan.offset_of[sources[i]], i * 64) << i;
     EXPECT_EQ(plan.offset_of[parts[i]], i * 64) << i;
   }
-  Core core;
-  auto compiled = core.compile_model(
-      model, "CPU", {{props::performance_mode, "THROUGHPUT"}, {props::num_streams, 2}});
-  std::vector<InferRequest> requests;
-  for (int r = 0; r < 6; ++r) requests.push_back(compiled.create_infer_request());
-  for (int round = 0; round < 2; ++round) {
-    for (size_t r = 0; r < requests.size(); ++r) {
-      std::vector<float> in(16);
-      for (size_t j = 0; j < in.size(); ++j)
-        in[j] = static_cast<float>(j) - 7.f + static_cast<float>(r + round);
-      requests[r].set_tensor("x", Tensor::from_vector<float>({1, 16}, in));
-      requests[r].start_async();
-    }
-    for (size_t r = 0; r < requests.size(); ++r) {
-      requests[r].wait();
-      const auto y = requests[r].get_tensor("y").to_vector<float>();
-      ASSERT_EQ(y.size(), 48u);
-      for (size_t j = 0; j < 16; ++j) {
-        const float s0 = std::max(static_cast<float>(j) - 7.f + static_cast<float>(r + round), 0.f);
-        const float want[3] = {s0, -s0, s0};
-        for (size_t i = 0; i < 3; ++i)
-          ASSERT_NEAR(y[i * 16 + j], 1.f / (1.f + std::exp(-want[i])), 1e-6f) << i << " " << j;
-      }
-    }
-  }
+  run_on_two_streams(
+      model, 6,
+      [&](InferRequest& request, size_t r, int round) {
+        std::vector<float> in(16);
+        for (size_t j = 0; j < in.size(); ++j)
+          in[j] = static_cast<float>(j) - 7.f + static_cast<float>(r + round);
+        request.set_tensor("x", Tensor::from_vector<float>({1, 16}, in));
+      },
+      [&](InferRequest& request, size_t r, int round) {
+        const auto y = request.get_tensor("y").to_vector<float>();
+        ASSERT_EQ(y.size(), 48u);
+        for (size_t j = 0; j < 16; ++j) {
+          const float s0 =
+              std::max(static_cast<float>(j) - 7.f + static_cast<float>(r + round), 0.f);
+          const float want[3] = {s0, -s0, s0};
+          for (size_t i = 0; i < 3; ++i)
+            ASSERT_NEAR(y[i * 16 + j], 1.f / (1.f + std::exp(-want[i])), 1e-6f) << i << " " << j;
+        }
+      });
 }
 
 }  // namespace
