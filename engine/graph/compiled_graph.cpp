@@ -125,13 +125,7 @@ void describe_kernels(const Model& model, const std::vector<std::unique_ptr<kern
   for (size_t n = 0; n < model.nodes().size(); ++n) {
     const Node& node = model.nodes()[n];
     graph.implementations.push_back(k[n] ? k[n]->implementation() : "dynamic");
-    std::string names;
-    for (ValueId out : node.outputs)
-      names += (names.empty() ? "" : ",") + layout_name(static_cast<size_t>(out) < layouts.size()
-                                                            ? layouts[out]
-                                                            : kernels::TensorLayout{},
-                                                        model.value(out).shape);
-    graph.output_layouts.push_back(names);
+    graph.output_layouts.push_back(output_layout_names(model, node, layouts));
   }
 }
 

@@ -183,4 +183,16 @@ std::string layout_name(kernels::TensorLayout layout, const Shape& shape) {
   }
 }
 
+std::string output_layout_names(const Model& model, const Node& node, const ValueLayouts& layouts) {
+  std::string names;
+  for (ValueId out : node.outputs) {
+    if (out == no_value) continue;
+    const auto v = static_cast<size_t>(out);
+    names += (names.empty() ? "" : ",") +
+             layout_name(v < layouts.size() ? layouts[v] : kernels::TensorLayout{},
+                         model.value(out).shape);
+  }
+  return names;
+}
+
 }  // namespace troupe::detail

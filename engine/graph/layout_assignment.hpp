@@ -26,4 +26,8 @@ ValueLayouts assign_layouts(const Model& model,
 /// A short name of a layout for reports ("plain", "nChw8c", "nhwc", ...) of a value of `shape`.
 std::string layout_name(kernels::TensorLayout layout, const Shape& shape);
 
+/// The layout names of `node`'s outputs, comma-separated (a value `layouts` does not cover is
+/// plain), as the runtime model reports them.
+std::string output_layout_names(const Model& model, const Node& node, const ValueLayouts& layouts);
+
 }  // namespace troupe::detail

@@ -53,9 +53,8 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     // become constants: the targets shape inference could only partly follow are now known.
     transformations::fold_constants_unvalidated(*concrete);
     concrete->validate();
-    // The passes that need static shapes, which a model exported with a dynamic batch has only
-    // now. Each keeps the names and op types of the nodes it touches.
-    transformations::transpose_tokens_as_images(*concrete);
+    // Shapes a model exported with a dynamic batch has only now.
+    transformations::run_shape_dependent(*concrete);
     model = std::move(concrete);
   }
   const auto& registry = kernels::KernelRegistry::instance();
@@ -292,16 +291,7 @@ void StreamExecutor::record_implementations(const Specialization& s) {
   std::vector<std::string> layouts(graph_->model->nodes().size(), "plain");
   for (size_t n = 0; n < s.kernels.size(); ++n) {
     names[s.graph_node[n]] = s.kernels[n] ? s.kernels[n]->implementation() : "data-dependent";
-    std::string described;
-    for (ValueId out : s.model->nodes()[n].outputs) {
-      if (out == no_value) continue;
-      const auto v = static_cast<size_t>(out);
-      described +=
-          (described.empty() ? "" : ",") +
-          layout_name(v < s.value_layouts.size() ? s.value_layouts[v] : kernels::TensorLayout{},
-                      s.model->value(out).shape);
-    }
-    layouts[s.graph_node[n]] = described;
+    layouts[s.graph_node[n]] = output_layout_names(*s.model, s.model->nodes()[n], s.value_layouts);
   }
   std::lock_guard<std::mutex> lock(implementations_mutex_);
   implementations_ = std::move(names);

@@ -20,6 +20,7 @@
 #include <numeric>
 #include <vector>
 
+#include "kernels/dnnl/chunked_loop.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/team.hpp"
@@ -128,9 +129,8 @@ class TransposeKernel final : public SrcDstKernel {
     if (rows_ == 1) {  // one contiguous copy (a permutation the input's layout already has)
       const auto bytes = static_cast<int64_t>(row_bytes);
       constexpr int64_t chunk = int64_t{1} << 18;
-      for_each_index_if(bytes >= 2 * chunk, (bytes + chunk - 1) / chunk, [&](int64_t c) {
-        const int64_t begin = c * chunk;
-        std::memcpy(dst + begin, src + begin, static_cast<size_t>(std::min(chunk, bytes - begin)));
+      for_each_chunk(bytes, chunk, [&](int64_t begin, int64_t count) {
+        std::memcpy(dst + begin, src + begin, static_cast<size_t>(count));
       });
       return;
     }

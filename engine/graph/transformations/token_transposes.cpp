@@ -8,11 +8,11 @@
 // Swapping each pair's order keeps the values and moves the work to the image's axes:
 //   Transpose(0,2,1) -> Reshape[B,C,H,W]   becomes   Reshape[B,H,W,C] -> Transpose(0,3,1,2)
 //   Reshape[B,C,N] -> Transpose(0,2,1)     becomes   Transpose(0,2,3,1) -> Reshape[B,N,C]
-// (and likewise with 1 or 3 spatial axes). The Reshapes are views; the Transposes move the
-// channels between last and second, which the Transpose kernel does straight from or into the
-// convolutions' layout (kernels/dnnl/transpose.cpp), so the convolution runs laid out and each
-// move is one reorder in memory order.
-#include <numeric>
+// (and likewise with 3 spatial axes; a Conv1d reads the Transpose(0,2,1) of its tokens as is). The
+// Reshapes are views; the Transposes move the channels between last and second, which the Transpose
+// kernel does straight from or into the convolutions' layout (kernels/dnnl/transpose.cpp), so the
+// convolution runs laid out and each move is one reorder in memory order.
+#include <string>
 #include <vector>
 
 #include "engine/graph/transformations/pattern_matching.hpp"
@@ -25,16 +25,15 @@ std::vector<int64_t> perm_of(const Node& node) {
   return node.attributes.get_ints_or("perm", {});
 }
 
-bool static_shape(const Model& model, ValueId v, size_t rank) {
-  const Shape& s = model.value(v).shape;
-  return s.is_static() && s.rank() == rank;
-}
-
-// The product of dims [first, end).
-int64_t product(const Shape& shape, size_t first) {
-  int64_t p = 1;
-  for (size_t i = first; i < shape.rank(); ++i) p *= shape[i];
-  return p;
+// Whether `image` [B, C, S...] (2 or 3 spatial axes) holds the tokens [B, N, C] of
+// `tokens` with N = prod(S): the shapes a transpose(1, 2) and a reshape turn into each other.
+bool image_of_tokens(const Shape& image, const Shape& tokens) {
+  if (!image.is_static() || image.rank() < 4 || image.rank() > 5 || tokens.rank() != 3 ||
+      image[0] != tokens[0] || image[1] != tokens[2])
+    return false;
+  int64_t n = 1;
+  for (size_t i = 2; i < image.rank(); ++i) n *= image[i];
+  return n == tokens[1];
 }
 
 // [B, C, S...] with the channel axis moved last: [B, S..., C].
@@ -70,19 +69,16 @@ size_t transpose_tokens_as_images(Model& model) {
 
     // Tokens -> image: Transpose(0,2,1) of [B,N,C], then Reshape to [B,C,S...] with prod(S) = N.
     if (is_op(first, "Transpose", 1) && perm_of(first) == std::vector<int64_t>{0, 2, 1} &&
-        second.op_type == "Reshape" && static_shape(model, in, 3)) {
-      const Shape tokens = model.value(in).shape;  // copies: add_constant grows the values
-      const Shape image = model.value(out).shape;
-      if (!image.is_static() || image.rank() < 3 || image.rank() > 5 || image[0] != tokens[0] ||
-          image[1] != tokens[2] || product(image, 2) != tokens[1])
-        continue;
-      const Shape shuffled = channels_last(image);
-      const ValueId target = shape_constant(model, second.name + "_channels_last_shape", shuffled);
-      const ValueId laid = middle;  // validate() infers its new shape
+        second.op_type == "Reshape") {
+      const Shape image = model.value(out).shape;  // a copy: add_constant grows the values
+      if (!image_of_tokens(image, model.value(in).shape)) continue;
+      const ValueId target =
+          shape_constant(model, second.name + "_channels_last_shape", channels_last(image));
       std::vector<int64_t> perm{0, static_cast<int64_t>(image.rank() - 1)};
       for (int64_t a = 1; a + 1 < static_cast<int64_t>(image.rank()); ++a) perm.push_back(a);
-      Node reshape{second.name, "Reshape", {in, target}, {laid}, {}};
-      Node transpose{first.name, "Transpose", {laid}, {out}, {}};
+      // `middle` now holds the image channels-last; validate() infers its new shape.
+      Node reshape{second.name, "Reshape", {in, target}, {middle}, {}};
+      Node transpose{first.name, "Transpose", {middle}, {out}, {}};
       transpose.attributes.set("perm", perm);
       first = std::move(reshape);
       second = std::move(transpose);
@@ -92,20 +88,17 @@ size_t transpose_tokens_as_images(Model& model) {
 
     // Image -> tokens: Reshape of [B,C,S...] to [B,C,N], then Transpose(0,2,1).
     if (first.op_type == "Reshape" && is_op(second, "Transpose", 1) &&
-        perm_of(second) == std::vector<int64_t>{0, 2, 1} && static_shape(model, out, 3)) {
-      const Shape image = model.value(in).shape;
-      const Shape tokens = model.value(out).shape;
-      if (!image.is_static() || image.rank() < 4 || image.rank() > 5 || image[0] != tokens[0] ||
-          image[1] != tokens[2] || product(image, 2) != tokens[1])
-        continue;
-      const ValueId laid = middle;  // validate() infers its new shape
+        perm_of(second) == std::vector<int64_t>{0, 2, 1}) {
+      const Shape tokens = model.value(out).shape;  // a copy: add_constant grows the values
+      const size_t rank = model.value(in).shape.rank();
+      if (!image_of_tokens(model.value(in).shape, tokens)) continue;
       const ValueId target = shape_constant(model, first.name + "_tokens_shape", tokens);
       std::vector<int64_t> perm{0};
-      for (int64_t a = 2; a < static_cast<int64_t>(image.rank()); ++a) perm.push_back(a);
+      for (int64_t a = 2; a < static_cast<int64_t>(rank); ++a) perm.push_back(a);
       perm.push_back(1);
-      Node transpose{second.name, "Transpose", {in}, {laid}, {}};
+      Node transpose{second.name, "Transpose", {in}, {middle}, {}};
       transpose.attributes.set("perm", perm);
-      Node reshape{first.name, "Reshape", {laid, target}, {out}, {}};
+      Node reshape{first.name, "Reshape", {middle, target}, {out}, {}};
       first = std::move(transpose);
       second = std::move(reshape);
       ++rewrites;

@@ -8,6 +8,10 @@ std::vector<std::string> original_names_of(const OriginalNames& names, const std
   return it != names.end() ? it->second : std::vector<std::string>{node};
 }
 
+size_t run_shape_dependent(Model& model) {
+  return transpose_tokens_as_images(model);
+}
+
 OriginalNames run_all(Model& model, ElementType inference_precision) {
   OriginalNames names;
   // Quantized layers first, while their weights are still integer constants read through
@@ -23,7 +27,7 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   eliminate_dead_code(model);
   // After folding: the Reshapes' targets are constants and the Shape nodes reading the images
   // are gone.
-  transpose_tokens_as_images(model);
+  run_shape_dependent(model);
   fuse_pad_into_window(model, names);
   // After the Pad folding (a folded Pad's padding can be what a tap reads), before the fusions:
   // a convolution trimmed to 1x1 is one the depthwise fusion can take.

@@ -112,6 +112,12 @@ size_t fuse_depthwise_into_conv(Model& model, OriginalNames& names);
 // mask's Add).
 size_t fuse_attention(Model& model, OriginalNames& names);
 
+// The passes that need static shapes (today transpose_tokens_as_images), also run when a stream
+// specializes a graph exported with a dynamic batch, whose shapes are static only then. They keep
+// the names and op types of the nodes they touch, so the specialization's nodes map onto the
+// compiled graph's. Returns how many rewrites they made.
+size_t run_shape_dependent(Model& model);
+
 // Runs all passes in order; returns the original names of the rewritten nodes. The attention
 // fusion only where the model computes in f32 (`inference_precision`): its kernel is f32, and
 // in bf16 the products are faster unfused.
