@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/dnnl/affine_rows.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/team.hpp"
@@ -39,13 +40,6 @@ TROUPE_ISA_CLONES double row_centered_squares(const float* x, int64_t n, double 
     s += d * d;
   }
   return s;
-}
-
-// (x - mean) first: a row far from 0 (values near 1000, spread 2) would lose its digits in
-// x * a + (beta - mean * a), two large terms cancelling.
-TROUPE_ISA_CLONES void row_affine(const float* x, float* y, int64_t n, float mean, float a,
-                                  float beta) {
-  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * a + beta;
 }
 
 class InstanceNormRowsKernel final : public Kernel {
@@ -80,8 +74,8 @@ class InstanceNormRowsKernel final : public Kernel {
       const double variance = row_centered_squares(row, length, mean) / static_cast<double>(length);
       const double inv_std = 1.0 / std::sqrt(variance + epsilon_);
       const double a = gamma[r % channels] * inv_std;
-      row_affine(row, dst + r * length, length, static_cast<float>(mean), static_cast<float>(a),
-                 beta[r % channels]);
+      affine_row(row, dst + r * length, length, static_cast<float>(mean), static_cast<float>(a),
+                 beta[r % channels], false);
     });
   }
 

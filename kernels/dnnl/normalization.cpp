@@ -1,6 +1,7 @@
 // BatchNormalization (inference, with the running statistics) and LayerNormalization on oneDNN's
 // normalization primitives.
 #include "engine/ops/fused_post_ops.hpp"
+#include "kernels/dnnl/batch_norm_rows.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 
@@ -152,7 +153,11 @@ class LayerNormKernel final : public DnnlKernel {
 }  // namespace
 
 void register_normalization(KernelRegistry& registry) {
-  registry.add(backend_name, backend_priority, "BatchNormalization", make_kernel<BatchNormKernel>);
+  registry.add(backend_name, backend_priority, "BatchNormalization",
+               [](const KernelRequest& request) -> std::unique_ptr<Kernel> {
+                 if (auto rows = make_batch_norm_rows(request)) return rows;
+                 return make_kernel<BatchNormKernel>(request);
+               });
   registry.add(backend_name, backend_priority, "LayerNormalization", make_kernel<LayerNormKernel>);
 }
 
