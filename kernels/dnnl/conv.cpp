@@ -10,6 +10,7 @@
 #include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/conv_geometry.hpp"
 #include "kernels/dnnl/conv_timing.hpp"
+#include "kernels/dnnl/depthwise_rows.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/post_ops.hpp"
@@ -58,6 +59,7 @@ class ConvKernel final : public DnnlKernel {
     const int64_t out_channels = weights[0];
     if (src[1] != weights[1] * group_ || out_channels % group_ != 0 || dst[1] != out_channels)
       return false;
+    depthwise_rows_active_ = false;
     row_product_active_ = uses_row_product(src, weights, dst, inputs);
     if (row_product_active_) return true;
     spatial::Window window = window_;
@@ -146,6 +148,8 @@ class ConvKernel final : public DnnlKernel {
     // oneDNN answers a layout its JIT kernels cannot run with its own reference kernel (on AVX2,
     // nChw8c with dilations of 3 and more: `ref:any`, orders of magnitude slower). Then let it
     // choose the layouts and reorder the tensors around the primitive instead.
+    depthwise_rows_active_ = uses_depthwise_rows(pd, src, weights, dst, *dims);
+    if (depthwise_rows_active_) return true;
     const bool laid_out = !input_layout(0).order().is_plain() || !output_layout(0).is_plain();
     if (laid_out) pd = unless_reference(pd, [&] { return create(false); });
     if (fused_dw_) {
@@ -304,6 +308,56 @@ class ConvKernel final : public DnnlKernel {
     return true;
   }
 
+  // A depthwise convolution (one filter per channel) that oneDNN computes only as an im2col GEMM
+  // or on its reference kernel (1-D ones with long kernels, 3-D ones: QuartzNet's 33-87 taps ran
+  // at 1-3 GMAC/s, 2.2-3.5 ms each): troupe's own loops, on plain or channel-blocked tensors read
+  // and written in place. ReLU is applied as they store; another fused activation by oneDNN's
+  // eltwise kernel in place after them.
+  bool uses_depthwise_rows(const dnnl::convolution_forward::primitive_desc& pd, const Dims& src,
+                           const Dims& weights, const Dims& dst, const ConvDims& dims) {
+    const std::string impl = pd.impl_info_str();
+    if (!is_reference(pd) && impl.find("gemm") == std::string::npos) return false;
+    const TensorLayout layout = output_layout(0);
+    const int64_t channels = src[1];
+    const int64_t block = layout.channel_block;
+    if (fused_dw_ || group_ != channels || dst[1] != channels || weights[1] != 1 ||
+        layout.channels_last || layout.bf16 || !(input_layout(0) == layout) ||
+        (fused_sum_ && !(input_layout(3) == layout)) || !DepthwiseRows::supports_block(block) ||
+        (block > 0 && channels % block != 0))
+      return false;
+    const std::string activation = fused::activation(node_);
+    depthwise_activation_ = InPlaceActivation();
+    if (activation != "Relu" &&
+        !depthwise_activation_.prepare(node_, tensor_desc(dst, output_layout(0))))
+      return false;
+    DepthwiseGeometry g;
+    g.batch = src[0];
+    g.channels = channels;
+    g.block = block;
+    const size_t spatial = src.size() - 2;
+    reference::Window3d& window = g.window;
+    for (size_t i = 0; i < spatial; ++i) {
+      const size_t axis = 3 - spatial + i;  // the last axes of D, H, W
+      window.in[axis] = src[2 + i];
+      window.out[axis] = dst[2 + i];
+      window.kernel[axis] = weights[2 + i];
+      window.stride[axis] = dims.strides[i];
+      window.dilation[axis] = dims.dilation[i] + 1;
+      window.pad_begin[axis] = dims.pad_l[i];
+      window.pad_end[axis] = dims.pad_r[i];
+    }
+    depthwise_ = DepthwiseRows();
+    depthwise_relu_ = activation == "Relu";
+    const Tensor* w = constant(1);
+    depthwise_geometry_ = g;
+    if (w) depthwise_.prepare(g, w->contiguous().data<float>());
+    // In a model computed in bf16 they compute in f32 (and say so): a depthwise convolution is
+    // bound by memory, and the GEMM they replace ran at a fraction of either.
+    set_impl(std::string("depthwise_rows") +
+             (compute_type() == dnnl::memory::data_type::f32 ? "" : f32_instead_of_bf16));
+    return true;
+  }
+
   // What every Winograd kernel needs, oneDNN's or troupe's: f32 (or bf16 where it may run as
   // f32 Winograd), constant weights, no fused depthwise convolution, and not turned off.
   bool winograd_candidate() const {
@@ -389,6 +443,19 @@ class ConvKernel final : public DnnlKernel {
       winograd_dst_.from_internal(outputs[0], stream_);
       return;
     }
+    if (depthwise_rows_active_) {
+      // Weights given at run time are taken into the loops' order on every run.
+      if (!constant(1))
+        depthwise_.prepare(depthwise_geometry_, inputs[1].contiguous().data<float>());
+      const Tensor x = inputs[0].contiguous();
+      const Tensor bias = has_input(2) ? inputs[2].contiguous() : Tensor();
+      const Tensor residual = fused_sum_ ? inputs[3].contiguous() : Tensor();
+      float* y = outputs[0].data<float>();
+      depthwise_.run(x.data<float>(), bias.empty() ? nullptr : bias.data<float>(),
+                     residual.empty() ? nullptr : residual.data<float>(), depthwise_relu_, y);
+      depthwise_activation_.run(y, stream_);
+      return;
+    }
     if (row_product_active_) {
       // A dense row per pixel in every operand's layout: read and written in place.
       if (fused_sum_) inputs[3].copy_to(outputs[0]);
@@ -472,6 +539,11 @@ class ConvKernel final : public DnnlKernel {
   InPlaceActivation winograd_activation_;  // ReLU in the output transform, others after it
   InPlaceActivation activation_after_;     // the activation oneDNN's Winograd primitive refused
   bool row_product_active_ = false;        // row_product_ computes it (uses_row_product)
+  bool depthwise_rows_active_ = false;     // depthwise_ computes it (uses_depthwise_rows)
+  DepthwiseRows depthwise_;
+  DepthwiseGeometry depthwise_geometry_;
+  bool depthwise_relu_ = false;
+  InPlaceActivation depthwise_activation_;  // a fused activation other than ReLU, after it
   SmallRowsProduct row_product_;
 };
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -49,6 +50,15 @@ struct Window3d {
         }
       }
     }
+  }
+  /// The taps [lo, hi) of `axis` whose input position for output position `o` lies inside the
+  /// input (the range for_each_tap visits, for loops that want it whole).
+  void taps_inside(int axis, int64_t o, int64_t& lo, int64_t& hi) const {
+    const int64_t first = o * stride[axis] - pad_begin[axis];
+    const int64_t d = dilation[axis];
+    lo = first >= 0 ? 0 : (-first + d - 1) / d;
+    hi = first >= in[axis] ? 0 : std::min(kernel[axis], (in[axis] - 1 - first) / d + 1);
+    if (hi < lo) hi = lo;
   }
   /// Offset of input position (id, ih, iw) within one plane.
   int64_t in_offset(int64_t id, int64_t ih, int64_t iw) const {

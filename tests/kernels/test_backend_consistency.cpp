@@ -277,7 +277,8 @@ void check_case(const Case& c, Tally& tally) {
     EXPECT_FALSE(name.rfind("dnnl:ref", 0) == 0 || name.find("_ref:") != std::string::npos) << name;
   }
   // A product asked to compute in bf16 may compute in f32 where that was timed faster (f32
-  // Winograd convolutions on AVX-512 without AMX); it says so, and is held to the f32 reference.
+  // Winograd convolutions on AVX-512 without AMX) or where troupe's own loops replace a oneDNN
+  // GEMM (depthwise convolutions); it says so, and is held to the f32 reference.
   const std::string& implementation = fast->implementation();
   const bool says_f32 = kernels::Kernel::computes_f32_instead_of_bf16(implementation);
   const bool computes_bf16 = c.precision == ElementType::bf16 && !says_f32;
@@ -285,7 +286,8 @@ void check_case(const Case& c, Tally& tally) {
   // a CPU without bf16 instructions).
   const bool recurrent =
       c.node.op_type == "LSTM" || c.node.op_type == "GRU" || c.node.op_type == "RNN";
-  if (c.precision == ElementType::bf16 && says_f32 && !recurrent) {
+  const bool depthwise_rows = implementation.rfind("dnnl:depthwise_rows", 0) == 0;
+  if (c.precision == ElementType::bf16 && says_f32 && !recurrent && !depthwise_rows) {
     EXPECT_NE(implementation.find("wino"), std::string::npos) << implementation;
     EXPECT_TRUE(kernels::onednn::bf16_takes_f32_winograd()) << implementation;
   }
@@ -737,6 +739,89 @@ std::vector<Case> conv_sweep_cases(Rng& rng) {
     c.fast_implementation = true;
     cases.push_back(c);
   }
+  return cases;
+}
+
+// Depthwise convolutions oneDNN has only its im2col GEMM or its reference kernel for, which
+// troupe's own loops compute (kernels/dnnl/depthwise_rows.hpp): 1-D ones with 9 to 87 taps
+// (QuartzNet's) plain and in the ISA's blocked layout, 3-D ones plain (X3D's 3x3x3 and 5x1x1,
+// and 3x5x5), strides 1 and 2, dilations, symmetric and asymmetric padding, with and without
+// bias, no post-op, ReLU, an activation applied after the loops, a residual sum (then ReLU), and
+// weights given at run time.
+std::vector<Case> depthwise_rows_cases(Rng& rng) {
+  const std::vector<std::string> activations = {"", "Relu", "Swish", "HardSwish"};
+  const std::vector<ints> kernels_3d = {{3, 3, 3}, {5, 1, 1}, {3, 5, 5}};
+  std::vector<Case> cases;
+  for (int k = 0; k < 36; ++k) {
+    const bool three_d = k % 3 == 2;
+    const TensorLayout layout =
+        !three_d && k % 2 == 1 ? TensorLayout::blocked(native_block()) : TensorLayout{};
+    const int64_t channels =
+        layout.channel_block ? layout.channel_block * rng.integer(1, 3) : rng.integer(2, 40);
+    const int64_t batch = rng.integer(1, 2);
+    const ints kernel =
+        three_d ? kernels_3d[static_cast<size_t>(k / 3) % 3] : ints{rng.integer(9, 87)};
+    const size_t spatial = kernel.size();
+    ints strides(spatial), dilations(spatial), pads(2 * spatial), x{batch, channels};
+    for (size_t i = 0; i < spatial; ++i) {
+      strides[i] = (!three_d || i > 0) && rng.chance(0.4) ? 2 : 1;
+      dilations[i] = kernel[i] > 1 && rng.chance(0.25) ? 2 : 1;
+      const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+      pads[i] = rng.chance(0.7) ? extent / 2 : rng.integer(0, extent - 1);
+      pads[i + spatial] = rng.chance(0.7) ? pads[i] : rng.integer(0, extent - 1);
+      x.push_back(three_d ? rng.integer(std::max<int64_t>(extent, 3), extent + 12)
+                          : rng.integer(extent, extent + 120));
+    }
+    ints w{channels, 1};
+    w.insert(w.end(), kernel.begin(), kernel.end());
+    Attributes attrs;
+    attrs.set("group", channels);
+    attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", pads);
+    const std::string& activation = activations[static_cast<size_t>(k / 2) % activations.size()];
+    const bool sum = k % 5 == 4;
+    if (!activation.empty()) attrs.set("fused_activation", sum ? "Relu" : activation);
+    Case c;
+    c.node = make_node("Conv", attrs);
+    c.inputs = {rng.tensor(x), rng.tensor(w), k % 4 == 1 ? Tensor() : rng.tensor({channels})};
+    c.constant = {false, k % 7 != 3, true};
+    c.input_layouts = {layout};
+    c.output_layout = layout;
+    if (sum) {
+      std::vector<const Tensor*> none(c.inputs.size(), nullptr);
+      Case plain = c;
+      plain.node.attributes = Attributes{};
+      for (const auto& [name, value] : attrs.all())
+        if (name.rfind("fused_", 0) != 0) plain.node.attributes.set(name, value);
+      const ValueInfo out = infer_outputs(plain, value_infos(c.inputs, "x"), none)[0];
+      c.inputs.push_back(rng.tensor(out.shape.dims()));
+      c.constant.push_back(false);
+      c.input_layouts = {layout, {}, {}, layout};
+      c.node.attributes.set("fused_sum", int64_t{1});
+    }
+    int64_t taps = 1;
+    for (int64_t d : kernel) taps *= d;
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(taps)};
+    c.implementation = "dnnl:depthwise_rows";
+    cases.push_back(c);
+  }
+  // A temporal 5x1x1 convolution over rows of whole vectors (32 wide): its taps read the input
+  // rows in place rather than a padded copy.
+  Case temporal;
+  Attributes attrs;
+  attrs.set("group", int64_t{6});
+  attrs.set("kernel_shape", ints{5, 1, 1});
+  attrs.set("pads", ints{2, 0, 0, 2, 0, 0});
+  attrs.set("fused_activation", std::string("Relu"));
+  temporal.node = make_node("Conv", attrs);
+  temporal.inputs = {rng.tensor({2, 6, 7, 3, 32}), rng.tensor({6, 1, 5, 1, 1}),
+                     rng.tensor({6})};
+  temporal.constant = {false, true, true};
+  temporal.tolerance = {1e-4, 1e-5};
+  temporal.implementation = "dnnl:depthwise_rows";
+  cases.push_back(temporal);
   return cases;
 }
 
@@ -1264,6 +1349,20 @@ std::vector<Case> normalization_cases(Rng& rng) {
     Attributes attrs;
     if (rng.chance(0.5)) attrs.set("epsilon", rng.real(1e-6, 1e-2));
     if (k % 2 == 1) attrs.set("fused_activation", std::string("Relu"));
+    Case c;
+    c.node = make_node("BatchNormalization", attrs);
+    c.inputs = {rng.tensor(x, -3, 3), rng.tensor({channels}, 0.5, 2), rng.tensor({channels}),
+                rng.tensor({channels}), rng.tensor({channels}, 0.1, 2)};
+    c.constant = {false, true, true, true, true};
+    c.tolerance = {1e-5, 1e-5};
+    cases.push_back(c);
+  }
+  // Large enough for the row loops to split over threads: a 1-D convolution net's [N, C, L], a
+  // BatchNorm1d over [N, C] features, a 3-D convolution's [N, C, D, H, W].
+  for (const ints& x : {ints{2, 96, 300}, ints{700, 64}, ints{1, 24, 6, 20, 20}, ints{3, 5, 13}}) {
+    const int64_t channels = x[1];
+    Attributes attrs;
+    if (x[0] != 2) attrs.set("fused_activation", std::string("Relu"));
     Case c;
     c.node = make_node("BatchNormalization", attrs);
     c.inputs = {rng.tensor(x, -3, 3), rng.tensor({channels}, 0.5, 2), rng.tensor({channels}),
@@ -2065,6 +2164,11 @@ TEST(BackendConsistency, Conv) {
 TEST(BackendConsistency, ConvShapesLayoutsAndPostOps) {
   Rng rng(base_seed() + 6);
   run_family("conv sweep (" + test::effective_isa_name() + ")", conv_sweep_cases(rng));
+}
+
+TEST(BackendConsistency, DepthwiseConvolutionsOneDnnRunsAsAGemm) {
+  Rng rng(base_seed() + 90);
+  run_family("depthwise rows (" + test::effective_isa_name() + ")", depthwise_rows_cases(rng));
 }
 
 TEST(BackendConsistency, WinogradConvolutions) {
