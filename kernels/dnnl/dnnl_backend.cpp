@@ -10,6 +10,7 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_prelu(registry);
   onednn::register_instance_normalization(registry);
   onednn::register_pooling(registry);
+  onednn::register_max_unpool(registry);
   onednn::register_eltwise(registry);
   onednn::register_softmax(registry);
   onednn::register_normalization(registry);

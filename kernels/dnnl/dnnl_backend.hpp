@@ -18,7 +18,8 @@ void register_matmul(KernelRegistry& registry);                  // MatMul Gemm
 void register_einsum(KernelRegistry& registry);                  // Einsum (two operands)
 void register_prelu(KernelRegistry& registry);                   // PRelu
 void register_instance_normalization(KernelRegistry& registry);  // InstanceNormalization
-void register_pooling(KernelRegistry& registry);  // MaxPool AveragePool Global{Average,Max}Pool
+void register_pooling(KernelRegistry& registry);     // MaxPool AveragePool Global{Average,Max}Pool
+void register_max_unpool(KernelRegistry& registry);  // MaxUnpool (f32)
 void register_eltwise(KernelRegistry& registry);  // Relu Sigmoid Tanh Exp Log ... Clip Gelu Round
 void register_softmax(KernelRegistry& registry);  // Softmax LogSoftmax
 void register_normalization(KernelRegistry& registry);     // BatchNormalization LayerNormalization

@@ -4,6 +4,7 @@
 #include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/max_pool_indices.hpp"
 
 namespace troupe::kernels::onednn {
 
@@ -15,7 +16,7 @@ class PoolingKernel final : public SrcDstKernel {
     const std::string& op = request.node.op_type;
     global_ = op == "GlobalAveragePool" || op == "GlobalMaxPool";
     max_ = op == "MaxPool" || op == "GlobalMaxPool";
-    // MaxPool's optional Indices output has no oneDNN counterpart.
+    // MaxPool's optional Indices output has no oneDNN counterpart (max_pool_indices.cpp).
     if (present_outputs(request) != 1 || request.inputs.empty()) throw Unsupported{};
     type_ = *to_dnnl(request.inputs[0].type);
     int8_ = type_ != dnnl::memory::data_type::f32;
@@ -99,6 +100,8 @@ class PoolingKernel final : public SrcDstKernel {
 
 // f32 pooling, or max pooling of u8/i8 into the same type.
 std::unique_ptr<Kernel> make_pooling_kernel(const KernelRequest& request) {
+  if (request.node.op_type == "MaxPool")
+    if (auto with_indices = make_max_pool_indices(request)) return with_indices;
   if (all_f32(request)) return create_kernel<PoolingKernel>(request);
   const std::string& op = request.node.op_type;
   const bool max = op == "MaxPool" || op == "GlobalMaxPool";

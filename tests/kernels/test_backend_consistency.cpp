@@ -816,12 +816,118 @@ std::vector<Case> depthwise_rows_cases(Rng& rng) {
   attrs.set("pads", ints{2, 0, 0, 2, 0, 0});
   attrs.set("fused_activation", std::string("Relu"));
   temporal.node = make_node("Conv", attrs);
-  temporal.inputs = {rng.tensor({2, 6, 7, 3, 32}), rng.tensor({6, 1, 5, 1, 1}),
-                     rng.tensor({6})};
+  temporal.inputs = {rng.tensor({2, 6, 7, 3, 32}), rng.tensor({6, 1, 5, 1, 1}), rng.tensor({6})};
   temporal.constant = {false, true, true};
   temporal.tolerance = {1e-4, 1e-5};
   temporal.implementation = "dnnl:depthwise_rows";
   cases.push_back(temporal);
+  return cases;
+}
+
+// MaxPool with its Indices output (1-D to 3-D windows, strides, dilations, padding, ceil_mode,
+// both storage orders, ties from rounded inputs) and MaxUnpool reading indices inside each
+// window (ENet's and SegNet's decoders), with and without an output_shape: equal to the unpooled
+// shape (troupe's loops), larger (the reference kernel's), and indices that leave their plane
+// (the reference kernel's too). Each against the reference kernels.
+std::vector<Case> max_pool_indices_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 30; ++k) {
+    const size_t spatial = k % 5 == 3 ? 1 : k % 5 == 4 ? 3 : 2;
+    ints kernel(spatial), strides(spatial), dilations(spatial, 1), pads(2 * spatial);
+    ints x{rng.integer(1, 2), rng.integer(1, 24)};
+    for (size_t i = 0; i < spatial; ++i) {
+      kernel[i] = rng.integer(1, 3);
+      strides[i] = rng.integer(1, 3);
+      if (rng.chance(0.2)) dilations[i] = 2;
+      pads[i] = rng.integer(0, kernel[i] - 1);
+      pads[i + spatial] = rng.integer(0, kernel[i] - 1);
+      x.push_back(rng.integer((kernel[i] - 1) * dilations[i] + 2, spatial == 3 ? 7 : 40));
+    }
+    Attributes attrs;
+    attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("pads", pads);
+    if (dilations != ints(spatial, 1)) attrs.set("dilations", dilations);
+    if (rng.chance(0.3)) attrs.set("ceil_mode", int64_t{1});
+    if (k % 4 == 1) attrs.set("storage_order", int64_t{1});
+    Case c;
+    c.node = make_node("MaxPool", attrs, 2);
+    c.inputs = {rng.tensor(x, -3, 3)};
+    if (k % 3 == 0) {  // many ties
+      float* v = c.inputs[0].data<float>();
+      for (int64_t i = 0; i < c.inputs[0].size(); ++i) v[i] = std::round(v[i]);
+    }
+    c.constant = {false};
+    c.num_outputs = 2;
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:max_pool_indices";
+    cases.push_back(c);
+  }
+  // One-element windows at stride 1 (PyTorch's export of indices into another pool's output),
+  // in both storage orders.
+  for (int64_t order : {0, 1}) {
+    Case c;
+    c.node =
+        make_node("MaxPool", Attributes{{"kernel_shape", ints{1, 1}}, {"storage_order", order}}, 2);
+    c.inputs = {rng.tensor({2, 5, 9, 13})};
+    c.constant = {false};
+    c.num_outputs = 2;
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:max_pool_indices";
+    cases.push_back(c);
+  }
+  for (int k = 0; k < 16; ++k) {
+    const size_t spatial = k % 4 == 3 ? 1 : 2;
+    const int64_t batch = rng.integer(1, 2), channels = rng.integer(1, 12);
+    ints kernel(spatial, 2), strides(spatial, 2), x{batch, channels}, unpooled{batch, channels};
+    if (k % 5 == 2) kernel.assign(spatial, 3);
+    for (size_t i = 0; i < spatial; ++i) {
+      x.push_back(rng.integer(1, 20));
+      unpooled.push_back((x.back() - 1) * strides[i] + kernel[i]);
+    }
+    Tensor indices(ElementType::i64, Shape(x));
+    int64_t* index = indices.data<int64_t>();
+    const int64_t planes = batch * channels;
+    int64_t out_plane = 1, in_plane = 1;
+    for (size_t i = 0; i < spatial; ++i) {
+      out_plane *= unpooled[2 + i];
+      in_plane *= x[2 + i];
+    }
+    const bool leaves_plane = k % 7 == 6;
+    for (int64_t p = 0; p < planes; ++p) {
+      for (int64_t e = 0; e < in_plane; ++e) {
+        // A position inside the window of input element e.
+        int64_t rest = e, offset = 0, stride = 1;
+        for (size_t i = spatial; i-- > 0;) {
+          const int64_t o = rest % x[2 + i];
+          rest /= x[2 + i];
+          offset += (o * strides[i] + rng.integer(0, kernel[i] - 1)) * stride;
+          stride *= unpooled[2 + i];
+        }
+        const int64_t plane = leaves_plane ? (p + 1) % planes : p;
+        index[p * in_plane + e] = plane * out_plane + offset;
+      }
+    }
+    Attributes attrs;
+    attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    Case c;
+    c.node = make_node("MaxUnpool", attrs);
+    c.inputs = {rng.tensor(x), indices};
+    c.constant = {false, false};
+    const int output_shape = k % 3;  // none, the unpooled shape, larger
+    if (output_shape > 0) {
+      ints shape = unpooled;
+      if (output_shape == 2)
+        for (size_t i = 0; i < spatial; ++i) shape[2 + i] += rng.integer(1, 3);
+      c.inputs.push_back(
+          Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(shape.size())}, shape));
+      c.constant.push_back(true);
+    }
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:max_unpool";
+    cases.push_back(c);
+  }
   return cases;
 }
 
@@ -2171,6 +2277,11 @@ TEST(BackendConsistency, DepthwiseConvolutionsOneDnnRunsAsAGemm) {
   run_family("depthwise rows (" + test::effective_isa_name() + ")", depthwise_rows_cases(rng));
 }
 
+TEST(BackendConsistency, MaxPoolIndicesAndMaxUnpool) {
+  Rng rng(base_seed() + 91);
+  run_family("max pool indices", max_pool_indices_cases(rng));
+}
+
 TEST(BackendConsistency, WinogradConvolutions) {
   Rng rng(base_seed() + 33);
   run_family("winograd (" + test::effective_isa_name() + ")", winograd_cases(rng));
@@ -3258,6 +3369,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
       "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter", "Gather",
       "Sin", "Cos", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "RoiAlign",
+      "MaxUnpool",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
@@ -3391,9 +3503,9 @@ TEST(BackendConsistency, DeclinesWhatOneDnnCannotRun) {
   const auto sub = create(make_node("Sub"), {ValueInfo{"a", ElementType::f32, Shape{3}}, f}, {f});
   ASSERT_TRUE(sub);
   EXPECT_EQ(sub->implementation(), "dnnl:broadcast_rows");
-  // MaxPool's Indices output.
-  const ValueInfo x4{"x", ElementType::f32, Shape{1, 1, 4, 4}};
-  const ValueInfo y4{"y", ElementType::f32, Shape{1, 1, 2, 2}};
+  // MaxPool's Indices output of 8-bit integers (plain f32 ones run on troupe's own loops).
+  const ValueInfo x4{"x", ElementType::u8, Shape{1, 1, 4, 4}};
+  const ValueInfo y4{"y", ElementType::u8, Shape{1, 1, 2, 2}};
   const ValueInfo idx{"i", ElementType::i64, Shape{1, 1, 2, 2}};
   EXPECT_FALSE(create(
       make_node("MaxPool", Attributes{{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}}, 2),
