@@ -4,6 +4,8 @@
 // oneDNN's thread count follows OMP_NUM_THREADS; the reference kernels are single-threaded.
 // Then a batch-1 product by a constant B read from memory (a decoder step's projection, a
 // classifier head), troupe's kernel next to oneDNN's sgemm on the same matrices, in GB/s of B.
+// Then depthwise convolutions oneDNN runs as an im2col GEMM (QuartzNet's 1-D ones with 33 taps,
+// X3D's 3x3x3 ones), troupe's loops next to that GEMM (TROUPE_DEPTHWISE_ROWS=0), in GFLOP/s.
 //
 //   OMP_NUM_THREADS=1 build/bin/troupe_benchmarks --benchmark_filter=Kernel
 
@@ -11,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -97,6 +100,46 @@ const Workload& matmul_bert() {
     return w;
   }();
   return w;
+}
+
+// A depthwise convolution of `channels` planes of `spatial` dims, kernel `window` (stride 1,
+// padded to keep the size), with bias.
+Workload depthwise(const std::string& name, int64_t channels, const std::vector<int64_t>& spatial,
+                   const std::vector<int64_t>& window) {
+  Workload w;
+  w.node.name = name;
+  w.node.op_type = "Conv";
+  std::vector<int64_t> pads;
+  for (int64_t k : window) pads.push_back(k / 2);
+  const std::vector<int64_t> begin = pads;
+  pads.insert(pads.end(), begin.begin(), begin.end());
+  w.node.attributes = Attributes{{"kernel_shape", window}, {"pads", pads}, {"group", channels}};
+  std::vector<int64_t> x{1, channels}, weights{channels, 1};
+  x.insert(x.end(), spatial.begin(), spatial.end());
+  weights.insert(weights.end(), window.begin(), window.end());
+  w.inputs = {random_tensor(Shape(x), 6), random_tensor(Shape(weights), 7),
+              random_tensor({channels}, 8)};
+  w.constant = {false, true, true};
+  w.flops = 2.0 * static_cast<double>(channels);
+  for (int64_t d : spatial) w.flops *= static_cast<double>(d);
+  for (int64_t k : window) w.flops *= static_cast<double>(k);
+  return w;
+}
+
+// troupe's loops, or with `gemm` oneDNN's choice (the switch is read when the kernel is made).
+void run_depthwise(benchmark::State& state, const Workload& w, bool gemm) {
+  if (gemm) setenv("TROUPE_DEPTHWISE_ROWS", "0", 1);
+  run_kernel(state, w, "dnnl");
+  if (gemm) unsetenv("TROUPE_DEPTHWISE_ROWS");
+}
+
+void BM_KernelDepthwise1d_256x200_k33(benchmark::State& state, bool gemm) {
+  static const Workload w = depthwise("dw1d", 256, {200}, {33});
+  run_depthwise(state, w, gemm);
+}
+void BM_KernelDepthwise3d_54x13x40x40_k3(benchmark::State& state, bool gemm) {
+  static const Workload w = depthwise("dw3d", 54, {13, 40, 40}, {3, 3, 3});
+  run_depthwise(state, w, gemm);
 }
 
 void BM_KernelConv3x3_64x56x56(benchmark::State& state, const char* backend) {
@@ -208,6 +251,14 @@ BENCHMARK_CAPTURE(BM_KernelRowTimesTransposed_4096x1000, onednn_sgemm, true)
 BENCHMARK_CAPTURE(BM_KernelRowTimesTransposed_768x3072, troupe, false)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelRowTimesTransposed_768x3072, onednn_sgemm, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelDepthwise1d_256x200_k33, troupe, false)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelDepthwise1d_256x200_k33, onednn_gemm, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelDepthwise3d_54x13x40x40_k3, troupe, false)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelDepthwise3d_54x13x40x40_k3, onednn_gemm, true)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelConv3x3_64x56x56, dnnl, "dnnl")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelConv3x3_64x56x56, reference, "reference")->Unit(benchmark::kMillisecond);

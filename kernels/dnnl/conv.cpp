@@ -41,6 +41,9 @@ class ConvKernel final : public DnnlKernel {
     if (fused_sum_ && (request.inputs.size() != 4 || !has_input(3))) throw Unsupported{};
     window_ = convolution_window(request);
     rank_ = request.inputs[0].shape.rank();
+    // Read for every convolution, so that a malformed value is named whatever the CPU and the
+    // convolution.
+    depthwise_rows_allowed_ = depthwise_rows_allowed();
   }
 
  protected:
@@ -315,6 +318,7 @@ class ConvKernel final : public DnnlKernel {
   // eltwise kernel in place after them.
   bool uses_depthwise_rows(const dnnl::convolution_forward::primitive_desc& pd, const Dims& src,
                            const Dims& weights, const Dims& dst, const ConvDims& dims) {
+    if (!depthwise_rows_allowed_) return false;
     const std::string impl = pd.impl_info_str();
     if (!is_reference(pd) && impl.find("gemm") == std::string::npos) return false;
     const TensorLayout layout = output_layout(0);
@@ -539,6 +543,7 @@ class ConvKernel final : public DnnlKernel {
   InPlaceActivation winograd_activation_;  // ReLU in the output transform, others after it
   InPlaceActivation activation_after_;     // the activation oneDNN's Winograd primitive refused
   bool row_product_active_ = false;        // row_product_ computes it (uses_row_product)
+  bool depthwise_rows_allowed_ = true;     // TROUPE_DEPTHWISE_ROWS
   bool depthwise_rows_active_ = false;     // depthwise_ computes it (uses_depthwise_rows)
   DepthwiseRows depthwise_;
   DepthwiseGeometry depthwise_geometry_;

@@ -83,6 +83,10 @@ bool packed_gemm_allowed() {
   return switch_from_environment("TROUPE_PACKED_GEMM");
 }
 
+bool depthwise_rows_allowed() {
+  return switch_from_environment("TROUPE_DEPTHWISE_ROWS");
+}
+
 TensorLayout activation_layout(const KernelRequest& request) {
   if (const char* choice = std::getenv("TROUPE_ACTIVATION_LAYOUT"); choice && *choice) {
     if (std::strcmp(choice, "blocked") == 0) return TensorLayout::blocked(native_channel_block());

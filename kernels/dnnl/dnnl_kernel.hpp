@@ -46,6 +46,11 @@ bool bf16_takes_f32_winograd();
 /// (packed_gemm_avx2.hpp). Yes unless TROUPE_PACKED_GEMM=0 (read whenever a kernel is created).
 bool packed_gemm_allowed();
 
+/// Whether depthwise convolutions oneDNN would run as a GEMM or its reference kernel run troupe's
+/// own loops (depthwise_rows.hpp). Yes unless TROUPE_DEPTHWISE_ROWS=0 (read whenever a kernel is
+/// prepared).
+bool depthwise_rows_allowed();
+
 /// The layout activations are kept in between convolutions and pooling. On AVX-512: blocked by
 /// 16 for a model with a large share of convolutions Winograd can compute (its kernels read only
 /// that layout), or with depthwise convolutions whose convolution activations nearly all have

@@ -2282,6 +2282,44 @@ TEST(BackendConsistency, MaxPoolIndicesAndMaxUnpool) {
   run_family("max pool indices", max_pool_indices_cases(rng));
 }
 
+TEST(BackendConsistency, TheDepthwiseLoopsAreASwitch) {
+  Rng rng(base_seed() + 92);
+  std::vector<Tensor> inputs = {rng.tensor({1, 8, 60}), rng.tensor({8, 1, 33})};
+  const std::vector<ValueInfo> infos = value_infos(inputs, "x");
+  Case c;
+  c.node = make_node("Conv", Attributes{{"group", int64_t{8}}, {"pads", ints{16, 16}}});
+  c.inputs = inputs;
+  const std::vector<ValueInfo> outputs = infer_outputs(c, infos, {nullptr, &inputs[1]});
+  const KernelRequest request{c.node, infos, outputs, {nullptr, &inputs[1]}};
+  {
+    const std::unique_ptr<Kernel> kernel = KernelRegistry::instance().create_with("dnnl", request);
+    ASSERT_TRUE(kernel);
+    EXPECT_EQ(kernel->implementation(), "dnnl:depthwise_rows");
+  }
+  {
+    const test::ScopedEnv off("TROUPE_DEPTHWISE_ROWS", "0");
+    const std::unique_ptr<Kernel> kernel = KernelRegistry::instance().create_with("dnnl", request);
+    ASSERT_TRUE(kernel);
+    EXPECT_EQ(kernel->implementation().find("depthwise_rows"), std::string::npos);
+  }
+  // Read for every convolution (a dense one here), whatever oneDNN would run it with.
+  std::vector<Tensor> dense = {rng.tensor({1, 8, 60}), rng.tensor({4, 8, 3})};
+  const std::vector<ValueInfo> dense_infos = value_infos(dense, "x");
+  Case d;
+  d.node = make_node("Conv");
+  d.inputs = dense;
+  const std::vector<ValueInfo> dense_outputs = infer_outputs(d, dense_infos, {nullptr, &dense[1]});
+  const test::ScopedEnv malformed("TROUPE_DEPTHWISE_ROWS", "maybe");
+  try {
+    KernelRegistry::instance().create_with(
+        "dnnl", KernelRequest{d.node, dense_infos, dense_outputs, {nullptr, &dense[1]}});
+    ADD_FAILURE() << "a malformed TROUPE_DEPTHWISE_ROWS was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("TROUPE_DEPTHWISE_ROWS='maybe'"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(BackendConsistency, WinogradConvolutions) {
   Rng rng(base_seed() + 33);
   run_family("winograd (" + test::effective_isa_name() + ")", winograd_cases(rng));
