@@ -653,6 +653,21 @@ std::vector<TensorLayout> activation_layouts() {
           TensorLayout::channels_last_order()};
 }
 
+// Gives a Conv case a fused residual sum: a random residual of the convolution's output shape
+// (inferred without the fused attributes), in `layout` like input 0.
+void add_fused_sum(Case& c, TensorLayout layout, Rng& rng) {
+  std::vector<const Tensor*> none(c.inputs.size(), nullptr);
+  Case plain = c;
+  plain.node.attributes = Attributes{};
+  for (const auto& [name, value] : c.node.attributes.all())
+    if (name.rfind("fused_", 0) != 0) plain.node.attributes.set(name, value);
+  const ValueInfo out = infer_outputs(plain, value_infos(c.inputs, "x"), none)[0];
+  c.inputs.push_back(rng.tensor(out.shape.dims()));
+  c.constant.push_back(false);
+  c.input_layouts = {layout, {}, {}, layout};
+  c.node.attributes.set("fused_sum", int64_t{1});
+}
+
 // Conv over the shapes real models have, as the graph compiler hands it over: 1-D to 3-D (1-D, 2-D
 // also in each activation layout of this ISA), dilations up to 4 (temporal convolution networks;
 // oneDNN runs those with gemm on AVX2), dense, grouped and depthwise, strides 1-3, symmetric and
@@ -721,18 +736,7 @@ std::vector<Case> conv_sweep_cases(Rng& rng) {
     c.constant = {false, true, true};
     c.input_layouts = {layout};
     c.output_layout = layout;
-    if (post >= 2) {
-      std::vector<const Tensor*> none(c.inputs.size(), nullptr);
-      Case plain = c;
-      plain.node.attributes = Attributes{};
-      for (const auto& [name, value] : attrs.all())
-        if (name.rfind("fused_", 0) != 0) plain.node.attributes.set(name, value);
-      const ValueInfo out = infer_outputs(plain, value_infos(c.inputs, "x"), none)[0];
-      c.inputs.push_back(rng.tensor(out.shape.dims()));
-      c.constant.push_back(false);
-      c.input_layouts = {layout, {}, {}, layout};
-      c.node.attributes.set("fused_sum", int64_t{1});
-    }
+    if (post >= 2) add_fused_sum(c, layout, rng);
     int64_t reduction = channels / group;
     for (int64_t d : kernel) reduction *= d;
     c.tolerance = {1e-4, 2e-6 * static_cast<double>(reduction)};
@@ -789,18 +793,7 @@ std::vector<Case> depthwise_rows_cases(Rng& rng) {
     c.constant = {false, k % 7 != 3, true};
     c.input_layouts = {layout};
     c.output_layout = layout;
-    if (sum) {
-      std::vector<const Tensor*> none(c.inputs.size(), nullptr);
-      Case plain = c;
-      plain.node.attributes = Attributes{};
-      for (const auto& [name, value] : attrs.all())
-        if (name.rfind("fused_", 0) != 0) plain.node.attributes.set(name, value);
-      const ValueInfo out = infer_outputs(plain, value_infos(c.inputs, "x"), none)[0];
-      c.inputs.push_back(rng.tensor(out.shape.dims()));
-      c.constant.push_back(false);
-      c.input_layouts = {layout, {}, {}, layout};
-      c.node.attributes.set("fused_sum", int64_t{1});
-    }
+    if (sum) add_fused_sum(c, layout, rng);
     int64_t taps = 1;
     for (int64_t d : kernel) taps *= d;
     c.tolerance = {1e-4, 2e-6 * static_cast<double>(taps)};
