@@ -151,7 +151,7 @@ class ConvKernel final : public DnnlKernel {
     // oneDNN answers a layout its JIT kernels cannot run with its own reference kernel (on AVX2,
     // nChw8c with dilations of 3 and more: `ref:any`, orders of magnitude slower). Then let it
     // choose the layouts and reorder the tensors around the primitive instead.
-    depthwise_rows_active_ = uses_depthwise_rows(pd, src, weights, dst, *dims);
+    depthwise_rows_active_ = uses_depthwise_rows(pd, src, weights, dst, window, g);
     if (depthwise_rows_active_) return true;
     const bool laid_out = !input_layout(0).order().is_plain() || !output_layout(0).is_plain();
     if (laid_out) pd = unless_reference(pd, [&] { return create(false); });
@@ -317,7 +317,8 @@ class ConvKernel final : public DnnlKernel {
   // and written in place. ReLU is applied as they store; another fused activation by oneDNN's
   // eltwise kernel in place after them.
   bool uses_depthwise_rows(const dnnl::convolution_forward::primitive_desc& pd, const Dims& src,
-                           const Dims& weights, const Dims& dst, const ConvDims& dims) {
+                           const Dims& weights, const Dims& dst, const spatial::Window& window,
+                           const spatial::Geometry& geometry) {
     if (!depthwise_rows_allowed_) return false;
     const std::string impl = pd.impl_info_str();
     if (!is_reference(pd) && impl.find("gemm") == std::string::npos) return false;
@@ -338,23 +339,11 @@ class ConvKernel final : public DnnlKernel {
     g.batch = src[0];
     g.channels = channels;
     g.block = block;
-    const size_t spatial = src.size() - 2;
-    reference::Window3d& window = g.window;
-    for (size_t i = 0; i < spatial; ++i) {
-      const size_t axis = 3 - spatial + i;  // the last axes of D, H, W
-      window.in[axis] = src[2 + i];
-      window.out[axis] = dst[2 + i];
-      window.kernel[axis] = weights[2 + i];
-      window.stride[axis] = dims.strides[i];
-      window.dilation[axis] = dims.dilation[i] + 1;
-      window.pad_begin[axis] = dims.pad_l[i];
-      window.pad_end[axis] = dims.pad_r[i];
-    }
+    g.window = reference::to_window3d(window, geometry);
     depthwise_ = DepthwiseRows();
+    depthwise_.prepare(g);
     depthwise_relu_ = activation == "Relu";
-    const Tensor* w = constant(1);
-    depthwise_geometry_ = g;
-    if (w) depthwise_.prepare(g, w->contiguous().data<float>());
+    if (const Tensor* w = constant(1)) depthwise_.set_weights(w->contiguous().data<float>());
     // In a model computed in bf16 they compute in f32 (and say so): a depthwise convolution is
     // bound by memory, and the GEMM they replace ran at a fraction of either.
     set_impl(std::string("depthwise_rows") +
@@ -449,8 +438,7 @@ class ConvKernel final : public DnnlKernel {
     }
     if (depthwise_rows_active_) {
       // Weights given at run time are taken into the loops' order on every run.
-      if (!constant(1))
-        depthwise_.prepare(depthwise_geometry_, inputs[1].contiguous().data<float>());
+      if (!constant(1)) depthwise_.set_weights(inputs[1].contiguous().data<float>());
       const Tensor x = inputs[0].contiguous();
       const Tensor bias = has_input(2) ? inputs[2].contiguous() : Tensor();
       const Tensor residual = fused_sum_ ? inputs[3].contiguous() : Tensor();
@@ -546,7 +534,6 @@ class ConvKernel final : public DnnlKernel {
   bool depthwise_rows_allowed_ = true;     // TROUPE_DEPTHWISE_ROWS
   bool depthwise_rows_active_ = false;     // depthwise_ computes it (uses_depthwise_rows)
   DepthwiseRows depthwise_;
-  DepthwiseGeometry depthwise_geometry_;
   bool depthwise_relu_ = false;
   InPlaceActivation depthwise_activation_;  // a fused activation other than ReLU, after it
   SmallRowsProduct row_product_;

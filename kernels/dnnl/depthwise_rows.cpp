@@ -40,9 +40,10 @@ __attribute__((always_inline)) inline void store(float* p, const V& v) {
 }
 
 // One channel block's outputs at depth `od`: x is the block's input [D][H][W][B], w its weights
-// [taps][B], y and residual its output [OD][OH][OW][B].
+// [taps][B], y and residual its output [OD][OH][OW][B]; `taps` the tap ranges of each axis.
 template <class V, int B>
 __attribute__((always_inline)) inline void blocked_plane(const DepthwiseGeometry& geometry,
+                                                         const std::vector<int64_t> (&taps)[3],
                                                          const float* x, const float* w,
                                                          const float* bias, const float* residual,
                                                          bool relu, float* y, int64_t od) {
@@ -50,18 +51,15 @@ __attribute__((always_inline)) inline void blocked_plane(const DepthwiseGeometry
   const auto& in = g.in;
   const auto& out = g.out;
   const auto& k = g.kernel;
-  int64_t kd_lo, kd_hi;
-  g.taps_inside(0, od, kd_lo, kd_hi);
+  const int64_t kd_lo = taps[0][2 * od], kd_hi = taps[0][2 * od + 1];
   const V zero = {};
   V b = zero;
   if (bias) b = load<V>(bias);
   for (int64_t oh = 0; oh < out[1]; ++oh) {
-    int64_t kh_lo, kh_hi;
-    g.taps_inside(1, oh, kh_lo, kh_hi);
+    const int64_t kh_lo = taps[1][2 * oh], kh_hi = taps[1][2 * oh + 1];
     const int64_t at = (od * out[1] + oh) * out[2];
     for (int64_t ow = 0; ow < out[2]; ++ow) {
-      int64_t kw_lo, kw_hi;
-      g.taps_inside(2, ow, kw_lo, kw_hi);
+      const int64_t kw_lo = taps[2][2 * ow], kw_hi = taps[2][2 * ow + 1];
       const int64_t n = kw_hi - kw_lo;
       const int64_t iw = g.source(2, ow, kw_lo);
       const int64_t dilation = g.dilation[2];
@@ -89,16 +87,18 @@ __attribute__((always_inline)) inline void blocked_plane(const DepthwiseGeometry
   }
 }
 
-TROUPE_ISA_CLONES void blocked_plane_8(const DepthwiseGeometry& geometry, const float* x,
+TROUPE_ISA_CLONES void blocked_plane_8(const DepthwiseGeometry& geometry,
+                                       const std::vector<int64_t> (&taps)[3], const float* x,
                                        const float* w, const float* bias, const float* residual,
                                        bool relu, float* y, int64_t od) {
-  blocked_plane<Vec8, 8>(geometry, x, w, bias, residual, relu, y, od);
+  blocked_plane<Vec8, 8>(geometry, taps, x, w, bias, residual, relu, y, od);
 }
 
-TROUPE_ISA_CLONES void blocked_plane_16(const DepthwiseGeometry& geometry, const float* x,
+TROUPE_ISA_CLONES void blocked_plane_16(const DepthwiseGeometry& geometry,
+                                        const std::vector<int64_t> (&taps)[3], const float* x,
                                         const float* w, const float* bias, const float* residual,
                                         bool relu, float* y, int64_t od) {
-  blocked_plane<Vec16, 16>(geometry, x, w, bias, residual, relu, y, od);
+  blocked_plane<Vec16, 16>(geometry, taps, x, w, bias, residual, relu, y, od);
 }
 
 // Up to four vectors of outputs, kept in registers over every tap: acc[v] += w[t] * p[t][16 v].
@@ -150,8 +150,12 @@ TROUPE_ISA_CLONES void sum_taps_row(float* y, int64_t n, const float* p, int64_t
 
 }  // namespace
 
-void DepthwiseRows::prepare(const DepthwiseGeometry& geometry, const float* weights) {
+void DepthwiseRows::prepare(const DepthwiseGeometry& geometry) {
   g_ = geometry;
+  for (int axis = 0; axis < 3; ++axis) taps_[axis] = g_.window.tap_ranges(axis);
+}
+
+void DepthwiseRows::set_weights(const float* weights) {
   const int64_t taps = g_.window.kernel_size();
   const int64_t block = g_.block == 0 ? 1 : g_.block;
   weights_.resize(static_cast<size_t>(g_.channels * taps));
@@ -184,9 +188,9 @@ void DepthwiseRows::run(const float* src, const float* bias, const float* residu
     const float* r = residual ? residual + image * out_size : nullptr;
     float* y = dst + image * out_size;
     if (block == 16)
-      blocked_plane_16(g_, x, w, b, r, relu, y, od);
+      blocked_plane_16(g_, taps_, x, w, b, r, relu, y, od);
     else
-      blocked_plane_8(g_, x, w, b, r, relu, y, od);
+      blocked_plane_8(g_, taps_, x, w, b, r, relu, y, od);
   });
 }
 
@@ -256,11 +260,9 @@ void DepthwiseRows::run_plain(const float* src, const float* bias, const float* 
     float* y = dst + image * out_size;
     const float* res = residual ? residual + image * out_size : nullptr;
     for (int64_t od = 0; od < out[0]; ++od) {
-      int64_t kd_lo, kd_hi;
-      g.taps_inside(0, od, kd_lo, kd_hi);
+      const int64_t kd_lo = taps_[0][2 * od], kd_hi = taps_[0][2 * od + 1];
       for (int64_t oh = 0; oh < out[1]; ++oh) {
-        int64_t kh_lo, kh_hi;
-        g.taps_inside(1, oh, kh_lo, kh_hi);
+        const int64_t kh_lo = taps_[1][2 * oh], kh_hi = taps_[1][2 * oh + 1];
         // The taps of this output row, summed in registers over the row: all of them, or at a
         // border those in range.
         const int64_t origin = (g.source(0, od, 0) * in[1] + g.source(1, oh, 0)) * row_length;

@@ -27,8 +27,11 @@ class DepthwiseRows {
   /// Whether the loops read and write tensors with this channel block (0 = plain).
   static bool supports_block(int64_t block) { return block == 0 || block == 8 || block == 16; }
 
-  /// Takes the geometry and the weights [C, 1, kernel...] (copied into the loops' order).
-  void prepare(const DepthwiseGeometry& geometry, const float* weights);
+  /// Takes the geometry (the tap ranges of every output position are computed here, once).
+  void prepare(const DepthwiseGeometry& geometry);
+  /// Takes the weights [C, 1, kernel...] into the loops' order: once for constant weights, on
+  /// every run for weights given at run time.
+  void set_weights(const float* weights);
 
   /// dst = act(conv(src) + bias + residual): bias ([C]) and residual (dst's shape and layout)
   /// may be null; the activation is ReLU when `relu`, else none.
@@ -38,7 +41,8 @@ class DepthwiseRows {
   void run_plain(const float* src, const float* bias, const float* residual, bool relu,
                  float* dst) const;
   DepthwiseGeometry g_;
-  std::vector<float> weights_;  // [C / block][taps][block] (plain: [C][taps])
+  std::vector<int64_t> taps_[3];  // per axis, Window3d::tap_ranges
+  std::vector<float> weights_;    // [C / block][taps][block] (plain: [C][taps])
 };
 
 }  // namespace troupe::kernels::onednn

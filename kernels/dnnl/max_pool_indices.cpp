@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/ops/spatial.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/team.hpp"
@@ -40,7 +39,6 @@ class MaxPoolIndicesKernel final : public Kernel {
         r.outputs[0].type != ElementType::f32 || !r.output_layout(0).is_plain() || rank < 3 ||
         rank > 5)
       throw Unsupported{};
-    window_ = spatial::read_window(r.node, rank - 2);
   }
 
   std::string implementation() const override { return "dnnl:max_pool_indices"; }
@@ -48,13 +46,8 @@ class MaxPoolIndicesKernel final : public Kernel {
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
     const Tensor x = in[0].contiguous();
     const Shape& shape = x.shape();
-    const spatial::Geometry geometry =
-        spatial::forward_geometry(node_, window_, spatial::spatial_dims(shape));
-    const reference::Window3d g = reference::to_window3d(window_, geometry);
-    std::vector<int64_t> dims{shape[0], shape[1]};
-    dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
-    reference::check_output_shape(node_, out[0], dims);
-    reference::check_output_shape(node_, out[1], dims);
+    const reference::Window3d g = reference::pooling_window(node_, x, out[0]);
+    reference::check_output_shape(node_, out[1], out[0].shape().dims());
     const int64_t planes = shape[0] * shape[1];
     const int64_t in_size = g.in_size(), out_size = g.out_size();
     const float* src = x.data<float>();
@@ -63,11 +56,7 @@ class MaxPoolIndicesKernel final : public Kernel {
     const bool split = planes > 1 && planes * out_size * g.kernel_size() > (int64_t{1} << 15);
     // The taps in range of each output position, per axis (a division or two each: once here,
     // not once per output).
-    for (int axis = 0; axis < 3; ++axis) {
-      taps_[axis].resize(static_cast<size_t>(2 * g.out[axis]));
-      for (int64_t o = 0; o < g.out[axis]; ++o)
-        g.taps_inside(axis, o, taps_[axis][2 * o], taps_[axis][2 * o + 1]);
-    }
+    for (int axis = 0; axis < 3; ++axis) taps_[axis] = g.tap_ranges(axis);
     // A window of one element at stride 1 (PyTorch's export adds such a MaxPool to compute the
     // indices of another's output in its input): Y is X, each index its own position.
     bool identity = !column_major_;
@@ -144,7 +133,6 @@ class MaxPoolIndicesKernel final : public Kernel {
   std::vector<int64_t> taps_[3];  // per axis, [lo, hi) of each output position
   Node node_;
   bool column_major_;
-  spatial::Window window_;
 };
 
 // Y = zeros with each X value written at its index. Where Y is exactly the unpooled tensor (no
@@ -159,10 +147,6 @@ class MaxUnpoolKernel final : public Kernel {
         r.outputs[0].type != ElementType::f32 || !r.output_layout(0).is_plain() ||
         r.inputs[0].shape.rank() < 3)
       throw Unsupported{};
-    kernel_ = r.node.attributes.get_ints("kernel_shape");
-    const size_t spatial = kernel_.size();
-    strides_ = r.node.attributes.get_ints_or("strides", std::vector<int64_t>(spatial, 1));
-    pads_ = r.node.attributes.get_ints_or("pads", std::vector<int64_t>(2 * spatial, 0));
   }
 
   std::string implementation() const override { return "dnnl:max_unpool"; }
@@ -170,16 +154,11 @@ class MaxUnpoolKernel final : public Kernel {
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
     const Tensor x = in[0].contiguous();
     const Tensor indices = in[1].contiguous();
-    const Shape& shape = x.shape();
-    const size_t spatial = shape.rank() - 2;
     const bool has_output_shape = in.size() > 2 && !in[2].empty();
-    bool direct = indices.shape() == shape && kernel_.size() == spatial &&
-                  strides_.size() == spatial && pads_.size() == 2 * spatial;
-    // The unpooled dims: (in - 1) * stride + kernel - pads (pads ignored with output_shape).
-    for (size_t d = 0; direct && d < spatial; ++d)
-      direct = out[0].shape()[2 + d] == (shape[2 + d] - 1) * strides_[d] + kernel_[d] -
-                                            (has_output_shape ? 0 : pads_[d] + pads_[d + spatial]);
-    direct = direct && out[0].shape()[0] == shape[0] && out[0].shape()[1] == shape[1];
+    // An index is Y's flat offset where Y is the unpooled tensor itself.
+    const bool direct =
+        indices.shape() == x.shape() &&
+        out[0].shape().dims() == reference::unpooled_dims(node_, x.shape(), has_output_shape);
     if (direct && scatter_by_plane(x, indices, out[0])) return;
     reference::max_unpool(node_, in, out);
   }
@@ -211,7 +190,6 @@ class MaxUnpoolKernel final : public Kernel {
   }
 
   Node node_;
-  std::vector<int64_t> kernel_, strides_, pads_;
 };
 
 }  // namespace

@@ -41,17 +41,6 @@ T lowest_value() {
                                               : std::numeric_limits<T>::lowest();
 }
 
-Window3d pooling_window(const Node& node, const Tensor& x, const Tensor& y) {
-  const Shape& xs = x.shape();
-  const spatial::Window window = spatial::read_window(node, xs.rank() - 2);
-  const spatial::Geometry geometry =
-      spatial::forward_geometry(node, window, spatial::spatial_dims(xs));
-  std::vector<int64_t> dims{xs[0], xs[1]};
-  dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
-  check_output_shape(node, y, dims);
-  return to_window3d(window, geometry);
-}
-
 // Y[n,c,o] = max of X[n,c,o*stride - pad_begin + k*dilation] over the taps k inside X; ties keep
 // the first tap in row-major order. Indices holds the flat index of that element in X, with the
 // spatial part row-major (storage_order 0) or column-major (storage_order 1).
@@ -306,8 +295,19 @@ std::vector<int64_t> global_dims(const Shape& x) {
   return dims;
 }
 
-// The reading of MaxUnpool's attributes the schema checked: the unpooled shape
-// (in - 1) * stride + kernel - pads per spatial dim, pads ignored when output_shape is given.
+}  // namespace
+
+Window3d pooling_window(const Node& node, const Tensor& x, const Tensor& y) {
+  const Shape& xs = x.shape();
+  const spatial::Window window = spatial::read_window(node, xs.rank() - 2);
+  const spatial::Geometry geometry =
+      spatial::forward_geometry(node, window, spatial::spatial_dims(xs));
+  std::vector<int64_t> dims{xs[0], xs[1]};
+  dims.insert(dims.end(), geometry.output.begin(), geometry.output.end());
+  check_output_shape(node, y, dims);
+  return to_window3d(window, geometry);
+}
+
 std::vector<int64_t> unpooled_dims(const Node& node, const Shape& x, bool has_output_shape) {
   const size_t spatial = x.rank() - 2;
   const std::vector<int64_t> kernel = node.attributes.get_ints("kernel_shape");
@@ -323,8 +323,6 @@ std::vector<int64_t> unpooled_dims(const Node& node, const Shape& x, bool has_ou
                    (has_output_shape ? 0 : pads[d] + pads[d + spatial]));
   return dims;
 }
-
-}  // namespace
 
 void max_unpool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   const Tensor& x = inputs.at(0);

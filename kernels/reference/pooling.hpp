@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "kernels/reference/window3d.hpp"
 #include "troupe/model.hpp"
 #include "troupe/tensor.hpp"
 
@@ -29,6 +30,12 @@ void global_lp_pool(const Node& node, const std::vector<Tensor>& inputs,
 /// bin of each roi (Fast R-CNN's RoI pooling); f32, f64.
 void max_roi_pool(const Node& node, const std::vector<Tensor>& inputs,
                   std::vector<Tensor>& outputs);
+/// The window of a MaxPool/AveragePool node over X (kernel, strides, dilations, pads, ceil_mode,
+/// auto_pad), after checking that Y has the pooled shape.
+Window3d pooling_window(const Node& node, const Tensor& x, const Tensor& y);
+/// MaxUnpool's unpooled shape for X: (in - 1) * stride + kernel - pads per spatial dim, pads
+/// ignored when an output_shape is given. Names the node when the attributes do not fit X.
+std::vector<int64_t> unpooled_dims(const Node& node, const Shape& x, bool has_output_shape);
 /// X [N,C,D..], I (i64 flat indices into the unpooled tensor), output_shape? -> Y with each X
 /// value at its index, zeros elsewhere; f32, f64.
 void max_unpool(const Node& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);

@@ -60,6 +60,13 @@ struct Window3d {
     hi = first >= in[axis] ? 0 : std::min(kernel[axis], (in[axis] - 1 - first) / d + 1);
     if (hi < lo) hi = lo;
   }
+  /// taps_inside for every output position of `axis`: lo and hi of position o at 2o and 2o + 1
+  /// (for loops that would otherwise divide per output).
+  std::vector<int64_t> tap_ranges(int axis) const {
+    std::vector<int64_t> ranges(static_cast<size_t>(2 * out[axis]));
+    for (int64_t o = 0; o < out[axis]; ++o) taps_inside(axis, o, ranges[2 * o], ranges[2 * o + 1]);
+    return ranges;
+  }
   /// Offset of input position (id, ih, iw) within one plane.
   int64_t in_offset(int64_t id, int64_t ih, int64_t iw) const {
     return (id * in[1] + ih) * in[2] + iw;
