@@ -6,6 +6,8 @@
 // classifier head), troupe's kernel next to oneDNN's sgemm on the same matrices, in GB/s of B.
 // Then depthwise convolutions oneDNN runs as an im2col GEMM (QuartzNet's 1-D ones with 33 taps,
 // X3D's 3x3x3 ones), troupe's loops next to that GEMM (TROUPE_DEPTHWISE_ROWS=0), in GFLOP/s.
+// Then MaxPool with its Indices output (ENet's 2x2 pool of [1, 16, 256, 256]), troupe's loops
+// next to the reference kernel that ran it before (GFLOP/s counts one comparison per tap).
 //
 //   OMP_NUM_THREADS=1 build/bin/troupe_benchmarks --benchmark_filter=Kernel
 
@@ -51,7 +53,8 @@ void run_kernel(benchmark::State& state, const Workload& w, const std::string& b
   std::vector<ValueInfo> in;
   std::vector<const Tensor*> constants;
   for (size_t i = 0; i < w.inputs.size(); ++i) {
-    in.push_back(ValueInfo{"x" + std::to_string(i), ElementType::f32, w.inputs[i].shape()});
+    in.push_back(
+        ValueInfo{"x" + std::to_string(i), w.inputs[i].element_type(), w.inputs[i].shape()});
     constants.push_back(w.constant[i] ? &w.inputs[i] : nullptr);
   }
   const OpSchema* schema = OpSchemaRegistry::instance().find(w.node.op_type);
@@ -62,7 +65,8 @@ void run_kernel(benchmark::State& state, const Workload& w, const std::string& b
     state.SkipWithError(("no " + backend + " kernel").c_str());
     return;
   }
-  std::vector<Tensor> outputs{Tensor(ElementType::f32, out[0].shape)};
+  std::vector<Tensor> outputs;
+  for (const ValueInfo& v : out) outputs.emplace_back(v.type, v.shape);
   kernel->execute(w.inputs, outputs);  // warm-up: first-touch, JIT caches
   for (auto _ : state) {
     kernel->execute(w.inputs, outputs);
@@ -142,6 +146,22 @@ void BM_KernelDepthwise3d_54x13x40x40_k3(benchmark::State& state, bool gemm) {
   run_depthwise(state, w, gemm);
 }
 
+void BM_KernelMaxPoolIndices_16x256x256(benchmark::State& state, const char* backend) {
+  static const Workload w = [] {
+    Workload w;
+    w.node.name = "max_pool_indices";
+    w.node.op_type = "MaxPool";
+    w.node.attributes = Attributes{{"kernel_shape", std::vector<int64_t>{2, 2}},
+                                   {"strides", std::vector<int64_t>{2, 2}}};
+    w.node.outputs.assign(2, 0);
+    w.inputs = {random_tensor({1, 16, 256, 256}, 9)};
+    w.constant = {false};
+    w.flops = 16.0 * 128 * 128 * 4;
+    return w;
+  }();
+  run_kernel(state, w, backend);
+}
+
 void BM_KernelConv3x3_64x56x56(benchmark::State& state, const char* backend) {
   run_kernel(state, conv3x3(), backend);
 }
@@ -190,7 +210,8 @@ void run_row_products(benchmark::State& state, const RowProducts& p) {
     std::vector<ValueInfo> in;
     std::vector<const Tensor*> constants;
     for (size_t i = 0; i < w.inputs.size(); ++i) {
-      in.push_back(ValueInfo{"x" + std::to_string(i), ElementType::f32, w.inputs[i].shape()});
+      in.push_back(
+          ValueInfo{"x" + std::to_string(i), w.inputs[i].element_type(), w.inputs[i].shape()});
       constants.push_back(w.constant[i] ? &w.inputs[i] : nullptr);
     }
     const std::vector<ValueInfo> out = OpSchemaRegistry::instance()
@@ -252,13 +273,15 @@ BENCHMARK_CAPTURE(BM_KernelRowTimesTransposed_768x3072, troupe, false)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelRowTimesTransposed_768x3072, onednn_sgemm, true)
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_KernelDepthwise1d_256x200_k33, troupe, false)
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelDepthwise1d_256x200_k33, troupe, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelDepthwise1d_256x200_k33, onednn_gemm, true)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelDepthwise3d_54x13x40x40_k3, troupe, false)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelDepthwise3d_54x13x40x40_k3, onednn_gemm, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelMaxPoolIndices_16x256x256, dnnl, "dnnl")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelMaxPoolIndices_16x256x256, reference, "reference")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelConv3x3_64x56x56, dnnl, "dnnl")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelConv3x3_64x56x56, reference, "reference")->Unit(benchmark::kMillisecond);
