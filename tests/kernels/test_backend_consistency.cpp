@@ -2275,6 +2275,32 @@ TEST(BackendConsistency, MaxPoolIndicesAndMaxUnpool) {
   run_family("max pool indices", max_pool_indices_cases(rng));
 }
 
+// An index outside the unpooled tensor (past its end, negative) is named as the reference kernel
+// names it, not written somewhere: troupe's loops leave such indices to it.
+TEST(BackendConsistency, MaxUnpoolNamesAnIndexOutsideItsTensor) {
+  const Tensor x = Tensor::from_vector<float>(Shape{1, 1, 2, 2}, {1, 2, 3, 4});
+  const Node node =
+      make_node("MaxUnpool", Attributes{{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}});
+  for (int64_t bad : {int64_t{16}, int64_t{-1}}) {
+    const Tensor indices = Tensor::from_vector<int64_t>(Shape{1, 1, 2, 2}, {0, 3, 9, bad});
+    const std::vector<ValueInfo> in = value_infos({x, indices}, "x");
+    const std::vector<ValueInfo> out = {ValueInfo{"y", ElementType::f32, Shape{1, 1, 4, 4}}};
+    const std::unique_ptr<Kernel> kernel =
+        KernelRegistry::instance().create_with("dnnl", KernelRequest{node, in, out});
+    ASSERT_TRUE(kernel);
+    EXPECT_EQ(kernel->implementation(), "dnnl:max_unpool");
+    std::vector<Tensor> y = {Tensor(ElementType::f32, Shape{1, 1, 4, 4})};
+    try {
+      kernel->execute({x, indices}, y);
+      ADD_FAILURE() << "index " << bad << " was accepted";
+    } catch (const ExecutionError& e) {
+      EXPECT_NE(std::string(e.what()).find("index " + std::to_string(bad)), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("MaxUnpool node"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(BackendConsistency, TheDepthwiseLoopsAreASwitch) {
   Rng rng(base_seed() + 92);
   std::vector<Tensor> inputs = {rng.tensor({1, 8, 60}), rng.tensor({8, 1, 33})};
