@@ -1,9 +1,10 @@
-// RNN, GRU and LSTM in f32 on oneDNN's sgemm where oneDNN's recurrent primitive does not serve
-// (recurrent_primitive.hpp): the input projection of every time step is one
-// GEMM ([steps x batch, input] x W^T), each step's recurrent projection another
-// ([batch, hidden] x R^T), and the gate arithmetic vectorized loops over each batch row
-// (gate_activations.hpp). The reference kernel (kernels/reference/recurrent.cpp) is the
-// specification; non-default activations run there.
+// RNN, GRU and LSTM in f32 where oneDNN's recurrent primitive does not serve
+// (recurrent_primitive.hpp): the input projection of every time step is one sgemm
+// ([steps x batch, input] x W^T); each step's recurrent projection ([batch, hidden] x R^T) and its
+// gates run a block of hidden units at a time on R packed for it (recurrent_steps.hpp), split
+// between the stream's threads, for a few batch rows, and as one sgemm then vectorized gate loops
+// over each row (gate_activations.hpp) for more. The reference kernel
+// (kernels/reference/recurrent.cpp) is the specification; non-default activations run there.
 
 #include <dnnl.h>
 
@@ -15,6 +16,9 @@
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/gate_activations.hpp"
 #include "kernels/dnnl/recurrent_primitive.hpp"
+#include "kernels/dnnl/recurrent_steps.hpp"
+#include "kernels/dnnl/shared_weights.hpp"
+#include "kernels/dnnl/team.hpp"
 #include "kernels/reference/recurrent.hpp"
 #include "troupe/error.hpp"
 
@@ -32,13 +36,103 @@ void gemm_bt(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
     throw ExecutionError("oneDNN sgemm failed");
 }
 
+void clip_in_place(const RecurrentSpec& s, float* v, int64_t n) {
+  if (s.clip <= 0) return;
+  const auto bound = static_cast<float>(s.clip);
+  for (int64_t j = 0; j < n; ++j) v[j] = std::clamp(v[j], -bound, bound);
+}
+
+// out = clip(p + q)
+void sum_clipped(const RecurrentSpec& s, const float* p, const float* q, float* out, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) out[j] = p[j] + q[j];
+  clip_in_place(s, out, n);
+}
+
+// One step of an RNN, an LSTM or a GRU with linear_before_reset for hidden units [u0, u0 + n) of
+// one batch row, from that row's input projection p (gate g of unit u at p[g * H + u], both
+// biases in, but GRU's candidate recurrent bias) and its recurrent projection q (gate g of unit
+// u0 + j at q[g * q_stride + j]). h_prev, h and c point at unit u0 (h may be h_prev); `a` is
+// scratch of gates * n floats.
+struct Cell {
+  const RecurrentSpec& s;
+  const float* peepholes;       // LSTM's P of this direction, or nullptr
+  const float* candidate_bias;  // GRU's recurrent candidate bias Rb_h (linear_before_reset)
+
+  void units(const float* p, const float* q, int64_t q_stride, int64_t u0, int64_t n,
+             const float* h_prev, float* h, float* c, float* a) const {
+    const int64_t H = s.hidden;
+    p += u0;
+    if (s.cell == RecurrentSpec::Cell::rnn) {
+      sum_clipped(s, p, q, h, n);
+      tanh_in_place(h, n);
+    } else if (s.cell == RecurrentSpec::Cell::gru) {
+      // a: z, r, then the candidate.
+      float* z = a;
+      float* r = a + n;
+      float* candidate = a + 2 * n;
+      sum_clipped(s, p, q, z, n);
+      sum_clipped(s, p + H, q + q_stride, r, n);
+      sigmoid_in_place(a, 2 * n);
+      const float* rb = candidate_bias ? candidate_bias + u0 : nullptr;
+      for (int64_t j = 0; j < n; ++j)
+        candidate[j] = p[2 * H + j] + r[j] * (q[2 * q_stride + j] + (rb ? rb[j] : 0.0f));
+      clip_in_place(s, candidate, n);
+      tanh_in_place(candidate, n);
+      for (int64_t j = 0; j < n; ++j) h[j] = (1.0f - z[j]) * candidate[j] + z[j] * h_prev[j];
+    } else {
+      // a: i, o, f, c~ (ONNX's order). The peepholes of i and f read the previous cell, o's the
+      // new one.
+      float* i = a;
+      float* o = a + n;
+      float* f = a + 2 * n;
+      float* g = a + 3 * n;
+      for (int64_t gate = 0; gate < 4; ++gate)
+        for (int64_t j = 0; j < n; ++j) a[gate * n + j] = p[gate * H + j] + q[gate * q_stride + j];
+      const float* P = peepholes ? peepholes + u0 : nullptr;
+      if (P)
+        for (int64_t j = 0; j < n; ++j) {
+          i[j] += P[j] * c[j];
+          f[j] += P[2 * H + j] * c[j];
+        }
+      clip_in_place(s, i, n);
+      clip_in_place(s, f, n);
+      clip_in_place(s, g, n);
+      sigmoid_in_place(i, n);
+      if (s.input_forget) {
+        for (int64_t j = 0; j < n; ++j) f[j] = 1.0f - i[j];
+      } else {
+        sigmoid_in_place(f, n);
+      }
+      tanh_in_place(g, n);
+      for (int64_t j = 0; j < n; ++j) c[j] = f[j] * c[j] + i[j] * g[j];
+      if (P)
+        for (int64_t j = 0; j < n; ++j) o[j] += P[H + j] * c[j];
+      clip_in_place(s, o, n);
+      sigmoid_in_place(o, n);
+      std::copy(c, c + n, g);
+      tanh_in_place(g, n);
+      for (int64_t j = 0; j < n; ++j) h[j] = o[j] * g[j];
+    }
+  }
+};
+
+// Batch rows up to which a step's recurrent product runs a block of units at a time on the
+// packed weights (each row reads the block again); more rows share one sgemm that reads R once.
+constexpr int64_t max_block_rows = 4;
+// Multiply-accumulates of one step from which the blocks of a step are split between the
+// stream's threads (each keeps its blocks of R in its own core's cache; every step then ends in
+// a barrier).
+constexpr int64_t min_split_step_macs = 65536;
+
 class RecurrentKernel final : public Kernel {
  public:
   explicit RecurrentKernel(const KernelRequest& r)
-      : node_(r.node), f32_asked_bf16_(r.compute_precision == ElementType::bf16) {}
+      : node_(r.node), f32_asked_bf16_(r.compute_precision == ElementType::bf16) {
+    if (r.constant_inputs.size() > 2 && r.constant_inputs[2]) constant_r_ = *r.constant_inputs[2];
+  }
 
   std::string implementation() const override {
-    return std::string("dnnl:sgemm_recurrent") + (f32_asked_bf16_ ? f32_instead_of_bf16 : "");
+    return std::string("dnnl:recurrent_steps") + (f32_asked_bf16_ ? f32_instead_of_bf16 : "");
   }
 
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
@@ -118,109 +212,124 @@ class RecurrentKernel final : public Kernel {
         if (step >= len) return -1;
         return backwards ? len - 1 - step : step;
       };
-      // GRU without linear_before_reset applies R_h to r * h: the first gemm covers z and r.
+      // GRU without linear_before_reset applies R_h to r * h, which needs every unit's reset gate:
+      // it stays on whole-row products (the first covers z and r).
       const bool split_gru = s.cell == RecurrentSpec::Cell::gru && !s.linear_before_reset;
-      gates_.resize(static_cast<size_t>(GH));
-      float* a = gates_.data();
-      for (int64_t step = 0; step < longest; ++step) {
-        gemm_bt(N, split_gru ? 2 * H : GH, H, h_.data(), H, R, H, 0.0f, recurrent_.data(), GH);
-        if (split_gru) {
+      const Cell cell{s, P, candidate_bias};
+      auto store_y = [&](int64_t b, int64_t t, const float* h, int64_t from, int64_t n) {
+        if (!Y) return;
+        float* y = Y + (s.batch_major ? (b * s.seq + t) * D + d : (t * D + d) * N + b) * H;
+        std::copy(h + from, h + from + n, y + from);
+      };
+      const float* final_h = h_.data();
+      if (!split_gru && N <= max_block_rows) {
+        final_h = run_blocks(cell, packed_r(in[2], d), N, longest, time_of, row, store_y);
+      } else {
+        gates_.resize(static_cast<size_t>(GH));
+        for (int64_t step = 0; step < longest; ++step) {
+          gemm_bt(N, split_gru ? 2 * H : GH, H, h_.data(), H, R, H, 0.0f, recurrent_.data(), GH);
+          if (split_gru) {
+            for (int64_t b = 0; b < N; ++b) {
+              const int64_t t = time_of(b, step);
+              if (t < 0) continue;
+              const float* p = projected_.data() + row(t, b) * GH;
+              const float* q = recurrent_.data() + b * GH;
+              float* reset = reset_h_.data() + b * H;
+              sum_clipped(s, p + H, q + H, reset, H);
+              sigmoid_in_place(reset, H);
+              for (int64_t j = 0; j < H; ++j) reset[j] *= h_[b * H + j];
+            }
+            gemm_bt(N, H, H, reset_h_.data(), H, R + 2 * H * H, H, 0.0f, recurrent_.data() + 2 * H,
+                    GH);
+          }
           for (int64_t b = 0; b < N; ++b) {
             const int64_t t = time_of(b, step);
             if (t < 0) continue;
             const float* p = projected_.data() + row(t, b) * GH;
             const float* q = recurrent_.data() + b * GH;
-            float* reset = reset_h_.data() + b * H;
-            sum_clipped(s, p + H, q + H, reset, H);
-            sigmoid_in_place(reset, H);
-            for (int64_t j = 0; j < H; ++j) reset[j] *= h_[b * H + j];
-          }
-          gemm_bt(N, H, H, reset_h_.data(), H, R + 2 * H * H, H, 0.0f, recurrent_.data() + 2 * H,
-                  GH);
-        }
-        for (int64_t b = 0; b < N; ++b) {
-          const int64_t t = time_of(b, step);
-          if (t < 0) continue;
-          const float* p = projected_.data() + row(t, b) * GH;
-          const float* q = recurrent_.data() + b * GH;
-          float* h = h_.data() + b * H;
-          float* c = c_.data() + b * H;
-          if (s.cell == RecurrentSpec::Cell::rnn) {
-            sum_clipped(s, p, q, h, H);
-            tanh_in_place(h, H);
-          } else if (s.cell == RecurrentSpec::Cell::gru) {
-            // a: z, then (lbr) r, then the candidate.
-            sum_clipped(s, p, q, a, split_gru ? H : 2 * H);
-            sigmoid_in_place(a, split_gru ? H : 2 * H);
-            float* candidate = a + 2 * H;
+            float* h = h_.data() + b * H;
             if (split_gru) {
+              float* a = gates_.data();
+              sum_clipped(s, p, q, a, H);
+              sigmoid_in_place(a, H);
+              float* candidate = a + 2 * H;
               sum_clipped(s, p + 2 * H, q + 2 * H, candidate, H);
+              tanh_in_place(candidate, H);
+              for (int64_t j = 0; j < H; ++j) h[j] = (1.0f - a[j]) * candidate[j] + a[j] * h[j];
             } else {
-              const float* r = a + H;
-              for (int64_t j = 0; j < H; ++j) {
-                const float rb = candidate_bias ? candidate_bias[j] : 0.0f;
-                candidate[j] = p[2 * H + j] + r[j] * (q[2 * H + j] + rb);
-              }
-              clip_in_place(s, candidate, H);
+              cell.units(p, q, H, 0, H, h, h, c_.data() + b * H, gates_.data());
             }
-            tanh_in_place(candidate, H);
-            for (int64_t j = 0; j < H; ++j) h[j] = (1.0f - a[j]) * candidate[j] + a[j] * h[j];
-          } else {
-            // a: i, o, f, c~ (ONNX's order). The peepholes of i and f read the previous cell,
-            // o's the new one.
-            float* i = a;
-            float* o = a + H;
-            float* f = a + 2 * H;
-            float* g = a + 3 * H;
-            for (int64_t j = 0; j < GH; ++j) a[j] = p[j] + q[j];
-            if (P)
-              for (int64_t j = 0; j < H; ++j) {
-                i[j] += P[j] * c[j];
-                f[j] += P[2 * H + j] * c[j];
-              }
-            clip_in_place(s, i, H);
-            clip_in_place(s, f, H);
-            clip_in_place(s, g, H);
-            sigmoid_in_place(i, H);
-            if (s.input_forget) {
-              for (int64_t j = 0; j < H; ++j) f[j] = 1.0f - i[j];
-            } else {
-              sigmoid_in_place(f, H);
-            }
-            tanh_in_place(g, H);
-            for (int64_t j = 0; j < H; ++j) c[j] = f[j] * c[j] + i[j] * g[j];
-            if (P)
-              for (int64_t j = 0; j < H; ++j) o[j] += P[H + j] * c[j];
-            clip_in_place(s, o, H);
-            sigmoid_in_place(o, H);
-            std::copy(c, c + H, g);
-            tanh_in_place(g, H);
-            for (int64_t j = 0; j < H; ++j) h[j] = o[j] * g[j];
-          }
-          if (Y) {
-            float* y = Y + (s.batch_major ? (b * s.seq + t) * D + d : (t * D + d) * N + b) * H;
-            std::copy(h, h + H, y);
+            store_y(b, t, h, 0, H);
           }
         }
       }
       for (int64_t b = 0; b < N; ++b) {
-        if (Y_h) std::copy(h_.data() + b * H, h_.data() + (b + 1) * H, Y_h + state_at(d, b));
+        if (Y_h) std::copy(final_h + b * H, final_h + (b + 1) * H, Y_h + state_at(d, b));
         if (Y_c) std::copy(c_.data() + b * H, c_.data() + (b + 1) * H, Y_c + state_at(d, b));
       }
     }
   }
 
  private:
-  static void clip_in_place(const RecurrentSpec& s, float* v, int64_t n) {
-    if (s.clip <= 0) return;
-    const auto bound = static_cast<float>(s.clip);
-    for (int64_t j = 0; j < n; ++j) v[j] = std::clamp(v[j], -bound, bound);
+  // The packed R of direction d (recurrent_steps.hpp): a constant's packed once and shared with
+  // the model's other streams, else packed on every run.
+  const float* packed_r(const Tensor& R, int64_t d) {
+    const int64_t G = spec_.gates, H = spec_.hidden, D = spec_.directions;
+    const int64_t size = packed_recurrent_weights_size(G, H);
+    if (constant_r_.empty()) {
+      own_packed_r_.resize(static_cast<size_t>(size));
+      pack_recurrent_weights(R.data<float>() + d * G * H * H, G, H, own_packed_r_.data());
+      return own_packed_r_.data();
+    }
+    if (!shared_r_)
+      shared_r_ = shared_transformed_weights(
+          constant_r_, plain_f32({D, G * H, H}), plain_f32({D * size}),
+          [&](const Tensor& w, dnnl::memory& to) {
+            for (int64_t e = 0; e < D; ++e)
+              pack_recurrent_weights(w.data<float>() + e * G * H * H, G, H,
+                                     static_cast<float*>(to.get_data_handle()) + e * size);
+          });
+    return static_cast<const float*>(shared_r_->packed.get_data_handle()) + d * size;
   }
-  // out = clip(p + q)
-  static void sum_clipped(const RecurrentSpec& s, const float* p, const float* q, float* out,
-                          int64_t n) {
-    for (int64_t j = 0; j < n; ++j) out[j] = p[j] + q[j];
-    clip_in_place(s, out, n);
+
+  // Every step of one direction a block of units at a time: each block's recurrent product, then
+  // its gates. h_ holds the initial state; returns the buffer holding the last.
+  template <class TimeOf, class Row, class StoreY>
+  const float* run_blocks(const Cell& cell, const float* packed, int64_t N, int64_t longest,
+                          const TimeOf& time_of, const Row& row, const StoreY& store_y) {
+    const int64_t H = spec_.hidden, G = spec_.gates, GH = G * H;
+    constexpr int64_t B = recurrent_unit_block;
+    const int64_t blocks = (H + B - 1) / B;
+    h_next_.resize(static_cast<size_t>(N * H));
+    float* buffers[2] = {h_.data(), h_next_.data()};
+    const bool split = omp_get_max_threads() > 1 && blocks > 1 && GH * H * N >= min_split_step_macs;
+    run_team_if(split, [&] {
+      float acc[4 * B];
+      float a[4 * B];
+      for (int64_t step = 0; step < longest; ++step) {
+        const float* previous = buffers[step & 1];
+        float* next = buffers[(step + 1) & 1];
+        // The same blocks for a thread at every step; the loop's closing barrier ends the step.
+#pragma omp for schedule(static)
+        for (int64_t ub = 0; ub < blocks; ++ub) {
+          const int64_t u0 = ub * B, n = std::min(B, H - u0);
+          for (int64_t b = 0; b < N; ++b) {
+            const float* from = previous + b * H;
+            float* to = next + b * H;
+            const int64_t t = time_of(b, step);
+            if (t < 0) {
+              std::copy(from + u0, from + u0 + n, to + u0);
+              continue;
+            }
+            recurrent_block_product(packed, ub, G, H, from, acc);
+            cell.units(projected_.data() + row(t, b) * GH, acc, B, u0, n, from + u0, to + u0,
+                       c_.data() + b * H + u0, a);
+            store_y(b, t, to, u0, n);
+          }
+        }
+      }
+    });
+    return buffers[longest & 1];
   }
 
   Node node_;
@@ -228,7 +337,10 @@ class RecurrentKernel final : public Kernel {
   RecurrentSpec spec_;
   Shape spec_x_, spec_r_;  // the X and R shapes spec_ was read for
   // Scratch kept between runs (a kernel runs on one stream at a time).
-  std::vector<float> projected_, recurrent_, h_, c_, reset_h_, bias_, gates_;
+  std::vector<float> projected_, recurrent_, h_, h_next_, c_, reset_h_, bias_, gates_;
+  Tensor constant_r_;                              // R where it is a model constant
+  std::shared_ptr<const SharedWeights> shared_r_;  // constant_r_ packed
+  std::vector<float> own_packed_r_;                // a non-constant R packed for this run
 };
 
 std::unique_ptr<Kernel> make_recurrent(const KernelRequest& r) {
