@@ -8,6 +8,7 @@
 // X3D's 3x3x3 ones), troupe's loops next to that GEMM (TROUPE_DEPTHWISE_ROWS=0), in GFLOP/s.
 // Then MaxPool with its Indices output (ENet's 2x2 pool of [1, 16, 256, 256]), troupe's loops
 // next to the reference kernel that ran it before (GFLOP/s counts one comparison per tap).
+// Then an LSTM layer at batch 1, troupe's steps on blocks of units next to one sgemm per step.
 //
 //   OMP_NUM_THREADS=1 build/bin/troupe_benchmarks --benchmark_filter=Kernel
 
@@ -146,6 +147,27 @@ void BM_KernelDepthwise3d_54x13x40x40_k3(benchmark::State& state, bool gemm) {
   run_depthwise(state, w, gemm);
 }
 
+// An LSTM layer of 256 units over 64 steps of 256 features, batch 1 (R: 1 MB), troupe's steps on
+// blocks of units next to one sgemm per step (TROUPE_RECURRENT_STEPS=0), both with the input
+// projection on sgemm.
+void BM_KernelLstm_256x64(benchmark::State& state, bool sgemm) {
+  static const Workload w = [] {
+    Workload w;
+    w.node.name = "lstm";
+    w.node.op_type = "LSTM";
+    w.node.attributes = Attributes{{"hidden_size", int64_t{256}}};
+    w.node.outputs.assign(3, 0);
+    w.inputs = {random_tensor({64, 1, 256}, 12), random_tensor({1, 1024, 256}, 13),
+                random_tensor({1, 1024, 256}, 14), random_tensor({1, 2048}, 15)};
+    w.constant = {false, true, true, true};
+    w.flops = 2.0 * 64 * (1024 * 256 * 2);
+    return w;
+  }();
+  if (sgemm) setenv("TROUPE_RECURRENT_STEPS", "0", 1);
+  run_kernel(state, w, "dnnl");
+  if (sgemm) unsetenv("TROUPE_RECURRENT_STEPS");
+}
+
 void BM_KernelMaxPoolIndices_16x256x256(benchmark::State& state, const char* backend) {
   static const Workload w = [] {
     Workload w;
@@ -280,6 +302,8 @@ BENCHMARK_CAPTURE(BM_KernelDepthwise3d_54x13x40x40_k3, troupe, false)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelDepthwise3d_54x13x40x40_k3, onednn_gemm, true)
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelLstm_256x64, troupe, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KernelLstm_256x64, onednn_sgemm, true)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelMaxPoolIndices_16x256x256, dnnl, "dnnl")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KernelMaxPoolIndices_16x256x256, reference, "reference")
     ->Unit(benchmark::kMicrosecond);

@@ -87,6 +87,10 @@ bool depthwise_rows_allowed() {
   return switch_from_environment("TROUPE_DEPTHWISE_ROWS");
 }
 
+bool recurrent_steps_allowed() {
+  return switch_from_environment("TROUPE_RECURRENT_STEPS");
+}
+
 TensorLayout activation_layout(const KernelRequest& request) {
   if (const char* choice = std::getenv("TROUPE_ACTIVATION_LAYOUT"); choice && *choice) {
     if (std::strcmp(choice, "blocked") == 0) return TensorLayout::blocked(native_channel_block());

@@ -51,6 +51,11 @@ bool packed_gemm_allowed();
 /// prepared).
 bool depthwise_rows_allowed();
 
+/// Whether the steps of f32 RNN, GRU and LSTM kernels run blocks of hidden units on packed
+/// weights (recurrent_steps.hpp) rather than one sgemm per step. Yes unless
+/// TROUPE_RECURRENT_STEPS=0 (read whenever a kernel is created).
+bool recurrent_steps_allowed();
+
 /// The layout activations are kept in between convolutions and pooling. On AVX-512: blocked by
 /// 16 for a model with a large share of convolutions Winograd can compute (its kernels read only
 /// that layout), or with depthwise convolutions whose convolution activations nearly all have

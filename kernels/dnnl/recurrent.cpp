@@ -127,7 +127,9 @@ constexpr int64_t min_split_step_macs = 65536;
 class RecurrentKernel final : public Kernel {
  public:
   explicit RecurrentKernel(const KernelRequest& r)
-      : node_(r.node), f32_asked_bf16_(r.compute_precision == ElementType::bf16) {
+      : node_(r.node),
+        f32_asked_bf16_(r.compute_precision == ElementType::bf16),
+        unit_blocks_(recurrent_steps_allowed()) {
     if (r.constant_inputs.size() > 2 && r.constant_inputs[2]) constant_r_ = *r.constant_inputs[2];
   }
 
@@ -222,7 +224,7 @@ class RecurrentKernel final : public Kernel {
         std::copy(h + from, h + from + n, y + from);
       };
       const float* final_h = h_.data();
-      if (!split_gru && N <= max_block_rows) {
+      if (unit_blocks_ && !split_gru && N <= max_block_rows) {
         final_h = run_blocks(cell, packed_r(in[2], d), N, longest, time_of, row, store_y);
       } else {
         gates_.resize(static_cast<size_t>(GH));
@@ -334,6 +336,7 @@ class RecurrentKernel final : public Kernel {
 
   Node node_;
   bool f32_asked_bf16_;  // the model computes in bf16, this kernel in f32
+  bool unit_blocks_;     // TROUPE_RECURRENT_STEPS
   RecurrentSpec spec_;
   Shape spec_x_, spec_r_;  // the X and R shapes spec_ was read for
   // Scratch kept between runs (a kernel runs on one stream at a time).

@@ -3336,6 +3336,28 @@ TEST(BackendConsistency, Recurrent) {
   run_family("recurrent", recurrent_cases(rng));
 }
 
+// TROUPE_RECURRENT_STEPS=0 keeps every step on one sgemm and whole-row gates: the same cases
+// match the reference that way too; a malformed value is named.
+TEST(BackendConsistency, RecurrentStepsOnSgemmWhenSwitchedOff) {
+  {
+    const test::ScopedEnv off("TROUPE_RECURRENT_STEPS", "0");
+    Rng rng(base_seed() + 17);
+    run_family("recurrent on sgemm", recurrent_cases(rng));
+  }
+  const test::ScopedEnv malformed("TROUPE_RECURRENT_STEPS", "maybe");
+  Rng rng(base_seed() + 17);
+  const Case c = recurrent_cases(rng).front();
+  const std::vector<ValueInfo> infos = value_infos(c.inputs, "x");
+  try {
+    KernelRegistry::instance().create_with(
+        "dnnl", KernelRequest{c.node, infos, infer_outputs(c, infos, {}), {}});
+    ADD_FAILURE() << "a malformed TROUPE_RECURRENT_STEPS was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("TROUPE_RECURRENT_STEPS='maybe'"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(BackendConsistency, GridSample) {
   Rng rng(base_seed() + 43);
   run_family("grid_sample", grid_sample_cases(rng));
