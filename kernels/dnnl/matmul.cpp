@@ -1,8 +1,8 @@
 // MatMul (numpy semantics: 1-D operands promoted, batch dims broadcast) and Gemm (transposes as
 // strides, alpha as output scale, C as bias or as a binary post-op) on oneDNN's matmul primitive.
 // A constant right-hand side is packed once into the layout the primitive prefers; an f32
-// product of one or two rows by a constant streams it (SmallRowsProduct: in place, or a
-// transposed B from a copy transposed back once), the fused activation applied after it; on
+// product of one or two rows by a constant streams it (SmallRowsProduct: from a copy in panels
+// of 64 columns), the fused activation applied after it; on
 // AVX2 CPUs an f32 product of more rows by a constant 2-D one wider than deep runs on troupe's
 // packed GEMM (PackedProduct).
 #include <algorithm>
@@ -297,7 +297,8 @@ class MatMulKernel final : public DnnlKernel {
   }
 
   const PackedWeights* packed_weights(size_t i) const override {
-    if (i != 1 || small_rows_) return nullptr;
+    if (i != 1) return nullptr;
+    if (small_rows_) return product_.packed_b();
     return packed_active_ ? &packed_.weights : &core_.weights;
   }
 

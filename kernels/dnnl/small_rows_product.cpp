@@ -15,66 +15,114 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
-// y[i][0:n] += sum over j < rows of x[i][j] * w[j][0:n], for the M rows of x (1 or 2; row i of x
-// at x + i * k, of y at y + i * ldy), w's rows `ldw` apart. Eight rows of w per pass: eight
-// streams of B in flight keep the core's prefetchers busy, which one row at a time does not (on
-// one Zen 4 core, B from memory: 20-23 GB/s against sgemm's 16-18). A weight is loaded once for
-// both rows of x.
+typedef float Vec16 __attribute__((vector_size(64)));
+
+// Everything passing vectors is inlined into the per-ISA copies below, so the vector ABI GCC
+// warns about (-Wpsabi) is never used at a call.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+[[gnu::always_inline]] inline Vec16 load_vector(const float* p) {
+  Vec16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// y[i][columns of panels first..last) += x[i][0:k] x B for the M rows of x (1 or 2; row i of x at
+// x + i * k, of y at y + i * n), B packed in panels of 64 columns ([panel][k][64], the last one
+// zero-padded). A panel's 64 sums stay in registers over all of k while its weights stream in
+// order: no pass over y per few rows of B, one stream the prefetchers follow. One row of x keeps
+// two sets of sums (even and odd k), two rows one set each, so that eight independent chains of
+// FMAs hide their latency.
 template <int M>
-[[gnu::always_inline]] inline void add_row_products(const float* __restrict x, int64_t k,
-                                                    const float* __restrict w, int64_t ldw,
-                                                    int64_t rows, float* __restrict y, int64_t ldy,
-                                                    int64_t n) {
-  int64_t j = 0;
-  for (; j + 8 <= rows; j += 8) {
-    const float* w0 = w + j * ldw;
-    const float *w1 = w0 + ldw, *w2 = w1 + ldw, *w3 = w2 + ldw, *w4 = w3 + ldw;
-    const float *w5 = w4 + ldw, *w6 = w5 + ldw, *w7 = w6 + ldw;
+[[gnu::always_inline]] inline void add_panel_products(const float* __restrict x, int64_t k,
+                                                      const float* __restrict panels, int64_t first,
+                                                      int64_t last, float* __restrict y,
+                                                      int64_t n) {
+  constexpr int64_t W = SmallRowsProduct::panel_width;
+  constexpr int P = M == 1 ? 2 : 1;
+  const Vec16 zero = {};
+  for (int64_t panel = first; panel < last; ++panel) {
+    const float* w = panels + panel * k * W;
+    Vec16 acc[M][P][4];
+    for (int r = 0; r < M; ++r)
+      for (int q = 0; q < P; ++q)
+        for (int v = 0; v < 4; ++v) acc[r][q][v] = zero;
+    int64_t j = 0;
+    for (; j + P <= k; j += P)
+      for (int q = 0; q < P; ++q) {
+        const float* row = w + (j + q) * W;
+        const Vec16 b[4] = {load_vector(row), load_vector(row + 16), load_vector(row + 32),
+                            load_vector(row + 48)};
+        for (int r = 0; r < M; ++r) {
+          const float xj = x[r * k + j + q];
+          for (int v = 0; v < 4; ++v) acc[r][q][v] += xj * b[v];
+        }
+      }
+    for (; j < k; ++j) {
+      const float* row = w + j * W;
+      for (int r = 0; r < M; ++r)
+        for (int v = 0; v < 4; ++v) acc[r][0][v] += x[r * k + j] * load_vector(row + 16 * v);
+    }
+    const int64_t column = panel * W, columns = std::min<int64_t>(W, n - column);
     for (int r = 0; r < M; ++r) {
-      const float* xr = x + r * k + j;
-      const float x0 = xr[0], x1 = xr[1], x2 = xr[2], x3 = xr[3];
-      const float x4 = xr[4], x5 = xr[5], x6 = xr[6], x7 = xr[7];
-      float* yr = y + r * ldy;
-      for (int64_t i = 0; i < n; ++i)
-        yr[i] += ((x0 * w0[i] + x1 * w1[i]) + (x2 * w2[i] + x3 * w3[i])) +
-                 ((x4 * w4[i] + x5 * w5[i]) + (x6 * w6[i] + x7 * w7[i]));
+      alignas(64) float sums[W];
+      for (int v = 0; v < 4; ++v) {
+        Vec16 sum = acc[r][0][v];
+        for (int q = 1; q < P; ++q) sum += acc[r][q][v];
+        std::memcpy(sums + 16 * v, &sum, sizeof sum);
+      }
+      float* out = y + r * n + column;
+      for (int64_t i = 0; i < columns; ++i) out[i] += sums[i];
     }
   }
-  for (; j < rows; ++j)
-    for (int r = 0; r < M; ++r) {
-      const float xj = x[r * k + j];
-      const float* wj = w + j * ldw;
-      float* yr = y + r * ldy;
-      for (int64_t i = 0; i < n; ++i) yr[i] += xj * wj[i];
-    }
 }
 
 // One copy of the loop per ISA, chosen by the effective ISA (an ONEDNN_MAX_CPU_ISA cap included,
 // so a capped run tests the copy that CPU would take).
 template <int M>
-[[gnu::target("avx512f")]] void add_products_avx512(const float* x, int64_t k, const float* w,
-                                                    int64_t ldw, int64_t rows, float* y,
-                                                    int64_t ldy, int64_t n) {
-  add_row_products<M>(x, k, w, ldw, rows, y, ldy, n);
+[[gnu::target("avx512f")]] void add_panel_products_avx512(const float* x, int64_t k,
+                                                          const float* panels, int64_t first,
+                                                          int64_t last, float* y, int64_t n) {
+  add_panel_products<M>(x, k, panels, first, last, y, n);
 }
 
 template <int M>
-[[gnu::target("avx2,fma")]] void add_products_avx2(const float* x, int64_t k, const float* w,
-                                                   int64_t ldw, int64_t rows, float* y, int64_t ldy,
-                                                   int64_t n) {
-  add_row_products<M>(x, k, w, ldw, rows, y, ldy, n);
+[[gnu::target("avx2,fma")]] void add_panel_products_avx2(const float* x, int64_t k,
+                                                         const float* panels, int64_t first,
+                                                         int64_t last, float* y, int64_t n) {
+  add_panel_products<M>(x, k, panels, first, last, y, n);
 }
+#pragma GCC diagnostic pop
 
 template <int M>
-void add_products(const float* x, int64_t k, const float* w, int64_t ldw, int64_t rows, float* y,
-                  int64_t ldy, int64_t n) {
+void add_products(const float* x, int64_t k, const float* panels, int64_t first, int64_t last,
+                  float* y, int64_t n) {
   const CpuIsa& isa = effective_cpu_isa();
   if (isa.avx512)
-    add_products_avx512<M>(x, k, w, ldw, rows, y, ldy, n);
+    add_panel_products_avx512<M>(x, k, panels, first, last, y, n);
   else if (isa.avx2)
-    add_products_avx2<M>(x, k, w, ldw, rows, y, ldy, n);
+    add_panel_products_avx2<M>(x, k, panels, first, last, y, n);
   else
-    add_row_products<M>(x, k, w, ldw, rows, y, ldy, n);
+    add_panel_products<M>(x, k, panels, first, last, y, n);
+}
+
+// The layout of B's copy: panels of `panel_width` columns, each [k][panel_width] (oneDNN would
+// name it "Ba64b"; no format tag does, so it is described as blocking), the last one padded.
+dnnl::memory::desc panels_desc(int64_t k, int64_t n) {
+  constexpr int64_t W = SmallRowsProduct::panel_width;
+  dnnl_memory_desc_t d{};
+  d.ndims = 2;
+  d.dims[0] = d.padded_dims[0] = k;
+  d.dims[1] = n;
+  d.padded_dims[1] = (n + W - 1) / W * W;
+  d.data_type = dnnl_f32;
+  d.format_kind = dnnl_blocked;
+  d.format_desc.blocking.strides[0] = W;
+  d.format_desc.blocking.strides[1] = k * W;
+  d.format_desc.blocking.inner_nblks = 1;
+  d.format_desc.blocking.inner_blks[0] = W;
+  d.format_desc.blocking.inner_idxs[0] = 1;
+  return dnnl::memory::desc(d);
 }
 
 // Below this many bytes of B one thread streams all of it.
@@ -85,10 +133,12 @@ constexpr int64_t min_parallel_bytes = int64_t{256} << 10;
 bool SmallRowsProduct::prepare(const Node& node, const Tensor& constant_b,
                                const dnnl::stream& stream) {
   if (!activation_.prepare(node, plain_f32({m, n}))) return false;
-  if (trans_b && streams()) {
-    // B [N, K] read as [K, N] with swapped strides, packed as [K, N].
-    const dnnl::memory::desc transposed({k, n}, dnnl::memory::data_type::f32, Dims{1, k});
-    rows_ = PackedWeights(transposed, plain_f32({k, n}), &constant_b, stream);
+  if (streams()) {
+    // B as stored, [K, N] or (transB) [N, K] read as [K, N] with swapped strides, packed once.
+    const dnnl::memory::desc stored =
+        trans_b ? dnnl::memory::desc({k, n}, dnnl::memory::data_type::f32, Dims{1, k})
+                : plain_f32({k, n});
+    panels_ = PackedWeights(stored, panels_desc(k, n), &constant_b, stream);
   }
   return true;
 }
@@ -111,10 +161,8 @@ void SmallRowsProduct::run(const Tensor& a, const Tensor& b, const Tensor* c, Te
   }
   if (!streams())
     run_sgemm(a, b, out);
-  else if (trans_b)
-    run_streaming(a, static_cast<const float*>(rows_.get(b, stream).get_data_handle()), out);
   else
-    run_streaming(a, b.data<float>(), out);
+    run_streaming(a, static_cast<const float*>(panels_.get(b, stream).get_data_handle()), out);
   if (activation_.relu_in_store())
     for (int64_t i = 0; i < m * n; ++i) out[i] = std::max(out[i], 0.f);
   activation_.run(out, stream);
@@ -132,7 +180,7 @@ void SmallRowsProduct::run_sgemm(const Tensor& a, const Tensor& b, float* out) c
                          " product");
 }
 
-void SmallRowsProduct::run_streaming(const Tensor& a, const float* w, float* out) const {
+void SmallRowsProduct::run_streaming(const Tensor& a, const float* panels, float* out) const {
   if (k == 0 || n == 0 || m == 0) return;
   // A's rows, scaled by alpha, made contiguous: M x K floats against K x N of B.
   std::vector<float> x(static_cast<size_t>(m * k));
@@ -140,40 +188,25 @@ void SmallRowsProduct::run_streaming(const Tensor& a, const float* w, float* out
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < k; ++j)
       x[static_cast<size_t>(i * k + j)] = alpha * values[trans_a ? j * m + i : i * k + j];
-  // y[0:m][0:n] += x[0:m][first:last] x B[first:last][0:n] (B's rows first to last).
-  const auto rows = [&](int64_t first, int64_t last, float* y) {
-    if (first >= last) return;
+  const auto add = [&](int64_t first, int64_t last) {
     if (m == 1)
-      add_products<1>(x.data() + first, k, w + first * n, n, last - first, y, n, n);
+      add_products<1>(x.data(), k, panels, first, last, out, n);
     else
-      add_products<2>(x.data() + first, k, w + first * n, n, last - first, y, n, n);
+      add_products<2>(x.data(), k, panels, first, last, out, n);
   };
+  const int64_t count = (n + panel_width - 1) / panel_width;
   const int64_t bytes = k * n * static_cast<int64_t>(sizeof(float));
-  const int team = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), k / 8));
+  const int team = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), count));
   if (team < 2 || bytes < min_parallel_bytes) {
-    rows(0, k, out);
+    add(0, count);
     return;
   }
-  // Each thread streams its own block of B's rows, one contiguous range of memory, into a sum of
-  // its own; the sums are then added to y, each thread a block of columns. (Blocks of columns
-  // of every row instead gave each thread many short streams: a 4096 x 1000 B read 15% slower
-  // than sgemm did.)
-  std::vector<float*> sums(static_cast<size_t>(team));
+  // Each thread a contiguous range of panels: one contiguous range of B's copy, and columns of y
+  // no other thread writes.
 #pragma omp parallel num_threads(team)
   {
     const int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
-    thread_local std::vector<float> sum;
-    sum.assign(static_cast<size_t>(m * n), 0.f);
-    sums[static_cast<size_t>(t)] = sum.data();
-    const int64_t blocks = k / 8;  // whole blocks of eight rows; the last thread takes the rest
-    rows(blocks * t / threads * 8, t + 1 == threads ? k : blocks * (t + 1) / threads * 8,
-         sum.data());
-#pragma omp barrier
-    const int64_t first = m * n * t / threads, last = m * n * (t + 1) / threads;
-    for (int64_t s = 0; s < threads; ++s) {
-      const float* partial = sums[static_cast<size_t>(s)];
-      for (int64_t i = first; i < last; ++i) out[i] += partial[i];
-    }
+    add(count * t / threads, count * (t + 1) / threads);
   }
 }
 

@@ -2449,8 +2449,8 @@ TEST(BackendConsistency, BinaryInActivationLayouts) {
 // (engine/ops/fused_post_ops.hpp): "fused_sum" adds a trailing residual input, "fused_activation"
 // = Relu follows. Gemm runs only the activation on dnnl and leaves the sum to the reference.
 // Products of one or two rows by a constant f32 matrix (a batch-1 classifier head, fully connected
-// layer or decoder step), which the kernels stream B for: B as stored [K, N] on troupe's own loop,
-// transposed on sgemm. Gemm with its transposes, alpha, beta, every shape of C and a fused
+// layer or decoder step), which the kernels stream B for, from a copy of B in panels of 64
+// columns (any width: the last panel padded; narrow products on sgemm). Gemm with its transposes, alpha, beta, every shape of C and a fused
 // activation (Relu in the store, the others after); MatMul with 1-D and flattened batch operands,
 // a fused bias, scale, residual and activation; products wide enough to be split over threads.
 std::vector<Case> small_rows_cases(Rng& rng) {
@@ -2472,7 +2472,6 @@ std::vector<Case> small_rows_cases(Rng& rng) {
     c.inputs.push_back(k % 5 == 4 ? Tensor() : rng.tensor(c_shapes[static_cast<size_t>(k) % 7]));
     c.constant = {false, true, rng.chance(0.5)};
     c.tolerance = {1e-4, 4e-6 * static_cast<double>(kk)};
-    // A transposed B is streamed from a copy transposed back once; narrow products go to sgemm.
     c.implementation = n >= 64 ? "dnnl:streamed_rows" : "dnnl:sgemm";
     cases.push_back(c);
   }
