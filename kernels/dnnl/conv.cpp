@@ -23,6 +23,13 @@ namespace troupe::kernels::onednn {
 
 namespace {
 
+// Whether `md` keeps each pixel's channels together, unblocked (nwc, nhwc, ndhwc).
+bool is_channels_last(const dnnl::memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  return d.format_kind == dnnl_blocked && d.ndims >= 3 && d.format_desc.blocking.inner_nblks == 0 &&
+         d.format_desc.blocking.strides[1] == 1 && d.dims[1] > 1;
+}
+
 class ConvKernel final : public DnnlKernel {
  public:
   explicit ConvKernel(const KernelRequest& request) : DnnlKernel(request) {
@@ -155,6 +162,12 @@ class ConvKernel final : public DnnlKernel {
     if (depthwise_rows_active_) return true;
     const bool laid_out = !input_layout(0).order().is_plain() || !output_layout(0).is_plain();
     if (laid_out) pd = unless_reference(pd, [&] { return create(false); });
+    // oneDNN 2.6.3's SSE4.1 depthwise kernel crashes on channels-last tensors with a sum post-op
+    // (any window; its AVX2 and AVX-512 kernels do not): below AVX2 such a node runs the
+    // reference kernel.
+    if (fused_sum_ && std::string(pd.impl_info_str()) == "jit_dw:sse41" &&
+        is_channels_last(pd.dst_desc()))
+      return false;
     if (fused_dw_) {
       const int dw = DNNL_ARG_ATTR_POST_OP_DW;
       dw_weights_ = PackedWeights(plain_f32({out_channels, 1, 1, 3, 3}),
