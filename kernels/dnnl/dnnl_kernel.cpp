@@ -52,6 +52,22 @@ dnnl::memory::desc plain_f32(const Dims& dims) {
   return plain_desc(dims, dnnl::memory::data_type::f32);
 }
 
+dnnl::memory::desc column_panels_f32(int64_t k, int64_t n, int64_t width) {
+  dnnl_memory_desc_t d{};
+  d.ndims = 2;
+  d.dims[0] = d.padded_dims[0] = k;
+  d.dims[1] = n;
+  d.padded_dims[1] = (n + width - 1) / width * width;
+  d.data_type = dnnl_f32;
+  d.format_kind = dnnl_blocked;
+  d.format_desc.blocking.strides[0] = width;
+  d.format_desc.blocking.strides[1] = k * width;
+  d.format_desc.blocking.inner_nblks = 1;
+  d.format_desc.blocking.inner_blks[0] = width;
+  d.format_desc.blocking.inner_idxs[0] = 1;
+  return dnnl::memory::desc(d);
+}
+
 int native_channel_block() {
   return effective_cpu_isa().avx512 ? 16 : 8;
 }

@@ -27,6 +27,10 @@ std::optional<dnnl::memory::data_type> to_dnnl(ElementType type);
 /// Dense row-major descriptor of `dims` (a rank-0 shape is described as {1}).
 dnnl::memory::desc plain_desc(const Dims& dims, dnnl::memory::data_type type);
 dnnl::memory::desc plain_f32(const Dims& dims);
+/// A [k, n] f32 matrix in panels of `width` columns, each panel [k][width] and the last one
+/// padded with zero columns (oneDNN would name it "Ba<width>b"; no format tag does): the copy of a
+/// constant B that troupe's own products stream panel by panel.
+dnnl::memory::desc column_panels_f32(int64_t k, int64_t n, int64_t width);
 
 /// The channel block of the blocked activation layout oneDNN's direct convolutions use on this CPU
 /// (8 with AVX2, 16 with AVX-512).

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kernels/cpu_isa.hpp"
+#include "kernels/dnnl/dnnl_kernel.hpp"  // column_panels_f32
 
 namespace troupe::kernels::onednn {
 
@@ -167,20 +168,7 @@ bool Avx2PackedGemm::preferred() {
 }
 
 dnnl::memory::desc Avx2PackedGemm::packed_desc(int64_t k, int64_t n) {
-  // No format tag names it (oneDNN's would be "Ba16b"): described as blocking directly.
-  dnnl_memory_desc_t d{};
-  d.ndims = 2;
-  d.dims[0] = d.padded_dims[0] = k;
-  d.dims[1] = n;
-  d.padded_dims[1] = (n + width - 1) / width * width;
-  d.data_type = dnnl_f32;
-  d.format_kind = dnnl_blocked;
-  d.format_desc.blocking.strides[0] = width;
-  d.format_desc.blocking.strides[1] = k * width;
-  d.format_desc.blocking.inner_nblks = 1;
-  d.format_desc.blocking.inner_blks[0] = width;
-  d.format_desc.blocking.inner_idxs[0] = 1;
-  return dnnl::memory::desc(d);
+  return column_panels_f32(k, n, width);
 }
 
 void Avx2PackedGemm::run(const float* a, int64_t lda, int64_t m, int64_t k, int64_t n,

@@ -106,25 +106,6 @@ void add_products(const float* x, int64_t k, const float* panels, int64_t first,
     add_panel_products<M>(x, k, panels, first, last, y, n);
 }
 
-// The layout of B's copy: panels of `panel_width` columns, each [k][panel_width] (oneDNN would
-// name it "Ba64b"; no format tag does, so it is described as blocking), the last one padded.
-dnnl::memory::desc panels_desc(int64_t k, int64_t n) {
-  constexpr int64_t W = SmallRowsProduct::panel_width;
-  dnnl_memory_desc_t d{};
-  d.ndims = 2;
-  d.dims[0] = d.padded_dims[0] = k;
-  d.dims[1] = n;
-  d.padded_dims[1] = (n + W - 1) / W * W;
-  d.data_type = dnnl_f32;
-  d.format_kind = dnnl_blocked;
-  d.format_desc.blocking.strides[0] = W;
-  d.format_desc.blocking.strides[1] = k * W;
-  d.format_desc.blocking.inner_nblks = 1;
-  d.format_desc.blocking.inner_blks[0] = W;
-  d.format_desc.blocking.inner_idxs[0] = 1;
-  return dnnl::memory::desc(d);
-}
-
 // Below this many bytes of B one thread streams all of it.
 constexpr int64_t min_parallel_bytes = int64_t{256} << 10;
 
@@ -138,7 +119,7 @@ bool SmallRowsProduct::prepare(const Node& node, const Tensor& constant_b,
     const dnnl::memory::desc stored =
         trans_b ? dnnl::memory::desc({k, n}, dnnl::memory::data_type::f32, Dims{1, k})
                 : plain_f32({k, n});
-    panels_ = PackedWeights(stored, panels_desc(k, n), &constant_b, stream);
+    panels_ = PackedWeights(stored, column_panels_f32(k, n, panel_width), &constant_b, stream);
   }
   return true;
 }
