@@ -117,8 +117,8 @@ struct Cell {
 };
 
 // Batch rows up to which a step's recurrent product runs a block of units at a time on the
-// packed weights (each row reads the block again); more rows share one sgemm that reads R once.
-constexpr int64_t max_block_rows = 4;
+// packed weights (all rows in one pass over the block); more rows take one sgemm per step.
+constexpr int64_t max_block_rows = max_recurrent_block_rows;
 // Multiply-accumulates of one step from which the blocks of a step are split between the
 // stream's threads (each keeps its blocks of R in its own core's cache; every step then ends in
 // a barrier).
@@ -306,7 +306,7 @@ class RecurrentKernel final : public Kernel {
     float* buffers[2] = {h_.data(), h_next_.data()};
     const bool split = omp_get_max_threads() > 1 && blocks > 1 && GH * H * N >= min_split_step_macs;
     run_team_if(split, [&] {
-      float acc[4 * B];
+      float acc[max_block_rows * 4 * B];
       float a[4 * B];
       for (int64_t step = 0; step < longest; ++step) {
         const float* previous = buffers[step & 1];
@@ -315,6 +315,8 @@ class RecurrentKernel final : public Kernel {
 #pragma omp for schedule(static)
         for (int64_t ub = 0; ub < blocks; ++ub) {
           const int64_t u0 = ub * B, n = std::min(B, H - u0);
+          // Every row's product (a row whose sequence has ended too: cheaper than a pass per row).
+          recurrent_block_product(packed, ub, G, H, previous, H, N, acc);
           for (int64_t b = 0; b < N; ++b) {
             const float* from = previous + b * H;
             float* to = next + b * H;
@@ -323,9 +325,8 @@ class RecurrentKernel final : public Kernel {
               std::copy(from + u0, from + u0 + n, to + u0);
               continue;
             }
-            recurrent_block_product(packed, ub, G, H, from, acc);
-            cell.units(projected_.data() + row(t, b) * GH, acc, B, u0, n, from + u0, to + u0,
-                       c_.data() + b * H + u0, a);
+            cell.units(projected_.data() + row(t, b) * GH, acc + b * G * B, B, u0, n, from + u0,
+                       to + u0, c_.data() + b * H + u0, a);
             store_y(b, t, to, u0, n);
           }
         }

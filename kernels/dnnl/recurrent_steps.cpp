@@ -25,71 +25,92 @@ __attribute__((always_inline)) inline Vec16 load16(const float* p) {
   return v;
 }
 
-// Two accumulators per gate (even and odd k): the FMAs of one accumulator depend on each other,
-// and with one per gate an RNN's single gate would wait for each FMA's latency.
-template <int G>
+// The products of `M` rows of h (ldh apart) by one block's G gates, R's block read once for all
+// rows. One row keeps two sums per gate (even and odd k): the FMAs of one sum depend on each
+// other, and with one per gate an RNN's single gate would wait for each FMA's latency.
+template <int G, int M>
 __attribute__((always_inline)) inline void block_product(const float* w, int64_t K, const float* h,
-                                                         float* acc) {
+                                                         int64_t ldh, float* acc) {
+  constexpr int P = M == 1 ? 2 : 1;
   const Vec16 zero = {};
-  Vec16 even[G], odd[G];
-  for (int g = 0; g < G; ++g) even[g] = odd[g] = zero;
+  Vec16 sums[M][P][G];
+  for (int r = 0; r < M; ++r)
+    for (int q = 0; q < P; ++q)
+      for (int g = 0; g < G; ++g) sums[r][q][g] = zero;
   int64_t k = 0;
-  for (; k + 1 < K; k += 2) {
-    const float x = h[k], y = h[k + 1];
+  for (; k + P <= K; k += P)
+    for (int q = 0; q < P; ++q)
+      for (int g = 0; g < G; ++g) {
+        const Vec16 b = load16(w + (g * K + k + q) * 16);
+        for (int r = 0; r < M; ++r) sums[r][q][g] += h[r * ldh + k + q] * b;
+      }
+  for (; k < K; ++k)
     for (int g = 0; g < G; ++g) {
-      even[g] += x * load16(w + (g * K + k) * 16);
-      odd[g] += y * load16(w + (g * K + k + 1) * 16);
+      const Vec16 b = load16(w + (g * K + k) * 16);
+      for (int r = 0; r < M; ++r) sums[r][0][g] += h[r * ldh + k] * b;
     }
-  }
-  if (k < K)
-    for (int g = 0; g < G; ++g) even[g] += h[k] * load16(w + (g * K + k) * 16);
-  for (int g = 0; g < G; ++g) {
-    const Vec16 sum = even[g] + odd[g];
-    std::memcpy(acc + g * 16, &sum, sizeof sum);
-  }
+  for (int r = 0; r < M; ++r)
+    for (int g = 0; g < G; ++g) {
+      Vec16 total = sums[r][0][g];
+      for (int q = 1; q < P; ++q) total += sums[r][q][g];
+      std::memcpy(acc + (r * G + g) * 16, &total, sizeof total);
+    }
 }
 
-// One function per ISA and gate count, picked from troupe's effective ISA rather than by
-// target_clones (cpuid): capped with ONEDNN_MAX_CPU_ISA, an AVX-512 machine runs and tests the
-// AVX2 code.
-#define TROUPE_BLOCK_PRODUCTS(suffix, target)                                                   \
-  target void block_product_1_##suffix(const float* w, int64_t K, const float* h, float* acc) { \
-    block_product<1>(w, K, h, acc);                                                             \
-  }                                                                                             \
-  target void block_product_3_##suffix(const float* w, int64_t K, const float* h, float* acc) { \
-    block_product<3>(w, K, h, acc);                                                             \
-  }                                                                                             \
-  target void block_product_4_##suffix(const float* w, int64_t K, const float* h, float* acc) { \
-    block_product<4>(w, K, h, acc);                                                             \
+using BlockProduct = void (*)(const float*, int64_t, const float*, int64_t, float*);
+
+// One function per ISA, gate count and row count, picked from troupe's effective ISA rather than
+// by target_clones (cpuid): capped with ONEDNN_MAX_CPU_ISA, an AVX-512 machine runs and tests
+// the AVX2 code.
+#define TROUPE_BLOCK_PRODUCT(G, M, suffix, target)                                          \
+  target void block_product_##G##_##M##_##suffix(const float* w, int64_t K, const float* h, \
+                                                 int64_t ldh, float* acc) {                 \
+    block_product<G, M>(w, K, h, ldh, acc);                                                 \
   }
-TROUPE_BLOCK_PRODUCTS(avx512, [[gnu::target("avx512f")]])
-TROUPE_BLOCK_PRODUCTS(avx2, [[gnu::target("avx2,fma")]])
-TROUPE_BLOCK_PRODUCTS(baseline, )
+#define TROUPE_BLOCK_PRODUCTS(G, suffix, target)                      \
+  TROUPE_BLOCK_PRODUCT(G, 1, suffix, target)                          \
+  TROUPE_BLOCK_PRODUCT(G, 2, suffix, target)                          \
+  TROUPE_BLOCK_PRODUCT(G, 3, suffix, target)                          \
+  TROUPE_BLOCK_PRODUCT(G, 4, suffix, target)                          \
+  constexpr BlockProduct block_products_##G##_##suffix[] = {          \
+      block_product_##G##_1_##suffix, block_product_##G##_2_##suffix, \
+      block_product_##G##_3_##suffix, block_product_##G##_4_##suffix};
+#define TROUPE_BLOCK_PRODUCTS_FOR_ISA(suffix, target) \
+  TROUPE_BLOCK_PRODUCTS(1, suffix, target)            \
+  TROUPE_BLOCK_PRODUCTS(3, suffix, target)            \
+  TROUPE_BLOCK_PRODUCTS(4, suffix, target)
+TROUPE_BLOCK_PRODUCTS_FOR_ISA(avx512, [[gnu::target("avx512f")]])
+TROUPE_BLOCK_PRODUCTS_FOR_ISA(avx2, [[gnu::target("avx2,fma")]])
+TROUPE_BLOCK_PRODUCTS_FOR_ISA(baseline, )
+#undef TROUPE_BLOCK_PRODUCTS_FOR_ISA
 #undef TROUPE_BLOCK_PRODUCTS
+#undef TROUPE_BLOCK_PRODUCT
+#pragma GCC diagnostic pop
 
-using BlockProduct = void (*)(const float*, int64_t, const float*, float*);
-
-BlockProduct block_product_for(int64_t gates) {
+BlockProduct block_product_for(int64_t gates, int64_t rows) {
+  if (rows < 1 || rows > max_recurrent_block_rows)
+    throw ExecutionError("recurrent block product: " + std::to_string(rows) +
+                         " rows, expected 1.." + std::to_string(max_recurrent_block_rows));
   const CpuIsa& isa = effective_cpu_isa();
+  const size_t r = static_cast<size_t>(rows - 1);
   switch (gates) {
     case 1:
-      return isa.avx512 ? block_product_1_avx512
-             : isa.avx2 ? block_product_1_avx2
-                        : block_product_1_baseline;
+      return isa.avx512 ? block_products_1_avx512[r]
+             : isa.avx2 ? block_products_1_avx2[r]
+                        : block_products_1_baseline[r];
     case 3:
-      return isa.avx512 ? block_product_3_avx512
-             : isa.avx2 ? block_product_3_avx2
-                        : block_product_3_baseline;
+      return isa.avx512 ? block_products_3_avx512[r]
+             : isa.avx2 ? block_products_3_avx2[r]
+                        : block_products_3_baseline[r];
     case 4:
-      return isa.avx512 ? block_product_4_avx512
-             : isa.avx2 ? block_product_4_avx2
-                        : block_product_4_baseline;
+      return isa.avx512 ? block_products_4_avx512[r]
+             : isa.avx2 ? block_products_4_avx2[r]
+                        : block_products_4_baseline[r];
     default:
       throw ExecutionError("recurrent block product: " + std::to_string(gates) +
                            " gates, expected 1, 3 or 4");
   }
 }
-#pragma GCC diagnostic pop
 
 }  // namespace recurrent_steps
 
@@ -113,9 +134,9 @@ void pack_recurrent_weights(const float* R, int64_t gates, int64_t hidden, float
 }
 
 void recurrent_block_product(const float* packed, int64_t block, int64_t gates, int64_t hidden,
-                             const float* h, float* acc) {
-  recurrent_steps::block_product_for(gates)(packed + block * gates * hidden * recurrent_unit_block,
-                                            hidden, h, acc);
+                             const float* h, int64_t ldh, int64_t rows, float* acc) {
+  recurrent_steps::block_product_for(gates, rows)(
+      packed + block * gates * hidden * recurrent_unit_block, hidden, h, ldh, acc);
 }
 
 }  // namespace troupe::kernels::onednn

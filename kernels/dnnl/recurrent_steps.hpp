@@ -24,9 +24,13 @@ int64_t packed_recurrent_weights_size(int64_t gates, int64_t hidden);
 /// [k] (units past `hidden` are zero).
 void pack_recurrent_weights(const float* R, int64_t gates, int64_t hidden, float* packed);
 
-/// acc[g * 16 + l] = sum over k of h[k] * R[g * hidden + block * 16 + l][k], for every gate
-/// g < gates (1, 3 or 4) and l < 16, from `packed` as pack_recurrent_weights wrote it.
+/// Batch rows one call computes together (R's block read once for all of them).
+constexpr int64_t max_recurrent_block_rows = 4;
+
+/// acc[(r * gates + g) * 16 + l] = sum over k of h[r * ldh + k] * R[g * hidden + block * 16 + l]
+/// [k], for each of `rows` (1..max_recurrent_block_rows) rows r of h, every gate g < gates (1, 3
+/// or 4) and l < 16, from `packed` as pack_recurrent_weights wrote it.
 void recurrent_block_product(const float* packed, int64_t block, int64_t gates, int64_t hidden,
-                             const float* h, float* acc);
+                             const float* h, int64_t ldh, int64_t rows, float* acc);
 
 }  // namespace troupe::kernels::onednn
