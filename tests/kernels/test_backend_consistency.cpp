@@ -1857,9 +1857,11 @@ std::vector<Case> recurrent_cases(Rng& rng) {
     const char* op = k % 3 == 0 ? "RNN" : k % 3 == 1 ? "GRU" : "LSTM";
     const int64_t gates = k % 3 == 0 ? 1 : k % 3 == 1 ? 3 : 4;
     const bool many_rows = k >= 36 && k < 42, split = k >= 42;
-    const int64_t seq = split ? 3 : rng.integer(1, 6), batch = many_rows ? rng.integer(5, 6)
-                                                               : split   ? rng.integer(1, 2)
-                                                                         : rng.integer(1, 4);
+    // The last case has an empty batch.
+    const int64_t seq = split ? 3 : rng.integer(1, 6), drawn_batch = many_rows ? rng.integer(5, 6)
+                                                                     : split   ? rng.integer(1, 2)
+                                                                               : rng.integer(1, 4);
+    const int64_t batch = k == 47 ? 0 : drawn_batch;
     // Every fourth case is wider than a vector of the gate arithmetic, with a tail.
     const int64_t input = rng.integer(1, 9), hidden = split        ? (gates == 1 ? 264 : 150)
                                                       : k % 4 == 3 ? rng.integer(17, 40)
