@@ -215,7 +215,7 @@ class RecurrentKernel final : public Kernel {
         return backwards ? len - 1 - step : step;
       };
       // GRU without linear_before_reset applies R_h to r * h, which needs every unit's reset gate:
-      // it stays on whole-row products (the first covers z and r).
+      // two products per step (the first covers z and r).
       const bool split_gru = s.cell == RecurrentSpec::Cell::gru && !s.linear_before_reset;
       const Cell cell{s, P, candidate_bias};
       auto store_y = [&](int64_t b, int64_t t, const float* h, int64_t from, int64_t n) {
@@ -224,7 +224,9 @@ class RecurrentKernel final : public Kernel {
         std::copy(h + from, h + from + n, y + from);
       };
       const float* final_h = h_.data();
-      if (unit_blocks_ && !split_gru && N <= max_block_rows) {
+      if (unit_blocks_ && split_gru && N <= max_block_rows) {
+        final_h = run_split_gru_blocks(packed_r(in[2], d), N, longest, time_of, row, store_y);
+      } else if (unit_blocks_ && N <= max_block_rows) {
         final_h = run_blocks(cell, packed_r(in[2], d), N, longest, time_of, row, store_y);
       } else {
         gates_.resize(static_cast<size_t>(GH));
@@ -273,25 +275,109 @@ class RecurrentKernel final : public Kernel {
   }
 
  private:
-  // The packed R of direction d (recurrent_steps.hpp): a constant's packed once and shared with
-  // the model's other streams, else packed on every run.
+  bool split_gru() const {
+    return spec_.cell == RecurrentSpec::Cell::gru && !spec_.linear_before_reset;
+  }
+
+  // One direction's R [G * H, H] packed (recurrent_steps.hpp): a GRU without linear_before_reset
+  // as z and r together, then h's rows on their own (they multiply r * h, known only after the
+  // first product).
+  void pack_direction(const float* R, float* to) const {
+    const int64_t G = spec_.gates, H = spec_.hidden;
+    if (!split_gru()) return pack_recurrent_weights(R, G, H, to);
+    pack_recurrent_weights(R, 2, H, to);
+    pack_recurrent_weights(R + 2 * H * H, 1, H, to + packed_recurrent_weights_size(2, H));
+  }
+
+  // The packed R of direction d: a constant's packed once and shared with the model's other
+  // streams, else packed on every run.
   const float* packed_r(const Tensor& R, int64_t d) {
     const int64_t G = spec_.gates, H = spec_.hidden, D = spec_.directions;
     const int64_t size = packed_recurrent_weights_size(G, H);
     if (constant_r_.empty()) {
       own_packed_r_.resize(static_cast<size_t>(size));
-      pack_recurrent_weights(R.data<float>() + d * G * H * H, G, H, own_packed_r_.data());
+      pack_direction(R.data<float>() + d * G * H * H, own_packed_r_.data());
       return own_packed_r_.data();
     }
     if (!shared_r_)
       shared_r_ = shared_transformed_weights(
-          constant_r_, plain_f32({D, G * H, H}), plain_f32({D * size}),
+          constant_r_, plain_f32({D, G * H, H}),
+          split_gru() ? plain_f32({D * size / 2, 2}) : plain_f32({D * size}),
           [&](const Tensor& w, dnnl::memory& to) {
             for (int64_t e = 0; e < D; ++e)
-              pack_recurrent_weights(w.data<float>() + e * G * H * H, G, H,
-                                     static_cast<float*>(to.get_data_handle()) + e * size);
+              pack_direction(w.data<float>() + e * G * H * H,
+                             static_cast<float*>(to.get_data_handle()) + e * size);
           });
     return static_cast<const float*>(shared_r_->packed.get_data_handle()) + d * size;
+  }
+
+  // run_blocks for a GRU without linear_before_reset: each step in two passes over the blocks,
+  // z and r (and r * h_{t-1}) first, then R_h's product of r * h_{t-1} and the new state.
+  template <class TimeOf, class Row, class StoreY>
+  const float* run_split_gru_blocks(const float* packed, int64_t N, int64_t longest,
+                                    const TimeOf& time_of, const Row& row, const StoreY& store_y) {
+    const RecurrentSpec& s = spec_;
+    const int64_t H = s.hidden, GH = 3 * H;
+    constexpr int64_t B = recurrent_unit_block;
+    const int64_t blocks = (H + B - 1) / B;
+    const float* packed_h = packed + packed_recurrent_weights_size(2, H);
+    h_next_.resize(static_cast<size_t>(N * H));
+    update_.assign(static_cast<size_t>(N * H), 0.0f);
+    std::fill(reset_h_.begin(), reset_h_.end(), 0.0f);
+    float* buffers[2] = {h_.data(), h_next_.data()};
+    const bool split = omp_get_max_threads() > 1 && blocks > 1 && GH * H * N >= min_split_step_macs;
+    run_team_if(split, [&] {
+      float acc[max_block_rows * 2 * B];
+      for (int64_t step = 0; step < longest; ++step) {
+        const float* previous = buffers[step & 1];
+        float* next = buffers[(step + 1) & 1];
+        over_blocks(packed, 2, H, previous, N, step, time_of, acc,
+                    [&](int64_t b, int64_t t, int64_t u0, int64_t n) {
+                      if (t < 0) return;
+                      const float* p = projected_.data() + row(t, b) * GH + u0;
+                      float* z = update_.data() + b * H + u0;
+                      float* reset = reset_h_.data() + b * H + u0;
+                      sum_clipped(s, p, acc + b * 2 * B, z, n);
+                      sum_clipped(s, p + H, acc + b * 2 * B + B, reset, n);
+                      sigmoid_in_place(z, n);
+                      sigmoid_in_place(reset, n);
+                      for (int64_t j = 0; j < n; ++j) reset[j] *= previous[b * H + u0 + j];
+                    });
+        over_blocks(packed_h, 1, H, reset_h_.data(), N, step, time_of, acc,
+                    [&](int64_t b, int64_t t, int64_t u0, int64_t n) {
+                      const float* from = previous + b * H + u0;
+                      float* to = next + b * H + u0;
+                      if (t < 0) return void(std::copy(from, from + n, to));
+                      const float* p = projected_.data() + row(t, b) * GH + u0;
+                      const float* z = update_.data() + b * H + u0;
+                      float* candidate = acc + b * B;
+                      sum_clipped(s, p + 2 * H, candidate, candidate, n);
+                      tanh_in_place(candidate, n);
+                      for (int64_t j = 0; j < n; ++j)
+                        to[j] = (1.0f - z[j]) * candidate[j] + z[j] * from[j];
+                      store_y(b, t, next + b * H, u0, n);
+                    });
+      }
+    });
+    return buffers[longest & 1];
+  }
+
+  // One pass of a step over the blocks of units, called on every thread of a run_team_if team
+  // (its blocks shared out the same way at every step; the loop's closing barrier ends the
+  // pass): each block's recurrent product for the N rows of h into acc, then body(b, t, u0, n)
+  // for every row b, t < 0 where b's sequence has ended.
+  template <class TimeOf, class Body>
+  static void over_blocks(const float* packed, int64_t gates, int64_t H, const float* h, int64_t N,
+                          int64_t step, const TimeOf& time_of, float* acc, const Body& body) {
+    constexpr int64_t B = recurrent_unit_block;
+    const int64_t blocks = (H + B - 1) / B;
+#pragma omp for schedule(static)
+    for (int64_t ub = 0; ub < blocks; ++ub) {
+      const int64_t u0 = ub * B, n = std::min(B, H - u0);
+      // Every row's product (a row whose sequence has ended too: cheaper than a pass per row).
+      recurrent_block_product(packed, ub, gates, H, h, H, N, acc);
+      for (int64_t b = 0; b < N; ++b) body(b, time_of(b, step), u0, n);
+    }
   }
 
   // Every step of one direction a block of units at a time: each block's recurrent product, then
@@ -311,25 +397,15 @@ class RecurrentKernel final : public Kernel {
       for (int64_t step = 0; step < longest; ++step) {
         const float* previous = buffers[step & 1];
         float* next = buffers[(step + 1) & 1];
-        // The same blocks for a thread at every step; the loop's closing barrier ends the step.
-#pragma omp for schedule(static)
-        for (int64_t ub = 0; ub < blocks; ++ub) {
-          const int64_t u0 = ub * B, n = std::min(B, H - u0);
-          // Every row's product (a row whose sequence has ended too: cheaper than a pass per row).
-          recurrent_block_product(packed, ub, G, H, previous, H, N, acc);
-          for (int64_t b = 0; b < N; ++b) {
-            const float* from = previous + b * H;
-            float* to = next + b * H;
-            const int64_t t = time_of(b, step);
-            if (t < 0) {
-              std::copy(from + u0, from + u0 + n, to + u0);
-              continue;
-            }
-            cell.units(projected_.data() + row(t, b) * GH, acc + b * G * B, B, u0, n, from + u0,
-                       to + u0, c_.data() + b * H + u0, a);
-            store_y(b, t, to, u0, n);
-          }
-        }
+        over_blocks(packed, G, H, previous, N, step, time_of, acc,
+                    [&](int64_t b, int64_t t, int64_t u0, int64_t n) {
+                      const float* from = previous + b * H + u0;
+                      float* to = next + b * H + u0;
+                      if (t < 0) return void(std::copy(from, from + n, to));
+                      cell.units(projected_.data() + row(t, b) * GH, acc + b * G * B, B, u0, n,
+                                 from, to, c_.data() + b * H + u0, a);
+                      store_y(b, t, next + b * H, u0, n);
+                    });
       }
     });
     return buffers[longest & 1];
@@ -341,7 +417,7 @@ class RecurrentKernel final : public Kernel {
   RecurrentSpec spec_;
   Shape spec_x_, spec_r_;  // the X and R shapes spec_ was read for
   // Scratch kept between runs (a kernel runs on one stream at a time).
-  std::vector<float> projected_, recurrent_, h_, h_next_, c_, reset_h_, bias_, gates_;
+  std::vector<float> projected_, recurrent_, h_, h_next_, c_, reset_h_, update_, bias_, gates_;
   Tensor constant_r_;                              // R where it is a model constant
   std::shared_ptr<const SharedWeights> shared_r_;  // constant_r_ packed
   std::vector<float> own_packed_r_;                // a non-constant R packed for this run

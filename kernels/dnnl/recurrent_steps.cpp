@@ -16,7 +16,7 @@ using kernels::effective_cpu_isa;
 
 typedef float Vec16 __attribute__((vector_size(64)));
 
-// Everything passing vectors is inlined into the per-ISA clones (see depthwise_rows.cpp).
+// Everything passing vectors is inlined into the per-ISA copies below (see depthwise_rows.cpp).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 __attribute__((always_inline)) inline Vec16 load16(const float* p) {
@@ -77,6 +77,7 @@ using BlockProduct = void (*)(const float*, int64_t, const float*, int64_t, floa
       block_product_##G##_3_##suffix, block_product_##G##_4_##suffix};
 #define TROUPE_BLOCK_PRODUCTS_FOR_ISA(suffix, target) \
   TROUPE_BLOCK_PRODUCTS(1, suffix, target)            \
+  TROUPE_BLOCK_PRODUCTS(2, suffix, target)            \
   TROUPE_BLOCK_PRODUCTS(3, suffix, target)            \
   TROUPE_BLOCK_PRODUCTS(4, suffix, target)
 TROUPE_BLOCK_PRODUCTS_FOR_ISA(avx512, [[gnu::target("avx512f")]])
@@ -98,6 +99,10 @@ BlockProduct block_product_for(int64_t gates, int64_t rows) {
       return isa.avx512 ? block_products_1_avx512[r]
              : isa.avx2 ? block_products_1_avx2[r]
                         : block_products_1_baseline[r];
+    case 2:
+      return isa.avx512 ? block_products_2_avx512[r]
+             : isa.avx2 ? block_products_2_avx2[r]
+                        : block_products_2_baseline[r];
     case 3:
       return isa.avx512 ? block_products_3_avx512[r]
              : isa.avx2 ? block_products_3_avx2[r]
@@ -108,7 +113,7 @@ BlockProduct block_product_for(int64_t gates, int64_t rows) {
                         : block_products_4_baseline[r];
     default:
       throw ExecutionError("recurrent block product: " + std::to_string(gates) +
-                           " gates, expected 1, 3 or 4");
+                           " gates, expected 1 to 4");
   }
 }
 

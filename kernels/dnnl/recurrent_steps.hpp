@@ -28,8 +28,8 @@ void pack_recurrent_weights(const float* R, int64_t gates, int64_t hidden, float
 constexpr int64_t max_recurrent_block_rows = 4;
 
 /// acc[(r * gates + g) * 16 + l] = sum over k of h[r * ldh + k] * R[g * hidden + block * 16 + l]
-/// [k], for each of `rows` (1..max_recurrent_block_rows) rows r of h, every gate g < gates (1, 3
-/// or 4) and l < 16, from `packed` as pack_recurrent_weights wrote it.
+/// [k], for each of `rows` (1..max_recurrent_block_rows) rows r of h, every gate g < gates (1 to
+/// 4) and l < 16, from `packed` as pack_recurrent_weights wrote it.
 void recurrent_block_product(const float* packed, int64_t block, int64_t gates, int64_t hidden,
                              const float* h, int64_t ldh, int64_t rows, float* acc);
 

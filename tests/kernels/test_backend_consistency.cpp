@@ -1879,7 +1879,9 @@ std::vector<Case> recurrent_cases(Rng& rng) {
     attrs.set("direction", std::string(direction));
     if (batch_major) attrs.set("layout", int64_t{1});
     if (rng.chance(0.3)) attrs.set("clip", rng.real(0.5, 3.0));
-    if (gates == 3 && rng.chance(0.5)) attrs.set("linear_before_reset", int64_t{1});
+    // Of the two GRUs split between threads, one applies R_h before the reset gate, one after.
+    if (gates == 3 && (split ? k == 46 : rng.chance(0.5)))
+      attrs.set("linear_before_reset", int64_t{1});
     if (gates == 4 && rng.chance(0.2)) attrs.set("input_forget", int64_t{1});
     Case c;
     c.node = make_node(op, attrs, gates == 4 ? 3 : 2);
