@@ -67,54 +67,46 @@ using BlockProduct = void (*)(const float*, int64_t, const float*, int64_t, floa
                                                  int64_t ldh, float* acc) {                 \
     block_product<G, M>(w, K, h, ldh, acc);                                                 \
   }
-#define TROUPE_BLOCK_PRODUCTS(G, suffix, target)                      \
-  TROUPE_BLOCK_PRODUCT(G, 1, suffix, target)                          \
-  TROUPE_BLOCK_PRODUCT(G, 2, suffix, target)                          \
-  TROUPE_BLOCK_PRODUCT(G, 3, suffix, target)                          \
-  TROUPE_BLOCK_PRODUCT(G, 4, suffix, target)                          \
-  constexpr BlockProduct block_products_##G##_##suffix[] = {          \
-      block_product_##G##_1_##suffix, block_product_##G##_2_##suffix, \
-      block_product_##G##_3_##suffix, block_product_##G##_4_##suffix};
-#define TROUPE_BLOCK_PRODUCTS_FOR_ISA(suffix, target) \
-  TROUPE_BLOCK_PRODUCTS(1, suffix, target)            \
-  TROUPE_BLOCK_PRODUCTS(2, suffix, target)            \
-  TROUPE_BLOCK_PRODUCTS(3, suffix, target)            \
-  TROUPE_BLOCK_PRODUCTS(4, suffix, target)
+#define TROUPE_BLOCK_PRODUCTS(G, suffix, target) \
+  TROUPE_BLOCK_PRODUCT(G, 1, suffix, target)     \
+  TROUPE_BLOCK_PRODUCT(G, 2, suffix, target)     \
+  TROUPE_BLOCK_PRODUCT(G, 3, suffix, target)     \
+  TROUPE_BLOCK_PRODUCT(G, 4, suffix, target)
+#define TROUPE_BLOCK_PRODUCT_ROW(G, suffix)                            \
+  {                                                                    \
+    block_product_##G##_1_##suffix, block_product_##G##_2_##suffix,    \
+        block_product_##G##_3_##suffix, block_product_##G##_4_##suffix \
+  }
+// One table per ISA: [gates - 1][rows - 1].
+#define TROUPE_BLOCK_PRODUCTS_FOR_ISA(suffix, target)                             \
+  TROUPE_BLOCK_PRODUCTS(1, suffix, target)                                        \
+  TROUPE_BLOCK_PRODUCTS(2, suffix, target)                                        \
+  TROUPE_BLOCK_PRODUCTS(3, suffix, target)                                        \
+  TROUPE_BLOCK_PRODUCTS(4, suffix, target)                                        \
+  constexpr BlockProduct block_products_##suffix[4][max_recurrent_block_rows] = { \
+      TROUPE_BLOCK_PRODUCT_ROW(1, suffix), TROUPE_BLOCK_PRODUCT_ROW(2, suffix),   \
+      TROUPE_BLOCK_PRODUCT_ROW(3, suffix), TROUPE_BLOCK_PRODUCT_ROW(4, suffix)};
 TROUPE_BLOCK_PRODUCTS_FOR_ISA(avx512, [[gnu::target("avx512f")]])
 TROUPE_BLOCK_PRODUCTS_FOR_ISA(avx2, [[gnu::target("avx2,fma")]])
 TROUPE_BLOCK_PRODUCTS_FOR_ISA(baseline, )
 #undef TROUPE_BLOCK_PRODUCTS_FOR_ISA
+#undef TROUPE_BLOCK_PRODUCT_ROW
 #undef TROUPE_BLOCK_PRODUCTS
 #undef TROUPE_BLOCK_PRODUCT
 #pragma GCC diagnostic pop
 
 BlockProduct block_product_for(int64_t gates, int64_t rows) {
+  if (gates < 1 || gates > 4)
+    throw ExecutionError("recurrent block product: " + std::to_string(gates) +
+                         " gates, expected 1 to 4");
   if (rows < 1 || rows > max_recurrent_block_rows)
     throw ExecutionError("recurrent block product: " + std::to_string(rows) +
                          " rows, expected 1.." + std::to_string(max_recurrent_block_rows));
   const CpuIsa& isa = effective_cpu_isa();
-  const size_t r = static_cast<size_t>(rows - 1);
-  switch (gates) {
-    case 1:
-      return isa.avx512 ? block_products_1_avx512[r]
-             : isa.avx2 ? block_products_1_avx2[r]
-                        : block_products_1_baseline[r];
-    case 2:
-      return isa.avx512 ? block_products_2_avx512[r]
-             : isa.avx2 ? block_products_2_avx2[r]
-                        : block_products_2_baseline[r];
-    case 3:
-      return isa.avx512 ? block_products_3_avx512[r]
-             : isa.avx2 ? block_products_3_avx2[r]
-                        : block_products_3_baseline[r];
-    case 4:
-      return isa.avx512 ? block_products_4_avx512[r]
-             : isa.avx2 ? block_products_4_avx2[r]
-                        : block_products_4_baseline[r];
-    default:
-      throw ExecutionError("recurrent block product: " + std::to_string(gates) +
-                           " gates, expected 1 to 4");
-  }
+  const auto& table = isa.avx512 ? block_products_avx512
+                      : isa.avx2 ? block_products_avx2
+                                 : block_products_baseline;
+  return table[gates - 1][rows - 1];
 }
 
 }  // namespace recurrent_steps
