@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "actors/caller_runs_unit.hpp"
 #include "actors/stage.hpp"
 
 namespace troupe::actors {
@@ -109,7 +110,11 @@ caf::behavior completion_actor(caf::stateful_actor<CompletionState>* self, Conte
         // The credit goes back after the callbacks ran: a client that resubmits from its
         // callback (a closed loop, AsyncInferQueue) has its requests queued before the scheduler
         // forms the next batch, rather than one of them leaving alone on the freed credit.
-        if (credit.batch_size > 0) self->send(next->scheduler, credit_atom::value, credit);
+        // The scheduler's turn for it runs on this thread (actors/caller_runs_unit.hpp): a worker
+        // woken only to count a credit would take a core from the streams.
+        if (credit.batch_size > 0)
+          send_and_run_here(self, 1,
+                            [&] { self->send(next->scheduler, credit_atom::value, credit); });
       },
       [self, ctx, next](drain_atom) {
         // Every completion queued before this message has been delivered.

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "actors/caller_runs_unit.hpp"
 #include "actors/front_actor.hpp"
 #include "actors/router_stage.hpp"
 #include "actors/stage.hpp"
@@ -68,8 +69,24 @@ Pipeline::~Pipeline() {
   }
 }
 
-void Pipeline::submit(std::shared_ptr<detail::RequestState> state) {
-  submit_request(*context_, actors_->handles->scheduler, std::move(state));
+void Pipeline::submit(std::shared_ptr<detail::RequestState> state, bool caller_waits) {
+  // A request alone in the pipeline, submitted by a thread that would only wait for it (a
+  // synchronous infer, or a completion callback starting the next request, after which the
+  // completion thread has nothing else to do): that thread takes it through the scheduler,
+  // preprocess and upload itself (actors/caller_runs_unit.hpp) instead of waking a worker for
+  // them. An asynchronous submission from any other thread returns at once, however long
+  // preprocessing takes, and with others in flight the workers do the stages, so that callbacks
+  // of other requests are not held up. A remote model's router talks to the network: never here.
+  const bool caller_runs = (caller_waits || on_callback_thread()) && !context_->remote &&
+                           context_->in_flight.count() == 0;
+  if (!caller_runs) {
+    submit_request(*context_, actors_->handles->scheduler, std::move(state));
+    return;
+  }
+  constexpr size_t turns = 3;  // the scheduler, preprocess, upload
+  CallerRunsUnit unit(actors_->system);
+  submit_request(*context_, actors_->handles->scheduler, std::move(state), &unit);
+  unit.run(turns);
 }
 
 void Pipeline::cancel_waiting() {

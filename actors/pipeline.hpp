@@ -29,8 +29,9 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  /// Sends a request into the pipeline (the caller has marked it busy).
-  void submit(std::shared_ptr<detail::RequestState> state);
+  /// Sends a request into the pipeline (the caller has marked it busy). `caller_waits`: the
+  /// calling thread only waits for the request afterwards (a synchronous infer).
+  void submit(std::shared_ptr<detail::RequestState> state, bool caller_waits = false);
   /// Asks the scheduler to complete the waiting requests that were cancelled.
   void cancel_waiting();
   /// Hands the scheduler a new policy for its next decisions.

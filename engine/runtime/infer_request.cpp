@@ -111,19 +111,25 @@ Tensor InferRequest::get_output_tensor(size_t index) const {
   return st.outputs[index];
 }
 
+namespace {
+
+void mark_started(detail::RequestState& st) {
+  auto lock = lock_idle(st, "start it again");
+  st.busy = true;
+  st.error = nullptr;
+  st.cancel_requested.store(false);
+}
+
+}  // namespace
+
 void InferRequest::infer() {
-  start_async();
+  mark_started(checked(state_));
+  model_->pipeline().submit(state_, /*caller_waits=*/true);
   wait();
 }
 
 void InferRequest::start_async() {
-  auto& st = checked(state_);
-  {
-    auto lock = lock_idle(st, "start it again");
-    st.busy = true;
-    st.error = nullptr;
-    st.cancel_requested.store(false);
-  }
+  mark_started(checked(state_));
   model_->pipeline().submit(state_);
 }
 

@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "pipeline_fixture.hpp"
 
@@ -410,8 +413,10 @@ TEST(Pipeline, CallbackMayReadOutputsAndRestartItsRequest) {
 }
 
 // Where execute runs: a small model's execute stages are scheduled actors, run by the same
-// workers as the other stages; a large model's have a thread per stream that runs nothing else.
-// Either way every request of many in flight on two streams gets its own result.
+// workers as the other stages; a large model's have a thread per stream, which no other stream's
+// runs use (it may run the stages after execute itself when nothing waits for it:
+// actors/caller_runs_unit.hpp). Either way every request of many in flight on two streams gets
+// its own result.
 TEST(Pipeline, SmallModelsExecuteOnTheSchedulersWorkersLargeOnesOnTheirOwnThreads) {
   for (const int64_t width : {int64_t{16}, int64_t{400'000}}) {
     SCOPED_TRACE("width " + std::to_string(width));
@@ -446,10 +451,91 @@ TEST(Pipeline, SmallModelsExecuteOnTheSchedulersWorkersLargeOnesOnTheirOwnThread
     if (small) {
       EXPECT_GT(shared, 0u);  // a worker ran execute and other stages
     } else {
-      EXPECT_EQ(shared, 0u);
       EXPECT_EQ(execute_threads.size(), 2u);  // one per stream
     }
   }
+}
+
+// Who runs the stages of a request alone in the pipeline (actors/caller_runs_unit.hpp): a
+// synchronous infer's own thread runs preprocess and upload; start_async never does, so it
+// returns however long preprocessing takes; the stream's thread runs download and postprocess
+// after execute; a completion callback that starts the next request runs its preprocess. Every
+// result is the request's own.
+TEST(Pipeline, ARequestAloneInThePipelineSkipsTheWakeUpsOfIdleWorkers) {
+  Core core;
+  // Wide enough that execute has a thread of its own.
+  const int64_t width = 400'000;
+  auto compiled =
+      core.compile_model(make_add_relu_model(1, width), "CPU", {{props::num_streams, int64_t{1}}});
+  ASSERT_FALSE(compiled.impl()->config().execute_on_scheduler);
+  std::mutex mutex;
+  std::map<detail::Stage, std::vector<std::thread::id>> threads;
+  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    threads[stage].push_back(std::this_thread::get_id());
+  });
+  auto request = compiled.create_infer_request();
+  const int rounds = 5;
+  for (int i = 0; i < rounds; ++i) {
+    const Tensor input = make_input(static_cast<float>(i), width);
+    request.set_tensor("x", input);
+    request.infer();
+    expect_add_relu_output(input, request.get_tensor("y"));
+  }
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (int i = 0; i < rounds; ++i) {
+      EXPECT_EQ(threads[detail::Stage::preprocess][i], std::this_thread::get_id());
+      EXPECT_EQ(threads[detail::Stage::upload][i], std::this_thread::get_id());
+      EXPECT_EQ(threads[detail::Stage::download][i], threads[detail::Stage::execute][i]);
+      EXPECT_EQ(threads[detail::Stage::postprocess][i], threads[detail::Stage::execute][i]);
+    }
+    threads.clear();
+  }
+
+  const Tensor input = make_input(3.f, width);
+  request.set_tensor("x", input);
+  request.start_async();
+  request.wait();
+  expect_add_relu_output(input, request.get_tensor("y"));
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_NE(threads[detail::Stage::preprocess].at(0), std::this_thread::get_id());
+    threads.clear();
+  }
+
+  // A closed loop restarting from its callback.
+  std::mutex loop_mutex;
+  std::condition_variable loop_done;
+  int runs = 0, bad = 0;
+  std::vector<std::thread::id> callback_threads;
+  request.set_callback([&](std::exception_ptr e) {
+    const std::lock_guard<std::mutex> lock(loop_mutex);
+    callback_threads.push_back(std::this_thread::get_id());
+    if (e) ++bad;
+    if (++runs < 50)
+      request.start_async();
+    else
+      loop_done.notify_all();
+  });
+  request.start_async();
+  {
+    std::unique_lock<std::mutex> lock(loop_mutex);
+    ASSERT_TRUE(loop_done.wait_for(lock, std::chrono::seconds(60), [&] { return runs == 50; }));
+  }
+  request.wait();
+  request.set_callback(nullptr);
+  expect_add_relu_output(input, request.get_tensor("y"));
+  EXPECT_EQ(bad, 0);
+  set_stage_hook(compiled, nullptr);
+  // Each restart found the pipeline empty but for the moment postprocess takes to count its
+  // request out after handing it to the callback: nearly every one ran preprocess itself.
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto& pre = threads[detail::Stage::preprocess];
+  ASSERT_EQ(pre.size(), 50u);
+  size_t on_callback_thread = 0;
+  for (size_t i = 1; i < pre.size(); ++i) on_callback_thread += pre[i] == callback_threads[i - 1];
+  EXPECT_GT(on_callback_thread, 0u);
 }
 
 // A dynamic model small at its smallest shapes executes on the scheduler, but a request given

@@ -1,0 +1,56 @@
+#pragma once
+
+// An execution unit for a thread outside CAF's scheduler (a detached actor's own thread) that runs
+// the actors its sends make ready itself, instead of handing each to the scheduler, which wakes a
+// sleeping worker for it.
+//
+// Why: execute runs on a stream's own thread. A request it finishes goes on to download, then
+// postprocess; each was a message to an idle actor, queued to the scheduler with a wake-up of a
+// sleeping worker (several microseconds on a virtual machine whose idle vCPU halts, more than a
+// small model's whole graph run). When no other request waits for the stream, the stream's thread
+// has nothing better to do than to run those stages itself: it does so for a bounded number of
+// actor turns, and hands whatever is still ready after that to the scheduler as before.
+//
+// CAF makes an actor ready through `execution_unit::exec_later` once, when its mailbox goes from
+// empty to non-empty, so a job this unit takes is run by nobody else; it is run, released or
+// re-queued exactly as a scheduler worker would.
+
+#include <cstddef>
+#include <deque>
+
+#include <caf/execution_unit.hpp>
+#include <caf/local_actor.hpp>
+#include <caf/resumable.hpp>
+
+namespace troupe::actors {
+
+class CallerRunsUnit : public caf::execution_unit {
+ public:
+  explicit CallerRunsUnit(caf::actor_system& system) : caf::execution_unit(&system) {}
+  CallerRunsUnit(const CallerRunsUnit&) = delete;
+  CallerRunsUnit& operator=(const CallerRunsUnit&) = delete;
+  /// Hands what was not run to the scheduler.
+  ~CallerRunsUnit() override;
+
+  void exec_later(caf::resumable* job) override { jobs_.push_back(job); }
+
+  /// Runs the ready jobs, and those they make ready, for at most `turns` actor turns.
+  void run(size_t turns);
+
+ private:
+  std::deque<caf::resumable*> jobs_;
+};
+
+/// Runs `send` (messages `self` sends) with `self`'s sends made through a CallerRunsUnit, then
+/// runs what they made ready on this thread for at most `turns` actor turns.
+template <class Send>
+void send_and_run_here(caf::local_actor* self, size_t turns, Send&& send) {
+  CallerRunsUnit unit(self->home_system());
+  caf::execution_unit* own = self->context();
+  self->context(&unit);
+  send();
+  self->context(own);
+  unit.run(turns);
+}
+
+}  // namespace troupe::actors
