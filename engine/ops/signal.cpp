@@ -18,7 +18,7 @@ using infer::TypeClass;
 
 // A scalar input (a size, a rate, a step): rank 0, or a single-element tensor, which exporters
 // also produce.
-void require_scalar(const ShapeInferContext& ctx, size_t i) {
+void require_signal_scalar(const ShapeInferContext& ctx, size_t i) {
   const Shape& s = ctx.shape(i);
   if (s.rank() > 1 || (s.is_static() && s.element_count() != 1))
     ctx.fail(infer::input_label(ctx, i) + " must be a scalar, got shape " + s.to_string());
@@ -46,7 +46,7 @@ ElementType output_datatype(const ShapeInferContext& ctx) {
 // HannWindow / HammingWindow / BlackmanWindow(size): a 1-D window of `size` values.
 std::vector<ValueInfo> infer_window(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::index);
-  require_scalar(ctx, 0);
+  require_signal_scalar(ctx, 0);
   const int64_t periodic = ctx.node.attributes.get_int_or("periodic", 1);
   if (periodic != 0 && periodic != 1)
     ctx.fail("attribute periodic is " + std::to_string(periodic) + ", expected 0 or 1");
@@ -64,7 +64,7 @@ std::vector<ValueInfo> infer_window(const ShapeInferContext& ctx) {
 std::vector<ValueInfo> infer_mel_weight_matrix(const ShapeInferContext& ctx) {
   for (size_t i = 0; i < 3; ++i) infer::require_type(ctx, i, TypeClass::index);
   for (size_t i = 3; i < 5; ++i) infer::require_type(ctx, i, TypeClass::floating);
-  for (size_t i = 0; i < 5; ++i) require_scalar(ctx, i);
+  for (size_t i = 0; i < 5; ++i) require_signal_scalar(ctx, i);
   const ElementType type = output_datatype(ctx);
   int64_t mel_bins = Shape::dynamic;
   int64_t spectrogram_bins = Shape::dynamic;
@@ -115,7 +115,7 @@ std::vector<ValueInfo> infer_dft(const ShapeInferContext& ctx) {
   int64_t length = in[axis];
   if (ctx.has_input(1)) {
     infer::require_type(ctx, 1, TypeClass::index);
-    require_scalar(ctx, 1);
+    require_signal_scalar(ctx, 1);
     length = Shape::dynamic;
     if (const std::optional<int64_t> known = constant_scalar(ctx, 1, "dft_length")) {
       if (*known <= 0) ctx.fail("dft_length is " + std::to_string(*known) + ", expected > 0");
@@ -134,7 +134,7 @@ std::vector<ValueInfo> infer_dft(const ShapeInferContext& ctx) {
 std::vector<ValueInfo> infer_stft(const ShapeInferContext& ctx) {
   infer::require_type(ctx, 0, TypeClass::floating);
   infer::require_type(ctx, 1, TypeClass::index);
-  require_scalar(ctx, 1);
+  require_signal_scalar(ctx, 1);
   const Shape& signal = ctx.shape(0);
   if (signal.rank() != 3)
     ctx.fail("signal must have shape [batch, length, 1 or 2], got " + signal.to_string());
@@ -164,7 +164,7 @@ std::vector<ValueInfo> infer_stft(const ShapeInferContext& ctx) {
   }
   if (has_frame_length) {
     infer::require_type(ctx, 3, TypeClass::index);
-    require_scalar(ctx, 3);
+    require_signal_scalar(ctx, 3);
     if (const std::optional<int64_t> known = constant_scalar(ctx, 3, "frame_length")) {
       if (*known <= 0) ctx.fail("frame_length is " + std::to_string(*known) + ", expected > 0");
       if (frame_length != Shape::dynamic && frame_length != *known)

@@ -326,6 +326,66 @@ TEST(Transformations, TrimsKernelTapsThatReadOnlyPadding) {
   }
 }
 
+// A convolution whose kernel spans the input's whole width (a text model's Conv2d(1, F, (k, E)),
+// LSTNet's) runs as the 1-D convolution over the rows it is: Transpose, Reshape, Conv, Reshape,
+// with the normalization and activation after it still inside the Conv. Left as written: a kernel
+// over the whole map (one output pixel), padding along the width, groups.
+TEST(Transformations, RunsAConvolutionSpanningTheWidthAsA1dConvolution) {
+  struct Case {
+    std::string what;
+    int64_t channels, height, width, kernel_h, stride, dilation, pad_begin, pad_end;
+    int64_t width_pad = 0, group = 1;
+    bool rewritten = true;
+  };
+  const std::vector<Case> cases = {
+      {"one channel, 6 x 16 kernel over 20 rows", 1, 20, 16, 6, 1, 1, 0, 0},
+      {"three channels, stride 2, dilation 2, padded rows", 3, 17, 8, 3, 2, 2, 2, 1},
+      {"a kernel over the whole map stays", 2, 5, 8, 5, 1, 1, 0, 0, 0, 1, false},
+      {"padding along the width stays", 1, 12, 6, 3, 1, 1, 1, 1, 1, 1, false},
+      {"two groups stay", 4, 12, 6, 3, 1, 1, 1, 1, 0, 2, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ModelBuilder b("columns");
+    auto x = b.input("x", ElementType::f32, {-1, c.channels, c.height, c.width});
+    const int64_t out = 8;
+    ValueId y =
+        b.op("Conv",
+             {x,
+              b.constant("w", random_tensor(Shape{out, c.channels / c.group, c.kernel_h, c.width},
+                                            51, -0.5f, 0.5f)),
+              b.constant("b", random_tensor({out}, 52))},
+             {{"dilations", std::vector<int64_t>{c.dilation, 1}},
+              {"strides", std::vector<int64_t>{c.stride, 3}},
+              {"group", c.group},
+              {"pads", std::vector<int64_t>{c.pad_begin, c.width_pad, c.pad_end, c.width_pad}}},
+             "conv");
+    y = b.op("BatchNormalization",
+             {y, b.constant("scale", random_tensor({out}, 53, 0.5f, 1.5f)),
+              b.constant("shift", random_tensor({out}, 54)),
+              b.constant("mean", random_tensor({out}, 55)),
+              b.constant("var", random_tensor({out}, 56, 0.5f, 1.5f))},
+             {}, "bn");
+    b.output(b.op("Relu", {y}, {}, "relu"), "y");
+    auto model = b.build();
+    const std::map<std::string, Tensor> in = {
+        {"x", random_tensor(Shape{2, c.channels, c.height, c.width}, 57, -1.f, 1.f)}};
+    const RunResult plain = compile_and_run(model, true, in);
+    const RunResult transformed = compile_and_run(model, false, in);
+    expect_close(transformed.outputs.at("y"), plain.outputs.at("y"), "y", 1e-4);
+    const std::vector<std::string> ops = op_types(*transformed.runtime);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "Transpose"), c.rewritten ? 1 : 0);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "BatchNormalization"), 0);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "Relu"), 0);
+    const Node& conv = node_named(*transformed.runtime, "conv");
+    const Shape weights = transformed.runtime->value(conv.inputs[1]).shape;
+    if (c.rewritten)
+      EXPECT_EQ(weights, (Shape{out, c.channels * c.width, c.kernel_h}));
+    else
+      EXPECT_EQ(weights.rank(), 4u);
+  }
+}
+
 // Nothing is trimmed where the input's size is known only at run time.
 TEST(Transformations, KeepsTheKernelOfAConvolutionOverADynamicSize) {
   ModelBuilder b("dynamic");

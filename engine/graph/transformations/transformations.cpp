@@ -42,6 +42,9 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   fuse_gelu(model, names);
   fuse_silu(model, names);
   fuse_post_ops(model, names);
+  // After the folding and the post-op fusion: the normalization and the activation after such a
+  // convolution stay in the rewritten Conv.
+  convolve_columns_in_1d(model);
   fuse_depthwise_into_conv(model, names);
   eliminate_dead_code(model);
   return names;

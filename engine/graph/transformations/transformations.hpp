@@ -100,6 +100,11 @@ size_t fuse_silu(Model& model, OriginalNames& names);
 // "fused_activation" (see engine/ops/fused_post_ops.hpp).
 size_t fuse_post_ops(Model& model, OriginalNames& names);
 
+// Rewrites a Conv whose kernel spans its input's whole width (no padding along it, group 1,
+// more than one output row) as Transpose -> Reshape -> the 1-D Conv over the rows -> Reshape back
+// to the one-column output; fused activations stay on the Conv. Returns the rewrites.
+size_t convolve_columns_in_1d(Model& model);
+
 // Fuses a 1x1 Conv and the 3x3 depthwise Conv (stride 1 or 2, padding 1) that alone reads it into
 // the 1x1 Conv ("fused_depthwise", see engine/ops/fused_post_ops.hpp). Runs after fuse_post_ops:
 // both convolutions keep their fused activations.
