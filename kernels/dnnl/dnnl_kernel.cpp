@@ -103,6 +103,10 @@ bool depthwise_rows_allowed() {
   return switch_from_environment("TROUPE_DEPTHWISE_ROWS");
 }
 
+bool deconv_columns_allowed() {
+  return switch_from_environment("TROUPE_DECONV_COLUMNS");
+}
+
 bool recurrent_steps_allowed() {
   return switch_from_environment("TROUPE_RECURRENT_STEPS");
 }

@@ -60,6 +60,11 @@ bool depthwise_rows_allowed();
 /// TROUPE_RECURRENT_STEPS=0 (read whenever a kernel is created).
 bool recurrent_steps_allowed();
 
+/// Whether a 2-D ConvTranspose with few output channels runs as a product and its scatter
+/// (deconv.cpp) rather than oneDNN's deconvolution. Yes unless TROUPE_DECONV_COLUMNS=0 (read
+/// whenever a kernel is created).
+bool deconv_columns_allowed();
+
 /// The layout activations are kept in between convolutions and pooling. On AVX-512: blocked by
 /// 16 for a model with a large share of convolutions Winograd can compute (its kernels read only
 /// that layout), or with depthwise convolutions whose convolution activations nearly all have

@@ -1069,6 +1069,30 @@ std::vector<Case> conv_transpose_cases(Rng& rng) {
         if (kernel[i] < strides[i]) c.must_accept = false;
     cases.push_back(c);
   }
+  // An image decoder's last layer: few output channels (up to 8), plain tensors, run as a product
+  // and its scatter (deconv.cpp's DeconvColumns): kernel 4 stride 2 pad 1 (DCGAN, pix2pix),
+  // kernel 3 stride 2 pad 1 with output_padding, kernel 2 stride 2, odd strides and pads.
+  for (int k = 0; k < 8; ++k) {
+    const int64_t kh = k % 4 == 0 ? 4 : k % 4 == 1 ? 3 : k % 4 == 2 ? 2 : rng.integer(1, 5);
+    const int64_t kw = k % 4 == 3 ? rng.integer(1, 5) : kh;
+    const int64_t sh = k % 4 == 3 ? rng.integer(1, 3) : 2, sw = k % 4 == 3 ? rng.integer(1, 3) : 2;
+    const int64_t ph = kh == 2 ? 0 : rng.integer(0, (kh - 1) / 2);
+    const int64_t pw = kw == 2 ? 0 : rng.integer(0, (kw - 1) / 2);
+    const int64_t in_channels = rng.integer(1, 40), out_channels = rng.integer(1, 8);
+    const ints x{rng.integer(1, 2), in_channels, rng.integer(2, 20), rng.integer(2, 20)};
+    Attributes attrs;
+    attrs.set("strides", ints{sh, sw});
+    attrs.set("pads", ints{ph, pw, ph, pw});
+    if (k % 4 == 1) attrs.set("output_padding", ints{1, 1});
+    Case c;
+    c.node = make_node("ConvTranspose", attrs);
+    c.inputs = {rng.tensor(x), rng.tensor({in_channels, out_channels, kh, kw}),
+                k % 3 == 0 ? Tensor() : rng.tensor({out_channels})};
+    c.constant = {false, k != 5, true};
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(in_channels * kh * kw)};
+    c.implementation = "dnnl:deconv_columns";
+    cases.push_back(c);
+  }
   return cases;
 }
 
