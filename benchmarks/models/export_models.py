@@ -68,6 +68,12 @@ the other shapes of model users bring:
   gcn           a 3-layer graph convolutional network (Gather, ScatterElements add) over 2000
                 nodes f32[2000,128] and edge_index i64[2,10000]
   nerf_mlp      NeRF's MLP with its Sin/Cos positional encoding over 65536 points f32[65536,3]
+  lstnet        LSTNet: a Conv2d spanning all 64 series, two GRUs, a linear highway over
+                f32[1,168,64]
+  din_recommender  a Deep Interest Network: embeddings, attention over a history of 100 items
+                (history i64[1,100], target i64[1], mask f32[1,100]), PReLU MLP
+  dcgan_generator  DCGAN's generator (ConvTranspose 4x4 stride 2, the last to 3 channels) from
+                z f32[N,100,1,1] to a 64x64 image
 
 For each model NAME it writes
   OUT_DIR/NAME.onnx

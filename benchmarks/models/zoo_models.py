@@ -1768,6 +1768,90 @@ def nerf_mlp(reduced):
     return Nerf(width), [("points", torch.randn(points, 3)), ("dirs", torch.randn(points, 3))]
 
 
+class LstNet(nn.Module):
+    """LSTNet (Lai et al.), a multivariate time-series forecaster: a Conv2d whose kernel spans all
+    the series (over [B, 1, steps, series]), a GRU over its output, a GRU over every `skip`-th
+    step (the period), a linear autoregressive highway, a sigmoid."""
+
+    def __init__(self, series, steps, hidden, skip, highway, skip_hidden=10, kernel=6):
+        super().__init__()
+        self.skip, self.highway, self.hidden = skip, highway, hidden
+        self.periods = (steps - kernel + 1) // skip
+        self.conv = nn.Conv2d(1, hidden, (kernel, series))
+        self.gru = nn.GRU(hidden, hidden)
+        self.skip_gru = nn.GRU(hidden, skip_hidden)
+        self.fc = nn.Linear(hidden + skip * skip_hidden, series)
+        self.ar = nn.Linear(highway, 1)
+
+    def forward(self, x):
+        c = F.relu(self.conv(x.unsqueeze(1))).squeeze(3)  # [1, hidden, steps - kernel + 1]
+        r = self.gru(c.permute(2, 0, 1))[1].squeeze(0)
+        s = c[:, :, -self.periods * self.skip:].reshape(1, self.hidden, self.periods, self.skip)
+        s = s.permute(2, 0, 3, 1).reshape(self.periods, self.skip, self.hidden)
+        s = self.skip_gru(s)[1].reshape(1, -1)
+        z = self.ar(x[:, -self.highway:, :].permute(0, 2, 1)).squeeze(2)
+        return torch.sigmoid(self.fc(torch.cat([r, s], 1)) + z)
+
+
+def lstnet(reduced):
+    series, steps, hidden, skip = (16, 48, 32, 8) if reduced else (64, 168, 100, 24)
+    return LstNet(series, steps, hidden, skip, highway=skip), [
+        ("input", torch.randn(1, steps, series))]
+
+
+class DinRecommender(nn.Module):
+    """A Deep Interest Network: item embeddings (Gather), attention of the candidate over the
+    user's history ([h, t, h - t, h * t] through a small MLP, masked Softmax, weighted sum), an
+    MLP with PReLU over [interest, candidate, interest * candidate]. Tens of microseconds per
+    request: what it measures is a request's fixed cost."""
+
+    def __init__(self, items, dim):
+        super().__init__()
+        self.embed = nn.Embedding(items, dim)
+        self.attention = nn.Sequential(nn.Linear(4 * dim, 80), nn.Sigmoid(), nn.Linear(80, 40),
+                                       nn.Sigmoid(), nn.Linear(40, 1))
+        self.mlp = nn.Sequential(nn.Linear(3 * dim, 200), nn.PReLU(), nn.Linear(200, 80),
+                                 nn.PReLU(), nn.Linear(80, 2))
+
+    def forward(self, history, target, mask):
+        h = self.embed(history)
+        t = self.embed(target).unsqueeze(1).expand_as(h)
+        w = self.attention(torch.cat([h, t, h - t, h * t], -1)).squeeze(-1)
+        w = w.masked_fill(mask < 0.5, -1e9).softmax(-1)
+        interest = (w.unsqueeze(-1) * h).sum(1)
+        return self.mlp(torch.cat([interest, t[:, 0], interest * t[:, 0]], -1)).softmax(-1)
+
+
+def din_recommender(reduced):
+    items, dim, length = (1000, 16, 20) if reduced else (100000, 64, 100)
+    return DinRecommender(items, dim), [
+        ("history", torch.randint(0, items, (1, length), dtype=torch.int64)),
+        ("target", torch.randint(0, items, (1,), dtype=torch.int64)),
+        ("mask", (torch.rand(1, length) > 0.3).float())]
+
+
+class DcganGenerator(nn.Module):
+    """DCGAN's generator: ConvTranspose 4x4 stride 2 layers with BatchNorm and ReLU from a latent
+    [N, 100, 1, 1] to a 64 x 64 RGB image; the last one has 3 output channels."""
+
+    def __init__(self, latent, width):
+        super().__init__()
+        layers, channels = [], [latent, width * 8, width * 4, width * 2, width]
+        for i in range(4):
+            layers += [nn.ConvTranspose2d(channels[i], channels[i + 1], 4, 1 if i == 0 else 2,
+                                          0 if i == 0 else 1, bias=False),
+                       nn.BatchNorm2d(channels[i + 1]), nn.ReLU()]
+        self.net = nn.Sequential(*layers, nn.ConvTranspose2d(width, 3, 4, 2, 1), nn.Tanh())
+
+    def forward(self, z):
+        return self.net(z)
+
+
+def dcgan_generator(reduced):
+    latent, width = (16, 8) if reduced else (100, 64)
+    return DcganGenerator(latent, width), [("z", torch.randn(1, latent, 1, 1))]
+
+
 # name -> (factory, whether the leading (batch) axis is exported as dynamic)
 ZOO = {
     "resnet18": (resnet18, True),
@@ -1826,4 +1910,8 @@ ZOO = {
     # graph and point sets: their leading axis is no batch
     "gcn": (gcn, False),
     "nerf_mlp": (nerf_mlp, False),
+    "lstnet": (lstnet, False),
+    # index inputs
+    "din_recommender": (din_recommender, False),
+    "dcgan_generator": (dcgan_generator, True),
 }
