@@ -13,6 +13,7 @@
 #include "kernels/dnnl/depthwise_rows.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
+#include "kernels/dnnl/narrow_conv.hpp"
 #include "kernels/dnnl/post_ops.hpp"
 #include "kernels/dnnl/shared_weights.hpp"
 #include "kernels/dnnl/small_rows_product.hpp"
@@ -51,6 +52,11 @@ class ConvKernel final : public DnnlKernel {
     // Read for every convolution, so that a malformed value is named whatever the CPU and the
     // convolution.
     depthwise_rows_allowed_ = depthwise_rows_allowed();
+    const Shape& weights = request.inputs[1].shape;
+    narrow_candidate_ = narrow_conv_allowed() && rank_ == 4 && group_ == 1 && !fused_dw_ &&
+                        !fused_sum_ && compute_type() == dnnl::memory::data_type::f32 &&
+                        weights.is_static() && weights[0] <= NarrowConv::max_out_channels &&
+                        weights[2] * weights[3] > 1;
   }
 
  protected:
@@ -87,6 +93,8 @@ class ConvKernel final : public DnnlKernel {
     }
     const std::optional<ConvDims> dims = conv_dims(window, g, conv_dst);
     if (!dims) return false;
+    narrow_active_ = uses_narrow_conv(src, weights, dst, window, g);
+    if (narrow_active_) return true;
     // Named copies: lambdas below capture them (C++17 lambdas cannot capture bindings).
     const Dims strides = dims->strides, dilation = dims->dilation;
     const Dims pad_l = dims->pad_l, pad_r = dims->pad_r;
@@ -364,6 +372,51 @@ class ConvKernel final : public DnnlKernel {
     return true;
   }
 
+  // A convolution to 1-4 channels (a head, a network's last layer) reading channel-blocked or
+  // channels-last activations and writing a plain tensor: troupe's loops (narrow_conv.hpp).
+  // ReLU is applied as they store; another fused activation by oneDNN's eltwise kernel after.
+  bool uses_narrow_conv(const Dims& src, const Dims& weights, const Dims& dst,
+                        const spatial::Window& window, const spatial::Geometry& geometry) {
+    if (!narrow_candidate_ || !output_layout(0).is_plain() || weights[2] * weights[3] == 1)
+      return false;
+    const TensorLayout in = input_layout(0);
+    const int64_t channels = src[1];
+    int64_t block = 0;
+    if (in.bf16) return false;
+    if (in.channels_last)
+      block = channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0;
+    else if ((in.channel_block == 8 || in.channel_block == 16) && channels % in.channel_block == 0)
+      block = in.channel_block;
+    if (block == 0) return false;
+    const std::string activation = fused::activation(node_);
+    narrow_activation_ = InPlaceActivation();
+    if (activation != "Relu" && !narrow_activation_.prepare(node_, plain_f32(dst))) return false;
+    NarrowConvGeometry n;
+    n.batch = src[0];
+    n.channels = channels;
+    n.block = block;
+    n.channels_last = in.channels_last;
+    n.out_channels = weights[0];
+    n.in_h = src[2];
+    n.in_w = src[3];
+    n.out_h = dst[2];
+    n.out_w = dst[3];
+    n.kernel_h = weights[2];
+    n.kernel_w = weights[3];
+    n.stride_h = window.strides[0];
+    n.stride_w = window.strides[1];
+    n.dilation_h = window.dilations[0];
+    n.dilation_w = window.dilations[1];
+    n.pad_top = geometry.pads_begin[0];
+    n.pad_left = geometry.pads_begin[1];
+    narrow_ = NarrowConv();
+    narrow_.prepare(n);
+    narrow_relu_ = activation == "Relu";
+    if (const Tensor* w = constant(1)) narrow_.set_weights(w->contiguous().data<float>());
+    set_impl("narrow_conv");
+    return true;
+  }
+
   // What every Winograd kernel needs, oneDNN's or troupe's: f32 (or bf16 where it may run as
   // f32 Winograd), constant weights, no fused depthwise convolution, and not turned off.
   bool winograd_candidate() const {
@@ -430,6 +483,7 @@ class ConvKernel final : public DnnlKernel {
   }
 
   const PackedWeights* packed_weights(size_t i) const override {
+    if (i == 1 && narrow_active_) return nullptr;  // the loops read the constant as it is
     if (i == 1) return row_product_active_ ? row_product_.packed_b() : &weights_;
     return i == 3 && fused_dw_ ? &dw_weights_ : nullptr;
   }
@@ -447,6 +501,15 @@ class ConvKernel final : public DnnlKernel {
                           winograd_activation_.relu_in_store(), dst);
       winograd_activation_.run(dst, stream_);
       winograd_dst_.from_internal(outputs[0], stream_);
+      return;
+    }
+    if (narrow_active_) {
+      if (!constant(1)) narrow_.set_weights(inputs[1].contiguous().data<float>());
+      const Tensor x = inputs[0].contiguous();
+      const Tensor bias = has_input(2) ? inputs[2].contiguous() : Tensor();
+      float* y = outputs[0].data<float>();
+      narrow_.run(x.data<float>(), bias.empty() ? nullptr : bias.data<float>(), narrow_relu_, y);
+      narrow_activation_.run(y, stream_);
       return;
     }
     if (depthwise_rows_active_) {
@@ -508,7 +571,9 @@ class ConvKernel final : public DnnlKernel {
   // convolutions an activation is then neither written nor converted as f32). Not with a fused
   // depthwise convolution, whose post-op writes f32.
   TensorLayout preferred_output_layout(size_t o) const override {
-    if (o != 0 || !laid_out_rank() || !takes_activation_layout()) return {};
+    // A convolution to a few channels writes plain tensors (its loops do; a channel block would
+    // be mostly padding).
+    if (o != 0 || !laid_out_rank() || !takes_activation_layout() || narrow_candidate_) return {};
     return bf16_src_ && !fused_dw_ ? activation_layout().in_bf16() : activation_layout();
   }
 
@@ -544,8 +609,13 @@ class ConvKernel final : public DnnlKernel {
   InPlaceActivation winograd_activation_;  // ReLU in the output transform, others after it
   InPlaceActivation activation_after_;     // the activation oneDNN's Winograd primitive refused
   bool row_product_active_ = false;        // row_product_ computes it (uses_row_product)
-  bool depthwise_rows_allowed_ = true;     // TROUPE_DEPTHWISE_ROWS
-  bool depthwise_rows_active_ = false;     // depthwise_ computes it (uses_depthwise_rows)
+  bool narrow_candidate_ = false;          // may run NarrowConv (TROUPE_NARROW_CONV, shapes)
+  bool narrow_active_ = false;             // narrow_ computes it (uses_narrow_conv)
+  bool narrow_relu_ = false;
+  NarrowConv narrow_;
+  InPlaceActivation narrow_activation_;  // a fused activation other than ReLU, after it
+  bool depthwise_rows_allowed_ = true;   // TROUPE_DEPTHWISE_ROWS
+  bool depthwise_rows_active_ = false;   // depthwise_ computes it (uses_depthwise_rows)
   DepthwiseRows depthwise_;
   bool depthwise_relu_ = false;
   InPlaceActivation depthwise_activation_;  // a fused activation other than ReLU, after it

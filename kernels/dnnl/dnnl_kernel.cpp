@@ -103,6 +103,10 @@ bool depthwise_rows_allowed() {
   return switch_from_environment("TROUPE_DEPTHWISE_ROWS");
 }
 
+bool narrow_conv_allowed() {
+  return switch_from_environment("TROUPE_NARROW_CONV");
+}
+
 bool deconv_columns_allowed() {
   return switch_from_environment("TROUPE_DECONV_COLUMNS");
 }

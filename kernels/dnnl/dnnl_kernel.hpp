@@ -65,6 +65,10 @@ bool recurrent_steps_allowed();
 /// whenever a kernel is created).
 bool deconv_columns_allowed();
 
+/// Whether 2-D convolutions to 1-4 channels run troupe's loops (narrow_conv.hpp) rather than
+/// oneDNN's. Yes unless TROUPE_NARROW_CONV=0 (read whenever a kernel is created).
+bool narrow_conv_allowed();
+
 /// The layout activations are kept in between convolutions and pooling. On AVX-512: blocked by
 /// 16 for a model with a large share of convolutions Winograd can compute (its kernels read only
 /// that layout), or with depthwise convolutions whose convolution activations nearly all have

@@ -761,7 +761,7 @@ std::vector<Case> depthwise_rows_cases(Rng& rng) {
   const std::vector<std::string> activations = {"", "Relu", "Swish", "HardSwish"};
   const std::vector<ints> kernels_3d = {{3, 3, 3}, {5, 1, 1}, {3, 5, 5}};
   std::vector<Case> cases;
-  for (int k = 0; k < 36; ++k) {
+  for (int k = 0; k < 24; ++k) {
     const bool three_d = k % 3 == 2;
     const TensorLayout layout =
         !three_d && k % 2 == 1 ? TensorLayout::blocked(native_block()) : TensorLayout{};
@@ -1091,6 +1091,50 @@ std::vector<Case> conv_transpose_cases(Rng& rng) {
     c.constant = {false, k != 5, true};
     c.tolerance = {1e-4, 2e-6 * static_cast<double>(in_channels * kh * kw)};
     c.implementation = "dnnl:deconv_columns";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// Convolutions to 1-4 channels (a network's last layer, a head) reading the activation layouts
+// of this ISA (channel blocks, channels-last) into a plain output: troupe's loops
+// (kernels/dnnl/narrow_conv.cpp). Kernels 1x2 to 9x9, strides and dilations 1-2, symmetric and
+// asymmetric pads, with and without bias, no activation, ReLU in the store or another fused one
+// after, constant weights and weights given at run time, batch 1-2, widths past one column tile.
+std::vector<Case> narrow_conv_cases(Rng& rng) {
+  std::vector<Case> cases;
+  const int64_t block = native_block();
+  const std::vector<TensorLayout> layouts = {TensorLayout::blocked(block),
+                                             TensorLayout::channels_last_order()};
+  const std::vector<std::string> activations = {"", "Relu", "Sigmoid", "Tanh"};
+  for (int k = 0; k < 36; ++k) {
+    const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+    const int64_t channels =
+        (layout.channels_last ? rng.pick(ints{8, 16}) : block) * rng.integer(1, 4);
+    const int64_t out = 1 + k % 4;
+    // 1x1 kernels stay oneDNN's; 1xk and kx1 ones do not.
+    const int64_t kh = rng.pick(ints{1, 3, 5, 9}),
+                  kw = kh == 1 || k % 5 == 0 ? rng.integer(2, 4) : kh;
+    const int64_t sh = rng.integer(1, 2), sw = rng.integer(1, 2);
+    const int64_t dh = kh > 1 && rng.chance(0.2) ? 2 : 1, dw = kw > 1 && rng.chance(0.2) ? 2 : 1;
+    const int64_t ph = rng.integer(0, (kh - 1) * dh / 2 + 1),
+                  pw = rng.integer(0, (kw - 1) * dw / 2);
+    const int64_t h = rng.integer((kh - 1) * dh + 1, 20);
+    const int64_t w = k % 6 == 0 ? rng.integer(70, 140) : rng.integer((kw - 1) * dw + 1, 30);
+    Attributes attrs;
+    attrs.set("strides", ints{sh, sw});
+    attrs.set("dilations", ints{dh, dw});
+    attrs.set("pads", ints{ph, pw, k % 3 == 0 ? 0 : ph, pw});
+    const std::string activation = activations[static_cast<size_t>(k / 4) % activations.size()];
+    if (!activation.empty()) attrs.set("fused_activation", activation);
+    Case c;
+    c.node = make_node("Conv", attrs);
+    c.inputs = {rng.tensor({rng.integer(1, 2), channels, h, w}),
+                rng.tensor({out, channels, kh, kw}), k % 4 == 1 ? Tensor() : rng.tensor({out})};
+    c.constant = {false, k % 7 != 3, true};
+    c.input_layouts = {layout};
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(channels * kh * kw)};
+    c.implementation = "dnnl:narrow_conv";
     cases.push_back(c);
   }
   return cases;
@@ -2387,6 +2431,11 @@ TEST(BackendConsistency, TheDepthwiseLoopsAreASwitch) {
 TEST(BackendConsistency, WinogradConvolutions) {
   Rng rng(base_seed() + 33);
   run_family("winograd (" + test::effective_isa_name() + ")", winograd_cases(rng));
+}
+
+TEST(BackendConsistency, ConvolutionsToFewChannels) {
+  Rng rng(base_seed() + 93);
+  run_family("narrow convolutions (" + test::effective_isa_name() + ")", narrow_conv_cases(rng));
 }
 
 TEST(BackendConsistency, ConvTranspose) {
