@@ -74,6 +74,8 @@ the other shapes of model users bring:
                 (history i64[1,100], target i64[1], mask f32[1,100]), PReLU MLP
   dcgan_generator  DCGAN's generator (ConvTranspose 4x4 stride 2, the last to 3 channels) from
                 z f32[N,100,1,1] to a 64x64 image
+  dncnn         DnCNN, a 17-layer denoiser (3x3 convolutions of 64 channels, the last to one)
+                over f32[N,1,256,256]
 
 For each model NAME it writes
   OUT_DIR/NAME.onnx

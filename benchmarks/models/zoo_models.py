@@ -1852,6 +1852,27 @@ def dcgan_generator(reduced):
     return DcganGenerator(latent, width), [("z", torch.randn(1, latent, 1, 1))]
 
 
+class DnCnn(nn.Module):
+    """DnCNN (Zhang et al.), an image denoiser: 3x3 convolutions with BatchNorm and ReLU at full
+    resolution, the last one to the image's single channel, the noise subtracted from the input."""
+
+    def __init__(self, depth, width):
+        super().__init__()
+        layers = [nn.Conv2d(1, width, 3, 1, 1), nn.ReLU()]
+        for _ in range(depth - 2):
+            layers += [nn.Conv2d(width, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width),
+                       nn.ReLU()]
+        self.net = nn.Sequential(*layers, nn.Conv2d(width, 1, 3, 1, 1))
+
+    def forward(self, x):
+        return x - self.net(x)
+
+
+def dncnn(reduced):
+    depth, width, size = (5, 16, 64) if reduced else (17, 64, 256)
+    return DnCnn(depth, width), [("input", torch.randn(1, 1, size, size))]
+
+
 # name -> (factory, whether the leading (batch) axis is exported as dynamic)
 ZOO = {
     "resnet18": (resnet18, True),
@@ -1914,4 +1935,5 @@ ZOO = {
     # index inputs
     "din_recommender": (din_recommender, False),
     "dcgan_generator": (dcgan_generator, True),
+    "dncnn": (dncnn, True),
 }
