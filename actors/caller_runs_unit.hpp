@@ -1,15 +1,16 @@
 #pragma once
 
-// An execution unit for a thread outside CAF's scheduler (a detached actor's own thread) that runs
-// the actors its sends make ready itself, instead of handing each to the scheduler, which wakes a
-// sleeping worker for it.
+// An execution unit for a thread outside CAF's scheduler that runs the actors its sends make ready
+// itself, instead of handing each to the scheduler, which wakes a sleeping worker for it.
 //
-// Why: execute runs on a stream's own thread. A request it finishes goes on to download, then
-// postprocess; each was a message to an idle actor, queued to the scheduler with a wake-up of a
-// sleeping worker (several microseconds on a virtual machine whose idle vCPU halts, more than a
-// small model's whole graph run). When no other request waits for the stream, the stream's thread
-// has nothing better to do than to run those stages itself: it does so for a bounded number of
-// actor turns, and hands whatever is still ready after that to the scheduler as before.
+// Why: a message to an idle actor from such a thread was queued to the scheduler with a wake-up
+// of a sleeping worker (several microseconds on a virtual machine whose idle vCPU halts, more
+// than a small model's whole graph run). Where the sending thread has nothing better to do, it
+// runs the actor itself, for a bounded number of actor turns, and hands whatever is still ready
+// after that to the scheduler as before. Used by a stream's thread after execute when no other
+// request waits for it (download, postprocess), by a thread submitting a request to an otherwise
+// empty pipeline that it will only wait for (the scheduler, preprocess, upload: Pipeline::submit)
+// and by the completion thread returning a credit (the scheduler).
 //
 // CAF makes an actor ready through `execution_unit::exec_later` once, when its mailbox goes from
 // empty to non-empty, so a job this unit takes is run by nobody else; it is run, released or
@@ -46,10 +47,16 @@ class CallerRunsUnit : public caf::execution_unit {
 template <class Send>
 void send_and_run_here(caf::local_actor* self, size_t turns, Send&& send) {
   CallerRunsUnit unit(self->home_system());
-  caf::execution_unit* own = self->context();
-  self->context(&unit);
-  send();
-  self->context(own);
+  {
+    // The actor's own unit again however `send` ends.
+    struct Restore {
+      caf::local_actor* self;
+      caf::execution_unit* own;
+      ~Restore() { self->context(own); }
+    } restore{self, self->context()};
+    self->context(&unit);
+    send();
+  }
   unit.run(turns);
 }
 
