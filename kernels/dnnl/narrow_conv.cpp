@@ -24,46 +24,48 @@ template <int B, int O>
                                         const float* src, const float* bias, bool relu, float* dst,
                                         int64_t first, int64_t last) {
   typedef float Vec __attribute__((vector_size(B * sizeof(float)), aligned(sizeof(float))));
+  const reference::Window3d& w = g.window;  // axes 1 (rows) and 2 (columns)
+  const int64_t in_h = w.in[1], in_w = w.in[2], out_h = w.out[1], out_w = w.out[2];
   const int64_t chunks = g.channels / B;
-  // Where chunk j of pixel (ih, iw) of image n starts, and the step from one pixel to the next.
+  // Where chunk j of pixel (ih, 0) of image n starts, and the step from one pixel to the next.
   const int64_t pixel_step = g.channels_last ? g.channels : B;
   auto chunk_row = [&](int64_t n, int64_t j, int64_t ih) -> const float* {
-    return g.channels_last ? src + ((n * g.in_h + ih) * g.in_w) * g.channels + j * B
-                           : src + ((n * chunks + j) * g.in_h + ih) * g.in_w * B;
+    return g.channels_last ? src + ((n * in_h + ih) * in_w) * g.channels + j * B
+                           : src + ((n * chunks + j) * in_h + ih) * in_w * B;
   };
   Vec acc[O][column_tile];
   for (int64_t r = first; r < last; ++r) {
-    const int64_t n = r / g.out_h, oh = r % g.out_h;
-    for (int64_t c0 = 0; c0 < g.out_w; c0 += column_tile) {
-      const int64_t columns = std::min(column_tile, g.out_w - c0);
+    const int64_t n = r / out_h, oh = r % out_h;
+    for (int64_t c0 = 0; c0 < out_w; c0 += column_tile) {
+      const int64_t columns = std::min(column_tile, out_w - c0);
       for (int o = 0; o < O; ++o)
         for (int64_t c = 0; c < columns; ++c) acc[o][c] = Vec{};
       for (int64_t j = 0; j < chunks; ++j)
-        for (int64_t th = 0; th < g.kernel_h; ++th) {
-          const int64_t ih = oh * g.stride_h + th * g.dilation_h - g.pad_top;
-          if (ih < 0 || ih >= g.in_h) continue;
+        for (int64_t th = 0; th < w.kernel[1]; ++th) {
+          const int64_t ih = w.source(1, oh, th);
+          if (!w.inside(1, ih)) continue;
           const float* row = chunk_row(n, j, ih);
-          for (int64_t tw = 0; tw < g.kernel_w; ++tw) {
-            // The columns of this tile whose input column lies inside the input.
-            const int64_t shift = tw * g.dilation_w - g.pad_left;
+          for (int64_t tw = 0; tw < w.kernel[2]; ++tw) {
+            // The columns of this tile whose input column lies inside the input (only the
+            // border columns of a padded input are skipped).
             int64_t begin = 0, end = columns;
-            while (begin < end && (c0 + begin) * g.stride_w + shift < 0) ++begin;
-            while (end > begin && (c0 + end - 1) * g.stride_w + shift >= g.in_w) --end;
+            while (begin < end && !w.inside(2, w.source(2, c0 + begin, tw))) ++begin;
+            while (end > begin && !w.inside(2, w.source(2, c0 + end - 1, tw))) --end;
             if (begin >= end) continue;
-            Vec w[O];
-            const float* wp = weights + ((j * g.kernel_h + th) * g.kernel_w + tw) * O * B;
-            for (int o = 0; o < O; ++o) std::memcpy(&w[o], wp + o * B, sizeof(Vec));
-            const float* x = row + ((c0 + begin) * g.stride_w + shift) * pixel_step;
-            const int64_t step = g.stride_w * pixel_step;
+            Vec wv[O];
+            const float* wp = weights + ((j * w.kernel[1] + th) * w.kernel[2] + tw) * O * B;
+            for (int o = 0; o < O; ++o) std::memcpy(&wv[o], wp + o * B, sizeof(Vec));
+            const float* x = row + w.source(2, c0 + begin, tw) * pixel_step;
+            const int64_t step = w.stride[2] * pixel_step;
             for (int64_t c = begin; c < end; ++c, x += step) {
               Vec v;
               std::memcpy(&v, x, sizeof(Vec));
-              for (int o = 0; o < O; ++o) acc[o][c] += v * w[o];
+              for (int o = 0; o < O; ++o) acc[o][c] += v * wv[o];
             }
           }
         }
       for (int o = 0; o < O; ++o) {
-        float* out = dst + ((n * O + o) * g.out_h + oh) * g.out_w + c0;
+        float* out = dst + ((n * O + o) * out_h + oh) * out_w + c0;
         const float b = bias ? bias[o] : 0.0f;
         for (int64_t c = 0; c < columns; ++c) {
           float s = b;
@@ -127,12 +129,12 @@ void NarrowConv::prepare(const NarrowConvGeometry& geometry) {
       geometry.out_channels < 1 || geometry.out_channels > max_out_channels)
     throw std::logic_error("NarrowConv: unsupported geometry");
   g_ = geometry;
-  weights_.assign(static_cast<size_t>(g_.channels * g_.kernel_h * g_.kernel_w * g_.out_channels),
+  weights_.assign(static_cast<size_t>(g_.channels * g_.window.kernel_size() * g_.out_channels),
                   0.0f);
 }
 
 void NarrowConv::set_weights(const float* weights) {
-  const int64_t b = g_.block, taps = g_.kernel_h * g_.kernel_w, o_count = g_.out_channels;
+  const int64_t b = g_.block, taps = g_.window.kernel_size(), o_count = g_.out_channels;
   for (int64_t o = 0; o < o_count; ++o)
     for (int64_t c = 0; c < g_.channels; ++c)
       for (int64_t t = 0; t < taps; ++t)
@@ -144,7 +146,7 @@ void NarrowConv::run(const float* src, const float* bias, bool relu, float* dst)
   const narrow_conv::RowsFn rows = g_.block == 16
                                        ? narrow_conv::pick_for_outputs<16>(g_.out_channels)
                                        : narrow_conv::pick_for_outputs<8>(g_.out_channels);
-  const int64_t total = g_.batch * g_.out_h;
+  const int64_t total = g_.batch * g_.window.out[1];
   // Rows split between the stream's threads when there are enough of them to share.
   const bool split = omp_get_max_threads() > 1 && total >= 4 * omp_get_max_threads();
   run_team_if(split, [&] {

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/reference/window3d.hpp"
+
 namespace troupe::kernels::onednn {
 
 struct NarrowConvGeometry {
@@ -23,10 +25,8 @@ struct NarrowConvGeometry {
   int64_t block = 16;          ///< channels per vector: the layout's block, or 8/16 channels-last
   bool channels_last = false;  ///< src [N, H, W, C]; else [N, C / block, H, W, block]
   int64_t out_channels = 1;    ///< 1 to max_out_channels; dst is plain [N, O, OH, OW]
-  int64_t in_h = 1, in_w = 1, out_h = 1, out_w = 1;
-  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
-  int64_t dilation_h = 1, dilation_w = 1;  ///< ONNX's: 1 = no gap
-  int64_t pad_top = 0, pad_left = 0;
+  /// The window as the reference kernels describe it (a 2-D one: axis 0 of size 1).
+  reference::Window3d window;
 };
 
 class NarrowConv {
