@@ -13,6 +13,7 @@
 // the weights [O, C, kh, W] laid out as [O, C*W, kh] -> Reshape [N, O, H', 1]. Each output sums
 // the same products as before, in another order.
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,27 +53,28 @@ Tensor shape_tensor(const std::vector<int64_t>& dims) {
   return t;
 }
 
-// Whether `conv` is a convolution this pass rewrites: group 1, constant 4-D weights, no fused
-// residual sum, a kernel as wide as the input (width known, at least 2) with no padding along
-// it, and more than one output row.
-bool spans_the_width(const Model& model, const Node& conv) {
+// The window of `conv` when it is a convolution this pass rewrites: group 1, constant 4-D
+// weights, no fused residual sum, a kernel as wide as the input (width known, at least 2) with
+// no padding along it, and more than one output row; else nullopt.
+std::optional<spatial::Window> spans_the_width(const Model& model, const Node& conv) {
   if (conv.op_type != "Conv" || conv.inputs.size() < 2 || conv.outputs.size() != 1 ||
       !model.is_constant(conv.inputs[1]) || fused::has_sum(conv) ||
       conv.attributes.get_int_or("fused_depthwise", 0) != 0 ||
       conv.attributes.get_int_or("group", 1) != 1)
-    return false;
+    return std::nullopt;
   const Shape& x = model.value(conv.inputs[0]).shape;
   const Shape& w = model.constants().at(conv.inputs[1]).shape();
   const Shape& y = model.value(conv.outputs[0]).shape;
-  if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4) return false;
-  if (x[1] <= 0 || x[3] < 2 || w[3] != x[3]) return false;
-  if (y[2] == 1) return false;
+  if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4) return std::nullopt;
+  if (x[1] <= 0 || x[3] < 2 || w[3] != x[3]) return std::nullopt;
+  if (y[2] == 1) return std::nullopt;
   const spatial::Window window = spatial::read_window(conv, 2, {w[2], w[3]});
   if (window.auto_pad != spatial::AutoPad::notset && window.auto_pad != spatial::AutoPad::valid)
-    return false;
+    return std::nullopt;
   const bool padded_width = window.auto_pad == spatial::AutoPad::notset &&
                             (window.pads_begin[1] != 0 || window.pads_end[1] != 0);
-  return !padded_width && window.dilations[1] == 1;
+  if (padded_width || window.dilations[1] != 1) return std::nullopt;
+  return window;
 }
 
 }  // namespace column_convolution
@@ -83,16 +85,16 @@ size_t convolve_columns_in_1d(Model& model) {
   nodes.reserve(model.nodes().size());
   size_t rewritten = 0;
   for (const Node& conv : std::vector<Node>(model.nodes())) {
-    if (!spans_the_width(model, conv)) {
+    const std::optional<spatial::Window> spanning = spans_the_width(model, conv);
+    if (!spanning) {
       nodes.push_back(conv);
       continue;
     }
+    const spatial::Window& window = *spanning;
     const Shape x = model.value(conv.inputs[0]).shape;
     const Tensor& weights = model.constants().at(conv.inputs[1]);
     const int64_t out_channels = weights.shape()[0], kh = weights.shape()[2];
     const int64_t rows = x[1] * x[3];
-    const spatial::Window window =
-        spatial::read_window(conv, 2, {weights.shape()[2], weights.shape()[3]});
     const bool valid = window.auto_pad == spatial::AutoPad::valid;
     const ElementType type = model.value(conv.inputs[0]).type;
     const std::string base = conv.name + "/as_1d";
