@@ -12,11 +12,16 @@
 namespace troupe::actors {
 
 namespace {
-thread_local bool callback_thread = false;
-}
+// The completion actor whose thread this is (null on any other thread).
+thread_local caf::scheduled_actor* completion_on_this_thread = nullptr;
+}  // namespace
 
 bool on_callback_thread() {
-  return callback_thread;
+  return completion_on_this_thread != nullptr;
+}
+
+bool callbacks_waiting() {
+  return completion_on_this_thread && !completion_on_this_thread->mailbox().empty();
 }
 
 namespace {
@@ -25,7 +30,7 @@ bool completes_in_stage(const PipelineContext& ctx, const batch_msg& batch) {
   if (ctx.config.scheduling.preserve_ordering) return false;
   for (const request_msg& msg : batch.requests) {
     std::lock_guard<std::mutex> lock(msg.state->mutex);
-    if (msg.state->callback) return false;
+    if (msg.state->callback && !msg.state->callback_disabled) return false;
   }
   return true;
 }
@@ -53,7 +58,7 @@ void complete(PipelineContext& ctx, request_msg& msg, caf::execution_unit* unit 
     st.error = msg.error;
     st.busy = false;
     ++st.completed_runs;
-    callback = st.callback;
+    if (!st.callback_disabled) callback = st.callback;
     internal = st.on_complete;
     st.callback_running = static_cast<bool>(callback) || static_cast<bool>(internal);
   }
@@ -96,7 +101,7 @@ caf::behavior completion_actor(caf::stateful_actor<CompletionState>* self, Conte
   const bool ordered = ctx->config.scheduling.preserve_ordering;
   return {
       [self, ctx, next, ordered](complete_atom, batch_msg& batch) {
-        callback_thread = true;
+        completion_on_this_thread = self;
         const Credit credit = credit_of(batch);
         if (!ordered) {
           for (request_msg& msg : batch.requests) complete(*ctx, msg);

@@ -74,16 +74,25 @@ void Pipeline::submit(std::shared_ptr<detail::RequestState> state, bool caller_w
   // synchronous infer, or a completion callback starting the next request, after which the
   // completion thread has nothing else to do): that thread takes it through the scheduler,
   // preprocess and upload itself (actors/caller_runs_unit.hpp) instead of waking a worker for
-  // them. An asynchronous submission from any other thread returns at once, however long
-  // preprocessing takes, and with others in flight the workers do the stages, so that callbacks
-  // of other requests are not held up. A remote model's router talks to the network: never here.
+  // them. Where execute runs on the scheduler's workers (a small model, CompileConfig::
+  // execute_on_scheduler), it takes the request the whole way, with no wake-up at all: execute,
+  // download, postprocess, then upload and the scheduler again for the slot and the credit they
+  // return. `troupe bench -hint latency -nthreads 1` on the ONNX MLP of benchmarks/models (Zen 4,
+  // 2 vCPUs): 68-75 -> 19 us; a keyword-spotting TC-ResNet 81 -> 31 us. From a callback, only
+  // when no other completion waits for the callback thread: their callbacks would wait for this
+  // whole run, and with a few requests in flight that thread came to run them all in turn (a
+  // keyword-spotting DS-CNN under the throughput hint: 26 k instead of 31 k requests/s). An
+  // asynchronous submission from any other thread returns at once, however long preprocessing
+  // takes, and with others in flight the workers do the stages, so that callbacks of other requests
+  // are not held up. A remote model's router talks to the network: never here.
   const bool caller_runs = (caller_waits || on_callback_thread()) && !context_->remote &&
                            context_->in_flight.count() == 0;
   if (!caller_runs) {
     submit_request(*context_, actors_->handles->scheduler, std::move(state));
     return;
   }
-  constexpr size_t turns = 3;  // the scheduler, preprocess, upload
+  const bool whole_way = context_->config.execute_on_scheduler && !callbacks_waiting();
+  const size_t turns = whole_way ? 8 : 3;
   CallerRunsUnit unit(actors_->system);
   submit_request(*context_, actors_->handles->scheduler, std::move(state), &unit);
   unit.run(turns);

@@ -79,8 +79,11 @@ struct RequestState {
   std::condition_variable done_cv;
   bool busy = false;              // guarded by mutex
   bool callback_running = false;  // guarded by mutex
-  std::exception_ptr error;       // guarded by mutex; error of the last completed run
-  uint64_t completed_runs = 0;    // guarded by mutex
+  // Guarded by mutex: this run is a synchronous infer(), which does not call `callback` (as
+  // OpenVINO's does not); its caller waits for it instead.
+  bool callback_disabled = false;
+  std::exception_ptr error;     // guarded by mutex; error of the last completed run
+  uint64_t completed_runs = 0;  // guarded by mutex
 };
 
 }  // namespace troupe::detail

@@ -108,5 +108,7 @@ void submit_request(PipelineContext& ctx, const caf::actor& scheduler,
 
 /// True on the thread of the completion actor (where user callbacks run).
 bool on_callback_thread();
+/// True on that thread when more completions wait for it (their callbacks).
+bool callbacks_waiting();
 
 }  // namespace troupe::actors

@@ -26,6 +26,14 @@ constexpr int64_t int8_macs_per_f32_mac = 4;
 constexpr int64_t max_macs_on_scheduler = 4'000'000;
 constexpr int64_t max_value_elements_on_scheduler = 1'000'000;
 
+// A model this small that fits on the scheduler runs on one thread when one stream serves one
+// request at a time, also where libgomp's idle threads spin and some node would split: the whole
+// request then runs on the thread that submits it (Pipeline::submit), where a thread per stream
+// costs two wake-ups per request and two threads save at most half of a run of tens of
+// microseconds. `troupe bench -hint latency` on the ONNX MLP of benchmarks/models (0.4 M
+// multiply-accumulates; Zen 4, 2 vCPUs): 31-32 us on two threads, 19 us on one.
+constexpr int64_t max_macs_alone = 1'000'000;
+
 // A node whose run on one core is estimated below these times stays on one thread in a stream of
 // several: an OpenMP parallel region costs the team's wake-up. On the 2-vCPU VMs this was measured
 // on (Zen 4), an empty region took 1-2 us while libgomp's idle threads spin (its default) and 66 us
@@ -157,6 +165,10 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
     config.threads_per_stream = 1;
     return;
   }
+  if (macs <= max_macs_alone && scheduler_scale(model) >= 1) {
+    config.threads_per_stream = 1;
+    return;
+  }
   std::vector<ValueInfo> inputs, outputs;
   for (const Node& node : model.nodes()) {
     value_infos(model, node, inputs, outputs);
@@ -165,18 +177,23 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
   config.threads_per_stream = 1;
 }
 
-void choose_execute_threads(CompileConfig& config, const Model& model, size_t workers) {
-  int64_t constant_elements = 0, other_elements = 0, input_elements = 0;
+int64_t scheduler_scale(const Model& model) {
+  int64_t constant_elements = 0, other_elements = 0;
   for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v) {
     const int64_t n = elements_at_least_one(model.value(v).shape);
     (model.is_constant(v) ? constant_elements : other_elements) += n;
   }
-  for (ValueId v : model.inputs()) input_elements += elements_at_least_one(model.value(v).shape);
-  // How many times the smallest run (dynamic dimensions 1) may be scaled and stay small: the
-  // multiply-accumulates and everything but the constants grow with it.
+  // The multiply-accumulates and everything but the constants grow with the run.
   int64_t scale = max_macs_on_scheduler / std::max<int64_t>(1, estimate_macs(model));
   if (other_elements > 0)
     scale = std::min(scale, (max_value_elements_on_scheduler - constant_elements) / other_elements);
+  return scale;
+}
+
+void choose_execute_threads(CompileConfig& config, const Model& model, size_t workers) {
+  int64_t input_elements = 0;
+  for (ValueId v : model.inputs()) input_elements += elements_at_least_one(model.value(v).shape);
+  const int64_t scale = scheduler_scale(model);
   // Streams beyond the workers would wait for each other; a merged batch is a long run.
   config.execute_on_scheduler = config.threads_per_stream == 1 && config.auto_batch_max_size <= 1 &&
                                 static_cast<size_t>(config.num_streams) <= workers && scale >= 1;

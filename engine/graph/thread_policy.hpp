@@ -36,9 +36,14 @@ int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
 /// Gives each stream one thread when the model's nodes are too small to split: every OpenMP
 /// parallel region wakes the team, and an op of a few microseconds gets slower, not faster, on
 /// two threads. With idle threads that sleep, when its compute nodes are small on average; with
-/// spinning ones, when no node would split (node_threads). Only when the user set no thread
-/// count and one stream would run several.
+/// spinning ones, when no node would split (node_threads) or the whole model is tiny and fits on
+/// the scheduler (its requests then run on the submitting thread). Only when the user set no
+/// thread count and one stream would run several.
 void fit_threads_to_model(CompileConfig& config, const Model& model);
+
+/// How many times the smallest run of `model` (dynamic dimensions 1) may be scaled and still run
+/// on the actor scheduler's workers (choose_execute_threads); below 1, not even that one.
+int64_t scheduler_scale(const Model& model);
 
 /// Runs the execute stages of a small model on the actor scheduler's `workers` instead of a thread
 /// per stream: a graph run of tens of microseconds is then a stage handler like the others, and a

@@ -113,9 +113,10 @@ Tensor InferRequest::get_output_tensor(size_t index) const {
 
 namespace {
 
-void mark_started(detail::RequestState& st) {
+void mark_started(detail::RequestState& st, bool synchronous) {
   auto lock = lock_idle(st, "start it again");
   st.busy = true;
+  st.callback_disabled = synchronous;
   st.error = nullptr;
   st.cancel_requested.store(false);
 }
@@ -123,13 +124,13 @@ void mark_started(detail::RequestState& st) {
 }  // namespace
 
 void InferRequest::infer() {
-  mark_started(checked(state_));
+  mark_started(checked(state_), /*synchronous=*/true);
   model_->pipeline().submit(state_, /*caller_waits=*/true);
   wait();
 }
 
 void InferRequest::start_async() {
-  mark_started(checked(state_));
+  mark_started(checked(state_), /*synchronous=*/false);
   model_->pipeline().submit(state_);
 }
 

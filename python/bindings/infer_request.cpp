@@ -193,8 +193,16 @@ py::dict InferRequestHandle::infer(py::handle inputs, bool share_inputs, bool sh
   set_inputs(inputs, share_inputs);
   {
     py::gil_scoped_release release;
-    start_counted();
-    request_.wait();
+    // The synchronous run (no callback, as OpenVINO's): alone in the pipeline, this thread takes
+    // it through the stages itself instead of waking troupe's callback thread to end it.
+    run_started();
+    try {
+      request_.infer();
+    } catch (...) {
+      run_finished();
+      throw;
+    }
+    run_finished();
   }
   return results(share_outputs);
 }
@@ -290,7 +298,8 @@ output tensors, which the next run overwrites).
            "Waits at most `timeout` milliseconds; True when complete.")
       .def("set_callback", &Handle::set_callback, py::arg("callback"),
            py::arg("userdata") = py::none(),
-           "callback(userdata) runs on troupe's thread (with the GIL) when a run completes. An "
+           "callback(userdata) runs on troupe's thread (with the GIL) when a run started by "
+           "start_async completes (not after infer, as in OpenVINO). An "
            "exception it raises is reported through sys.unraisablehook and does not affect other "
            "requests. None removes it.")
       .def("cancel", &Handle::cancel, "Cancels the run; wait() then raises Cancelled.")
@@ -362,8 +371,7 @@ output tensors, which the next run overwrites).
             py::gil_scoped_release release;
             for (size_t i = 0; i < runs; ++i) {
               const auto start = std::chrono::steady_clock::now();
-              h.start_counted();
-              h.request().wait();
+              h.request().infer();
               ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - start)
                                .count());

@@ -71,6 +71,20 @@ def test_raising_callback_is_reported_and_others_complete(mlp, monkeypatch):
     assert "callback" in str(reported[0].err_msg or reported[0].object)
 
 
+def test_infer_does_not_call_the_callback_start_async_does(mlp):
+    # As in OpenVINO: the callback is for runs started by start_async.
+    request = mlp.create_infer_request()
+    calls = []
+    request.set_callback(lambda data: calls.append(data), "tag")
+    x = np.ones((1, 16), np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(request.infer({"x": x})["y"], mlp(x)["y"])
+    assert calls == []
+    request.start_async({"x": x})
+    request.wait()
+    assert calls == ["tag"]
+
+
 def test_async_infer_queue(core):
     compiled = core.compile_model(mlp_model(batch=1))
     queue = troupe.AsyncInferQueue(compiled)  # jobs=0: the optimal number of requests

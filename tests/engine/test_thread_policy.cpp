@@ -2,8 +2,9 @@
 // stream on one thread, a model of large ones on all cores, and a thread count the user set is
 // kept; the MAC estimate counts Conv and MatMul/Gemm work, integer forms included; a small model's
 // execute stages run on the scheduler's workers; inside a stream of several threads, a node too
-// small for a parallel region to pay is created and run on one; kernel creation leaves no OpenMP
-// team on the caller's thread.
+// small for a parallel region to pay is created and run on one, and so is a tiny model whatever
+// the OpenMP wait policy (CMakeLists.txt reruns these with spinning threads); kernel creation
+// leaves no OpenMP team on the caller's thread.
 
 #include <gtest/gtest.h>
 
@@ -165,6 +166,33 @@ TEST(ThreadPolicy, ADynamicModelBoundsTheRequestsRunOnTheScheduler) {
   EXPECT_TRUE(dynamic.execute_on_scheduler);
   EXPECT_EQ(dynamic.scheduled_input_elements_limit, 30 * 256);
   EXPECT_EQ(execute_config(conv_model(64, 56), 1).scheduled_input_elements_limit, 0);
+}
+
+// The shape of the ONNX MLP of benchmarks/models: 256 -> 512 -> 512 -> 10, batch 1.
+std::shared_ptr<Model> mlp_model() {
+  ModelBuilder b("mlp");
+  auto h = b.input("x", ElementType::f32, {1, 256});
+  const std::vector<std::pair<int64_t, int64_t>> layers = {{256, 512}, {512, 512}, {512, 10}};
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string name = "fc" + std::to_string(i);
+    auto w = b.constant(name + "_w", Tensor(ElementType::f32, {layers[i].second, layers[i].first}));
+    h = b.op("Gemm", {h, w}, {{"transB", int64_t{1}}}, name);
+    if (i + 1 < layers.size()) h = b.op("Relu", {h}, {}, name + "_relu");
+  }
+  b.output(h, "y");
+  return b.build();
+}
+
+TEST(ThreadPolicy, ATinyModelRunsOnOneThreadEvenWithANodeThatWouldSplit) {
+  // Its 512 x 512 product alone would split where OpenMP threads spin (about 60 us estimated on
+  // one core), but the whole model is 0.4 M multiply-accumulates and fits on the scheduler: on
+  // one thread each request runs on the thread that submits it, without a wake-up.
+  const auto mlp = mlp_model();
+  EXPECT_EQ(threads_of(mlp), 1);
+  EXPECT_TRUE(on_scheduler(mlp, 1, 1, 1));
+  // 2 M multiply-accumulates in one large product: all cores, threads spinning or sleeping.
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(threads_of(gemm_model(1, 1024, 2048)), cores);
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ class InferRequest {
   Tensor get_input_tensor(size_t index = 0) const;
   Tensor get_output_tensor(size_t index = 0) const;
 
-  /// Runs to completion; rethrows the request's error.
+  /// Runs to completion; rethrows the request's error. The callback is not called for it (as
+  /// OpenVINO's synchronous infer does not call it).
   void infer();
   /// Sends the request into the pipeline and returns at once.
   void start_async();
@@ -44,8 +45,9 @@ class InferRequest {
   void wait();
   /// Waits at most `timeout`; true when complete (then rethrows its error like wait()).
   bool wait_for(std::chrono::milliseconds timeout);
-  /// Called once when the request completes, with nullptr or the error. Runs on troupe's callback
-  /// actor, never on a stage: it may block briefly, and an exception it throws is swallowed.
+  /// Called once when a run started by start_async() completes, with nullptr or the error. Runs on
+  /// troupe's callback actor, never on a stage: it may block briefly, and an exception it throws is
+  /// swallowed.
   void set_callback(std::function<void(std::exception_ptr)> callback);
   /// Cancels the request if it has not completed; wait() then throws Cancelled.
   void cancel();
