@@ -26,14 +26,6 @@ constexpr int64_t int8_macs_per_f32_mac = 4;
 constexpr int64_t max_macs_on_scheduler = 4'000'000;
 constexpr int64_t max_value_elements_on_scheduler = 1'000'000;
 
-// A model this small that fits on the scheduler runs on one thread when one stream serves one
-// request at a time, also where libgomp's idle threads spin and some node would split: the whole
-// request then runs on the thread that submits it (Pipeline::submit), where a thread per stream
-// costs two wake-ups per request and two threads save at most half of a run of tens of
-// microseconds. `troupe bench -hint latency` on the ONNX MLP of benchmarks/models (0.4 M
-// multiply-accumulates; Zen 4, 2 vCPUs): 31-32 us on two threads, 19 us on one.
-constexpr int64_t max_macs_alone = 1'000'000;
-
 // A node whose run on one core is estimated below these times stays on one thread in a stream of
 // several: an OpenMP parallel region costs the team's wake-up. On the 2-vCPU VMs this was measured
 // on (Zen 4), an empty region took 1-2 us while libgomp's idle threads spin (its default) and 66 us
@@ -77,6 +69,11 @@ int weight_input(const Node& node) {
     return 1;
   if (op == "QLinearConv" || op == "QLinearMatMul") return 3;
   return -1;
+}
+
+// Whether `node` reads only some rows of its input `index`: a Gather's table (an embedding).
+bool reads_rows_only(const Node& node, size_t index) {
+  return index == 0 && node.op_type == "Gather";
 }
 
 }  // namespace
@@ -133,10 +130,17 @@ int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
   if (stream_threads <= 1) return 0;
   double bytes = 0;
   for (const std::vector<ValueInfo>* values : {&inputs, &outputs})
-    for (const ValueInfo& v : *values)
-      if (v.type != ElementType::undefined)
-        bytes += static_cast<double>(elements_at_least_one(v.shape)) *
-                 static_cast<double>(element_size(v.type));
+    for (size_t i = 0; i < values->size(); ++i) {
+      const ValueInfo& v = (*values)[i];
+      // A Gather reads the rows it picks, as many as it writes, not its whole table.
+      if (v.type == ElementType::undefined || (values == &inputs && reads_rows_only(node, i)))
+        continue;
+      bytes += static_cast<double>(elements_at_least_one(v.shape)) *
+               static_cast<double>(element_size(v.type));
+    }
+  if (node.op_type == "Gather" && !outputs.empty() && outputs[0].type != ElementType::undefined)
+    bytes += static_cast<double>(elements_at_least_one(outputs[0].shape)) *
+             static_cast<double>(element_size(outputs[0].type));
   const double macs = static_cast<double>(node_macs(node, inputs, outputs, int8_macs_per_f32_mac));
   const double single_thread_us = macs / macs_per_us + bytes / bytes_per_us;
   const double limit =
@@ -147,6 +151,21 @@ int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
 void fit_threads_to_model(CompileConfig& config, const Model& model) {
   if (config.inference_num_threads > 0 || config.num_streams != 1 || config.threads_per_stream <= 1)
     return;
+  // A model small enough to run on the scheduler (choose_execute_threads) runs on one thread: a
+  // request alone in the pipeline then runs on the thread that submits it (Pipeline::submit),
+  // with no wake-up, where a thread per stream costs two per request, more than a second thread
+  // saves on a run this short, also where libgomp's idle threads spin and a node would split.
+  // `troupe bench -hint latency`, two threads -> one, medians (Zen 4, 2 vCPUs): the MLP of
+  // benchmarks/models exported with a static batch 30 -> 20 us, a DIN recommender 56 -> 41, a
+  // 1.3 M multiply-accumulate three-convolution stack 38 -> 28, a 3.6 M two-convolution one
+  // 42 -> 37. Not with dynamic inputs, whose requests may be far larger than the smallest run.
+  const bool static_inputs =
+      std::all_of(model.inputs().begin(), model.inputs().end(),
+                  [&](ValueId v) { return model.value(v).shape.is_static(); });
+  if (static_inputs && scheduler_scale(model) >= 1) {
+    config.threads_per_stream = 1;
+    return;
+  }
   int64_t compute_nodes = 0;
   for (const Node& node : model.nodes())
     if (weight_input(node) >= 0) ++compute_nodes;
@@ -165,10 +184,6 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
     config.threads_per_stream = 1;
     return;
   }
-  if (macs <= max_macs_alone && scheduler_scale(model) >= 1) {
-    config.threads_per_stream = 1;
-    return;
-  }
   std::vector<ValueInfo> inputs, outputs;
   for (const Node& node : model.nodes()) {
     value_infos(model, node, inputs, outputs);
@@ -178,10 +193,20 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
 }
 
 int64_t scheduler_scale(const Model& model) {
+  // Constants read whole: not an embedding table a Gather picks a few rows from (a recommender's
+  // millions of rows, which a request touches tens of).
+  std::vector<bool> read_whole(model.values().size(), false);
+  for (const Node& node : model.nodes())
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (node.inputs[i] != no_value && !reads_rows_only(node, i))
+        read_whole[static_cast<size_t>(node.inputs[i])] = true;
   int64_t constant_elements = 0, other_elements = 0;
   for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v) {
     const int64_t n = elements_at_least_one(model.value(v).shape);
-    (model.is_constant(v) ? constant_elements : other_elements) += n;
+    if (!model.is_constant(v))
+      other_elements += n;
+    else if (read_whole[static_cast<size_t>(v)])
+      constant_elements += n;
   }
   // The multiply-accumulates and everything but the constants grow with the run.
   int64_t scale = max_macs_on_scheduler / std::max<int64_t>(1, estimate_macs(model));

@@ -36,9 +36,9 @@ int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
 /// Gives each stream one thread when the model's nodes are too small to split: every OpenMP
 /// parallel region wakes the team, and an op of a few microseconds gets slower, not faster, on
 /// two threads. With idle threads that sleep, when its compute nodes are small on average; with
-/// spinning ones, when no node would split (node_threads) or the whole model is tiny and fits on
-/// the scheduler (its requests then run on the submitting thread). Only when the user set no
-/// thread count and one stream would run several.
+/// spinning ones, when no node would split (node_threads); either way when the model is small
+/// enough to run on the scheduler (its requests then run on the submitting thread). Only when
+/// the user set no thread count and one stream would run several.
 void fit_threads_to_model(CompileConfig& config, const Model& model);
 
 /// How many times the smallest run of `model` (dynamic dimensions 1) may be scaled and still run

@@ -169,9 +169,9 @@ TEST(ThreadPolicy, ADynamicModelBoundsTheRequestsRunOnTheScheduler) {
 }
 
 // The shape of the ONNX MLP of benchmarks/models: 256 -> 512 -> 512 -> 10, batch 1.
-std::shared_ptr<Model> mlp_model() {
+std::shared_ptr<Model> mlp_model(int64_t batch = 1) {
   ModelBuilder b("mlp");
-  auto h = b.input("x", ElementType::f32, {1, 256});
+  auto h = b.input("x", ElementType::f32, {batch, 256});
   const std::vector<std::pair<int64_t, int64_t>> layers = {{256, 512}, {512, 512}, {512, 10}};
   for (size_t i = 0; i < layers.size(); ++i) {
     const std::string name = "fc" + std::to_string(i);
@@ -183,16 +183,38 @@ std::shared_ptr<Model> mlp_model() {
   return b.build();
 }
 
-TEST(ThreadPolicy, ATinyModelRunsOnOneThreadEvenWithANodeThatWouldSplit) {
-  // Its 512 x 512 product alone would split where OpenMP threads spin (about 60 us estimated on
-  // one core), but the whole model is 0.4 M multiply-accumulates and fits on the scheduler: on
-  // one thread each request runs on the thread that submits it, without a wake-up.
-  const auto mlp = mlp_model();
-  EXPECT_EQ(threads_of(mlp), 1);
-  EXPECT_TRUE(on_scheduler(mlp, 1, 1, 1));
-  // 2 M multiply-accumulates in one large product: all cores, threads spinning or sleeping.
+TEST(ThreadPolicy, AModelThatFitsOnTheSchedulerRunsOnOneThreadEvenWithANodeThatWouldSplit) {
+  // The MLP's 512 x 512 product, or a 1.8 M multiply-accumulate convolution, alone would split
+  // where OpenMP threads spin (about 60 and 45 us estimated on one core), but each model fits on
+  // the scheduler: on one thread each request runs on the thread that submits it, no wake-up.
+  for (const auto& model : {mlp_model(), conv_model(16, 28)}) {
+    EXPECT_EQ(threads_of(model), 1) << model->name();
+    EXPECT_TRUE(on_scheduler(model, 1, 1, 1)) << model->name();
+  }
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  // 2 M weights, read whole by each run: not on the scheduler; all cores, spinning or sleeping.
   EXPECT_EQ(threads_of(gemm_model(1, 1024, 2048)), cores);
+  // The MLP with a dynamic batch keeps the cores for its large requests (where threads sleep,
+  // its small nodes run on one thread anyway).
+  if (!detail::openmp_threads_sleep_when_idle()) EXPECT_EQ(threads_of(mlp_model(-1)), cores);
+}
+
+// An embedding table of millions of rows, of which a request reads a few: neither its size nor
+// the Gather's counts as work read whole (a recommender is a small model).
+TEST(ThreadPolicy, AnEmbeddingTableCountsTheRowsAGatherReads) {
+  ModelBuilder b("embedding");
+  auto ids = b.input("ids", ElementType::i64, {1, 8});
+  auto table = b.constant("table", Tensor(ElementType::f32, {200'000, 16}));
+  auto rows = b.op("Gather", {table, ids}, {}, "gather");
+  auto w = b.constant("w", Tensor(ElementType::f32, {4, 128}));
+  auto flat =
+      b.op("Reshape", {rows, b.constant("shape", Tensor::from_vector<int64_t>({2}, {1, 128}))}, {},
+           "flat");
+  b.output(b.op("Gemm", {flat, w}, {{"transB", int64_t{1}}}, "fc"), "y");
+  const auto model = b.build();
+  EXPECT_EQ(node_threads_in(model, 2), 1);  // the Gather: 8 rows, not 12.8 MB
+  EXPECT_TRUE(on_scheduler(model, 1, 1, 1));
+  EXPECT_EQ(threads_of(model), 1);
 }
 
 }  // namespace
