@@ -457,6 +457,23 @@ TEST(Pipeline, SmallModelsExecuteOnTheSchedulersWorkersLargeOnesOnTheirOwnThread
   }
 }
 
+// Which thread ran each stage of each request (the stage hook, installed until destroyed).
+struct StageThreads {
+  explicit StageThreads(CompiledModel& model) : compiled(model) {
+    set_stage_hook(compiled, [this](detail::Stage stage, uint64_t) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      threads[stage].push_back(std::this_thread::get_id());
+    });
+  }
+  ~StageThreads() { set_stage_hook(compiled, nullptr); }
+  StageThreads(const StageThreads&) = delete;
+  StageThreads& operator=(const StageThreads&) = delete;
+
+  CompiledModel& compiled;
+  std::mutex mutex;
+  std::map<detail::Stage, std::vector<std::thread::id>> threads;
+};
+
 // Who runs the stages of a request alone in the pipeline (actors/caller_runs_unit.hpp): a
 // synchronous infer's own thread runs preprocess and upload; start_async never does, so it
 // returns however long preprocessing takes; the stream's thread runs download and postprocess
@@ -469,12 +486,9 @@ TEST(Pipeline, ARequestAloneInThePipelineSkipsTheWakeUpsOfIdleWorkers) {
   auto compiled =
       core.compile_model(make_add_relu_model(1, width), "CPU", {{props::num_streams, int64_t{1}}});
   ASSERT_FALSE(compiled.impl()->config().execute_on_scheduler);
-  std::mutex mutex;
-  std::map<detail::Stage, std::vector<std::thread::id>> threads;
-  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
-    const std::lock_guard<std::mutex> lock(mutex);
-    threads[stage].push_back(std::this_thread::get_id());
-  });
+  StageThreads recorded(compiled);
+  auto& mutex = recorded.mutex;
+  auto& threads = recorded.threads;
   auto request = compiled.create_infer_request();
   const int rounds = 5;
   for (int i = 0; i < rounds; ++i) {
@@ -566,12 +580,9 @@ TEST(Pipeline, ASmallModelsRequestAloneRunsTheWholeWayOnTheCallersThread) {
       make_add_relu_model(1, 16), "CPU",
       {{props::num_streams, int64_t{1}}, {props::inference_num_threads, int64_t{1}}});
   ASSERT_TRUE(compiled.impl()->config().execute_on_scheduler);
-  std::mutex mutex;
-  std::map<detail::Stage, std::vector<std::thread::id>> threads;
-  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
-    const std::lock_guard<std::mutex> lock(mutex);
-    threads[stage].push_back(std::this_thread::get_id());
-  });
+  StageThreads recorded(compiled);
+  auto& mutex = recorded.mutex;
+  auto& threads = recorded.threads;
   auto request = compiled.create_infer_request();
   const int rounds = 20;
   for (int i = 0; i < rounds; ++i) {
