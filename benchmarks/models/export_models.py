@@ -72,6 +72,10 @@ the other shapes of model users bring:
                 f32[1,168,64]
   din_recommender  a Deep Interest Network: embeddings, attention over a history of 100 items
                 (history i64[1,100], target i64[1], mask f32[1,100]), PReLU MLP
+  dlrm          DLRM: a bottom MLP, eight embedding tables of 100000 rows, pairwise dot
+                products, a top MLP (dense f32[1,13], sparse i64[1,8])
+  dgcnn         DGCNN: three EdgeConv layers (k-NN by MatMul and TopK, 20 of 1024 points)
+                over points f32[1,3,1024]
   dcgan_generator  DCGAN's generator (ConvTranspose 4x4 stride 2, the last to 3 channels) from
                 z f32[N,100,1,1] to a 64x64 image
   dncnn         DnCNN, a 17-layer denoiser (3x3 convolutions of 64 channels, the last to one)

@@ -1830,6 +1830,85 @@ def din_recommender(reduced):
         ("mask", (torch.rand(1, length) > 0.3).float())]
 
 
+class Dlrm(nn.Module):
+    """DLRM (Naumov et al.), a click-through-rate model: a bottom MLP over dense features, one
+    embedding table per sparse feature (Gather of one row each), the pairwise dot products of all
+    those vectors (a batched MatMul, its upper triangle picked by a constant index), a top MLP.
+    Its tables are most of its bytes and a request reads one row of each."""
+
+    def __init__(self, dense, tables, rows, dim):
+        super().__init__()
+        self.bottom = nn.Sequential(nn.Linear(dense, 512), nn.ReLU(), nn.Linear(512, 256),
+                                    nn.ReLU(), nn.Linear(256, dim), nn.ReLU())
+        self.tables = nn.ModuleList([nn.Embedding(rows, dim) for _ in range(tables)])
+        n = tables + 1
+        upper = torch.triu_indices(n, n, 1)
+        self.register_buffer("pairs", upper[0] * n + upper[1])
+        self.top = nn.Sequential(nn.Linear(dim + n * (n - 1) // 2, 512), nn.ReLU(),
+                                 nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 1))
+
+    def forward(self, dense, sparse):
+        b = self.bottom(dense)
+        vectors = torch.stack([b] + [t(sparse[:, i]) for i, t in enumerate(self.tables)], 1)
+        dots = torch.bmm(vectors, vectors.transpose(1, 2)).flatten(1)
+        return torch.sigmoid(self.top(torch.cat([b, torch.index_select(dots, 1, self.pairs)], 1)))
+
+
+def dlrm(reduced):
+    tables, rows, dim = (4, 1000, 16) if reduced else (8, 100000, 64)
+    return Dlrm(13, tables, rows, dim), [
+        ("dense", torch.randn(1, 13)),
+        ("sparse", torch.randint(0, rows, (1, tables), dtype=torch.int64))]
+
+
+def _nearest(x, k):
+    # The k nearest points of each point (largest negative squared distances), by TopK.
+    inner = -2 * torch.matmul(x.transpose(2, 1), x)
+    squares = (x ** 2).sum(1, keepdim=True)
+    return (-squares - inner - squares.transpose(2, 1)).topk(k, -1)[1]
+
+
+def _edge_features(x, k):
+    # [x_j - x_i, x_i] for each point i and its k nearest j: [N, 2C, points, k].
+    b, c, n = x.shape
+    index = (_nearest(x, k) + torch.arange(b).view(-1, 1, 1) * n).view(-1)
+    points = x.transpose(2, 1).contiguous()
+    neighbours = points.view(b * n, -1)[index].view(b, n, k, c)
+    centre = points.view(b, n, 1, c).expand(b, n, k, c)
+    return torch.cat([neighbours - centre, centre], 3).permute(0, 3, 1, 2)
+
+
+class Dgcnn(nn.Module):
+    """DGCNN (Wang et al.), point-cloud classification by EdgeConv: each layer finds every point's
+    k nearest neighbours in its current features (a MatMul of distances and TopK), gathers them,
+    runs a 1x1 convolution over the edge features and takes the maximum over the neighbours."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+        def edge(i, o):
+            return nn.Sequential(nn.Conv2d(2 * i, o, 1, bias=False), nn.BatchNorm2d(o),
+                                 nn.LeakyReLU(0.2))
+
+        self.edges = nn.ModuleList([edge(3, 64), edge(64, 64), edge(64, 128)])
+        self.merge = nn.Sequential(nn.Conv1d(256, 512, 1, bias=False), nn.BatchNorm1d(512),
+                                   nn.LeakyReLU(0.2))
+        self.fc = nn.Linear(512, 40)
+
+    def forward(self, points):
+        features, x = [], points
+        for edge in self.edges:
+            x = edge(_edge_features(x, self.k)).max(-1)[0]
+            features.append(x)
+        return self.fc(self.merge(torch.cat(features, 1)).max(-1)[0])
+
+
+def dgcnn(reduced):
+    points, k = (256, 10) if reduced else (1024, 20)
+    return Dgcnn(k), [("points", torch.randn(1, 3, points))]
+
+
 class DcganGenerator(nn.Module):
     """DCGAN's generator: ConvTranspose 4x4 stride 2 layers with BatchNorm and ReLU from a latent
     [N, 100, 1, 1] to a 64 x 64 RGB image; the last one has 3 output channels."""
@@ -1934,6 +2013,9 @@ ZOO = {
     "lstnet": (lstnet, False),
     # index inputs
     "din_recommender": (din_recommender, False),
+    "dlrm": (dlrm, False),
+    # a point set: its leading axis is the cloud, its points the last
+    "dgcnn": (dgcnn, False),
     "dcgan_generator": (dcgan_generator, True),
     "dncnn": (dncnn, True),
 }
