@@ -25,9 +25,20 @@ bool callbacks_waiting() {
 }
 
 namespace {
+// The execution unit of the stage completing requests on this thread, while it runs their
+// callbacks (CALLBACK_THREAD=STAGE); null otherwise.
+thread_local caf::execution_unit* completing_stage = nullptr;
+}  // namespace
+
+caf::execution_unit* stage_running_callbacks() {
+  return completing_stage;
+}
+
+namespace {
 
 bool completes_in_stage(const PipelineContext& ctx, const batch_msg& batch) {
   if (ctx.config.scheduling.preserve_ordering) return false;
+  if (ctx.config.callbacks_on_stage) return true;
   for (const request_msg& msg : batch.requests) {
     std::lock_guard<std::mutex> lock(msg.state->mutex);
     if (msg.state->callback && !msg.state->callback_disabled) return false;
@@ -137,7 +148,16 @@ void finish_batch(caf::event_based_actor* self, PipelineContext& ctx, const Stag
     send_batch(self, next.completion, complete_atom::value, std::move(batch));
     return;
   }
-  for (request_msg& msg : batch.requests) complete(ctx, msg, self->context());
+  {
+    // A callback that starts a request (STAGE) sends it from this stage's unit: the worker then
+    // takes it next instead of waking another (Pipeline::submit).
+    struct Scope {
+      caf::execution_unit* before = completing_stage;
+      ~Scope() { completing_stage = before; }
+    } scope;
+    completing_stage = self->context();
+    for (request_msg& msg : batch.requests) complete(ctx, msg, self->context());
+  }
   const Credit credit = credit_of(batch);
   if (credit.batch_size > 0) self->send(next.scheduler, credit_atom::value, credit);
 }

@@ -57,10 +57,11 @@ void shut_down(const std::shared_ptr<PipelineContext>& context,
 Pipeline::~Pipeline() {
   auto context = context_;
   auto handles = actors_->handles;
-  if (on_callback_thread()) {
-    // Destroyed from a user callback: blocking here would stall the completion actor that the
-    // requests still in flight need, so the drain finishes on a thread of its own, which also
-    // keeps the actor system alive (its destructor must not run on one of its own actors).
+  if (on_callback_thread() || stage_running_callbacks()) {
+    // Destroyed from a user callback: blocking here would stall the completion actor (or the
+    // stage running the callback, whose request is still counted in flight) that the requests
+    // still in flight need, so the drain finishes on a thread of its own, which also keeps the
+    // actor system alive (its destructor must not run on one of its own actors).
     std::thread([context, handles, owner = system_owner_] {
       shut_down(context, handles);
     }).detach();
@@ -85,6 +86,12 @@ void Pipeline::submit(std::shared_ptr<detail::RequestState> state, bool caller_w
   // asynchronous submission from any other thread returns at once, however long preprocessing
   // takes, and with others in flight the workers do the stages, so that callbacks of other requests
   // are not held up. A remote model's router talks to the network: never here.
+  if (caf::execution_unit* stage = stage_running_callbacks()) {
+    // From a callback run by the stage that finished its request (CALLBACK_THREAD=STAGE): sent
+    // from that stage's unit, so the worker takes it next instead of waking another.
+    submit_request(*context_, actors_->handles->scheduler, std::move(state), stage);
+    return;
+  }
   const bool caller_runs = (caller_waits || on_callback_thread()) && !context_->remote &&
                            context_->in_flight.count() == 0;
   if (!caller_runs) {

@@ -110,5 +110,8 @@ void submit_request(PipelineContext& ctx, const caf::actor& scheduler,
 bool on_callback_thread();
 /// True on that thread when more completions wait for it (their callbacks).
 bool callbacks_waiting();
+/// The execution unit of a stage running its requests' callbacks on this thread
+/// (CALLBACK_THREAD=STAGE), or null.
+caf::execution_unit* stage_running_callbacks();
 
 }  // namespace troupe::actors

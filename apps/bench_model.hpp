@@ -30,7 +30,8 @@ struct BenchModel {
   bool loaded_from_cache = false;
   // Execute runs on the scheduler's workers, with the other stages, not on a thread per stream.
   bool execute_on_scheduler = false;
-  bool remote = false;  // a model published by another node (--remote): no graph here
+  bool callbacks_on_stage = false;  // CALLBACK_THREAD=STAGE
+  bool remote = false;              // a model published by another node (--remote): no graph here
 };
 
 /// The Core `bench` runs in: a networked one (TLS with --tls-*) for --remote.

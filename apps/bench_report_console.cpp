@@ -63,6 +63,9 @@ void print_config(const BenchOptions& o, const BenchModel& model, const Workload
   print_row("execute runs on", model.execute_on_scheduler
                                    ? "the scheduler's workers, with the other stages (small model)"
                                    : "a thread per stream");
+  print_row("callbacks run on", model.callbacks_on_stage
+                                    ? "the stage that finished the request (CALLBACK_THREAD)"
+                                    : "the completion thread (CALLBACK_THREAD)");
   print_row("infer requests (nireq)",
             fmt::format("{}{}", workload.requests.size(),
                         o.nireq > 0 ? "" : " (OPTIMAL_NUMBER_OF_INFER_REQUESTS)"));

@@ -14,6 +14,7 @@ namespace troupe::detail {
 struct CompileConfig {
   std::string device_id = "0";
   bool enable_profiling = false;
+  bool callbacks_on_stage = false;  // CALLBACK_THREAD=STAGE
   PerformanceMode mode = PerformanceMode::latency;
   int num_requests_hint = 0;  // 0 = no limit given
   int num_streams = 1;

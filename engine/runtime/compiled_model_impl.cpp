@@ -207,6 +207,8 @@ Any CompiledModelImpl::get_property(const std::string& name) const {
     // What the node that compiled it reports, then what this side decides.
     AnyMap merged = remote_properties_;
     merged[props::enable_profiling] = config().enable_profiling;
+    merged[props::callback_thread] =
+        std::string(config().callbacks_on_stage ? "STAGE" : "COMPLETION");
     merged[props::max_requests_in_flight] = config().max_in_flight;
     merged[props::remote_timeout_ms] = static_cast<int64_t>(remote->request_timeout.count());
     merged[props::remote_sent_requests] = remote->counters.sent.load();

@@ -169,6 +169,12 @@ CompiledModel Core::connect_replicas(const std::string& model,
   for (const auto& [key, value] : properties) {
     if (key == props::enable_profiling) {
       config.enable_profiling = value.as_bool();
+    } else if (key == props::callback_thread) {
+      const std::string where = value.as_string();
+      if (where != "COMPLETION" && where != "STAGE")
+        throw InvalidArgument("property CALLBACK_THREAD: '" + where +
+                              "' is not allowed (allowed: COMPLETION, STAGE)");
+      config.callbacks_on_stage = where == "STAGE";
     } else if (key == props::max_requests_in_flight) {
       max_in_flight = static_cast<int>(value.as_int());
       if (max_in_flight < 1)
@@ -180,10 +186,11 @@ CompiledModel Core::connect_replicas(const std::string& model,
     } else if (detail::is_scheduling_property(key) && key != "max_batch_size") {
       detail::apply_scheduling_property(config.scheduling, key, value);
     } else {
-      throw UnknownProperty("property '" + key +
-                            "' does not apply to a remote model (its node compiled it); "
-                            "supported: PERF_COUNT, MAX_REQUESTS_IN_FLIGHT, REMOTE_TIMEOUT_MS and "
-                            "the scheduling properties other than max_batch_size");
+      throw UnknownProperty(
+          "property '" + key +
+          "' does not apply to a remote model (its node compiled it); "
+          "supported: PERF_COUNT, CALLBACK_THREAD, MAX_REQUESTS_IN_FLIGHT, REMOTE_TIMEOUT_MS and "
+          "the scheduling properties other than max_batch_size");
     }
   }
   detail::validate(config.scheduling);

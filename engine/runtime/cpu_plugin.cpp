@@ -64,6 +64,7 @@ const std::vector<std::string>& CpuPlugin::config_keys() {
                                   props::inference_precision,
                                   props::execution_mode,
                                   props::max_requests_in_flight,
+                                  props::callback_thread,
                                   props::auto_batch_max_size,
                                   props::cache_dir};
     for (const auto& k : scheduling_property_names()) v.push_back(k);
@@ -165,6 +166,11 @@ void CpuPlugin::check(const std::string& key, const Any& value) {
       int64_t n = value.as_int();
       if (n < 1 || n > 4096)
         throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: 1..4096)");
+    } else if (key == props::callback_thread) {
+      const std::string where = upper(value.as_string());
+      if (where != "COMPLETION" && where != "STAGE")
+        throw InvalidArgument("'" + value.as_string() +
+                              "' is not allowed (allowed: COMPLETION, STAGE)");
     } else if (is_scheduling_property(key)) {
       SchedulingPolicy scratch;
       apply_scheduling_property(scratch, key, value);
@@ -215,6 +221,7 @@ CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
   CompileConfig c;
   if (auto v = get(props::device_id)) c.device_id = v->as_string().empty() ? "0" : v->as_string();
   if (auto v = get(props::enable_profiling)) c.enable_profiling = v->as_bool();
+  if (auto v = get(props::callback_thread)) c.callbacks_on_stage = upper(v->as_string()) == "STAGE";
   if (auto v = get(props::performance_mode)) c.mode = parse_mode(*v);
   if (auto v = get(props::num_requests)) c.num_requests_hint = static_cast<int>(v->as_int());
   if (auto v = get(props::disable_transformations)) c.disable_transformations = v->as_bool();
@@ -324,6 +331,7 @@ AnyMap CompileConfig::to_properties() const {
   m[props::inference_precision] = std::string(troupe::to_string(inference_precision));
   m[props::execution_mode] = execution_mode;
   m[props::max_requests_in_flight] = max_in_flight;
+  m[props::callback_thread] = std::string(callbacks_on_stage ? "STAGE" : "COMPLETION");
   m[props::auto_batch_max_size] = auto_batch_max_size;
   m[props::cache_dir] = cache_dir;
   for (auto& [key, value] : scheduling_properties(scheduling)) m[key] = value;

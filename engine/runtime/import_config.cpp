@@ -62,6 +62,7 @@ CompileConfig config_for_import(const CompileConfig& stored, const AnyMap& overr
     config.max_in_flight = derived.max_in_flight;
   }
   if (given(props::enable_profiling)) config.enable_profiling = requested.enable_profiling;
+  if (given(props::callback_thread)) config.callbacks_on_stage = requested.callbacks_on_stage;
   if (given(props::max_requests_in_flight)) config.max_in_flight = requested.max_in_flight;
   if (given(props::cache_dir)) config.cache_dir = requested.cache_dir;
   // Scheduling is not part of the compiled graph: the import's properties choose it.

@@ -6,12 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "actors/stage.hpp"
 #include "pipeline_fixture.hpp"
 
 using namespace troupe;
@@ -570,6 +572,80 @@ TEST(Pipeline, ASynchronousInferDoesNotCallTheCallback) {
   EXPECT_EQ(calls.load(), 1);
   request.infer();
   EXPECT_EQ(calls.load(), 1);
+}
+
+// CALLBACK_THREAD=STAGE: callbacks run on the stage that finished the request, not the
+// completion thread; with many requests in flight from several threads, each restarting itself
+// from its callback, every run completes once with its own result, and the model can be destroyed
+// from such a callback.
+TEST(Pipeline, CallbacksOnTheStageRunOnceEachAndMayRestartTheirRequest) {
+  for (const int64_t width : {int64_t{16}, int64_t{400'000}}) {  // execute on workers, on its own
+    Core core;
+    auto compiled = core.compile_model(
+        make_add_relu_model(1, width), "CPU",
+        {{props::callback_thread, "STAGE"}, {props::performance_mode, "THROUGHPUT"}});
+    const int requests_count = 8, runs_each = 40;
+    std::vector<InferRequest> requests;
+    std::vector<Tensor> inputs;
+    std::mutex mutex;
+    std::condition_variable done;
+    int finished = 0, wrong = 0, errors = 0;
+    int on_completion_thread = 0;
+    std::vector<int> runs(requests_count, 0);
+    for (int i = 0; i < requests_count; ++i) {
+      requests.push_back(compiled.create_infer_request());
+      inputs.push_back(make_input(static_cast<float>(i) - 3.f, width));
+      requests.back().set_tensor("x", inputs.back());
+    }
+    for (int i = 0; i < requests_count; ++i) {
+      requests[i].set_callback([&, i](std::exception_ptr e) {
+        const Tensor y = requests[i].get_tensor("y");
+        const bool right = y.data<float>()[0] == expected_add_relu(inputs[i].data<float>()[0]);
+        bool again = false;
+        {
+          const std::lock_guard<std::mutex> lock(mutex);
+          on_completion_thread += actors::on_callback_thread();
+          errors += e != nullptr;
+          wrong += !right;
+          again = ++runs[i] < runs_each;
+          if (!again && ++finished == requests_count) done.notify_all();
+        }
+        if (again) requests[i].start_async();
+      });
+    }
+    std::vector<std::thread> starters;
+    for (int t = 0; t < 2; ++t)
+      starters.emplace_back([&, t] {
+        for (int i = t; i < requests_count; i += 2) requests[i].start_async();
+      });
+    for (auto& s : starters) s.join();
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      ASSERT_TRUE(done.wait_for(lock, std::chrono::seconds(60),
+                                [&] { return finished == requests_count; }));
+    }
+    for (auto& r : requests) r.wait();
+    EXPECT_EQ(errors, 0) << width;
+    EXPECT_EQ(wrong, 0) << width;
+    for (int i = 0; i < requests_count; ++i) EXPECT_EQ(runs[i], runs_each) << width;
+    EXPECT_EQ(on_completion_thread, 0) << width;
+    for (auto& r : requests) r.set_callback(nullptr);
+  }
+  // Destroyed from a callback on a stage: the drain leaves that stage to finish its request.
+  Core core;
+  auto owned = std::make_unique<CompiledModel>(
+      core.compile_model(make_add_relu_model(), "CPU", {{props::callback_thread, "STAGE"}}));
+  auto request = std::make_unique<InferRequest>(owned->create_infer_request());
+  request->set_tensor("x", make_input(1.f));
+  std::promise<void> destroyed;
+  request->set_callback([&](std::exception_ptr) {
+    owned.reset();
+    destroyed.set_value();
+  });
+  request->start_async();
+  ASSERT_EQ(destroyed.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  request->wait();
+  request.reset();
 }
 
 // Where execute runs on the scheduler's workers (a small model), a synchronous caller alone in the

@@ -67,6 +67,11 @@ TEST(Properties, UnknownKeysAndBadValuesNameTheKey) {
     core.set_property("CPU", {{props::enable_profiling, "sometimes"}});
   });
   EXPECT_THAT(msg, HasSubstr(props::enable_profiling));
+  msg = error_of<InvalidArgument>([&] {
+    core.set_property("CPU", {{props::callback_thread, "ANYWHERE"}});
+  });
+  EXPECT_THAT(msg, HasSubstr(props::callback_thread));
+  EXPECT_THAT(msg, HasSubstr("COMPLETION, STAGE"));
   EXPECT_THROW(core.set_property("CPU", {{props::device_full_name, "x"}}), InvalidArgument);
   EXPECT_THROW(core.set_property("GPU", {{props::num_streams, 1}}), InvalidArgument);
   EXPECT_THROW(core.get_property("CPU", "NOPE"), UnknownProperty);
@@ -89,6 +94,9 @@ TEST(Properties, CompilePropertiesOverrideDevice) {
   EXPECT_EQ(overridden.get_property(props::num_streams).as_int(), 1);
   EXPECT_EQ(overridden.get_property(props::optimal_number_of_infer_requests).as_int(), 1);
   EXPECT_THROW(core.compile_model(model, "CPU", {{"NOT_A_KEY", 1}}), UnknownProperty);
+  EXPECT_EQ(inherited.get_property(props::callback_thread).as_string(), "COMPLETION");
+  auto on_stage = core.compile_model(model, "CPU", {{props::callback_thread, "stage"}});
+  EXPECT_EQ(on_stage.get_property(props::callback_thread).as_string(), "STAGE");
 }
 
 TEST(Properties, HintsChooseStreamsAndRequests) {
