@@ -10,6 +10,7 @@
 #include "actors/model_directory.hpp"
 #include "engine/graph/scheduling_policy.hpp"
 #include "engine/runtime/compiled_model_impl.hpp"
+#include "engine/runtime/cpu_plugin.hpp"
 #include "engine/runtime/node.hpp"
 #include "engine/runtime/runtime.hpp"
 #include "troupe/actor_interface.hpp"
@@ -170,11 +171,7 @@ CompiledModel Core::connect_replicas(const std::string& model,
     if (key == props::enable_profiling) {
       config.enable_profiling = value.as_bool();
     } else if (key == props::callback_thread) {
-      const std::string where = value.as_string();
-      if (where != "COMPLETION" && where != "STAGE")
-        throw InvalidArgument("property CALLBACK_THREAD: '" + where +
-                              "' is not allowed (allowed: COMPLETION, STAGE)");
-      config.callbacks_on_stage = where == "STAGE";
+      config.callbacks_on_stage = detail::callbacks_on_stage(value);
     } else if (key == props::max_requests_in_flight) {
       max_in_flight = static_cast<int>(value.as_int());
       if (max_in_flight < 1)

@@ -51,6 +51,14 @@ PerformanceMode parse_mode(const Any& v) {
 
 }  // namespace
 
+bool callbacks_on_stage(const Any& value) {
+  const std::string where = upper(value.as_string());
+  if (where != "COMPLETION" && where != "STAGE")
+    throw InvalidArgument(std::string("property ") + props::callback_thread + ": '" +
+                          value.as_string() + "' is not allowed (allowed: COMPLETION, STAGE)");
+  return where == "STAGE";
+}
+
 const std::vector<std::string>& CpuPlugin::config_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> v = {props::device_id,
@@ -167,10 +175,7 @@ void CpuPlugin::check(const std::string& key, const Any& value) {
       if (n < 1 || n > 4096)
         throw InvalidArgument("'" + value.as_string() + "' is not allowed (allowed: 1..4096)");
     } else if (key == props::callback_thread) {
-      const std::string where = upper(value.as_string());
-      if (where != "COMPLETION" && where != "STAGE")
-        throw InvalidArgument("'" + value.as_string() +
-                              "' is not allowed (allowed: COMPLETION, STAGE)");
+      callbacks_on_stage(value);
     } else if (is_scheduling_property(key)) {
       SchedulingPolicy scratch;
       apply_scheduling_property(scratch, key, value);
@@ -221,7 +226,7 @@ CompileConfig CpuPlugin::resolve(const AnyMap& overrides) const {
   CompileConfig c;
   if (auto v = get(props::device_id)) c.device_id = v->as_string().empty() ? "0" : v->as_string();
   if (auto v = get(props::enable_profiling)) c.enable_profiling = v->as_bool();
-  if (auto v = get(props::callback_thread)) c.callbacks_on_stage = upper(v->as_string()) == "STAGE";
+  if (auto v = get(props::callback_thread)) c.callbacks_on_stage = callbacks_on_stage(*v);
   if (auto v = get(props::performance_mode)) c.mode = parse_mode(*v);
   if (auto v = get(props::num_requests)) c.num_requests_hint = static_cast<int>(v->as_int());
   if (auto v = get(props::disable_transformations)) c.disable_transformations = v->as_bool();

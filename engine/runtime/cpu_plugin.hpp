@@ -47,4 +47,8 @@ class CpuPlugin {
   AnyMap config_;
 };
 
+/// CALLBACK_THREAD's value: true for STAGE, false for COMPLETION (any case); InvalidArgument
+/// naming the property and the allowed values otherwise.
+bool callbacks_on_stage(const Any& value);
+
 }  // namespace troupe::detail

@@ -3,6 +3,8 @@
 
 #include <gmock/gmock.h>
 
+#include <atomic>
+
 #include <caf/io/all.hpp>
 
 #include "remote_fixture.hpp"
@@ -112,6 +114,23 @@ TEST(RemoteModel, UnknownModelsAndPropertiesAreNamed) {
                                       {{props::inference_precision, "bf16"}});
               }),
               HasSubstr("INFERENCE_PRECISION_HINT"));
+  EXPECT_THAT(error_of<InvalidArgument>([&] {
+                client.connect_remote("127.0.0.1", server.port, "add_relu",
+                                      {{props::callback_thread, "ELSEWHERE"}});
+              }),
+              AllOf(HasSubstr("CALLBACK_THREAD"), HasSubstr("COMPLETION, STAGE")));
+  // The local pipeline in front of the replicas runs its callbacks where asked.
+  auto remote = client.connect_remote("127.0.0.1", server.port, "add_relu",
+                                      {{props::callback_thread, "stage"}});
+  EXPECT_EQ(remote.get_property(props::callback_thread).as_string(), "STAGE");
+  auto request = remote.create_infer_request();
+  request.set_tensor("x", make_input(2.f));
+  std::atomic<int> calls{0};
+  request.set_callback([&](std::exception_ptr e) { calls += e ? 100 : 1; });
+  request.start_async();
+  request.wait();
+  EXPECT_EQ(calls.load(), 1);
+  expect_add_relu_output(make_input(2.f), request.get_tensor("y"));
 }
 
 TEST(RemoteModel, NothingLeavesLoopbackWithoutTls) {
