@@ -27,17 +27,16 @@ Measurement run_measured_phase(const CompiledModel& compiled, std::vector<InferR
   // Every request loops start_async -> callback -> restart, restarted from its own callback, as
   // benchmark_app does: a hand-over to this thread would add a thread wake-up to every request.
   // Callbacks of different requests may run at once (CALLBACK_THREAD=STAGE): each request keeps
-  // its own latencies and failures, merged at the end.
+  // its own latencies, merged at the end; failures are counted together.
   const bool time_limited = has_time_limit(o);
   const double limit_s = time_limit_s(o);
   Measurement m;
   std::vector<int64_t> started_ns(requests.size(), 0);
   std::vector<std::vector<double>> latencies(requests.size());
-  std::vector<size_t> failures(requests.size(), 0);
   for (auto& l : latencies)
     l.reserve((o.niter > 0 ? static_cast<size_t>(o.niter) : 1u << 16) / requests.size() + 1);
-  std::mutex error_mutex;
-  std::atomic<bool> failed{false};
+  std::mutex error_mutex;  // first_error
+  std::atomic<size_t> failures{0};
   const int64_t begin_ns = now_ns();
   const int64_t deadline_ns =
       time_limited ? begin_ns + static_cast<int64_t>(limit_s * 1e9) : INT64_MAX;
@@ -70,16 +69,15 @@ Measurement run_measured_phase(const CompiledModel& compiled, std::vector<InferR
     requests[i].set_callback([&, i](std::exception_ptr e) {
       const int64_t end_ns = now_ns();
       auto fail = [&](std::exception_ptr error) {
-        ++failures[i];
         const std::lock_guard<std::mutex> lock(error_mutex);
         if (!m.first_error) m.first_error = error;
-        failed = true;
+        ++failures;
       };
       if (e)
         fail(e);
       else
         latencies[i].push_back(static_cast<double>(end_ns - started_ns[i]) / 1e6);
-      if (!failed && claim_run()) {
+      if (failures == 0 && claim_run()) {
         try {
           start(i);
           return;
@@ -126,10 +124,8 @@ Measurement run_measured_phase(const CompiledModel& compiled, std::vector<InferR
   progress.finish();
   // Every callback has run (wait() waits for it); drop them, as they refer to this frame.
   for (auto& r : requests) r.set_callback(nullptr);
-  for (size_t i = 0; i < requests.size(); ++i) {
-    m.latencies_ms.insert(m.latencies_ms.end(), latencies[i].begin(), latencies[i].end());
-    m.failed += failures[i];
-  }
+  for (const auto& l : latencies) m.latencies_ms.insert(m.latencies_ms.end(), l.begin(), l.end());
+  m.failed = failures;
   m.duration_s = static_cast<double>(end_ns - begin_ns) / 1e9;
   return m;
 }

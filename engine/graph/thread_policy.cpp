@@ -128,19 +128,16 @@ bool openmp_threads_sleep_when_idle() {
 int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
                  const std::vector<ValueInfo>& outputs, int stream_threads) {
   if (stream_threads <= 1) return 0;
+  const auto bytes_of = [](const ValueInfo& v) {
+    return v.type == ElementType::undefined ? 0.0
+                                            : static_cast<double>(elements_at_least_one(v.shape)) *
+                                                  static_cast<double>(element_size(v.type));
+  };
   double bytes = 0;
-  for (const std::vector<ValueInfo>* values : {&inputs, &outputs})
-    for (size_t i = 0; i < values->size(); ++i) {
-      const ValueInfo& v = (*values)[i];
-      // A Gather reads the rows it picks, as many as it writes, not its whole table.
-      if (v.type == ElementType::undefined || (values == &inputs && reads_rows_only(node, i)))
-        continue;
-      bytes += static_cast<double>(elements_at_least_one(v.shape)) *
-               static_cast<double>(element_size(v.type));
-    }
-  if (node.op_type == "Gather" && !outputs.empty() && outputs[0].type != ElementType::undefined)
-    bytes += static_cast<double>(elements_at_least_one(outputs[0].shape)) *
-             static_cast<double>(element_size(outputs[0].type));
+  // A Gather reads the rows it picks, as many as it writes, not its whole table.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    bytes += bytes_of(reads_rows_only(node, i) && !outputs.empty() ? outputs[0] : inputs[i]);
+  for (const ValueInfo& v : outputs) bytes += bytes_of(v);
   const double macs = static_cast<double>(node_macs(node, inputs, outputs, int8_macs_per_f32_mac));
   const double single_thread_us = macs / macs_per_us + bytes / bytes_per_us;
   const double limit =

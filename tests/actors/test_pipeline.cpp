@@ -459,6 +459,16 @@ TEST(Pipeline, SmallModelsExecuteOnTheSchedulersWorkersLargeOnesOnTheirOwnThread
   }
 }
 
+// `rounds` synchronous infers of add_relu inputs of `width`, one after the other, each checked.
+void infer_in_turn(InferRequest& request, int rounds, int64_t width) {
+  for (int i = 0; i < rounds; ++i) {
+    const Tensor input = make_input(static_cast<float>(i), width);
+    request.set_tensor("x", input);
+    request.infer();
+    expect_add_relu_output(input, request.get_tensor("y"));
+  }
+}
+
 // Which thread ran each stage of each request (the stage hook, installed until destroyed).
 struct StageThreads {
   explicit StageThreads(CompiledModel& model) : compiled(model) {
@@ -493,12 +503,7 @@ TEST(Pipeline, ARequestAloneInThePipelineSkipsTheWakeUpsOfIdleWorkers) {
   auto& threads = recorded.threads;
   auto request = compiled.create_infer_request();
   const int rounds = 5;
-  for (int i = 0; i < rounds; ++i) {
-    const Tensor input = make_input(static_cast<float>(i), width);
-    request.set_tensor("x", input);
-    request.infer();
-    expect_add_relu_output(input, request.get_tensor("y"));
-  }
+  infer_in_turn(request, rounds, width);
   {
     const std::lock_guard<std::mutex> lock(mutex);
     // The first infer finds the pipeline empty. Later ones usually do too, but the request
@@ -661,12 +666,7 @@ TEST(Pipeline, ASmallModelsRequestAloneRunsTheWholeWayOnTheCallersThread) {
   auto& threads = recorded.threads;
   auto request = compiled.create_infer_request();
   const int rounds = 20;
-  for (int i = 0; i < rounds; ++i) {
-    const Tensor input = make_input(static_cast<float>(i));
-    request.set_tensor("x", input);
-    request.infer();
-    expect_add_relu_output(input, request.get_tensor("y"));
-  }
+  infer_in_turn(request, rounds, 16);
   set_stage_hook(compiled, nullptr);
   // Not every round: an actor a worker still holds (the pipeline's start-up messages, on a busy
   // machine) runs there, and the stages after it with it. Without the whole way on the caller,
