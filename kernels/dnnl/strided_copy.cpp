@@ -283,6 +283,7 @@ class SplitKernel final : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_split(const KernelRequest& r) {
+  if (auto laid_out = make_channel_split(r)) return laid_out;
   if (!plain_data(r)) return nullptr;
   for (size_t o = 0; o < r.outputs.size(); ++o)
     if (r.output_layout(o) != TensorLayout{}) return nullptr;

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/kernel_registry.hpp"
@@ -21,5 +22,9 @@ bool plain_data(const KernelRequest& r);
 /// outer rows are shared among the calling stream's threads when the copy is large.
 void strided_copy(std::vector<int64_t> dims, const uint8_t* src, std::vector<int64_t> src_strides,
                   uint8_t* dst, std::vector<int64_t> dst_strides, size_t es);
+
+/// The Split of a static 4-D tensor along its channels that keeps the model's activation layout
+/// (channel_split.cpp), or nullptr for any other Split; the Split factory tries it first.
+std::unique_ptr<Kernel> make_channel_split(const KernelRequest& request);
 
 }  // namespace troupe::kernels::onednn

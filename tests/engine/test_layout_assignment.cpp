@@ -502,34 +502,45 @@ TEST(LayoutAssignment, ValuesReadByPlainOnlyKernelsStayPlain) {
 // Sigmoid(fc2(Relu(fc1(GlobalAveragePool(x))))). x and the product stay in the activation layout
 // (the Mul reads x in it and the per-channel scale plain), so nothing between the two
 // convolutions is reordered. An Add of a laid-out and a plain value reorders the plain one.
+// torchvision squeezes with AdaptiveAvgPool2d(1) (GlobalAveragePool), timm with
+// x.mean((2, 3), keepdim=True) (ReduceMean, which becomes the GlobalAveragePool it is).
 TEST(LayoutAssignment, SqueezeExcitationBlocksKeepTheActivationLayout) {
-  ModelBuilder b("squeeze_excitation");
-  auto x = b.input("x", ElementType::f32, {1, 8, 10, 10});
-  auto c1 = conv(b, x, 8, 32, 3, 1, "c1");
-  auto squeezed = b.op("GlobalAveragePool", {c1}, {}, "squeeze");
-  auto fc1 = b.op("Relu", {conv(b, squeezed, 32, 8, 1, 2, "fc1")}, {}, "fc1_relu");
-  auto scale = b.op("Sigmoid", {conv(b, fc1, 8, 32, 1, 3, "fc2")}, {}, "fc2_sigmoid");
-  auto excited = b.op("Mul", {scale, c1}, {}, "excite");  // the scale on the left
-  auto side = conv(b, x, 8, 32, 3, 5, "side");
-  auto plain_one = b.op("Sin", {side}, {}, "sin");  // a reference kernel: plain only
-  auto mixed = b.op("Add", {excited, plain_one}, {}, "mixed_add");
-  auto c2 = conv(b, mixed, 32, 32, 1, 4, "c2");
-  auto gap = b.op("GlobalAveragePool", {c2}, {}, "gap");
-  b.output(b.op("Flatten", {gap}, {{"axis", int64_t{1}}}, "flatten"), "y");
-  auto model = b.build();
+  for (const bool timm_mean : {false, true}) {
+    SCOPED_TRACE(timm_mean ? "ReduceMean" : "GlobalAveragePool");
+    ModelBuilder b("squeeze_excitation");
+    auto x = b.input("x", ElementType::f32, {1, 8, 10, 10});
+    auto c1 = conv(b, x, 8, 32, 3, 1, "c1");
+    auto squeezed =
+        timm_mean
+            ? b.op("ReduceMean", {c1},
+                   {{"axes", std::vector<int64_t>{-2, -1}}, {"keepdims", int64_t{1}}}, "squeeze")
+            : b.op("GlobalAveragePool", {c1}, {}, "squeeze");
+    auto fc1 = b.op("Relu", {conv(b, squeezed, 32, 8, 1, 2, "fc1")}, {}, "fc1_relu");
+    auto scale = b.op("Sigmoid", {conv(b, fc1, 8, 32, 1, 3, "fc2")}, {}, "fc2_sigmoid");
+    auto excited = b.op("Mul", {scale, c1}, {}, "excite");  // the scale on the left
+    auto side = conv(b, x, 8, 32, 3, 5, "side");
+    auto plain_one = b.op("Sin", {side}, {}, "sin");  // a reference kernel: plain only
+    auto mixed = b.op("Add", {excited, plain_one}, {}, "mixed_add");
+    auto c2 = conv(b, mixed, 32, 32, 1, 4, "c2");
+    auto gap = b.op("GlobalAveragePool", {c2}, {}, "gap");
+    b.output(b.op("Flatten", {gap}, {{"axis", int64_t{1}}}, "flatten"), "y");
+    auto model = b.build();
 
-  const auto inputs = inputs_for(*model, 2);
-  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
-  const Outcome laid_out = run_all(model, {}, inputs);
-  expect_same_outputs(laid_out, plain);
-  const auto layouts = layouts_by_node(*laid_out.runtime);
-  EXPECT_THAT(layouts.at("c1"), ::testing::MatchesRegex(kActivationLayout));
-  EXPECT_EQ(layouts.at("excite"), layouts.at("c1"));
-  EXPECT_EQ(layouts.at("fc2"), "plain");  // [1, 32, 1, 1], read per channel
-  EXPECT_EQ(layouts.at("c2"), layouts.at("c1"));
-  EXPECT_EQ(layouts.at("side"), "plain");  // read by Sin only
-  EXPECT_EQ(layouts.at("sin"), "plain");
-  EXPECT_EQ(layouts.at("mixed_add"), layouts.at("c1"));
+    const auto inputs = inputs_for(*model, 2);
+    const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+    const Outcome laid_out = run_all(model, {}, inputs);
+    expect_same_outputs(laid_out, plain);
+    const auto layouts = layouts_by_node(*laid_out.runtime);
+    EXPECT_THAT(layouts.at("c1"), ::testing::MatchesRegex(kActivationLayout));
+    EXPECT_EQ(layouts.at("excite"), layouts.at("c1"));
+    EXPECT_EQ(layouts.at("fc2"), "plain");  // [1, 32, 1, 1], read per channel
+    EXPECT_EQ(layouts.at("c2"), layouts.at("c1"));
+    EXPECT_EQ(layouts.at("side"), "plain");  // read by Sin only
+    EXPECT_EQ(layouts.at("sin"), "plain");
+    EXPECT_EQ(layouts.at("mixed_add"), layouts.at("c1"));
+    for (const Node& n : laid_out.runtime->nodes())
+      if (n.name == "squeeze") EXPECT_EQ(n.op_type, "GlobalAveragePool");
+  }
 }
 
 // A DenseNet block: each layer normalizes the join of all earlier features (BatchNormalization,
@@ -554,8 +565,10 @@ TEST(LayoutAssignment, DenseBlockJoinsAndNormalizationsKeepTheActivationLayout) 
   expect_same_outputs(laid_out, plain);
   const auto layouts = layouts_by_node(*laid_out.runtime);
   EXPECT_THAT(layouts.at("stem"), ::testing::MatchesRegex(kActivationLayout));
-  for (const std::string node : {"join0", "norm0", "conv0", "join2", "norm2", "out"})
+  // join0 joins the stem alone: a Concat of one input, removed.
+  for (const std::string node : {"norm0", "conv0", "join1", "norm1", "join2", "norm2", "out"})
     EXPECT_EQ(layouts.at(node), layouts.at("stem")) << node;
+  EXPECT_EQ(layouts.count("join0"), 0u);
   EXPECT_EQ(layouts.count("relu0"), 0u);  // fused into norm0
 }
 
@@ -603,7 +616,9 @@ TEST(LayoutAssignment, Bf16JoinsStoreTheirInputsAndOutputAlike) {
   const Outcome joined = run_all(inception, bf16, inputs);
   within_bf16_error(joined, f32);
   const auto layouts = layouts_by_node(*joined.runtime);
-  for (const char* node : {"stem", "narrow", "wide", "join", "norm", "head"})
+  // The normalization and its Relu went into the two branches (each its slice of the channels).
+  EXPECT_EQ(layouts.count("norm"), 0u);
+  for (const char* node : {"stem", "narrow", "wide", "join", "head"})
     EXPECT_THAT(layouts.at(node), ::testing::EndsWith(":bf16")) << node;
   EXPECT_THAT(by_node(*joined.runtime, "implementation").at("join"), ::testing::HasSubstr("bf16"));
 
@@ -615,7 +630,7 @@ TEST(LayoutAssignment, Bf16JoinsStoreTheirInputsAndOutputAlike) {
   within_bf16_error(dense_bf16, dense_f32);
   const auto dense_layouts = layouts_by_node(*dense_bf16.runtime);
   EXPECT_THAT(dense_layouts.at("stem"), ::testing::MatchesRegex(kActivationLayout));
-  for (const std::string node : {"join0", "conv0", "join1", "conv1", "out"})
+  for (const std::string node : {"conv0", "join1", "conv1", "out"})
     EXPECT_EQ(dense_layouts.at(node), dense_layouts.at("stem")) << node;
 }
 

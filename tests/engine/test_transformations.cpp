@@ -155,6 +155,70 @@ TEST(Transformations, BatchNormAfterConvWithOtherReaderIsKept) {
   EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "BatchNormalization", "Add"));
 }
 
+// MixNet's mixed depthwise kernels (and YOLOv5's cross-stage joins): convolutions whose outputs
+// are joined along the channels, then normalized and activated. Each convolution takes its slice
+// of the normalization and the activation; the join writes the activation's output.
+std::shared_ptr<Model> joined_convolutions(const std::string& activation, bool part_is_input) {
+  ModelBuilder b("mixed_kernels");
+  auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
+  auto left = b.op("Conv", {x, b.constant("w3", conv_weights(2, 4, 3, 21))},
+                   {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv3x3");
+  auto right =
+      part_is_input
+          ? x
+          : b.op("Conv",
+                 {x, b.constant("w5", conv_weights(4, 1, 5, 22)),
+                  b.constant("b5", random_tensor({4}, 23))},
+                 {{"pads", std::vector<int64_t>{2, 2, 2, 2}}, {"group", int64_t{4}}}, "dw5x5");
+  auto joined = b.op("Concat", {left, right}, {{"axis", int64_t{1}}}, "join");
+  const int64_t channels = 6;
+  auto bn = b.op("BatchNormalization",
+                 {joined, b.constant("gamma", random_tensor({channels}, 24, 0.5f, 1.5f)),
+                  b.constant("beta", random_tensor({channels}, 25)),
+                  b.constant("mean", random_tensor({channels}, 26)),
+                  b.constant("var", random_tensor({channels}, 27, 0.1f, 2.f))},
+                 {}, "bn");
+  b.output(b.op(activation, {bn}, {}, "act"), "y");
+  return b.build();
+}
+
+TEST(Transformations, FoldsTheNormalizationAndActivationOfAJoinIntoItsConvolutions) {
+  for (const std::string activation : {"Relu", "Sigmoid", "HardSwish"}) {
+    SCOPED_TRACE(activation);
+    auto [plain, transformed] = compare(joined_convolutions(activation, false));
+    EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "Conv", "Concat"));
+    for (const char* conv : {"conv3x3", "dw5x5"})
+      EXPECT_EQ(node_named(*transformed.runtime, conv).attributes.get_string("fused_activation"),
+                activation);
+    const Node& join = node_named(*transformed.runtime, "join");
+    EXPECT_THAT(original_names(join), ElementsAre("join", "bn", "act"));
+    EXPECT_EQ(transformed.runtime->value(join.outputs[0]).name, "y");
+  }
+}
+
+TEST(Transformations, AJoinWithAPartNoConvolutionComputesKeepsItsNormalization) {
+  // The model input joined as it is (VoVNet's aggregation) has no weights to fold into: the
+  // normalization stays (taking the Relu), and so does the activation on the join.
+  auto [plain, transformed] = compare(joined_convolutions("Relu", true));
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "Concat", "BatchNormalization"));
+  EXPECT_FALSE(node_named(*transformed.runtime, "conv3x3").attributes.has("fused_activation"));
+}
+
+TEST(Transformations, AJoinAlongTheHeightTakesTheActivationIntoItsParts) {
+  // The activation is element-wise: it goes into the parts whichever the join's axis.
+  ModelBuilder b("stacked_rows");
+  auto x = b.input("x", ElementType::f32, {1, 3, 5, 6});
+  auto top = b.op("Conv", {x, b.constant("wt", conv_weights(4, 3, 1, 31))}, {}, "top");
+  auto bottom = b.op("Conv", {x, b.constant("wb", conv_weights(4, 3, 3, 32))},
+                     {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "bottom");
+  auto joined = b.op("Concat", {top, bottom}, {{"axis", int64_t{-2}}}, "join");
+  b.output(b.op("Tanh", {joined}, {}, "act"), "y");
+  auto [plain, transformed] = compare(b.build());
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "Conv", "Concat"));
+  EXPECT_EQ(node_named(*transformed.runtime, "bottom").attributes.get_string("fused_activation"),
+            "Tanh");
+}
+
 TEST(Transformations, FusesConvResidualAddRelu) {
   ModelBuilder b("residual_block");
   auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
@@ -717,6 +781,24 @@ TEST(Transformations, DataMovementsThatMoveNothingAreRemoved) {
   db.output(db.op("Abs", {dynamic}, {}, "abs"), "z");
   auto dynamic_model = db.build();
   EXPECT_EQ(transformations::eliminate_identities(*dynamic_model), 0u);
+}
+
+TEST(Transformations, ASplitIntoOnePartAndAJoinOfOneInputAreRemoved) {
+  // MixNet's mixed convolution with a single kernel size: torch.split into one chunk, the
+  // convolution, torch.cat of the one result. A Split into two parts stays.
+  ModelBuilder b("one_part");
+  auto x = b.input("x", ElementType::f32, {1, 4, 5, 5});
+  auto one = b.op("Split", {x, b.constant("all", Tensor::from_vector<int64_t>({1}, {4}))},
+                  {{"axis", int64_t{1}}}, "split_one");
+  auto conv = b.op("Conv", {one, b.constant("w", conv_weights(4, 4, 1, 41))}, {}, "conv");
+  auto joined = b.op("Concat", {conv}, {{"axis", int64_t{1}}}, "join_one");
+  const std::vector<ValueId> halves =
+      b.op_multi("Split", {joined, b.constant("halves", Tensor::from_vector<int64_t>({2}, {1, 3}))},
+                 2, {{"axis", int64_t{1}}}, "split_two");
+  b.output(b.op("Abs", {halves[0]}, {}, "abs"), "y");
+  b.output(b.op("Neg", {halves[1]}, {}, "neg"), "z");
+  auto [plain, transformed] = compare(b.build());
+  EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "Split", "Abs", "Neg"));
 }
 
 TEST(Transformations, ConvWithWeightsAsModelInput) {

@@ -75,6 +75,8 @@ struct Case {
   /// kernels between convolutions: the dnnl kernel reads and writes those tensors in them.
   std::vector<TensorLayout> input_layouts;
   TensorLayout output_layout;
+  /// output_layout is every output's (a Split's parts), not output 0's alone.
+  bool every_output_laid_out = false;
   /// The dnnl kernel must not run oneDNN's own reference implementation (`dnnl:ref:any`), which
   /// oneDNN picks silently where its JIT kernels decline a layout.
   bool fast_implementation = false;
@@ -249,7 +251,8 @@ void check_case(const Case& c, Tally& tally) {
   KernelRequest request{c.node, inputs, outputs, constants};
   request.compute_precision = c.precision;
   request.input_layouts = c.input_layouts;
-  if (!c.output_layout.is_plain()) request.output_layouts = {c.output_layout};
+  if (!c.output_layout.is_plain())
+    request.output_layouts.assign(c.every_output_laid_out ? outputs.size() : 1, c.output_layout);
 
   std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
   if (!fast) {
@@ -333,7 +336,8 @@ void check_case(const Case& c, Tally& tally) {
     // Poisoned outputs reveal elements the fast kernel never writes.
     std::vector<Tensor> out = allocate(std::nanf(""));
     execute_on_another_thread(*fast, fast_inputs, out);
-    if (!out.empty() && !out[0].empty()) out[0] = to_plain(out[0], c.output_layout);
+    for (size_t o = 0; o < out.size() && (o == 0 || c.every_output_laid_out); ++o)
+      if (!out[o].empty()) out[o] = to_plain(out[o], c.output_layout);
     return out;
   };
   const std::vector<Tensor> got = run_fast();
@@ -1627,7 +1631,36 @@ std::vector<Case> slice_pad_cases(Rng& rng) {
     c.constant.assign(c.inputs.size(), true);
     c.constant[0] = false;
     c.tolerance = {0, 0};
-    c.implementation = "dnnl:strided_copy";
+    // A 4-D split along the channels into parts that all have elements runs as the channel
+    // split, which can keep an activation layout (below); the rest as strided copies.
+    bool channel_split = rank == 4 && (axis + rank) % rank == 1;
+    if (channel_split && c.inputs.size() > 1)
+      for (int64_t part : c.inputs[1].to_vector<int64_t>())
+        channel_split = channel_split && part > 0;
+    c.implementation = channel_split ? "dnnl:split_rows" : "dnnl:strided_copy";
+    cases.push_back(c);
+  }
+  // Splits along the channels between convolutions (MixNet's mixed kernels, a CSP block's halves)
+  // in each activation layout of this ISA: parts of whole blocks, read and written in the layout.
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  for (int k = 0; k < 12; ++k) {
+    const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+    const int64_t unit = layout.channel_block ? layout.channel_block : 3;
+    ints split;
+    for (int64_t p = rng.integer(2, 4); p > 0; --p) split.push_back(unit * rng.integer(1, 3));
+    int64_t channels = 0;
+    for (int64_t part : split) channels += part;
+    Case c;
+    c.inputs = {rng.tensor({rng.integer(1, 2), channels, rng.integer(1, 9), rng.integer(1, 9)}),
+                i64(split)};
+    c.node = make_node("Split", Attributes{{"axis", int64_t{1}}}, split.size());
+    c.num_outputs = split.size();
+    c.constant = {false, true};
+    c.input_layouts = {layout};
+    c.output_layout = layout;
+    c.every_output_laid_out = true;
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:split_rows";
     cases.push_back(c);
   }
   for (int k = 0; k < 24; ++k) {

@@ -4,7 +4,8 @@
 // hiding the pair from pattern matching), and data movements that move nothing: a Slice keeping
 // every element (a GhostNet module concatenates two halves and slices the concatenation back to
 // its width, which is all of it whenever the width is even: 32 copies per image), a Transpose by
-// the identity permutation, a Reshape to the static shape it had. Their readers read the input
+// the identity permutation, a Reshape to the static shape it had, a Split into one part and a
+// Concat of one input. Their readers read the input
 // instead; a node writing a model output stays, as the output keeps its value and name.
 #include <optional>
 #include <vector>
@@ -107,6 +108,10 @@ bool passes_through(const Model& model, const Node& node, const std::vector<bool
   if (node.op_type == "Slice") return keeps_everything(model, node);
   if (node.op_type == "Transpose") return identity_permutation(node, in.shape.rank());
   if (node.op_type == "Reshape") return in.shape.is_static() && in.shape == out.shape;
+  // torch.split into one chunk and torch.cat of a single tensor (MixNet's mixed convolution
+  // with one kernel size) copy their input whole.
+  if (node.op_type == "Split") return in.shape.is_static() && in.shape == out.shape;
+  if (node.op_type == "Concat") return node.inputs.size() == 1;
   return false;
 }
 

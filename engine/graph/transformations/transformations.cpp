@@ -33,14 +33,19 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   // a convolution trimmed to 1x1 is one the depthwise fusion can take.
   trim_padding_taps(model);
   fold_batch_norm_into_conv(model, names);
+  fold_batch_norm_into_joined_convs(model, names);
   // Bias before scale: the fused contract scales the biased product, s * (AB + b). Gelu before
   // the post-op fusion, which folds the Gelu node into the MatMul before it; SiLU likewise.
   fuse_matmul_bias(model, names);
   fuse_matmul_scale(model, names);
   if (inference_precision == ElementType::f32) fuse_attention(model, names);
   fuse_layer_norm(model, names);
+  // After the layer normalization's fusion: a ReduceMean over the last two axes of a rank-4 value
+  // may be a layer normalization's.
+  pool_spatial_means(model, names);
   fuse_gelu(model, names);
   fuse_silu(model, names);
+  fuse_activation_into_joined_parts(model, names);
   fuse_post_ops(model, names);
   // After the folding and the post-op fusion: the normalization and the activation after such a
   // convolution stay in the rewritten Conv.

@@ -71,9 +71,18 @@ size_t fuse_pad_into_window(Model& model, OriginalNames& names);
 // it trimmed.
 size_t trim_padding_taps(Model& model);
 
+// Replaces a ReduceMean keeping its dimensions over every spatial axis of an image [N, C, H, W]
+// (or a volume) by the GlobalAveragePool it is (which reads the convolutions' activation layout).
+// Runs after fuse_layer_norm.
+size_t pool_spatial_means(Model& model, OriginalNames& names);
+
 // Folds an inference BatchNormalization into the Conv before it (constant weights and bias, the
 // Conv output read by nothing else).
 size_t fold_batch_norm_into_conv(Model& model, OriginalNames& names);
+
+// Folds an inference BatchNormalization after a channel Concat into the Convs computing its parts
+// (each its slice of the channels; every part a Conv output only the Concat reads).
+size_t fold_batch_norm_into_joined_convs(Model& model, OriginalNames& names);
 
 // Fuses a MatMul and the Add of a constant bias along its last axis into the MatMul
 // ("fused_bias", see engine/ops/fused_post_ops.hpp).
@@ -99,6 +108,10 @@ size_t fuse_silu(Model& model, OriginalNames& names);
 // Sigmoid, Tanh, HardSwish, Gelu, Swish) into one node carrying the attributes "fused_sum" and
 // "fused_activation" (see engine/ops/fused_post_ops.hpp).
 size_t fuse_post_ops(Model& model, OriginalNames& names);
+
+// Moves an activation after a Concat into the Convs, MatMuls or Gemms computing its parts, as
+// their fused activation (every part read by the Concat alone). Runs before fuse_post_ops.
+size_t fuse_activation_into_joined_parts(Model& model, OriginalNames& names);
 
 // Rewrites a Conv whose kernel spans its input's whole width (no padding along it, group 1,
 // more than one output row) as Transpose -> Reshape -> the 1-D Conv over the rows -> Reshape back
