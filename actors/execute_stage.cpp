@@ -244,12 +244,12 @@ void run_batch_and_send(caf::event_based_actor* self, PipelineContext& ctx,
   send_to_download(self, ctx, next, std::move(batch));
 }
 
-// Runs one request without batching and sends it on, on the calling thread.
+// Runs one request without batching and sends it on, on the calling thread, with `threads`
+// OpenMP threads (the stream's, or a large request's: CompileConfig::large_request_threads).
 void run_and_send(caf::event_based_actor* self, PipelineContext& ctx, const StageHandles& next,
-                  int stream, batch_msg& batch) {
-  // The stream's thread count, on whichever thread runs the actor (a scheduler worker runs other
-  // stages too).
-  const detail::ScopedOmpThreads threads(ctx.config.threads_per_stream);
+                  int stream, batch_msg& batch, int threads) {
+  // Set on whichever thread runs the actor (a scheduler worker runs other stages too).
+  const detail::ScopedOmpThreads omp_threads(threads);
   for (request_msg& msg : batch.requests) run_one(ctx, stream, msg);
   send_to_download(self, ctx, next, std::move(batch));
 }
@@ -257,8 +257,10 @@ void run_and_send(caf::event_based_actor* self, PipelineContext& ctx, const Stag
 // A detached helper of execute on the scheduler: runs the requests too large for a worker.
 caf::behavior large_request_runner(caf::event_based_actor* self, Context ctx, Handles next,
                                    int stream) {
-  return {[self, ctx, next, stream](stage_atom, batch_msg& batch) {
-    run_and_send(self, *ctx, *next, stream, batch);
+  const int threads = ctx->config.large_request_threads > 0 ? ctx->config.large_request_threads
+                                                            : ctx->config.threads_per_stream;
+  return {[self, ctx, next, stream, threads](stage_atom, batch_msg& batch) {
+    run_and_send(self, *ctx, *next, stream, batch, threads);
     return ran_atom::value;
   }};
 }
@@ -297,7 +299,7 @@ caf::behavior execute_stage(ExecuteActor* self, Context ctx, Handles next, int s
                      });
           return;
         }
-        run_and_send(self, *ctx, *next, stream, batch);
+        run_and_send(self, *ctx, *next, stream, batch, ctx->config.threads_per_stream);
       },
   };
 }

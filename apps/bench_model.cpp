@@ -209,6 +209,7 @@ BenchModel load_bench_model(Core& core, const BenchOptions& o) {
   m.cache_dir = cache_dir_of(c);
   m.loaded_from_cache = c.get_property(props::loaded_from_cache).as_bool();
   m.execute_on_scheduler = c.impl()->config().execute_on_scheduler;
+  m.large_request_threads = m.execute_on_scheduler ? c.impl()->config().large_request_threads : 0;
   m.callbacks_on_stage = c.impl()->config().callbacks_on_stage;
   m.remote = c.impl()->is_remote();
   return m;

@@ -30,6 +30,9 @@ struct BenchModel {
   bool loaded_from_cache = false;
   // Execute runs on the scheduler's workers, with the other stages, not on a thread per stream.
   bool execute_on_scheduler = false;
+  // With execute_on_scheduler, a dynamic model's requests too large for it run on a thread of
+  // their own with this many OpenMP threads (0: none such).
+  int large_request_threads = 0;
   bool callbacks_on_stage = false;  // CALLBACK_THREAD=STAGE
   bool remote = false;              // a model published by another node (--remote): no graph here
 };

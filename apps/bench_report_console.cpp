@@ -60,9 +60,13 @@ void print_config(const BenchOptions& o, const BenchModel& model, const Workload
   print_row("streams", std::to_string(model.streams));
   print_row("threads", fmt::format("{} ({} per stream)", model.threads,
                                    std::max(1, model.threads / model.streams)));
-  print_row("execute runs on", model.execute_on_scheduler
-                                   ? "the scheduler's workers, with the other stages (small model)"
-                                   : "a thread per stream");
+  std::string execute_venue = model.execute_on_scheduler
+                                  ? "the scheduler's workers, with the other stages (small model)"
+                                  : "a thread per stream";
+  if (model.large_request_threads > 1)
+    execute_venue += fmt::format("; large requests on a thread of their own, {} threads",
+                                 model.large_request_threads);
+  print_row("execute runs on", execute_venue);
   print_row("callbacks run on", model.callbacks_on_stage
                                     ? "the stage that finished the request (CALLBACK_THREAD)"
                                     : "the completion thread (CALLBACK_THREAD)");

@@ -36,6 +36,7 @@ json config_json(const BenchOptions& o, const BenchModel& model, const Workload&
           {"inference_precision", model.inference_precision},
           {"auto_batch_max_size", model.auto_batch_max_size},
           {"execute_on_scheduler", model.execute_on_scheduler},
+          {"large_request_threads", model.large_request_threads},
           {"cache_dir", model.cache_dir.empty() ? json(nullptr) : json(model.cache_dir)},
           {"loaded_from_cache", model.loaded_from_cache},
           {"compile_time_ms", model.compile_ms}};

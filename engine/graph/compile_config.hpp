@@ -39,6 +39,10 @@ struct CompileConfig {
   // With execute_on_scheduler: a request with more input elements than this (a dynamic model
   // given large shapes) runs on a thread of its own instead.
   int64_t scheduled_input_elements_limit = 0;
+  // The OpenMP threads of such a request (0: threads_per_stream): a model with dynamic inputs
+  // that fits on the scheduler at its smallest runs there on one thread, and its requests too
+  // large for it on the cores the stream had (fit_threads_to_model).
+  int large_request_threads = 0;
   std::string cache_dir;  // empty = no model cache
 
   /// Derives optimal_requests, slots_per_stream and max_in_flight (unless overridden) from the

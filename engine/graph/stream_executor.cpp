@@ -58,7 +58,10 @@ StreamExecutor::Specialization StreamExecutor::specialize(
     model = std::move(concrete);
   }
   const auto& registry = kernels::KernelRegistry::instance();
-  const ScopedOmpThreads stream_threads(threads_);
+  int64_t input_elements = 0;
+  for (const Shape& shape : input_shapes) input_elements += shape.element_count();
+  const bool large = large_threads_ > 0 && input_elements > large_input_elements_;
+  const ScopedOmpThreads stream_threads(large ? large_threads_ : threads_);
   const bool use_prepared = !graph_->dynamic_shapes && prepared.size() == model->nodes().size();
   // A string value is allocated by the node that makes it (its elements are objects), so a node
   // touching one runs as if its shapes were the data's.

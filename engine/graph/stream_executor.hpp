@@ -49,6 +49,13 @@ class StreamExecutor {
   static constexpr size_t default_specializations = 8;
   /// Keeps up to `count` specializations (at least 1): automatic batching runs one per batch size.
   void keep_specializations(size_t count) { max_specializations_ = count < 1 ? 1 : count; }
+  /// Input shapes of more than `input_elements` elements in all get kernels created for
+  /// `threads` OpenMP threads instead of the stream's (CompileConfig::large_request_threads,
+  /// beyond scheduled_input_elements_limit); the caller runs them with as many.
+  void run_large_requests_on(int threads, int64_t input_elements) {
+    large_threads_ = threads;
+    large_input_elements_ = input_elements;
+  }
   /// Shape specializations this stream has built since it was created (a run that builds one
   /// takes far longer than its shapes' later runs). Read on the thread that runs the stream.
   uint64_t specializations_built() const { return specializations_built_; }
@@ -100,6 +107,8 @@ class StreamExecutor {
 
   std::shared_ptr<const CompiledGraph> graph_;
   int threads_ = 1;
+  int large_threads_ = 0;  // see run_large_requests_on()
+  int64_t large_input_elements_ = 0;
   std::vector<Specialization> specializations_;  // most recently used first
   size_t max_specializations_ = default_specializations;
   bool constants_replaced_ = false;  // see replace_constant()

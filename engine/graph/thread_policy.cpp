@@ -155,11 +155,15 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
   // `troupe bench -hint latency`, two threads -> one, medians (Zen 4, 2 vCPUs): the MLP of
   // benchmarks/models exported with a static batch 30 -> 20 us, a DIN recommender 56 -> 41, a
   // 1.3 M multiply-accumulate three-convolution stack 38 -> 28, a 3.6 M two-convolution one
-  // 42 -> 37. Not with dynamic inputs, whose requests may be far larger than the smallest run.
+  // 42 -> 37. A model with dynamic inputs may be given requests far larger than its smallest
+  // run: those (above scheduled_input_elements_limit) run on a thread of their own with the
+  // threads the stream had (large_request_threads); the MLP with a dynamic batch, one request at
+  // a time, 30 -> 20 us.
   const bool static_inputs =
       std::all_of(model.inputs().begin(), model.inputs().end(),
                   [&](ValueId v) { return model.value(v).shape.is_static(); });
-  if (static_inputs && scheduler_scale(model) >= 1) {
+  if (scheduler_scale(model) >= 1) {
+    if (!static_inputs) config.large_request_threads = config.threads_per_stream;
     config.threads_per_stream = 1;
     return;
   }

@@ -73,6 +73,9 @@ CompiledModelImpl::CompiledModelImpl(
     if (context_->config.scheduling.top_priority_stream && s < context_->config.num_streams &&
         !context_->config.execute_on_scheduler)
       context_->executors.back()->yield_to(&context_->stream_yield, s);
+    if (context_->config.execute_on_scheduler && context_->config.large_request_threads > 1)
+      context_->executors.back()->run_large_requests_on(
+          context_->config.large_request_threads, context_->config.scheduled_input_elements_limit);
     context_->executors.back()->keep_specializations(
         StreamExecutor::default_specializations +
         static_cast<size_t>(context_->config.auto_batch_max_size));

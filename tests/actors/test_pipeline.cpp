@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "actors/stage.hpp"
+#include "kernels/omp_threads.hpp"
 #include "pipeline_fixture.hpp"
 
 using namespace troupe;
@@ -735,4 +736,51 @@ TEST(Pipeline, LargeRequestsOfASmallDynamicModelRunOffTheScheduler) {
   std::vector<int64_t> mixed;
   for (int i = 0; i < 40; ++i) mixed.push_back(i % 4 == 0 ? large_batch : 1 + i % 3);
   run(mixed);
+}
+
+// Under the latency hint such a model runs its small requests on one thread (on the thread that
+// submits them when the pipeline is idle) and its large ones on a thread of their own with all the
+// stream's threads; many of both in flight each get their own result.
+TEST(Pipeline, ADynamicModelRunsLargeRequestsWithTheThreadsSmallOnesDoNotNeed) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (cores < 2) GTEST_SKIP() << "one core: one thread for every request";
+  Core core;
+  auto compiled = core.compile_model(make_add_relu_model(-1, 16), "CPU",
+                                     {{props::performance_mode, "LATENCY"}});
+  const auto& config = compiled.impl()->config();
+  ASSERT_TRUE(config.execute_on_scheduler);
+  EXPECT_EQ(config.threads_per_stream, 1);
+  EXPECT_EQ(config.large_request_threads, cores);
+  const int64_t large_batch = config.scheduled_input_elements_limit / 16 + 1;
+  std::mutex mutex;
+  std::map<int, int> runs_by_threads;  // executions per OpenMP thread count they ran with
+  set_stage_hook(compiled, [&](detail::Stage stage, uint64_t) {
+    if (stage != detail::Stage::execute) return;
+    const std::lock_guard<std::mutex> lock(mutex);
+    ++runs_by_threads[detail::current_omp_threads()];
+  });
+  std::vector<InferRequest> requests;
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < 48; ++i) {
+    const int64_t batch = i % 3 == 0 ? large_batch : 1 + i % 4;
+    requests.push_back(compiled.create_infer_request());
+    inputs.push_back(make_input(static_cast<float>(i % 7), 16, batch));
+    requests.back().set_tensor("x", inputs.back());
+    requests.back().start_async();
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].wait();
+    expect_add_relu_output(inputs[i], requests[i].get_tensor("y"));
+  }
+  // One synchronous request of each size, alone in the pipeline.
+  for (const int64_t batch : {int64_t{1}, large_batch}) {
+    InferRequest request = compiled.create_infer_request();
+    const Tensor input = make_input(3.f, 16, batch);
+    request.set_tensor("x", input);
+    request.infer();
+    expect_add_relu_output(input, request.get_tensor("y"));
+  }
+  set_stage_hook(compiled, nullptr);
+  // 16 + 1 large requests, 32 + 1 small ones.
+  EXPECT_EQ(runs_by_threads, (std::map<int, int>{{1, 33}, {cores, 17}}));
 }

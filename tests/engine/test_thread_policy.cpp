@@ -194,9 +194,29 @@ TEST(ThreadPolicy, AModelThatFitsOnTheSchedulerRunsOnOneThreadEvenWithANodeThatW
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   // 2 M weights, read whole by each run: not on the scheduler; all cores, spinning or sleeping.
   EXPECT_EQ(threads_of(gemm_model(1, 1024, 2048)), cores);
-  // The MLP with a dynamic batch keeps the cores for its large requests (where threads sleep,
-  // its small nodes run on one thread anyway).
-  if (!detail::openmp_threads_sleep_when_idle()) EXPECT_EQ(threads_of(mlp_model(-1)), cores);
+}
+
+// A model with a dynamic batch that fits on the scheduler at batch 1 runs its requests there on
+// one thread, and those too large for the scheduler on a thread of their own with the cores the
+// stream had.
+TEST(ThreadPolicy, ADynamicModelRunsSmallRequestsOnTheSchedulerAndLargeOnesOnTheCores) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (cores < 2) GTEST_SKIP() << "one core: nothing to split";
+  detail::CompileConfig config;
+  config.threads_per_stream = cores;
+  const auto model = mlp_model(-1);
+  detail::fit_threads_to_model(config, *model);
+  EXPECT_EQ(config.threads_per_stream, 1);
+  EXPECT_EQ(config.large_request_threads, cores);
+  detail::choose_execute_threads(config, *model, 2);
+  EXPECT_TRUE(config.execute_on_scheduler);
+  EXPECT_GT(config.scheduled_input_elements_limit, 0);
+  // A static one has no larger requests to keep the cores for.
+  detail::CompileConfig fixed;
+  fixed.threads_per_stream = cores;
+  detail::fit_threads_to_model(fixed, *mlp_model());
+  EXPECT_EQ(fixed.threads_per_stream, 1);
+  EXPECT_EQ(fixed.large_request_threads, 0);
 }
 
 // An embedding table of millions of rows, of which a request reads a few: neither its size nor
