@@ -80,6 +80,8 @@ the other shapes of model users bring:
                 z f32[N,100,1,1] to a 64x64 image
   dncnn         DnCNN, a 17-layer denoiser (3x3 convolutions of 64 channels, the last to one)
                 over f32[N,1,256,256]
+  mixnet        MixNet-S-like: depthwise kernels of 3-9 mixed over split channel groups,
+                normalized after the join, squeeze-and-excitation by a mean, f32[N,3,224,224]
 
 For each model NAME it writes
   OUT_DIR/NAME.onnx

@@ -1952,6 +1952,74 @@ def dncnn(reduced):
     return DnCnn(depth, width), [("input", torch.randn(1, 1, size, size))]
 
 
+class _MixedDepthwise(nn.Module):
+    """MixConv: the channels split into groups, each with its own depthwise kernel size, joined."""
+
+    def __init__(self, channels, stride, kernels):
+        super().__init__()
+        self.parts = [channels // len(kernels)] * len(kernels)
+        self.parts[0] += channels - sum(self.parts)
+        self.convs = nn.ModuleList([nn.Conv2d(c, c, k, stride, k // 2, groups=c, bias=False)
+                                    for c, k in zip(self.parts, kernels)])
+
+    def forward(self, x):
+        parts = torch.split(x, self.parts, 1)
+        return torch.cat([conv(part) for conv, part in zip(self.convs, parts)], 1)
+
+
+class _MixBlock(nn.Module):
+    def __init__(self, i, o, stride, kernels, expand=6):
+        super().__init__()
+        m = i * expand
+        self.expand = nn.Sequential(nn.Conv2d(i, m, 1, bias=False), nn.BatchNorm2d(m), nn.SiLU())
+        # The normalization after the join, as timm's MixNet has it.
+        self.mixed = nn.Sequential(_MixedDepthwise(m, stride, kernels), nn.BatchNorm2d(m),
+                                   nn.SiLU())
+        squeezed = max(i // 4, 8)
+        self.reduce = nn.Conv2d(m, squeezed, 1)
+        self.excite = nn.Conv2d(squeezed, m, 1)
+        self.project = nn.Sequential(nn.Conv2d(m, o, 1, bias=False), nn.BatchNorm2d(o))
+        self.residual = stride == 1 and i == o
+
+    def forward(self, x):
+        h = self.mixed(self.expand(x))
+        # timm's squeeze-and-excitation: a mean over the image, not an adaptive pooling.
+        h = h * torch.sigmoid(self.excite(F.silu(self.reduce(h.mean((2, 3), keepdim=True)))))
+        h = self.project(h)
+        return x + h if self.residual else h
+
+
+class MixNet(nn.Module):
+    """MixNet-S-like (Tan & Le): inverted residual blocks whose depthwise convolutions mix kernel
+    sizes 3-9 over split channel groups, squeeze-and-excitation by a mean, SiLU."""
+
+    def __init__(self, stages, classes):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16),
+                                  nn.ReLU())
+        blocks, c = [], 16
+        for o, n, stride, kernels in stages:
+            for j in range(n):
+                blocks.append(_MixBlock(c, o, stride if j == 0 else 1, kernels))
+                c = o
+        self.blocks = nn.Sequential(*blocks)
+        self.head = nn.Sequential(nn.Conv2d(c, 1024, 1, bias=False), nn.BatchNorm2d(1024),
+                                  nn.ReLU())
+        self.fc = nn.Linear(1024, classes)
+
+    def forward(self, x):
+        return self.fc(self.head(self.blocks(self.stem(x))).mean((2, 3)))
+
+
+def mixnet(reduced):
+    stages = [(24, 2, 2, (3,)), (40, 3, 2, (3, 5, 7)), (80, 3, 2, (3, 5, 7)),
+              (120, 3, 1, (3, 5, 7, 9)), (200, 3, 2, (3, 5, 7, 9))]
+    if reduced:
+        stages = [(24, 1, 2, (3,)), (40, 1, 2, (3, 5, 7)), (80, 1, 2, (3, 5, 7, 9))]
+    size = 64 if reduced else 224
+    return MixNet(stages, 1000), [("input", torch.randn(1, 3, size, size))]
+
+
 # name -> (factory, whether the leading (batch) axis is exported as dynamic)
 ZOO = {
     "resnet18": (resnet18, True),
@@ -2018,4 +2086,5 @@ ZOO = {
     "dgcnn": (dgcnn, False),
     "dcgan_generator": (dcgan_generator, True),
     "dncnn": (dncnn, True),
+    "mixnet": (mixnet, True),
 }

@@ -247,10 +247,12 @@ TEST_P(LayoutAssignmentPerLayout, TokenSequencesEnterAndLeaveConvolutionsInTheir
       EXPECT_EQ(layouts.at("fc1"), "plain");
       EXPECT_EQ(layouts.at("to_tokens"), "plain");
       for (const Node& node : laid_out.runtime->nodes()) {
-        if (node.name == "to_image" || node.name == "to_tokens")
+        if (node.name == "to_image" || node.name == "to_tokens") {
           EXPECT_EQ(node.op_type, "Transpose") << node.name;
-        if (node.name == "to_image" && !one_dimensional && !dynamic_batch)  // the Reshape first
+        }
+        if (node.name == "to_image" && !one_dimensional && !dynamic_batch) {  // the Reshape first
           EXPECT_EQ(laid_out.runtime->value(node.inputs[0]).shape, Shape({1, 8, 8, 32}));
+        }
       }
     }
 }
@@ -539,7 +541,9 @@ TEST(LayoutAssignment, SqueezeExcitationBlocksKeepTheActivationLayout) {
     EXPECT_EQ(layouts.at("sin"), "plain");
     EXPECT_EQ(layouts.at("mixed_add"), layouts.at("c1"));
     for (const Node& n : laid_out.runtime->nodes())
-      if (n.name == "squeeze") EXPECT_EQ(n.op_type, "GlobalAveragePool");
+      if (n.name == "squeeze") {
+        EXPECT_EQ(n.op_type, "GlobalAveragePool");
+      }
   }
 }
 
