@@ -136,18 +136,10 @@ size_t fold_batch_norm_into_joined_convs(Model& model, OriginalNames& names) {
         !foldable_batch_norm(model, bn, joined[1]))
       continue;
     // Every part a Conv's output that only the join reads, together the normalized channels.
-    std::vector<int> convs;
+    const std::vector<int> convs = rewrite.sole_producers(
+        concat_index, [&](const Node& producer) { return foldable_conv(model, producer); });
     int64_t channels = 0;
-    for (ValueId part : concat.inputs) {
-      const int p = rewrite.producer(part);
-      if (p < 0 || rewrite.sole_reader(part) != concat_index ||
-          !foldable_conv(model, rewrite.node(p))) {
-        convs.clear();
-        break;
-      }
-      convs.push_back(p);
-      channels += output_channels(model, rewrite.node(p));
-    }
+    for (int p : convs) channels += output_channels(model, rewrite.node(p));
     if (convs.empty() || channels != joined[1]) continue;
     const BatchNormParameters parameters = parameters_of(model, bn);
     int64_t first = 0;

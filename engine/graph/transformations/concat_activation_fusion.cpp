@@ -41,16 +41,9 @@ size_t fuse_activation_into_joined_parts(Model& model, OriginalNames& names) {
         fused_activation_of(model, activation_node, joined);
     if (!activation || model.value(activation_node.outputs[0]).type != model.value(joined).type)
       continue;
-    std::vector<int> parts;
-    for (ValueId part : concat.inputs) {
-      const int p = rewrite.producer(part);
-      if (p < 0 || rewrite.sole_reader(part) != concat_index ||
-          !takes_fused_activation(model, rewrite.node(p))) {
-        parts.clear();
-        break;
-      }
-      parts.push_back(p);
-    }
+    const std::vector<int> parts = rewrite.sole_producers(concat_index, [&](const Node& producer) {
+      return takes_fused_activation(model, producer);
+    });
     if (parts.empty()) continue;
     for (int p : parts)
       for (const auto& [key, value] : activation->all()) rewrite.node(p).attributes.set(key, value);

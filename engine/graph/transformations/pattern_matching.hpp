@@ -106,6 +106,19 @@ class Rewrite {
     return p >= 0 && !removed_[static_cast<size_t>(p)] ? p : -1;
   }
 
+  // The nodes producing each input of node `index` (a join's parts), every one read by that node
+  // alone and accepted by `accept`; empty when any is not.
+  template <class Accept>
+  std::vector<int> sole_producers(int index, Accept accept) const {
+    std::vector<int> result;
+    for (ValueId in : nodes_[static_cast<size_t>(index)].inputs) {
+      const int p = producer(in);
+      if (p < 0 || sole_reader(in) != index || !accept(nodes_[static_cast<size_t>(p)])) return {};
+      result.push_back(p);
+    }
+    return result;
+  }
+
   // Records that node `index` now produces its (changed) outputs.
   void update_producer(int index) {
     for (ValueId out : nodes_[static_cast<size_t>(index)].outputs)
