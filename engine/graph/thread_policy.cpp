@@ -162,7 +162,8 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
   const bool static_inputs =
       std::all_of(model.inputs().begin(), model.inputs().end(),
                   [&](ValueId v) { return model.value(v).shape.is_static(); });
-  if (scheduler_scale(model) >= 1) {
+  // (With automatic batching the merged runs are long and run on the stream's thread.)
+  if (scheduler_scale(model) >= 1 && (static_inputs || config.auto_batch_max_size <= 1)) {
     if (!static_inputs) config.large_request_threads = config.threads_per_stream;
     config.threads_per_stream = 1;
     return;

@@ -211,6 +211,17 @@ TEST(ThreadPolicy, ADynamicModelRunsSmallRequestsOnTheSchedulerAndLargeOnesOnThe
   detail::choose_execute_threads(config, *model, 2);
   EXPECT_TRUE(config.execute_on_scheduler);
   EXPECT_GT(config.scheduled_input_elements_limit, 0);
+  // With automatic batching its merged runs are long and run on the stream's thread: no
+  // large-request thread, and the stream keeps its threads where they spin (where they sleep,
+  // the MLP's small nodes run on one anyway).
+  detail::CompileConfig batching;
+  batching.threads_per_stream = cores;
+  batching.auto_batch_max_size = 8;
+  detail::fit_threads_to_model(batching, *model);
+  EXPECT_EQ(batching.large_request_threads, 0);
+  if (!detail::openmp_threads_sleep_when_idle()) {
+    EXPECT_EQ(batching.threads_per_stream, cores);
+  }
   // A static one has no larger requests to keep the cores for.
   detail::CompileConfig fixed;
   fixed.threads_per_stream = cores;

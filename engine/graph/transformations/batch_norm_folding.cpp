@@ -128,7 +128,8 @@ size_t fold_batch_norm_into_joined_convs(Model& model, OriginalNames& names) {
     if (concat.op_type != "Concat" || concat.outputs.size() != 1 ||
         rewrite.sole_reader(concat.outputs[0]) != bn_index)
       continue;
-    const Shape& joined = model.value(concat.outputs[0]).shape;
+    // A copy: folding adds constants, which may move the model's values.
+    const Shape joined = model.value(concat.outputs[0]).shape;
     const auto rank = static_cast<int64_t>(joined.rank());
     int64_t axis = concat.attributes.get_int_or("axis", 0);
     if (axis < 0) axis += rank;

@@ -39,7 +39,9 @@ size_t fuse_activation_into_joined_parts(Model& model, OriginalNames& names) {
     const Node& activation_node = rewrite.node(activation_index);
     const std::optional<Attributes> activation =
         fused_activation_of(model, activation_node, joined);
-    if (!activation || model.value(activation_node.outputs[0]).type != model.value(joined).type)
+    const ValueInfo& activated = model.value(activation_node.outputs[0]);
+    if (!activation || activated.type != model.value(joined).type ||
+        activated.shape != model.value(joined).shape)
       continue;
     const std::vector<int> parts = rewrite.sole_producers(concat_index, [&](const Node& producer) {
       return takes_fused_activation(model, producer);
