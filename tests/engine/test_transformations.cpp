@@ -801,6 +801,36 @@ TEST(Transformations, ASplitIntoOnePartAndAJoinOfOneInputAreRemoved) {
   EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "Split", "Abs", "Neg"));
 }
 
+TEST(Transformations, AnExpandABinaryOpBroadcastsItselfIsRemoved) {
+  // torch.nn.functional.normalize: x / Expand(Clip(ReduceL2(x)), Shape(x)). The Div broadcasts
+  // the norm itself. An Expand that decides the result's shape (against a smaller operand), or
+  // that two nodes read, stays.
+  ModelBuilder b("normalize");
+  auto x = b.input("x", ElementType::f32, {4, 6});
+  auto norm =
+      b.op("ReduceL2", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}}, "norm");
+  auto clipped =
+      b.op("Clip", {norm, b.constant("eps", Tensor::from_vector<float>({}, {1e-6f}))}, {}, "clip");
+  auto shape = b.op("Shape", {x}, {}, "shape");
+  auto expanded = b.op("Expand", {clipped, shape}, {}, "expand");
+  b.output(b.op("Div", {x, expanded}, {}, "div"), "y");
+  auto row = b.op("ReduceSum", {x, b.constant("rows", Tensor::from_vector<int64_t>({1}, {0}))},
+                  {{"keepdims", int64_t{1}}}, "column_sums");
+  auto wide = b.op("Expand", {row, b.constant("to", Tensor::from_vector<int64_t>({2}, {4, 6}))}, {},
+                   "expand_row");
+  b.output(b.op("Add", {wide, b.op("Neg", {norm}, {}, "neg")}, {}, "add"), "z");
+  auto twice = b.op("Expand", {clipped, shape}, {}, "expand_twice");
+  b.output(b.op("Mul", {x, twice}, {}, "mul"), "p");
+  b.output(b.op("Sub", {twice, x}, {}, "sub"), "q");
+  auto [plain, transformed] = compare(b.build());
+  const std::vector<std::string> ops = op_types(*transformed.runtime);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Expand"), 2);  // expand_row, expand_twice
+  const Node& div = node_named(*transformed.runtime, "div");
+  EXPECT_EQ(transformed.runtime->value(div.inputs[1]).name,
+            transformed.runtime->value(node_named(*transformed.runtime, "clip").outputs[0]).name);
+  EXPECT_THAT(original_names(div), ElementsAre("div", "expand"));
+}
+
 TEST(Transformations, ConvWithWeightsAsModelInput) {
   // oneDNN cannot pre-pack weights that change per request; it must run them plain (or decline).
   ModelBuilder b("conv_w_input");

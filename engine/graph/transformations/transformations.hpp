@@ -53,6 +53,10 @@ size_t fuse_qdq(Model& model, OriginalNames& names);
 // between a DequantizeLinear and a QuantizeLinear of the same parameters onto the integers.
 size_t move_quantized_data(Model& model, OriginalNames& names);
 
+// Removes an Expand that only an element-wise Add/Sub/Mul/Div reads against an operand of the
+// result's shape: the op broadcasts the Expand's input itself.
+size_t elide_broadcast_expands(Model& model, OriginalNames& names);
+
 // Removes nodes none of whose outputs is consumed or a model output.
 size_t eliminate_dead_code(Model& model);
 
