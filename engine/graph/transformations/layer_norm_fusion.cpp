@@ -19,28 +19,12 @@ namespace {
 // The normalized trailing axes of a ReduceMean keeping its dims, as the first of them; nullopt
 // when the node reduces other axes, drops them, or reads its axes from a non-constant.
 std::optional<int64_t> first_trailing_axis(const Model& model, const Node& node, size_t rank) {
-  if (node.op_type != "ReduceMean" || node.outputs.size() != 1 || node.inputs.empty() ||
-      node.attributes.get_int_or("keepdims", 1) != 1)
-    return std::nullopt;
-  std::vector<int64_t> axes;
-  if (node.attributes.has("axes")) {
-    axes = node.attributes.get_ints("axes");
-  } else if (node.inputs.size() > 1 && node.inputs[1] != no_value) {
-    if (!model.is_constant(node.inputs[1])) return std::nullopt;
-    const Tensor& t = model.constants().at(node.inputs[1]);
-    if (t.element_type() != ElementType::i64) return std::nullopt;
-    axes = t.contiguous().to_vector<int64_t>();
-  }
-  if (axes.empty()) return std::nullopt;  // all axes, or none with noop_with_empty_axes
   const auto r = static_cast<int64_t>(rank);
-  for (int64_t& a : axes) {
-    if (a < -r || a >= r) return std::nullopt;
-    if (a < 0) a += r;
-  }
-  std::sort(axes.begin(), axes.end());
-  const int64_t first = r - static_cast<int64_t>(axes.size());
-  for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[i] != first + static_cast<int64_t>(i)) return std::nullopt;
+  const std::optional<std::vector<int64_t>> axes = kept_dims_mean_axes(model, node, r);
+  if (!axes) return std::nullopt;
+  const int64_t first = r - static_cast<int64_t>(axes->size());
+  for (size_t i = 0; i < axes->size(); ++i)
+    if ((*axes)[i] != first + static_cast<int64_t>(i)) return std::nullopt;
   return first;
 }
 

@@ -70,6 +70,32 @@ inline std::vector<std::vector<int>> readers(const Model& model) {
 // fusion).
 std::optional<Attributes> fused_activation_of(const Model& model, const Node& node, ValueId input);
 
+// The axes a ReduceMean that keeps its dimensions reduces over an input of rank `rank` (its
+// attribute before opset 18, a constant input since), normalized and sorted; nullopt for another
+// node, axes read from a non-constant, out of range, or empty (all axes, or none).
+inline std::optional<std::vector<int64_t>> kept_dims_mean_axes(const Model& model, const Node& node,
+                                                               int64_t rank) {
+  if (node.op_type != "ReduceMean" || node.outputs.size() != 1 || node.inputs.empty() ||
+      node.attributes.get_int_or("keepdims", 1) != 1)
+    return std::nullopt;
+  std::vector<int64_t> axes;
+  if (node.attributes.has("axes")) {
+    axes = node.attributes.get_ints("axes");
+  } else if (node.inputs.size() > 1 && node.inputs[1] != no_value) {
+    if (!model.is_constant(node.inputs[1])) return std::nullopt;
+    const Tensor& t = model.constants().at(node.inputs[1]);
+    if (t.element_type() != ElementType::i64) return std::nullopt;
+    axes = t.contiguous().to_vector<int64_t>();
+  }
+  if (axes.empty()) return std::nullopt;
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) return std::nullopt;
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
 // A single-output node of `op_type` with `inputs` inputs.
 inline bool is_op(const Node& node, const char* op_type, size_t inputs) {
   return node.op_type == op_type && node.inputs.size() == inputs && node.outputs.size() == 1;
