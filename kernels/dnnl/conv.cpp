@@ -195,8 +195,13 @@ class ConvKernel final : public DnnlKernel {
     // stride-2 pair); for others it runs `ref_fused_convolution`, the two convolutions in turn.
     // The graph compiler fuses only pairs its trial kernel runs in one pass, so the second case
     // is met only at shapes first seen at run time.
-    if (fused_dw_ && !is_reference(pd))
-      set_impl(std::string(pd.impl_info_str()) + fused::one_pass_depthwise_suffix);
+    // A pair asked to compute in bf16 that computes in f32 says so after the suffix: the graph
+    // compiler then leaves the pair to two bf16 convolutions.
+    if (fused_dw_ && !is_reference(pd)) {
+      const bool in_f32 = Kernel::computes_f32_instead_of_bf16(implementation());
+      set_impl(std::string(pd.impl_info_str()) + fused::one_pass_depthwise_suffix +
+               (in_f32 ? Kernel::f32_instead_of_bf16 : ""));
+    }
     return true;
   }
 
@@ -451,8 +456,13 @@ class ConvKernel final : public DnnlKernel {
     // the depthwise output's dims in the same layout). A primitive computing in bf16 writes a
     // value stored as bf16 itself; one that fell back to f32 writes f32, which dst_ converts.
     const TensorLayout dst_layout = type == f32 ? output_layout(0).order() : output_layout(0);
-    const dnnl::memory::desc dst_choice =
-        !assigned_layouts || dst_layout.is_plain() ? any(dst, f32) : tensor_desc(dst, dst_layout);
+    // With a depthwise convolution fused after it, dst is the intermediate value between the two
+    // (the primitive's output is the depthwise one's): in bf16, oneDNN's one-pass pair keeps it
+    // in bf16.
+    const auto intermediate = fused_dw_ ? type : f32;
+    const dnnl::memory::desc dst_choice = !assigned_layouts || dst_layout.is_plain()
+                                              ? any(dst, intermediate)
+                                              : tensor_desc(dst, dst_layout, intermediate);
     dnnl::convolution_forward::desc desc =
         with_bias_
             ? dnnl::convolution_forward::desc(kind, algorithm, src_choice, weights_choice, bias_md,
