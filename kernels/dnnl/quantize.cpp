@@ -13,6 +13,8 @@
 // to such conversions), the loop with AVX-512 at a fifth of that. So does a quantization of a plain
 // 3-channel float tensor into channels-last, a model's first (its RGB image input): 4% of a
 // quantized MobileNetV2's time went to that reorder.
+#include <vector>
+
 #include "kernels/cpu_isa.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
@@ -191,8 +193,29 @@ class LinearQuantizationKernel final : public DnnlKernel {
       set_impl("loop");
       return true;
     }
-    path_ = Path::reorder;
     const bool layout_capable = dims.size() >= 3 && dims.size() <= 5;
+    // Between two layouts (the integer side channels-last, the float side plain or blocked, as
+    // around ShuffleNet's channel shuffles, kept in float by the quantizer): the loop on the
+    // integer side's order, and a plain f32 reorder for the conversion, with the f32 tensor in
+    // scratch memory of the kernel's own.
+    const TensorLayout integer_side = quantize_ ? output_layout(0) : input_layout(0);
+    if (effective_cpu_isa().avx512 && layout_capable && integer_side.channel_block == 0 &&
+        !input_layout(0).bf16 && !output_layout(0).bf16) {
+      const dnnl::memory::desc from = tensor_desc(dims, quantize_ ? input_layout(0) : integer_side);
+      const dnnl::memory::desc to = tensor_desc(dims, quantize_ ? integer_side : output_layout(0));
+      const dnnl::reorder::primitive_desc pd(cpu_engine(), from, cpu_engine(), to,
+                                             primitive_attributes());
+      if (!is_reference(pd)) {
+        primitive_ = Primitive::of<dnnl::reorder>(pd);
+        src_ = unbound_memory(from);
+        dst_ = unbound_memory(to);
+        scratch_.resize(static_cast<size_t>((quantize_ ? to : from).get_size() / sizeof(float)));
+        path_ = Path::loop_and_reorder;
+        set_impl(std::string("loop+") + pd.impl_info_str());
+        return true;
+      }
+    }
+    path_ = Path::reorder;
     if ((!input_layout(0).is_plain() || !output_layout(0).is_plain()) && !layout_capable)
       return false;
     const dnnl::memory::desc src_md = layout_capable ? tensor_desc(dims, input_layout(0), src_type_)
@@ -219,6 +242,23 @@ class LinearQuantizationKernel final : public DnnlKernel {
                                     pixels, loop_params_);
       return;
     }
+    if (path_ == Path::loop_and_reorder) {
+      // Dequantize into the scratch in the integer side's order, then reorder it out; or reorder
+      // the float input into it, then quantize.
+      const int64_t n = outputs[0].size();
+      if (quantize_) {
+        bind(src_, inputs[0]);
+        dst_.set_data_handle(scratch_.data());
+        primitive_.execute(stream_, {{DNNL_ARG_FROM, src_}, {DNNL_ARG_TO, dst_}});
+        linear_avx512(true, u8_, scratch_.data(), outputs[0].raw_data(), n, loop_params_);
+      } else {
+        linear_avx512(false, u8_, inputs[0].raw_data(), scratch_.data(), n, loop_params_);
+        src_.set_data_handle(scratch_.data());
+        bind(dst_, outputs[0]);
+        primitive_.execute(stream_, {{DNNL_ARG_FROM, src_}, {DNNL_ARG_TO, dst_}});
+      }
+      return;
+    }
     if (path_ == Path::same_layout_loop) {
       linear_avx512(quantize_, u8_, inputs[0].raw_data(), outputs[0].raw_data(), outputs[0].size(),
                     loop_params_);
@@ -240,8 +280,9 @@ class LinearQuantizationKernel final : public DnnlKernel {
   LinearParams loop_params_;
   // What run() does, chosen by prepare(): an AVX-512 loop where both sides keep one layout, one
   // from a plain RGB image into channels-last, else oneDNN's reorder.
-  enum class Path { reorder, same_layout_loop, rgb_loop };
+  enum class Path { reorder, same_layout_loop, rgb_loop, loop_and_reorder };
   Path path_ = Path::reorder;
+  std::vector<float> scratch_;  // loop_and_reorder's f32 tensor in the integer side's order
   size_t rank_ = 0;
   ZeroPointMemory zero_point_;
   dnnl::memory::data_type src_type_ = dnnl::memory::data_type::f32;
