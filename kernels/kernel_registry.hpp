@@ -41,6 +41,11 @@ struct KernelRequest {
   /// audio, point clouds, text) of 128 output channels or more. A backend may lay such a model
   /// out differently.
   double conv1d_share = 0.0;
+  /// Whether the model joins dequantized int8 activations along the channels (a Concat reading a
+  /// DequantizeLinear, as DenseNet's quantized blocks do), every such join in whole 16-channel
+  /// blocks. A backend may keep such a model's float activations blocked, where joins are
+  /// written in place.
+  bool dequantized_joins_in_16_blocks = false;
   /// OpenMP threads to create and run the kernel with; 0: the calling thread's count (the
   /// stream's). A node too small for a parallel region to pay runs on one thread.
   int threads = 0;

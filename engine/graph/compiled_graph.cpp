@@ -77,6 +77,36 @@ double conv1d_share(const Model& model) {
   return all > 0 ? one_d / all : 0.0;
 }
 
+// KernelRequest::dequantized_joins_in_16_blocks: some 4-D f32 Concat along the channels reads a
+// DequantizeLinear's output, and every such one's inputs and output are whole 16-channel blocks.
+bool dequantized_joins_in_16_blocks(const Model& model) {
+  std::vector<bool> dequantized(model.values().size(), false);
+  for (const Node& node : model.nodes())
+    if (node.op_type == "DequantizeLinear" && !node.outputs.empty())
+      dequantized[node.outputs[0]] = true;
+  auto whole_blocks = [&](ValueId v) {
+    const Shape& shape = model.value(v).shape;
+    return shape.rank() == 4 && shape[1] > 0 && shape[1] % 16 == 0;
+  };
+  bool any = false;
+  for (const Node& node : model.nodes()) {
+    if (node.op_type != "Concat" || node.outputs.size() != 1) continue;
+    const ValueInfo& y = model.value(node.outputs[0]);
+    const int64_t axis = node.attributes.get_int_or("axis", 0);
+    if (y.type != ElementType::f32 || y.shape.rank() != 4 || (axis != 1 && axis != -3)) continue;
+    const bool reads_dequantized =
+        std::any_of(node.inputs.begin(), node.inputs.end(),
+                    [&](ValueId v) { return v != no_value && dequantized[v]; });
+    if (!reads_dequantized) continue;
+    if (!whole_blocks(node.outputs[0]) ||
+        !std::all_of(node.inputs.begin(), node.inputs.end(),
+                     [&](ValueId v) { return v != no_value && whole_blocks(v); }))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
 }  // namespace
 
 kernels::KernelRequest make_kernel_request(const Model& model, const Node& node,
@@ -94,6 +124,7 @@ KernelRequests::KernelRequests(const Model& model, ElementType precision,
       conv_channels_in_16_blocks_(conv_channels_in_16_blocks(model)),
       winograd_conv_share_(winograd_conv_share(model)),
       conv1d_share_(conv1d_share(model)),
+      dequantized_joins_in_16_blocks_(dequantized_joins_in_16_blocks(model)),
       stream_threads_(current_omp_threads()) {}
 
 kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
@@ -103,6 +134,7 @@ kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
   request.conv_channels_in_16_blocks = conv_channels_in_16_blocks_;
   request.winograd_conv_share = winograd_conv_share_;
   request.conv1d_share = conv1d_share_;
+  request.dequantized_joins_in_16_blocks = dequantized_joins_in_16_blocks_;
   for (ValueId in : node.inputs) {
     request.inputs.push_back(in == no_value ? ValueInfo{} : model_.value(in));
     auto c = in == no_value ? model_.constants().end() : model_.constants().find(in);

@@ -63,6 +63,7 @@ class KernelRequests {
   double conv_channels_in_16_blocks_;
   double winograd_conv_share_;
   double conv1d_share_;
+  bool dequantized_joins_in_16_blocks_;
   // Kernels are created under the count of the stream that runs them (ScopedOmpThreads).
   int stream_threads_;
 };

@@ -144,6 +144,13 @@ TensorLayout activation_layout(const KernelRequest& request) {
   // 1.22x, DenseNet-121, ...): the threshold sits between, at a fifth. (EfficientNetV2-S's 3x3
   // convolutions end in SiLU, which the Winograd kernels refuse: it stays channels-last.)
   if (native_channel_block() != 16) return TensorLayout::blocked(native_channel_block());
+  // A quantized model that joins dequantized activations (DenseNet's blocks: Concat of the int8
+  // layers' dequantized outputs, a quantizing normalization after) keeps its float side in
+  // 16-channel blocks, where the memory plan writes each join in place (channels-last
+  // interleaves the parts per pixel): the int8 layers stay channels-last, and the conversions
+  // between the two are 16-lane loops. DenseNet-121 int8 on Zen 5: its 58 joins were 14% of an
+  // inference as channels-last copies.
+  if (request.dequantized_joins_in_16_blocks) return TensorLayout::blocked(16);
   // Models whose convolutions are mostly wide 1-D ones (Conv1d over audio or point clouds, 128
   // channels and more) ran faster blocked on Zen 4 (interleaved runs, throughput, 2 streams):
   // PointNet 1.30x in f32 and 1.37x in bf16 (its 1x1 convolutions as jit_1x1 on nCw16c instead

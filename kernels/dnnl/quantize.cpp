@@ -7,12 +7,14 @@
 // except within an ulp of a tie, so a quantized value may differ from the reference's by one step
 // there.
 //
-// Where both sides keep one layout (no conversion) an element-wise loop runs instead, the
-// reference's own f32 steps: oneDNN 2.6's reorder with a zero point runs its generic `jit:uni`
-// kernel at about 0.8 ns per element on Zen 4 (a quarter of a quantized ShuffleNetV2's time went
-// to such conversions), the loop with AVX-512 at a fifth of that. So does a quantization of a plain
-// 3-channel float tensor into channels-last, a model's first (its RGB image input): 4% of a
-// quantized MobileNetV2's time went to that reorder.
+// With AVX-512 an element-wise loop runs instead, the reference's own f32 steps: oneDNN 2.6's
+// reorder with a zero point runs its generic `jit:uni` kernel at about 0.8 ns per element on Zen 4
+// (a quarter of a quantized ShuffleNetV2's time went to such conversions), the loop at a fifth of
+// that. Where both sides keep one layout it is all; from channels-last integers to 16-channel
+// float blocks (or back) it runs a block's 16 channels of each pixel, contiguous on both sides; a
+// plain 3-channel float tensor quantized into channels-last (a model's RGB image input) is
+// interleaved by permutes; any other conversion is the loop in the integer side's order and a
+// plain f32 reorder (which moves values and changes none).
 #include <vector>
 
 #include "kernels/cpu_isa.hpp"
@@ -117,6 +119,40 @@ template <class Y>
   }
 }
 
+// Between an integer side channels-last [N, H, W, C] and a float side in 16-channel blocks
+// [N, C / 16, H, W, 16] (C a multiple of 16): each pixel's 16 channels of a block are 16
+// contiguous values on both sides, so the loop's steps run on them as they are, no transpose.
+template <class Q>
+[[TROUPE_AVX512_TARGET]] void blocked_linear_avx512(bool quantize, Q* integer, float* real,
+                                                    int64_t batch, int64_t channels, int64_t pixels,
+                                                    const LinearParams& p) {
+  constexpr int64_t block = avx512::lanes;
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  const __m512i zero = _mm512_set1_epi32(p.zero);
+  const auto requantize = avx512::Requantize::to<Q>(static_cast<float>(p.zero));
+  const int64_t blocks = channels / block;
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t b = 0; b < blocks; ++b) {
+      Q* q = integer + n * pixels * channels + b * block;
+      float* r = real + (n * blocks + b) * pixels * block;
+      if (quantize)
+        for (int64_t i = 0; i < pixels; ++i)
+          requantize.store(q + i * channels, _mm512_div_ps(_mm512_loadu_ps(r + i * block), scale));
+      else
+        for (int64_t i = 0; i < pixels; ++i)
+          _mm512_storeu_ps(r + i * block, avx512::dequantize(q + i * channels, zero, scale));
+    }
+}
+
+[[TROUPE_AVX512_TARGET]] void blocked_linear(bool quantize, bool u8, void* integer, float* real,
+                                             int64_t batch, int64_t channels, int64_t pixels,
+                                             const LinearParams& p) {
+  u8 ? blocked_linear_avx512(quantize, static_cast<uint8_t*>(integer), real, batch, channels,
+                             pixels, p)
+     : blocked_linear_avx512(quantize, static_cast<int8_t*>(integer), real, batch, channels, pixels,
+                             p);
+}
+
 // QuantizeLinear (`quantize`) or DequantizeLinear of `n` elements, the integer side u8 or i8.
 [[TROUPE_AVX512_TARGET]] void linear_avx512(bool quantize, bool u8, const void* in, void* out,
                                             int64_t n, const LinearParams& p) {
@@ -194,11 +230,19 @@ class LinearQuantizationKernel final : public DnnlKernel {
       return true;
     }
     const bool layout_capable = dims.size() >= 3 && dims.size() <= 5;
+    const TensorLayout float_side = quantize_ ? input_layout(0) : output_layout(0);
+    const TensorLayout integer_side = quantize_ ? output_layout(0) : input_layout(0);
+    if (effective_cpu_isa().avx512 && dims.size() == 4 && dims[1] % avx512::lanes == 0 &&
+        integer_side == TensorLayout::channels_last_order() &&
+        float_side == TensorLayout::blocked(avx512::lanes)) {
+      path_ = Path::blocked_loop;
+      set_impl("loop");
+      return true;
+    }
     // Between two layouts (the integer side channels-last, the float side plain or blocked, as
     // around ShuffleNet's channel shuffles, kept in float by the quantizer): the loop on the
     // integer side's order, and a plain f32 reorder for the conversion, with the f32 tensor in
     // scratch memory of the kernel's own.
-    const TensorLayout integer_side = quantize_ ? output_layout(0) : input_layout(0);
     if (effective_cpu_isa().avx512 && layout_capable && integer_side.channel_block == 0 &&
         !input_layout(0).bf16 && !output_layout(0).bf16) {
       const dnnl::memory::desc from = tensor_desc(dims, quantize_ ? input_layout(0) : integer_side);
@@ -242,6 +286,15 @@ class LinearQuantizationKernel final : public DnnlKernel {
                                     pixels, loop_params_);
       return;
     }
+    if (path_ == Path::blocked_loop) {
+      const Shape& shape = inputs[0].shape();
+      const Tensor& integer = quantize_ ? outputs[0] : inputs[0];
+      const Tensor& real = quantize_ ? inputs[0] : outputs[0];
+      blocked_linear(quantize_, u8_, const_cast<void*>(integer.raw_data()),
+                     const_cast<float*>(real.data<float>()), shape[0], shape[1],
+                     shape[2] * shape[3], loop_params_);
+      return;
+    }
     if (path_ == Path::loop_and_reorder) {
       // Dequantize into the scratch in the integer side's order, then reorder it out; or reorder
       // the float input into it, then quantize.
@@ -280,7 +333,7 @@ class LinearQuantizationKernel final : public DnnlKernel {
   LinearParams loop_params_;
   // What run() does, chosen by prepare(): an AVX-512 loop where both sides keep one layout, one
   // from a plain RGB image into channels-last, else oneDNN's reorder.
-  enum class Path { reorder, same_layout_loop, rgb_loop, loop_and_reorder };
+  enum class Path { reorder, same_layout_loop, rgb_loop, blocked_loop, loop_and_reorder };
   Path path_ = Path::reorder;
   std::vector<float> scratch_;  // loop_and_reorder's f32 tensor in the integer side's order
   size_t rank_ = 0;

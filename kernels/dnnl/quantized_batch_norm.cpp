@@ -59,6 +59,39 @@ template <bool Along, class Y>
   affine_span<Along>(x + i, y + i, n - i, Along ? m + i : m, Along ? o + i : o, p);
 }
 
+// A float input in 16-channel blocks [N, C / 16, H, W, 16] (C a multiple of 16) into a
+// channels-last output [N, H, W, C]: each pixel's 16 channels of a block are contiguous on both
+// sides, the same steps 16 lanes at a time (DenseNet's joins are blocked, so that they are
+// written in place, and its normalizations read them so).
+template <class Y>
+[[TROUPE_AVX512_TARGET]] void blocked_affine_avx512(const float* x, Y* y, int64_t batch,
+                                                    int64_t channels, int64_t pixels,
+                                                    const float* m, const float* o,
+                                                    const AffineParams& p) {
+  constexpr int64_t block = avx512::lanes;
+  const __m512 y_scale = _mm512_set1_ps(p.y_scale);
+  const auto requantize = avx512::Requantize::to<Y>(p.y_zero);
+  const int64_t blocks = channels / block;
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* xb = x + (n * blocks + b) * pixels * block;
+      Y* yb = y + n * pixels * channels + b * block;
+      const __m512 mb = _mm512_loadu_ps(m + b * block), ob = _mm512_loadu_ps(o + b * block);
+      for (int64_t i = 0; i < pixels; ++i) {
+        __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(xb + i * block), mb), ob);
+        if (p.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+        requantize.store(yb + i * channels, _mm512_div_ps(v, y_scale));
+      }
+    }
+}
+
+[[TROUPE_AVX512_TARGET]] void blocked_affine(const float* x, bool y_u8, void* y, int64_t batch,
+                                             int64_t channels, int64_t pixels, const float* m,
+                                             const float* o, const AffineParams& p) {
+  y_u8 ? blocked_affine_avx512(x, static_cast<uint8_t*>(y), batch, channels, pixels, m, o, p)
+       : blocked_affine_avx512(x, static_cast<int8_t*>(y), batch, channels, pixels, m, o, p);
+}
+
 // One span into u8 or i8, compiled per ISA and picked by the effective one.
 using AffineSpan = void (*)(const float*, bool, void*, int64_t, const float*, const float*, bool,
                             const AffineParams&);
@@ -121,14 +154,19 @@ class QuantizingBatchNormKernel final : public Kernel {
     if (channels != Shape::dynamic && static_cast<int64_t>(affine_.multiplier.size()) != channels)
       throw Unsupported{};
     y_u8_ = request.outputs[0].type == ElementType::u8;
+    blocked_activations_ = activation_layout(request) == TensorLayout::blocked(avx512::lanes);
     x_layout_ = request.input_layout(0);
     y_layout_ = request.output_layout(0);
   }
 
   std::string implementation() const override { return "dnnl:loop"; }
 
+  // Channels-last, or 16-channel blocks where the model keeps its float activations so (a block is
+  // a vector: no conversion) and the output channels-last.
   TensorLayout preferred_input_layout(size_t i) const override {
-    return i == 0 && rank_ == 4 ? TensorLayout::channels_last_order() : TensorLayout{};
+    if (i != 0 || rank_ != 4) return {};
+    return reads_blocks() ? TensorLayout::blocked(avx512::lanes)
+                          : TensorLayout::channels_last_order();
   }
   TensorLayout preferred_output_layout(size_t o) const override {
     return o == 0 && rank_ == 4 ? TensorLayout::channels_last_order() : TensorLayout{};
@@ -137,6 +175,19 @@ class QuantizingBatchNormKernel final : public Kernel {
   void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     Tensor& y = outputs[0];
     if (y.size() == 0) return;
+    if (x_layout_ == TensorLayout::blocked(avx512::lanes) &&
+        y_layout_ == TensorLayout::channels_last_order() && effective_cpu_isa().avx512 &&
+        inputs[0].shape().rank() == 4 && inputs[0].shape()[1] % avx512::lanes == 0) {
+      const Shape& shape = inputs[0].shape();
+      if (shape[1] != static_cast<int64_t>(affine_.multiplier.size()) ||
+          y.size() != inputs[0].size())
+        throw ExecutionError("QuantizingBatchNormalization: input " + shape.to_string() + " for " +
+                             std::to_string(affine_.multiplier.size()) + " channels");
+      blocked_affine(inputs[0].data<float>(), y_u8_, y.raw_data(), shape[0], shape[1],
+                     shape[2] * shape[3], affine_.multiplier.data(), affine_.offset.data(),
+                     params_);
+      return;
+    }
     // Computed channels-last or plain; an output stored otherwise (blocked) is converted after.
     const bool direct = y_layout_.is_plain() || y_layout_.channels_last;
     const TensorLayout order = direct ? y_layout_ : TensorLayout::channels_last_order();
@@ -168,7 +219,13 @@ class QuantizingBatchNormKernel final : public Kernel {
   }
 
  private:
+  bool reads_blocks() const {
+    return blocked_activations_ && effective_cpu_isa().avx512 &&
+           affine_.multiplier.size() % avx512::lanes == 0;
+  }
+
   quantized::ChannelAffine affine_;
+  bool blocked_activations_ = false;  // the model keeps float activations in 16-channel blocks
   AffineParams params_;
   AffineSpan span_ = affine_span_for(effective_cpu_isa());
   size_t rank_ = 0;

@@ -666,7 +666,9 @@ TEST(Pipeline, ASmallModelsRequestAloneRunsTheWholeWayOnTheCallersThread) {
   auto& mutex = recorded.mutex;
   auto& threads = recorded.threads;
   auto request = compiled.create_infer_request();
-  const int rounds = 20;
+  // 200 rounds of a tiny model (milliseconds): 20 all went through a worker once, with the suite
+  // running beside it on two cores.
+  const int rounds = 200;
   infer_in_turn(request, rounds, 16);
   set_stage_hook(compiled, nullptr);
   // Not every round: an actor a worker still holds (the pipeline's start-up messages, on a busy

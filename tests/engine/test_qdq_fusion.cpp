@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "kernels/cpu_isa.hpp"
 #include "kernels/int8_exactness.hpp"
 #include "transformation_test_util.hpp"
 #include "troupe/core.hpp"
@@ -426,6 +427,75 @@ TEST(QdqFusion, ANormalizationAfterAConvolutionOrWithAnotherActivationIsNotFused
     const std::vector<std::string> ops = op_types(*fused.runtime);
     EXPECT_EQ(std::count(ops.begin(), ops.end(), "QuantizingBatchNormalization"), 0);
   }
+}
+
+// A quantized DenseNet layer on x f32[1,16,8,8]: Q(x); a 3x3 int8 convolution of it with Relu,
+// quantized; the join of both dequantized (32 channels); a float normalization and Relu, quantized
+// (one QuantizingBatchNormalization); a 1x1 int8 convolution; DQ -> y.
+std::shared_ptr<Model> quantized_dense_layer() {
+  ModelBuilder b("qdq_dense");
+  auto x = b.input("x", ElementType::f32, {1, 16, 8, 8});
+  auto quantize = [&](ValueId v, float s, uint8_t zp, const std::string& name) {
+    return b.op("QuantizeLinear",
+                {v, b.constant(name + "_qs", scalar(s)), b.constant(name + "_qz", u8_scalar(zp))},
+                {}, name + "/q");
+  };
+  auto dequantize = [&](ValueId q, float s, uint8_t zp, const std::string& name) {
+    return b.op("DequantizeLinear",
+                {q, b.constant(name + "_ds", scalar(s)), b.constant(name + "_dz", u8_scalar(zp))},
+                {}, name + "/dq");
+  };
+  auto conv = [&](ValueId v, int64_t in, int64_t out, int64_t k, unsigned seed,
+                  const std::string& name) {
+    auto w = b.op(
+        "DequantizeLinear",
+        {b.constant(name + "_w", filled<int8_t>(ElementType::i8, {out, in, k, k}, -64, 64, seed)),
+         b.constant(name + "_ws", scalar(0.003f)), b.constant(name + "_wz", i8_zeros({}))},
+        {}, name + "/dq_w");
+    const int64_t pad = k / 2;
+    return b.op("Conv", {v, w}, {{"pads", std::vector<int64_t>{pad, pad, pad, pad}}}, name);
+  };
+  auto x_q = quantize(x, 0.02f, 128, "in");
+  auto grown =
+      b.op("Relu", {conv(dequantize(x_q, 0.02f, 128, "in"), 16, 16, 3, 21, "conv1")}, {}, "relu1");
+  auto grown_dq = dequantize(quantize(grown, 0.05f, 0, "grown"), 0.05f, 0, "grown");
+  auto joined = b.op("Concat", {dequantize(x_q, 0.02f, 128, "in2"), grown_dq},
+                     {{"axis", int64_t{1}}}, "join");
+  auto param = [&](const std::string& name, float lo, float hi, unsigned seed) {
+    return b.constant(name, test::random_tensor({32}, seed, lo, hi));
+  };
+  auto bn = b.op("BatchNormalization",
+                 {joined, param("gamma", -2.f, 2.f, 4), param("beta", -1.f, 1.f, 5),
+                  param("mean", -0.5f, 0.5f, 6), param("var", 0.1f, 2.f, 7)},
+                 {{"epsilon", 1e-3f}}, "bn");
+  auto normalized =
+      dequantize(quantize(b.op("Relu", {bn}, {}, "act"), 0.03f, 0, "bn"), 0.03f, 0, "bn");
+  auto out = conv(normalized, 32, 16, 1, 22, "conv2");
+  b.output(dequantize(quantize(out, 0.1f, 100, "out"), 0.1f, 100, "out"), "y");
+  return b.build();
+}
+
+// The join of dequantized int8 activations is kept in 16-channel blocks, so that its parts are
+// written in place, while the int8 layers keep channels-last; within one output step of the graph
+// as written.
+TEST(QdqFusion, AQuantizedModelJoinsDequantizedActivationsInBlocks) {
+  auto model = quantized_dense_layer();
+  const std::map<std::string, Tensor> in = {
+      {"x", test::random_tensor({1, 16, 8, 8}, 9, -2.f, 2.f)}};
+  const test::RunResult plain = compile_and_run(model, true, in);
+  const test::RunResult fused = compile_and_run(model, false, in);
+  const std::vector<std::string> ops = op_types(*fused.runtime);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "QuantizingBatchNormalization"), 1);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "QLinearConv"), 2);
+  if (kernels::effective_cpu_isa().avx512) {
+    EXPECT_EQ(test::node_named(*fused.runtime, "join").attributes.get_string("output_layouts"),
+              "nChw16c");
+    EXPECT_EQ(test::node_named(*fused.runtime, "bn").attributes.get_string("output_layouts"),
+              "nhwc");
+    EXPECT_EQ(test::node_named(*fused.runtime, "conv1").attributes.get_string("output_layouts"),
+              "nhwc");
+  }
+  expect_within_one_step(fused, plain);
 }
 
 // A value the caller reads (or another node outside) keeps its nodes as written.

@@ -359,10 +359,12 @@ bool same_layouts(const Case& c) {
 // 16-lane vectors.
 std::vector<Case> quantizing_batch_norm_cases(Rng& rng) {
   std::vector<Case> cases;
-  for (int k = 0; k < 24; ++k) {
+  for (int k = 0; k < 32; ++k) {
     const ElementType y_type = rng.chance(0.75) ? ElementType::u8 : ElementType::i8;
-    const int64_t channels = rng.integer(1, 70);
-    const ints dims = rng.chance(0.75)
+    // Every fourth case reads 16-channel blocks into channels-last (a quantized DenseNet's joins).
+    const bool blocked = k % 4 == 3;
+    const int64_t channels = blocked ? 16 * rng.integer(1, 3) : rng.integer(1, 70);
+    const ints dims = blocked || rng.chance(0.75)
                           ? ints{rng.integer(1, 2), channels, rng.integer(1, 9), rng.integer(1, 9)}
                           : ints{rng.integer(1, 3), channels};
     Attributes attrs;
@@ -383,8 +385,8 @@ std::vector<Case> quantizing_batch_norm_cases(Rng& rng) {
                                                  : TensorLayout{};
     };
     c.input_layouts.assign(7, TensorLayout{});
-    c.input_layouts[0] = layout();
-    c.output_layout = layout();
+    c.input_layouts[0] = blocked ? TensorLayout::blocked(16) : layout();
+    c.output_layout = blocked ? TensorLayout::channels_last_order() : layout();
     cases.push_back(std::move(c));
   }
   return cases;
