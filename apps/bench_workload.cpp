@@ -52,9 +52,17 @@ Workload make_workload(BenchModel& model, const BenchOptions& o) {
   Workload w;
   for (const auto& in : inputs)
     w.input_shapes.push_back(run_shape(in, shape_spec, inputs.size(), o.batch, w.had_dynamic));
-  // benchmark_app counts every batch element: the first dimension of the first input.
+  // benchmark_app counts every batch element: the first dimension, where every input has the
+  // same one (a batch of samples). Inputs that disagree have none (a graph network's node
+  // features [2000, 128] beside its edges [2, 10000], a decoder's token beside its cache): each
+  // request then counts once, as the peer counts it.
   const auto& shapes = w.input_shapes;
-  w.batch = !shapes.empty() && shapes[0].rank() > 0 ? shapes[0].dims()[0] : int64_t{1};
+  w.batch = 1;
+  if (!shapes.empty() && shapes[0].rank() > 0 &&
+      std::all_of(shapes.begin(), shapes.end(), [&](const Shape& s) {
+        return s.rank() > 0 && s.dims()[0] == shapes[0].dims()[0];
+      }))
+    w.batch = shapes[0].dims()[0];
 
   const int nireq = o.nireq > 0 ? o.nireq : model.optimal_requests;
   for (int i = 0; i < nireq; ++i) {

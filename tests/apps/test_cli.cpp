@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/default_model.hpp"
+#include "troupe/model_builder.hpp"
 #include "troupe/profiling_info.hpp"
 #include "troupe/serialize.hpp"
 
@@ -379,6 +380,30 @@ TEST(Cli, NoProgressBarWhenStderrIsNotATerminal) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find('\r'), std::string::npos);
   EXPECT_THAT(r.output, ::testing::Not(HasSubstr("] 100%")));
+}
+
+// Inputs whose first dimensions differ (a graph network's nodes beside its edges) have no batch:
+// each request counts once. Inputs that share it are a batch of that many.
+TEST(Cli, ABatchIsTheFirstDimensionEveryInputShares) {
+  for (const int64_t rows_b : {int64_t{2}, int64_t{6}}) {
+    troupe::ModelBuilder b("two_inputs");
+    auto a = b.input("a", troupe::ElementType::f32, {6, 4});
+    auto c = b.input("b", troupe::ElementType::f32, {rows_b, 4});
+    b.output(b.op("Concat", {a, c}, {{"axis", int64_t{0}}}, "join"), "y");
+    const std::string model = temp_path("two_inputs.troupe");
+    troupe::save_model(b.build(), model);
+    const std::string report = temp_path("two_inputs.json");
+    RunResult r = run_troupe("bench -m '" + model + "' -niter 10 -report json '" + report + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json j = read_json(report);
+    const int64_t batch = rows_b == 6 ? 6 : 1;
+    EXPECT_EQ(j.at("config").at("batch").get<int64_t>(), batch) << rows_b;
+    EXPECT_NEAR(j.at("results").at("throughput_fps").get<double>(),
+                10.0 * static_cast<double>(batch) / j.at("results").at("duration_s").get<double>(),
+                1e-6);
+    std::remove(model.c_str());
+    std::remove(report.c_str());
+  }
 }
 
 // An ONNX model with a dynamic batch, x f32[N,3,4,4] -> Relu -> y; empty if it cannot be made.
