@@ -23,6 +23,9 @@ namespace troupe::fused {
 //   Gelu                                0.5 x (1 + erf(x / sqrt 2))
 //   GeluTanh                            0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 // The schemas accept the extra inputs (bias, then residual) after the plain ones.
+// A MatMul may also read its B transposed ("fused_transpose_b" = 1, set by the graph compiler in
+// place of a Transpose swapping B's last two axes): input 1 is then B with its last two axes
+// swapped ([..., N, K]), and Y = A B as if the Transpose had run first.
 
 // A Conv may also carry the depthwise convolution that reads it ("fused_depthwise" = 1, set by
 // the graph compiler on a 1x1 Conv followed by a 3x3 depthwise one, MobileNet's expand and
@@ -48,6 +51,10 @@ inline std::string known_activations_text() {
 
 inline bool has_sum(const Node& node) {
   return node.attributes.get_int_or("fused_sum", 0) != 0;
+}
+
+inline bool transposes_b(const Node& node) {
+  return node.attributes.get_int_or("fused_transpose_b", 0) != 0;
 }
 
 inline bool has_bias(const Node& node) {

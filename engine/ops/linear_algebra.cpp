@@ -33,7 +33,12 @@ std::vector<ValueInfo> infer_matmul(const ShapeInferContext& ctx) {
   // A 1-D A is a row vector [1,K] and a 1-D B a column vector [K,1]; the added dimension is
   // dropped from the result.
   const std::vector<int64_t> a_dims = a.rank() == 1 ? std::vector<int64_t>{1, a[0]} : a.dims();
-  const std::vector<int64_t> b_dims = b.rank() == 1 ? std::vector<int64_t>{b[0], 1} : b.dims();
+  std::vector<int64_t> b_dims = b.rank() == 1 ? std::vector<int64_t>{b[0], 1} : b.dims();
+  if (fused::transposes_b(ctx.node)) {
+    if (b.rank() < 2)
+      ctx.fail("attribute 'fused_transpose_b' needs B of rank >= 2, got " + b.to_string());
+    std::swap(b_dims[b_dims.size() - 1], b_dims[b_dims.size() - 2]);
+  }
   const int64_t k_a = a_dims[a_dims.size() - 1];
   const int64_t k_b = b_dims[b_dims.size() - 2];
   if (dims_conflict(k_a, k_b))

@@ -139,7 +139,14 @@ struct MatmulCore {
       }
       return pd;
     }
-    return make_pd(with_type(weights_md, type));
+    // B given at run time in another order than row-major (read transposed: "fused_transpose_b")
+    // where oneDNN has only its reference kernel for that order: the primitive takes it
+    // row-major, and the weights' reorder copies it so on every run (what the Transpose did).
+    dnnl::matmul::primitive_desc pd = make_pd(with_type(weights_md, type));
+    if (is_reference(pd) && weights_md != plain_f32(weights_md.dims()))
+      pd = unless_reference(pd,
+                            [&] { return make_pd(with_type(plain_f32(weights_md.dims()), type)); });
+    return pd;
   }
 };
 
@@ -191,7 +198,10 @@ class MatMulKernel final : public DnnlKernel {
   explicit MatMulKernel(const KernelRequest& request) : DnnlKernel(request) {
     fused_sum_ = fused::has_sum(request.node);
     fused_bias_ = fused::has_bias(request.node);
+    transposed_b_ = fused::transposes_b(request.node);
     scale_ = static_cast<float>(fused::scale(request.node));
+    // (The graph compiler reads a Transpose of a constant into the constant itself.)
+    if (transposed_b_ && constant(1)) throw Unsupported{};
     if (!supports_fused_activation(request.node)) throw Unsupported{};
     const size_t expected = 2u + (fused_bias_ ? 1u : 0u) + (fused_sum_ ? 1u : 0u);
     if (request.inputs.size() != expected || present_outputs(request) != 1) throw Unsupported{};
@@ -202,6 +212,10 @@ class MatMulKernel final : public DnnlKernel {
     if (inputs[0].rank() == 0 || inputs[1].rank() == 0) return false;
     Dims a = to_dims(inputs[0]);
     Dims b = to_dims(inputs[1]);
+    if (transposed_b_) {
+      if (b.size() < 2) return false;
+      std::swap(b[b.size() - 1], b[b.size() - 2]);  // stored [.., N, K]: B is [.., K, N]
+    }
     if (a.size() == 1) a.insert(a.begin(), 1);  // [K] -> [1, K]
     if (b.size() == 1) b.push_back(1);          // [K] -> [K, 1]
     // A batch of rows times one constant matrix (a Linear layer: [..., M, K] x [K, N]) is one
@@ -283,8 +297,9 @@ class MatMulKernel final : public DnnlKernel {
       }
       append_fused_activation(node_, ops);
       attr.set_post_ops(ops);
-      return core_.build(compute_type(), plain_f32(a), plain_f32(b), constant(1), plain_f32(y),
-                         fused_bias_ ? &bias_md : nullptr, attr, nullptr, stream_);
+      return core_.build(compute_type(), plain_f32(a),
+                         transposed_b_ ? transposed_f32(b) : plain_f32(b), constant(1),
+                         plain_f32(y), fused_bias_ ? &bias_md : nullptr, attr, nullptr, stream_);
     };
     dnnl::matmul::primitive_desc pd = build(false);
     if (is_reference(pd) && fused_sum_ && fused_bias_ && scale_ != 1.f && scale_ != 0.f) {
@@ -317,6 +332,7 @@ class MatMulKernel final : public DnnlKernel {
  private:
   bool fused_sum_ = false;
   bool fused_bias_ = false;
+  bool transposed_b_ = false;  // B stored with its last two axes swapped
   float scale_ = 1.f;
   bool small_rows_ = false;
   SmallRowsProduct product_;

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "engine/ops/einsum.hpp"
+#include "engine/ops/fused_post_ops.hpp"
 #include "kernels/reference/broadcast.hpp"
 #include "kernels/reference/common.hpp"
 #include "kernels/reference/element_types.hpp"
@@ -38,7 +40,39 @@ Shape broadcast_batch(const Node& node, const Shape& a, const Shape& b) {
 
 }  // namespace
 
+namespace {
+
+// `t` [..., r, c] as [..., c, r]: what a Transpose swapping the last two axes writes.
+Tensor swap_last_axes(const Tensor& t) {
+  const Tensor dense = t.contiguous();
+  std::vector<int64_t> dims = dense.shape().dims();
+  const size_t rank = dims.size();
+  const int64_t rows = dims[rank - 2], cols = dims[rank - 1];
+  std::swap(dims[rank - 2], dims[rank - 1]);
+  Tensor swapped(dense.element_type(), Shape(dims));
+  const size_t size = element_size(dense.element_type());
+  const auto* src = static_cast<const unsigned char*>(dense.raw_data());
+  auto* dst = static_cast<unsigned char*>(swapped.raw_data());
+  const int64_t matrices = rows * cols > 0 ? dense.size() / (rows * cols) : 0;
+  for (int64_t m = 0; m < matrices; ++m)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        std::memcpy(dst + ((m * cols + c) * rows + r) * size,
+                    src + ((m * rows + r) * cols + c) * size, size);
+  return swapped;
+}
+
+}  // namespace
+
 void matmul(const Node& node, const Tensors& in, Tensors& out) {
+  if (fused::transposes_b(node)) {
+    if (in[1].shape().rank() < 2) fail(node, "fused_transpose_b needs B of rank >= 2");
+    Tensors operands = in;
+    operands[1] = swap_last_axes(in[1]);
+    Node plain = node;
+    plain.attributes.set("fused_transpose_b", int64_t{0});
+    return matmul(plain, operands, out);
+  }
   if (in[0].element_type() != in[1].element_type())
     fail(node, "input types " + std::string(to_string(in[0].element_type())) + " and " +
                    std::string(to_string(in[1].element_type())) + " differ");

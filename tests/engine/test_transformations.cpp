@@ -605,6 +605,46 @@ TEST(Transformations, FusesMatMulAddReluAndGemmRelu) {
               ElementsAre("gemm", "relu_gemm"));
 }
 
+// x @ y.T of two activations (a retrieval score) and an attention's Q K^T with its heads: the
+// MatMul reads B through the Transpose swapping its last two axes, which goes; a Transpose that
+// moves other axes, or whose output another node reads too, stays.
+TEST(Transformations, AMatMulReadsItsBThroughATransposeOfTheLastTwoAxes) {
+  ModelBuilder b("transposed_b");
+  auto q = b.input("q", ElementType::f32, {5, 8});
+  auto items = b.input("items", ElementType::f32, {7, 8});
+  auto heads_q = b.input("hq", ElementType::f32, {2, 3, 6, 4});
+  auto heads_k = b.input("hk", ElementType::f32, {2, 3, 6, 4});
+  auto scores = b.op("MatMul", {q, b.op("Transpose", {items}, {}, "items_t")}, {}, "scores");
+  auto kt = b.op("Transpose", {heads_k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}, "kt");
+  auto logits = b.op("MatMul", {heads_q, kt}, {}, "logits");
+  // [2, 3, 6, 4] -> [3, 2, 4, 6]: the batch axes move too.
+  auto moved = b.op("Transpose", {heads_k}, {{"perm", std::vector<int64_t>{1, 0, 3, 2}}}, "moved");
+  auto other =
+      b.op("MatMul",
+           {b.op("Transpose", {heads_q}, {{"perm", std::vector<int64_t>{1, 0, 2, 3}}}, "q_moved"),
+            moved},
+           {}, "other");
+  auto shared_t = b.op("Transpose", {items}, {}, "shared_t");
+  auto twice = b.op("MatMul", {q, shared_t}, {}, "twice");
+  b.output(scores, "scores");
+  b.output(logits, "logits");
+  b.output(other, "other");
+  b.output(twice, "twice");
+  b.output(shared_t, "shared_t");  // read elsewhere too
+  auto [plain, transformed] = compare(b.build());
+  const Node& s_node = node_named(*transformed.runtime, "scores");
+  EXPECT_EQ(s_node.attributes.get_int_or("fused_transpose_b", 0), 1);
+  EXPECT_THAT(original_names(s_node), ElementsAre("scores", "items_t"));
+  EXPECT_EQ(
+      node_named(*transformed.runtime, "logits").attributes.get_int_or("fused_transpose_b", 0), 1);
+  EXPECT_EQ(node_named(*transformed.runtime, "other").attributes.get_int_or("fused_transpose_b", 0),
+            0);
+  EXPECT_EQ(node_named(*transformed.runtime, "twice").attributes.get_int_or("fused_transpose_b", 0),
+            0);
+  const std::vector<std::string> ops = op_types(*transformed.runtime);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Transpose"), 3);  // moved, q_moved, shared_t
+}
+
 // Exported CNNs have a dynamic batch: the residual and the Conv output are then both
 // [?, C, H, W], the same batch, and still fused.
 TEST(Transformations, FusesResidualWithADynamicBatch) {

@@ -2377,6 +2377,53 @@ TEST(BackendConsistency, MatMulAndGemm) {
   run_family("matmul", matmul_cases(rng));
 }
 
+// MatMul reading its B transposed ("fused_transpose_b", B stored [.., N, K]): 2-D, batched (3-D
+// and 4-D, as an attention's K^T), a shared B, a fused bias, in f32 and in bf16; never oneDNN's
+// reference kernel (where it has one only for that order, the kernel copies B row-major).
+std::vector<Case> transposed_b_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 24; ++k) {
+    const int64_t m = rng.integer(1, 40), n = rng.integer(1, 40), kk = rng.integer(1, 70);
+    ints a{m, kk}, b{n, kk};
+    const int shape_kind = k % 3;
+    if (shape_kind == 1) {  // same batch on both sides
+      const ints batch = rng.dims(static_cast<size_t>(rng.integer(1, 2)), 1, 4);
+      a.insert(a.begin(), batch.begin(), batch.end());
+      b.insert(b.begin(), batch.begin(), batch.end());
+    } else if (shape_kind == 2) {  // batch on the left, shared B
+      a.insert(a.begin(), rng.integer(2, 3));
+    }
+    Attributes attrs{{"fused_transpose_b", int64_t{1}}};
+    const bool bias = rng.chance(0.3);
+    if (bias) attrs.set("fused_bias", int64_t{1});
+    Case c;
+    c.node = make_node("MatMul", attrs);
+    c.inputs = {rng.tensor(a), rng.tensor(b)};
+    if (bias) c.inputs.push_back(rng.tensor({n}));
+    c.constant.assign(c.inputs.size(), false);
+    if (bias) c.constant[2] = true;
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(kk)};
+    c.fast_implementation = true;
+    if (k % 4 == 3) {
+      c.precision = ElementType::bf16;
+      c.tolerance = {2e-4, 5e-5 + 2e-6 * static_cast<double>(kk)};
+    }
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, MatMulReadsATransposedB) {
+  Rng rng(base_seed() + 74);
+  std::vector<Case> cases = transposed_b_cases(rng);
+  // bf16 runs only on AVX-512 CPUs (natively or emulated).
+  if (!test::cpu_has_avx512())
+    cases.erase(std::remove_if(cases.begin(), cases.end(),
+                               [](const Case& c) { return c.precision == ElementType::bf16; }),
+                cases.end());
+  run_family("transposed B (" + test::effective_isa_name() + ")", cases);
+}
+
 TEST(BackendConsistency, Conv) {
   Rng rng(base_seed() + 5);
   run_family("conv", conv_cases(rng));

@@ -40,6 +40,8 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   fuse_matmul_bias(model, names);
   fuse_matmul_scale(model, names);
   if (inference_precision == ElementType::f32) fuse_attention(model, names);
+  // After the attention fusion, which takes the Transposes feeding its Q, K and V itself.
+  read_transposed_b(model, names);
   fuse_layer_norm(model, names);
   // After the layer normalization's fusion: a ReduceMean over the last two axes of a rank-4 value
   // may be a layer normalization's.

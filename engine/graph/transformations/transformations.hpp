@@ -96,6 +96,10 @@ size_t fuse_matmul_bias(Model& model, OriginalNames& names);
 // ("fused_scale").
 size_t fuse_matmul_scale(Model& model, OriginalNames& names);
 
+// Reads a MatMul's B through a Transpose swapping its last two axes ("fused_transpose_b"): the
+// transposed copy is not written. Returns the number of Transposes absorbed.
+size_t read_transposed_b(Model& model, OriginalNames& names);
+
 // Replaces the decomposed layer normalization (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div,
 // optional Mul and Add) by one LayerNormalization node.
 size_t fuse_layer_norm(Model& model, OriginalNames& names);
