@@ -361,6 +361,17 @@ TEST(QdqFusion, AProductNoQuantizerReadsRunsInInt8IntoF32) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1e-3f) << i;
 }
 
+// An inference-mode BatchNormalization "bn" of `x`'s `channels` channels, seeded parameters.
+ValueId batch_norm(ModelBuilder& b, ValueId x, int64_t channels) {
+  auto param = [&](const std::string& name, float lo, float hi, unsigned seed) {
+    return b.constant(name, test::random_tensor({channels}, seed, lo, hi));
+  };
+  return b.op("BatchNormalization",
+              {x, param("gamma", -2.f, 2.f, 4), param("beta", -1.f, 1.f, 5),
+               param("mean", -0.5f, 0.5f, 6), param("var", 0.1f, 2.f, 7)},
+              {{"epsilon", 1e-3f}}, "bn");
+}
+
 // x f32[1,20,5,5] -> Concat(x, Sigmoid(x)) -> BatchNormalization -> `activation` -> Q -> DQ -> y:
 // a DenseNet block's float normalization feeding a quantized layer. With `after_conv` a float
 // Conv produces the normalization's input instead of the Concat.
@@ -374,13 +385,7 @@ std::shared_ptr<Model> normalized_then_quantized(const std::string& activation, 
   else
     features =
         b.op("Concat", {x, b.op("Sigmoid", {x}, {}, "gate")}, {{"axis", int64_t{1}}}, "concat");
-  auto param = [&](const std::string& name, float lo, float hi, unsigned seed) {
-    return b.constant(name, test::random_tensor({40}, seed, lo, hi));
-  };
-  auto bn = b.op("BatchNormalization",
-                 {features, param("gamma", -2.f, 2.f, 4), param("beta", -1.f, 1.f, 5),
-                  param("mean", -0.5f, 0.5f, 6), param("var", 0.1f, 2.f, 7)},
-                 {{"epsilon", 1e-3f}}, "bn");
+  auto bn = batch_norm(b, features, 40);
   auto act = b.op(activation, {bn}, {}, "act");
   auto q = b.op("QuantizeLinear",
                 {act, b.constant("q_s", scalar(0.03f)),
@@ -461,13 +466,7 @@ std::shared_ptr<Model> quantized_dense_layer() {
   auto grown_dq = dequantize(quantize(grown, 0.05f, 0, "grown"), 0.05f, 0, "grown");
   auto joined = b.op("Concat", {dequantize(x_q, 0.02f, 128, "in2"), grown_dq},
                      {{"axis", int64_t{1}}}, "join");
-  auto param = [&](const std::string& name, float lo, float hi, unsigned seed) {
-    return b.constant(name, test::random_tensor({32}, seed, lo, hi));
-  };
-  auto bn = b.op("BatchNormalization",
-                 {joined, param("gamma", -2.f, 2.f, 4), param("beta", -1.f, 1.f, 5),
-                  param("mean", -0.5f, 0.5f, 6), param("var", 0.1f, 2.f, 7)},
-                 {{"epsilon", 1e-3f}}, "bn");
+  auto bn = batch_norm(b, joined, 32);
   auto normalized =
       dequantize(quantize(b.op("Relu", {bn}, {}, "act"), 0.03f, 0, "bn"), 0.03f, 0, "bn");
   auto out = conv(normalized, 32, 16, 1, 22, "conv2");
