@@ -15,9 +15,11 @@
 // plain 3-channel float tensor quantized into channels-last (a model's RGB image input) is
 // interleaved by permutes; any other conversion is the loop in the integer side's order and a
 // plain f32 reorder (which moves values and changes none).
+#include <algorithm>
 #include <vector>
 
 #include "kernels/cpu_isa.hpp"
+#include "kernels/dnnl/chunked_loop.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/int8_vectors_avx512.hpp"
@@ -122,35 +124,37 @@ template <class Y>
 // Between an integer side channels-last [N, H, W, C] and a float side in 16-channel blocks
 // [N, C / 16, H, W, 16] (C a multiple of 16): each pixel's 16 channels of a block are 16
 // contiguous values on both sides, so the loop's steps run on them as they are, no transpose.
+// (Units [first, first + count) of the batch's blocks: unit u is image u / blocks, block
+// u % blocks.)
 template <class Q>
 [[TROUPE_AVX512_TARGET]] void blocked_linear_avx512(bool quantize, Q* integer, float* real,
-                                                    int64_t batch, int64_t channels, int64_t pixels,
-                                                    const LinearParams& p) {
+                                                    int64_t first, int64_t count, int64_t channels,
+                                                    int64_t pixels, const LinearParams& p) {
   constexpr int64_t block = avx512::lanes;
   const __m512 scale = _mm512_set1_ps(p.scale);
   const __m512i zero = _mm512_set1_epi32(p.zero);
   const auto requantize = avx512::Requantize::to<Q>(static_cast<float>(p.zero));
   const int64_t blocks = channels / block;
-  for (int64_t n = 0; n < batch; ++n)
-    for (int64_t b = 0; b < blocks; ++b) {
-      Q* q = integer + n * pixels * channels + b * block;
-      float* r = real + (n * blocks + b) * pixels * block;
-      if (quantize)
-        for (int64_t i = 0; i < pixels; ++i)
-          requantize.store(q + i * channels, _mm512_div_ps(_mm512_loadu_ps(r + i * block), scale));
-      else
-        for (int64_t i = 0; i < pixels; ++i)
-          _mm512_storeu_ps(r + i * block, avx512::dequantize(q + i * channels, zero, scale));
-    }
+  for (int64_t u = first; u < first + count; ++u) {
+    const int64_t n = u / blocks, b = u % blocks;
+    Q* q = integer + n * pixels * channels + b * block;
+    float* r = real + u * pixels * block;
+    if (quantize)
+      for (int64_t i = 0; i < pixels; ++i)
+        requantize.store(q + i * channels, _mm512_div_ps(_mm512_loadu_ps(r + i * block), scale));
+    else
+      for (int64_t i = 0; i < pixels; ++i)
+        _mm512_storeu_ps(r + i * block, avx512::dequantize(q + i * channels, zero, scale));
+  }
 }
 
 [[TROUPE_AVX512_TARGET]] void blocked_linear(bool quantize, bool u8, void* integer, float* real,
-                                             int64_t batch, int64_t channels, int64_t pixels,
-                                             const LinearParams& p) {
-  u8 ? blocked_linear_avx512(quantize, static_cast<uint8_t*>(integer), real, batch, channels,
+                                             int64_t first, int64_t count, int64_t channels,
+                                             int64_t pixels, const LinearParams& p) {
+  u8 ? blocked_linear_avx512(quantize, static_cast<uint8_t*>(integer), real, first, count, channels,
                              pixels, p)
-     : blocked_linear_avx512(quantize, static_cast<int8_t*>(integer), real, batch, channels, pixels,
-                             p);
+     : blocked_linear_avx512(quantize, static_cast<int8_t*>(integer), real, first, count, channels,
+                             pixels, p);
 }
 
 // QuantizeLinear (`quantize`) or DequantizeLinear of `n` elements, the integer side u8 or i8.
@@ -290,9 +294,15 @@ class LinearQuantizationKernel final : public DnnlKernel {
       const Shape& shape = inputs[0].shape();
       const Tensor& integer = quantize_ ? outputs[0] : inputs[0];
       const Tensor& real = quantize_ ? inputs[0] : outputs[0];
-      blocked_linear(quantize_, u8_, const_cast<void*>(integer.raw_data()),
-                     const_cast<float*>(real.data<float>()), shape[0], shape[1],
-                     shape[2] * shape[3], loop_params_);
+      const int64_t pixels = shape[2] * shape[3];
+      // Units of one image's block, about 16 k elements a chunk, over the stream's threads.
+      const int64_t units_per_chunk = std::max<int64_t>(1, 16384 / (pixels * avx512::lanes));
+      for_each_chunk(shape[0] * (shape[1] / avx512::lanes), units_per_chunk,
+                     [&](int64_t first, int64_t count) {
+                       blocked_linear(quantize_, u8_, const_cast<void*>(integer.raw_data()),
+                                      const_cast<float*>(real.data<float>()), first, count,
+                                      shape[1], pixels, loop_params_);
+                     });
       return;
     }
     if (path_ == Path::loop_and_reorder) {
@@ -313,8 +323,15 @@ class LinearQuantizationKernel final : public DnnlKernel {
       return;
     }
     if (path_ == Path::same_layout_loop) {
-      linear_avx512(quantize_, u8_, inputs[0].raw_data(), outputs[0].raw_data(), outputs[0].size(),
-                    loop_params_);
+      // Chunks spread over the stream's threads: 4 bytes per element on the float side, 1 on the
+      // integer one.
+      const auto* in = static_cast<const unsigned char*>(inputs[0].raw_data());
+      auto* out = static_cast<unsigned char*>(outputs[0].raw_data());
+      const int64_t in_size = quantize_ ? 4 : 1, out_size = quantize_ ? 1 : 4;
+      for_each_chunk(outputs[0].size(), 16384, [&](int64_t begin, int64_t count) {
+        linear_avx512(quantize_, u8_, in + begin * in_size, out + begin * out_size, count,
+                      loop_params_);
+      });
       return;
     }
     bind(src_, inputs[0]);

@@ -11,6 +11,7 @@
 
 #include "engine/ops/quantized_post_ops.hpp"
 #include "kernels/cpu_isa.hpp"
+#include "kernels/dnnl/chunked_loop.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
 #include "kernels/dnnl/int8_vectors_avx512.hpp"
@@ -63,33 +64,35 @@ template <bool Along, class Y>
 // channels-last output [N, H, W, C]: each pixel's 16 channels of a block are contiguous on both
 // sides, the same steps 16 lanes at a time (DenseNet's joins are blocked, so that they are
 // written in place, and its normalizations read them so).
+// Units [first, first + count) of the batch's blocks (unit u: image u / blocks, block u % blocks).
 template <class Y>
-[[TROUPE_AVX512_TARGET]] void blocked_affine_avx512(const float* x, Y* y, int64_t batch,
-                                                    int64_t channels, int64_t pixels,
+[[TROUPE_AVX512_TARGET]] void blocked_affine_avx512(const float* x, Y* y, int64_t first,
+                                                    int64_t count, int64_t channels, int64_t pixels,
                                                     const float* m, const float* o,
                                                     const AffineParams& p) {
   constexpr int64_t block = avx512::lanes;
   const __m512 y_scale = _mm512_set1_ps(p.y_scale);
   const auto requantize = avx512::Requantize::to<Y>(p.y_zero);
   const int64_t blocks = channels / block;
-  for (int64_t n = 0; n < batch; ++n)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* xb = x + (n * blocks + b) * pixels * block;
-      Y* yb = y + n * pixels * channels + b * block;
-      const __m512 mb = _mm512_loadu_ps(m + b * block), ob = _mm512_loadu_ps(o + b * block);
-      for (int64_t i = 0; i < pixels; ++i) {
-        __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(xb + i * block), mb), ob);
-        if (p.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
-        requantize.store(yb + i * channels, _mm512_div_ps(v, y_scale));
-      }
+  for (int64_t u = first; u < first + count; ++u) {
+    const int64_t n = u / blocks, b = u % blocks;
+    const float* xb = x + u * pixels * block;
+    Y* yb = y + n * pixels * channels + b * block;
+    const __m512 mb = _mm512_loadu_ps(m + b * block), ob = _mm512_loadu_ps(o + b * block);
+    for (int64_t i = 0; i < pixels; ++i) {
+      __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(xb + i * block), mb), ob);
+      if (p.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+      requantize.store(yb + i * channels, _mm512_div_ps(v, y_scale));
     }
+  }
 }
 
-[[TROUPE_AVX512_TARGET]] void blocked_affine(const float* x, bool y_u8, void* y, int64_t batch,
-                                             int64_t channels, int64_t pixels, const float* m,
-                                             const float* o, const AffineParams& p) {
-  y_u8 ? blocked_affine_avx512(x, static_cast<uint8_t*>(y), batch, channels, pixels, m, o, p)
-       : blocked_affine_avx512(x, static_cast<int8_t*>(y), batch, channels, pixels, m, o, p);
+[[TROUPE_AVX512_TARGET]] void blocked_affine(const float* x, bool y_u8, void* y, int64_t first,
+                                             int64_t count, int64_t channels, int64_t pixels,
+                                             const float* m, const float* o,
+                                             const AffineParams& p) {
+  y_u8 ? blocked_affine_avx512(x, static_cast<uint8_t*>(y), first, count, channels, pixels, m, o, p)
+       : blocked_affine_avx512(x, static_cast<int8_t*>(y), first, count, channels, pixels, m, o, p);
 }
 
 // One span into u8 or i8, compiled per ISA and picked by the effective one.
@@ -161,8 +164,8 @@ class QuantizingBatchNormKernel final : public Kernel {
 
   std::string implementation() const override { return "dnnl:loop"; }
 
-  // Channels-last, or 16-channel blocks where the model keeps its float activations so (a block is
-  // a vector: no conversion) and the output channels-last.
+  // Channels-last, or 16-channel blocks where the model keeps its float activations so (a block
+  // is a vector: no conversion) and the output channels-last.
   TensorLayout preferred_input_layout(size_t i) const override {
     if (i != 0 || rank_ != 4) return {};
     return reads_blocks() ? TensorLayout::blocked(avx512::lanes)
@@ -183,9 +186,15 @@ class QuantizingBatchNormKernel final : public Kernel {
           y.size() != inputs[0].size())
         throw ExecutionError("QuantizingBatchNormalization: input " + shape.to_string() + " for " +
                              std::to_string(affine_.multiplier.size()) + " channels");
-      blocked_affine(inputs[0].data<float>(), y_u8_, y.raw_data(), shape[0], shape[1],
-                     shape[2] * shape[3], affine_.multiplier.data(), affine_.offset.data(),
-                     params_);
+      const int64_t pixels = shape[2] * shape[3];
+      // Units of one image's block, about 16 k elements a chunk, over the stream's threads.
+      const int64_t units_per_chunk = std::max<int64_t>(1, 16384 / (pixels * avx512::lanes));
+      for_each_chunk(shape[0] * (shape[1] / avx512::lanes), units_per_chunk,
+                     [&](int64_t first, int64_t count) {
+                       blocked_affine(inputs[0].data<float>(), y_u8_, y.raw_data(), first, count,
+                                      shape[1], pixels, affine_.multiplier.data(),
+                                      affine_.offset.data(), params_);
+                     });
       return;
     }
     // Computed channels-last or plain; an output stored otherwise (blocked) is converted after.
@@ -206,8 +215,13 @@ class QuantizingBatchNormKernel final : public Kernel {
     const float* m = affine_.multiplier.data();
     const float* o = affine_.offset.data();
     if (order.channels_last || shape.rank() == 2) {
-      for (int64_t row = 0; row < x.size() / channels; ++row)
-        span_(src + row * channels, y_u8_, dst + row * channels, channels, m, o, true, params_);
+      // Rows of one pixel's channels, in chunks of about 16 k elements over the stream's threads.
+      const int64_t rows = x.size() / channels;
+      const int64_t rows_per_chunk = std::max<int64_t>(1, 16384 / channels);
+      for_each_chunk(rows, rows_per_chunk, [&](int64_t begin, int64_t count) {
+        for (int64_t row = begin; row < begin + count; ++row)
+          span_(src + row * channels, y_u8_, dst + row * channels, channels, m, o, true, params_);
+      });
     } else {
       const int64_t inner = x.size() / (shape[0] * channels);
       for (int64_t plane = 0; plane < shape[0] * channels; ++plane) {
