@@ -295,14 +295,14 @@ class LinearQuantizationKernel final : public DnnlKernel {
       const Tensor& integer = quantize_ ? outputs[0] : inputs[0];
       const Tensor& real = quantize_ ? inputs[0] : outputs[0];
       const int64_t pixels = shape[2] * shape[3];
-      // Units of one image's block, about 16 k elements a chunk, over the stream's threads.
-      const int64_t units_per_chunk = std::max<int64_t>(1, 16384 / (pixels * avx512::lanes));
-      for_each_chunk(shape[0] * (shape[1] / avx512::lanes), units_per_chunk,
-                     [&](int64_t first, int64_t count) {
-                       blocked_linear(quantize_, u8_, const_cast<void*>(integer.raw_data()),
-                                      const_cast<float*>(real.data<float>()), first, count,
-                                      shape[1], pixels, loop_params_);
-                     });
+      // Units of one image's block, over the stream's threads.
+      for_each_chunk_of_units(shape[0] * (shape[1] / avx512::lanes), pixels * avx512::lanes,
+                              [&](int64_t first, int64_t count) {
+                                blocked_linear(quantize_, u8_,
+                                               const_cast<void*>(integer.raw_data()),
+                                               const_cast<float*>(real.data<float>()), first, count,
+                                               shape[1], pixels, loop_params_);
+                              });
       return;
     }
     if (path_ == Path::loop_and_reorder) {
@@ -313,9 +313,9 @@ class LinearQuantizationKernel final : public DnnlKernel {
         bind(src_, inputs[0]);
         dst_.set_data_handle(scratch_.data());
         primitive_.execute(stream_, {{DNNL_ARG_FROM, src_}, {DNNL_ARG_TO, dst_}});
-        linear_avx512(true, u8_, scratch_.data(), outputs[0].raw_data(), n, loop_params_);
+        run_loop(scratch_.data(), outputs[0].raw_data(), n);
       } else {
-        linear_avx512(false, u8_, inputs[0].raw_data(), scratch_.data(), n, loop_params_);
+        run_loop(inputs[0].raw_data(), scratch_.data(), n);
         src_.set_data_handle(scratch_.data());
         bind(dst_, outputs[0]);
         primitive_.execute(stream_, {{DNNL_ARG_FROM, src_}, {DNNL_ARG_TO, dst_}});
@@ -323,15 +323,7 @@ class LinearQuantizationKernel final : public DnnlKernel {
       return;
     }
     if (path_ == Path::same_layout_loop) {
-      // Chunks spread over the stream's threads: 4 bytes per element on the float side, 1 on the
-      // integer one.
-      const auto* in = static_cast<const unsigned char*>(inputs[0].raw_data());
-      auto* out = static_cast<unsigned char*>(outputs[0].raw_data());
-      const int64_t in_size = quantize_ ? 4 : 1, out_size = quantize_ ? 1 : 4;
-      for_each_chunk(outputs[0].size(), 16384, [&](int64_t begin, int64_t count) {
-        linear_avx512(quantize_, u8_, in + begin * in_size, out + begin * out_size, count,
-                      loop_params_);
-      });
+      run_loop(inputs[0].raw_data(), outputs[0].raw_data(), outputs[0].size());
       return;
     }
     bind(src_, inputs[0]);
@@ -348,8 +340,22 @@ class LinearQuantizationKernel final : public DnnlKernel {
   bool u8_ = true;  // the integer side's type (else i8)
   float scale_ = 1.f;
   LinearParams loop_params_;
-  // What run() does, chosen by prepare(): an AVX-512 loop where both sides keep one layout, one
-  // from a plain RGB image into channels-last, else oneDNN's reorder.
+  // What run() does, chosen by prepare() (AVX-512 loops; elsewhere oneDNN's reorder): the loop
+  // where both sides keep one layout; a plain RGB image into channels-last; channels-last
+  // integers to or from 16-channel float blocks; the loop and a plain f32 reorder for any other
+  // layout change.
+  // The loop on `n` elements in one order, in chunks over the stream's threads (4 bytes per
+  // element on the float side, 1 on the integer one).
+  void run_loop(const void* in, void* out, int64_t n) const {
+    const auto* from = static_cast<const unsigned char*>(in);
+    auto* to = static_cast<unsigned char*>(out);
+    const int64_t in_size = quantize_ ? 4 : 1, out_size = quantize_ ? 1 : 4;
+    for_each_chunk(n, elementwise_chunk, [&](int64_t begin, int64_t count) {
+      linear_avx512(quantize_, u8_, from + begin * in_size, to + begin * out_size, count,
+                    loop_params_);
+    });
+  }
+
   enum class Path { reorder, same_layout_loop, rgb_loop, blocked_loop, loop_and_reorder };
   Path path_ = Path::reorder;
   std::vector<float> scratch_;  // loop_and_reorder's f32 tensor in the integer side's order

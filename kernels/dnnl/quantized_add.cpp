@@ -196,7 +196,7 @@ class QuantizedAddKernel final : public Kernel {
     const auto* a_bytes = static_cast<const uint8_t*>(a.raw_data());
     const auto* b_bytes = static_cast<const uint8_t*>(b.raw_data());
     auto* c_bytes = static_cast<uint8_t*>(c.raw_data());
-    for_each_chunk(n, 16384, [&](int64_t begin, int64_t count) {
+    for_each_chunk(n, elementwise_chunk, [&](int64_t begin, int64_t count) {
       loop_(a_type_ == ElementType::u8, a_bytes + begin, b_type_ == ElementType::u8,
             b_bytes + begin, c_type_ == ElementType::u8, c_bytes + begin, count, params_);
     });

@@ -178,23 +178,24 @@ class QuantizingBatchNormKernel final : public Kernel {
   void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
     Tensor& y = outputs[0];
     if (y.size() == 0) return;
+    const auto channels = static_cast<int64_t>(affine_.multiplier.size());
+    const Shape& shape = inputs[0].shape();
+    if (shape.rank() < 2 || shape[1] != channels || y.size() != inputs[0].size())
+      throw ExecutionError("QuantizingBatchNormalization: input " + shape.to_string() + " for " +
+                           std::to_string(channels) + " channels and an output of " +
+                           std::to_string(y.size()) + " elements");
+    const float* m = affine_.multiplier.data();
+    const float* o = affine_.offset.data();
     if (x_layout_ == TensorLayout::blocked(avx512::lanes) &&
         y_layout_ == TensorLayout::channels_last_order() && effective_cpu_isa().avx512 &&
-        inputs[0].shape().rank() == 4 && inputs[0].shape()[1] % avx512::lanes == 0) {
-      const Shape& shape = inputs[0].shape();
-      if (shape[1] != static_cast<int64_t>(affine_.multiplier.size()) ||
-          y.size() != inputs[0].size())
-        throw ExecutionError("QuantizingBatchNormalization: input " + shape.to_string() + " for " +
-                             std::to_string(affine_.multiplier.size()) + " channels");
+        shape.rank() == 4 && channels % avx512::lanes == 0) {
       const int64_t pixels = shape[2] * shape[3];
-      // Units of one image's block, about 16 k elements a chunk, over the stream's threads.
-      const int64_t units_per_chunk = std::max<int64_t>(1, 16384 / (pixels * avx512::lanes));
-      for_each_chunk(shape[0] * (shape[1] / avx512::lanes), units_per_chunk,
-                     [&](int64_t first, int64_t count) {
-                       blocked_affine(inputs[0].data<float>(), y_u8_, y.raw_data(), first, count,
-                                      shape[1], pixels, affine_.multiplier.data(),
-                                      affine_.offset.data(), params_);
-                     });
+      // Units of one image's block, over the stream's threads.
+      for_each_chunk_of_units(shape[0] * (channels / avx512::lanes), pixels * avx512::lanes,
+                              [&](int64_t first, int64_t count) {
+                                blocked_affine(inputs[0].data<float>(), y_u8_, y.raw_data(), first,
+                                               count, channels, pixels, m, o, params_);
+                              });
       return;
     }
     // Computed channels-last or plain; an output stored otherwise (blocked) is converted after.
@@ -204,21 +205,11 @@ class QuantizingBatchNormKernel final : public Kernel {
     if (!direct && (y_scratch_.empty() || y_scratch_.shape() != y.shape()))
       y_scratch_ = Tensor(y.element_type(), y.shape());
     Tensor& target = direct ? y : y_scratch_;
-    const auto channels = static_cast<int64_t>(affine_.multiplier.size());
-    const Shape& shape = inputs[0].shape();
-    if (shape.rank() < 2 || shape[1] != channels || y.size() != inputs[0].size())
-      throw ExecutionError("QuantizingBatchNormalization: input " + shape.to_string() + " for " +
-                           std::to_string(channels) + " channels and an output of " +
-                           std::to_string(y.size()) + " elements");
     const float* src = x.data<float>();
     auto* dst = static_cast<uint8_t*>(target.raw_data());  // u8 or i8: one byte per element
-    const float* m = affine_.multiplier.data();
-    const float* o = affine_.offset.data();
     if (order.channels_last || shape.rank() == 2) {
-      // Rows of one pixel's channels, in chunks of about 16 k elements over the stream's threads.
-      const int64_t rows = x.size() / channels;
-      const int64_t rows_per_chunk = std::max<int64_t>(1, 16384 / channels);
-      for_each_chunk(rows, rows_per_chunk, [&](int64_t begin, int64_t count) {
+      // Rows of one pixel's channels, over the stream's threads.
+      for_each_chunk_of_units(x.size() / channels, channels, [&](int64_t begin, int64_t count) {
         for (int64_t row = begin; row < begin + count; ++row)
           span_(src + row * channels, y_u8_, dst + row * channels, channels, m, o, true, params_);
       });
