@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -16,6 +16,7 @@
 #include "kernels/reference/fused_post_ops.hpp"
 #include "kernels/reference/linear_algebra.hpp"
 #include "kernels/reference/reference.hpp"
+#include "kernels/reference/transpose.hpp"
 
 namespace troupe::kernels::reference {
 
@@ -40,35 +41,23 @@ Shape broadcast_batch(const Node& node, const Shape& a, const Shape& b) {
 
 }  // namespace
 
-namespace {
-
-// `t` [..., r, c] as [..., c, r]: what a Transpose swapping the last two axes writes.
-Tensor swap_last_axes(const Tensor& t) {
-  const Tensor dense = t.contiguous();
-  std::vector<int64_t> dims = dense.shape().dims();
-  const size_t rank = dims.size();
-  const int64_t rows = dims[rank - 2], cols = dims[rank - 1];
-  std::swap(dims[rank - 2], dims[rank - 1]);
-  Tensor swapped(dense.element_type(), Shape(dims));
-  const size_t size = element_size(dense.element_type());
-  const auto* src = static_cast<const unsigned char*>(dense.raw_data());
-  auto* dst = static_cast<unsigned char*>(swapped.raw_data());
-  const int64_t matrices = rows * cols > 0 ? dense.size() / (rows * cols) : 0;
-  for (int64_t m = 0; m < matrices; ++m)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        std::memcpy(dst + ((m * cols + c) * rows + r) * size,
-                    src + ((m * rows + r) * cols + c) * size, size);
-  return swapped;
-}
-
-}  // namespace
-
 void matmul(const Node& node, const Tensors& in, Tensors& out) {
   if (fused::transposes_b(node)) {
-    if (in[1].shape().rank() < 2) fail(node, "fused_transpose_b needs B of rank >= 2");
+    // The specification: the Transpose of B's last two axes the graph compiler absorbed, then
+    // the product.
+    const size_t rank = in[1].shape().rank();
+    if (rank < 2) fail(node, "fused_transpose_b needs B of rank >= 2");
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), int64_t{0});
+    std::swap(perm[rank - 2], perm[rank - 1]);
+    Node swap_axes{node.name, "Transpose", {}, {}, {}};
+    swap_axes.attributes.set("perm", perm);
+    std::vector<int64_t> dims = in[1].shape().dims();
+    std::swap(dims[rank - 2], dims[rank - 1]);
     Tensors operands = in;
-    operands[1] = swap_last_axes(in[1]);
+    Tensors swapped = {Tensor(in[1].element_type(), Shape(dims))};
+    transpose(swap_axes, {in[1]}, swapped);
+    operands[1] = swapped[0];
     Node plain = node;
     plain.attributes.set("fused_transpose_b", int64_t{0});
     return matmul(plain, operands, out);

@@ -15,6 +15,7 @@
 #include "kernels/reference/element_types.hpp"
 #include "kernels/reference/reference.hpp"
 #include "kernels/reference/slice_pad.hpp"
+#include "kernels/reference/transpose.hpp"
 
 namespace troupe::kernels::reference {
 
@@ -80,6 +81,8 @@ void shape(const Node& node, const Tensors& in, Tensors& out) {
   for (int64_t d = start; d < end; ++d) y[d - start] = in[0].shape()[static_cast<size_t>(d)];
 }
 
+}  // namespace
+
 void transpose(const Node& node, const Tensors& in, Tensors& out) {
   require_output_type(node, in[0], out[0]);
   const std::vector<int64_t>& in_dims = in[0].shape().dims();
@@ -110,6 +113,8 @@ void transpose(const Node& node, const Tensors& in, Tensors& out) {
     std::memcpy(bytes(out[0]) + flat * es, bytes(in[0]) + src * es, es);
   }
 }
+
+namespace {
 
 // Sizes of the dimensions before and after `axis`.
 std::pair<int64_t, int64_t> outer_inner(const std::vector<int64_t>& dims, size_t axis) {
