@@ -23,19 +23,6 @@ bool plain_matmul(const Node& node) {
          fused::activation(node).empty();
 }
 
-// The Transpose's permutation (its default reverses the axes), or nullopt if unknown.
-std::optional<std::vector<int64_t>> permutation(const Model& model, const Node& transpose) {
-  const size_t rank = model.value(transpose.inputs[0]).shape.rank();
-  if (transpose.attributes.has("perm")) {
-    std::vector<int64_t> perm = transpose.attributes.get_ints("perm");
-    if (perm.size() != rank) return std::nullopt;
-    return perm;
-  }
-  std::vector<int64_t> perm(rank);
-  for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
-  return perm;
-}
-
 // Softmax along the last axis, at any opset (before 13 the axis coerces the input to 2-D, the
 // same rows when it is the last one).
 bool last_axis_softmax(const Model& model, const Node& softmax) {

@@ -14,17 +14,15 @@ namespace troupe::transformations {
 namespace {
 
 // Whether `transpose` swaps the last two of its input's axes and keeps the others in place.
+// (The default permutation, the axes reversed, is such a swap in 2-D only.)
 bool swaps_last_two_axes(const Model& model, const Node& transpose) {
-  const size_t rank = model.value(transpose.inputs[0]).shape.rank();
+  const std::optional<std::vector<int64_t>> perm = permutation(model, transpose);
+  const size_t rank = perm ? perm->size() : 0;
   if (rank < 2) return false;
-  std::vector<int64_t> perm = transpose.attributes.get_ints_or("perm", {});
-  if (perm.empty())  // the default reverses the axes: a swap of the last two only in 2-D
-    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-  if (perm.size() != rank) return false;
   for (size_t i = 0; i + 2 < rank; ++i)
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  return perm[rank - 2] == static_cast<int64_t>(rank - 1) &&
-         perm[rank - 1] == static_cast<int64_t>(rank - 2);
+    if ((*perm)[i] != static_cast<int64_t>(i)) return false;
+  return (*perm)[rank - 2] == static_cast<int64_t>(rank - 1) &&
+         (*perm)[rank - 1] == static_cast<int64_t>(rank - 2);
 }
 
 }  // namespace

@@ -70,6 +70,20 @@ inline std::vector<std::vector<int>> readers(const Model& model) {
 // fusion).
 std::optional<Attributes> fused_activation_of(const Model& model, const Node& node, ValueId input);
 
+// A Transpose's permutation (its default reverses the axes), or nullopt where "perm" does not
+// fit the input's rank.
+inline std::optional<std::vector<int64_t>> permutation(const Model& model, const Node& transpose) {
+  const size_t rank = model.value(transpose.inputs[0]).shape.rank();
+  if (transpose.attributes.has("perm")) {
+    std::vector<int64_t> perm = transpose.attributes.get_ints("perm");
+    if (perm.size() != rank) return std::nullopt;
+    return perm;
+  }
+  std::vector<int64_t> perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
+  return perm;
+}
+
 // The axes a ReduceMean that keeps its dimensions reduces over an input of rank `rank` (its
 // attribute before opset 18, a constant input since), normalized and sorted; nullopt for another
 // node, axes read from a non-constant, out of range, or empty (all axes, or none).
