@@ -27,6 +27,11 @@ bool has_depthwise_conv(const Model& model) {
   return false;
 }
 
+// Whether a 4-D value's channels are whole blocks of 16.
+bool channels_in_16_blocks(const Shape& shape) {
+  return shape.rank() == 4 && shape[1] > 0 && shape[1] % 16 == 0;
+}
+
 // The share of the elements of the 4-D convolution inputs and outputs whose channel count 16
 // divides (dynamic dimensions count as 1); 1 without such convolutions.
 double conv_channels_in_16_blocks(const Model& model) {
@@ -37,7 +42,7 @@ double conv_channels_in_16_blocks(const Model& model) {
     double elements = 1;
     for (size_t d = 0; d < 4; ++d) elements *= shape[d] > 0 ? static_cast<double>(shape[d]) : 1.0;
     all += elements;
-    if (shape[1] > 0 && shape[1] % 16 == 0) whole += elements;
+    if (channels_in_16_blocks(shape)) whole += elements;
   };
   for (const Node& node : model.nodes()) {
     if (node.op_type != "Conv" || node.inputs.empty() || node.outputs.empty()) continue;
@@ -84,10 +89,7 @@ bool dequantized_joins_in_16_blocks(const Model& model) {
   for (const Node& node : model.nodes())
     if (node.op_type == "DequantizeLinear" && !node.outputs.empty())
       dequantized[node.outputs[0]] = true;
-  auto whole_blocks = [&](ValueId v) {
-    const Shape& shape = model.value(v).shape;
-    return shape.rank() == 4 && shape[1] > 0 && shape[1] % 16 == 0;
-  };
+  auto whole_blocks = [&](ValueId v) { return channels_in_16_blocks(model.value(v).shape); };
   bool any = false;
   for (const Node& node : model.nodes()) {
     if (node.op_type != "Concat" || node.outputs.size() != 1) continue;
