@@ -13,6 +13,7 @@
 #include <grpcpp/server_builder.h>
 
 #include "server/grpc/grpc_inference_service.hpp"
+#include "server/grpc/grpc_runtime.hpp"
 #include "server/serve_error.hpp"
 
 namespace troupe::server {
@@ -74,6 +75,7 @@ GrpcFrontend::GrpcFrontend(ServerContext& context, const std::string& host, int 
     throw ServeError(ServeErrc::bad_request,
                      "gRPC port " + std::to_string(port) + " is not in 0..65535");
   const std::string address = address_of(host, port);
+  disable_grpc_mutex_deadlock_detection();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, credentials(tls), &impl_->port);
   builder.RegisterService(&impl_->service);
