@@ -41,6 +41,9 @@ struct KernelRequest {
   /// audio, point clouds, text) of 128 output channels or more. A backend may lay such a model
   /// out differently.
   double conv1d_share = 0.0;
+  /// The share of the model's convolution multiply-accumulates in 3-D convolutions (5-D inputs:
+  /// video). A backend may lay such a model out differently.
+  double conv3d_share = 0.0;
   /// Whether the model joins dequantized int8 activations along the channels (a Concat reading a
   /// DequantizeLinear, as DenseNet's quantized blocks do), every such join in whole 16-channel
   /// blocks. A backend may keep such a model's float activations blocked, where joins are

@@ -82,6 +82,18 @@ double conv1d_share(const Model& model) {
   return all > 0 ? one_d / all : 0.0;
 }
 
+// KernelRequest::conv3d_share, of the Conv nodes' multiply-accumulates (node_macs).
+double conv3d_share(const Model& model) {
+  double all = 0, three_d = 0;
+  for (const Node& node : model.nodes()) {
+    if (node.op_type != "Conv" || node.inputs.empty()) continue;
+    const auto macs = static_cast<double>(node_macs(model, node));
+    all += macs;
+    if (model.value(node.inputs[0]).shape.rank() == 5) three_d += macs;
+  }
+  return all > 0 ? three_d / all : 0.0;
+}
+
 // KernelRequest::dequantized_joins_in_16_blocks: some 4-D f32 Concat along the channels reads a
 // DequantizeLinear's output, and every such one's inputs and output are whole 16-channel blocks.
 bool dequantized_joins_in_16_blocks(const Model& model) {
@@ -126,6 +138,7 @@ KernelRequests::KernelRequests(const Model& model, ElementType precision,
       conv_channels_in_16_blocks_(conv_channels_in_16_blocks(model)),
       winograd_conv_share_(winograd_conv_share(model)),
       conv1d_share_(conv1d_share(model)),
+      conv3d_share_(conv3d_share(model)),
       dequantized_joins_in_16_blocks_(dequantized_joins_in_16_blocks(model)),
       stream_threads_(current_omp_threads()) {}
 
@@ -136,6 +149,7 @@ kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
   request.conv_channels_in_16_blocks = conv_channels_in_16_blocks_;
   request.winograd_conv_share = winograd_conv_share_;
   request.conv1d_share = conv1d_share_;
+  request.conv3d_share = conv3d_share_;
   request.dequantized_joins_in_16_blocks = dequantized_joins_in_16_blocks_;
   for (ValueId in : node.inputs) {
     request.inputs.push_back(in == no_value ? ValueInfo{} : model_.value(in));

@@ -47,7 +47,7 @@ kernels::KernelRequest make_kernel_request(
 
 /// make_kernel_request for many nodes of one model: what the requests say about the whole model
 /// (KernelRequest::depthwise_model, conv_channels_in_16_blocks, winograd_conv_share,
-/// conv1d_share) are found
+/// conv1d_share, conv3d_share) are found
 /// once, not per node. The model must outlive it.
 class KernelRequests {
  public:
@@ -63,6 +63,7 @@ class KernelRequests {
   double conv_channels_in_16_blocks_;
   double winograd_conv_share_;
   double conv1d_share_;
+  double conv3d_share_;
   bool dequantized_joins_in_16_blocks_;
   // Kernels are created under the count of the stream that runs them (ScopedOmpThreads).
   int stream_threads_;

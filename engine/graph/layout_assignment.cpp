@@ -66,9 +66,9 @@ kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueI
   const ValueInfo& info = model.value(v);
   const bool boundary = flow.is_input[v] || flow.is_output[v];
   if ((boundary && !boundaries) || (flow.is_input[v] && flow.is_output[v]) ||
-      model.is_constant(v) || !laid_out_type(info.type) ||
-      (info.shape.rank() != 4 && info.shape.rank() != 3) ||
-      (info.shape.rank() == 3 && !touches_convolution(model, flow, v)) || !info.shape.is_static())
+      model.is_constant(v) || !laid_out_type(info.type) || info.shape.rank() < 3 ||
+      info.shape.rank() > 5 || (info.shape.rank() == 3 && !touches_convolution(model, flow, v)) ||
+      !info.shape.is_static())
     return plain;
   if (flow.is_input[v] ? !flow.writers[v].empty() : flow.writers[v].size() != 1) return plain;
   if (flow.readers[v].empty() && !flow.is_output[v]) return plain;

@@ -44,7 +44,7 @@ std::optional<std::vector<size_t>> concat_runs(const Model& model, const Node& n
   int64_t axis = node.attributes.get_int_or("axis", 0);
   if (axis < 0) axis += rank;
   if (rank == 0 || axis < 0 || axis >= rank || layout.channels_last) return std::nullopt;
-  if (layout.channel_block > 0 && (rank != 4 || axis != 1)) return std::nullopt;
+  if (layout.channel_block > 0 && (rank < 4 || rank > 5 || axis != 1)) return std::nullopt;
   for (int64_t d = 0; d < axis; ++d)
     if (out[static_cast<size_t>(d)] != 1) return std::nullopt;
   std::vector<size_t> runs;

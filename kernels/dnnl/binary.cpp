@@ -56,7 +56,7 @@ class BinaryKernel final : public DnnlKernel {
     if (request.inputs.size() != 2 || !has_input(0) || !has_input(1)) throw Unsupported{};
     const Shape& out = request.outputs[0].shape;
     // 2-D and 1-D activations (the residual sums of CNNs and temporal convolution networks).
-    if ((out.rank() == 4 || out.rank() == 3) && out.is_static() &&
+    if (out.rank() >= 3 && out.rank() <= 5 && out.is_static() &&
         request.outputs[0].type == ElementType::f32) {
       for (size_t i = 0; i < 2; ++i)
         full_size_[i] =

@@ -31,7 +31,7 @@ class ConcatKernel final : public DnnlKernel {
     if (axis < 0) axis += rank;
     if (rank == 0 || axis < 0 || axis >= rank) throw Unsupported{};
     axis_ = static_cast<int>(axis);
-    lays_out_ = rank == 4 && axis_ == 1 && out.is_static();
+    lays_out_ = (rank == 4 || rank == 5) && axis_ == 1 && out.is_static();
   }
 
   // In a bf16 graph it joins bf16 activations where every input and the output are stored so
@@ -61,8 +61,9 @@ class ConcatKernel final : public DnnlKernel {
     const size_t axis = static_cast<size_t>(axis_);
     outer_ = 1;
     row_bytes_.clear();
-    if (layout.channels_last) {  // 4-D, joined along the channels (lays_out_)
-      outer_ = dst[0] * dst[2] * dst[3];
+    if (layout.channels_last) {  // joined along the channels (lays_out_): a run per pixel
+      for (size_t d = 0; d < dst.size(); ++d)
+        if (d != 1) outer_ *= dst[d];
       for (size_t i : present_)
         row_bytes_.push_back(static_cast<size_t>(inputs[i][1]) * element_bytes);
     } else {  // plain, or [N][C/b][H][W][b] (the same runs as plain, per image)

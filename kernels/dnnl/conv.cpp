@@ -339,22 +339,30 @@ class ConvKernel final : public DnnlKernel {
 
   // A depthwise convolution (one filter per channel) that oneDNN computes only as an im2col GEMM
   // or on its reference kernel (1-D ones with long kernels, 3-D ones: QuartzNet's 33-87 taps ran
-  // at 1-3 GMAC/s, 2.2-3.5 ms each): troupe's own loops, on plain or channel-blocked tensors read
-  // and written in place. ReLU is applied as they store; another fused activation by oneDNN's
-  // eltwise kernel in place after them.
+  // at 1-3 GMAC/s, 2.2-3.5 ms each): troupe's own loops, on plain, channel-blocked or
+  // channels-last tensors read and written in place. ReLU is applied as they store; another fused
+  // activation by oneDNN's eltwise kernel in place after them.
   bool uses_depthwise_rows(const dnnl::convolution_forward::primitive_desc& pd, const Dims& src,
                            const Dims& weights, const Dims& dst, const spatial::Window& window,
                            const spatial::Geometry& geometry) {
     if (!depthwise_rows_allowed_) return false;
     const std::string impl = pd.impl_info_str();
-    if (!is_reference(pd) && impl.find("gemm") == std::string::npos) return false;
+    // oneDNN 2.6 has no depthwise kernel for 3-D convolutions: on channels-last tensors its
+    // direct grouped one (jit) took X3D's 3x3x3 depthwise convolutions at 2.4x these loops' time.
+    if (!is_reference(pd) && impl.find("gemm") == std::string::npos && src.size() != 5)
+      return false;
     const TensorLayout layout = output_layout(0);
     const int64_t channels = src[1];
-    const int64_t block = layout.channel_block;
-    if (fused_dw_ || group_ != channels || dst[1] != channels || weights[1] != 1 ||
-        layout.channels_last || layout.bf16 || !(input_layout(0) == layout) ||
-        (fused_sum_ && !(input_layout(3) == layout)) || !DepthwiseRows::supports_block(block) ||
-        (block > 0 && channels % block != 0))
+    // Channels-last tensors are computed 16 (or 8) channels of a position at a time, the last
+    // group overlapping the one before where that does not divide the channels: not with a
+    // residual, which may share the output's memory (an overlapping group would add it twice).
+    const int64_t block = !layout.channels_last ? layout.channel_block : channels >= 16 ? 16 : 8;
+    if (layout.channels_last && (channels < block || (fused_sum_ && channels % block != 0)))
+      return false;
+    if (fused_dw_ || group_ != channels || dst[1] != channels || weights[1] != 1 || layout.bf16 ||
+        !(input_layout(0) == layout) || (fused_sum_ && !(input_layout(3) == layout)) ||
+        !DepthwiseRows::supports_block(block) ||
+        (block > 0 && !layout.channels_last && channels % block != 0))
       return false;
     const std::string activation = fused::activation(node_);
     depthwise_activation_ = InPlaceActivation();
@@ -365,6 +373,7 @@ class ConvKernel final : public DnnlKernel {
     g.batch = src[0];
     g.channels = channels;
     g.block = block;
+    g.channels_last = layout.channels_last;
     g.window = reference::to_window3d(window, geometry);
     depthwise_ = DepthwiseRows();
     depthwise_.prepare(g);
@@ -580,7 +589,7 @@ class ConvKernel final : public DnnlKernel {
   // 2-D convolutions, and 1-D ones (temporal convolution networks): their chains keep the
   // activation layout too (a TCN's plain tensors cost a reorder in and out of each convolution,
   // about a third of its time).
-  bool laid_out_rank() const { return rank_ == 4 || rank_ == 3; }
+  bool laid_out_rank() const { return rank_ >= 3 && rank_ <= 5; }
   bool takes_activation_layout() const { return !(fused_dw_ && activation_layout().channels_last); }
 
  private:

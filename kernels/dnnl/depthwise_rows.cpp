@@ -2,10 +2,11 @@
 //
 // Channel-blocked tensors are computed a block of 8 or 16 channels at a time, one vector per
 // output position summed over the taps in range (two accumulators, so consecutive FMAs do not
-// wait on each other). Plain tensors are computed a channel at a time along W: each input row is
-// first copied zero-padded and split into `stride` phases, so that every tap is a contiguous
-// run of the phase it falls in; up to 64 outputs of a row are then summed in registers over every
-// tap in range (X3D's 3x3x3 over 13x40x40 at 12-14 GMAC/s on one Zen 4 core, oneDNN's GEMM 3).
+// wait on each other); channels-last ones alike, 8 or 16 of a position's channels at a time. Plain
+// tensors are computed a channel at a time along W: each input row is first copied zero-padded and
+// split into `stride` phases, so that every tap is a contiguous run of the phase it falls in; up to
+// 64 outputs of a row are then summed in registers over every tap in range (X3D's 3x3x3 over
+// 13x40x40 at 12-14 GMAC/s on one Zen 4 core, oneDNN's GEMM 3).
 #include "kernels/dnnl/depthwise_rows.hpp"
 
 #include <algorithm>
@@ -41,12 +42,15 @@ __attribute__((always_inline)) inline void store(float* p, const V& v) {
 
 // One channel block's outputs at depth `od`: x is the block's input [D][H][W][B], w its weights
 // [taps][B], y and residual its output [OD][OH][OW][B]; `taps` the tap ranges of each axis.
+// Positions are `S` floats apart: B when blocked, C when channels-last (x, y and residual then
+// point at the block's first channel of position 0).
 template <class V, int B>
 __attribute__((always_inline)) inline void blocked_plane(const DepthwiseGeometry& geometry,
                                                          const std::vector<int64_t> (&taps)[3],
                                                          const float* x, const float* w,
                                                          const float* bias, const float* residual,
-                                                         bool relu, float* y, int64_t od) {
+                                                         bool relu, float* y, int64_t od,
+                                                         int64_t S) {
   const reference::Window3d& g = geometry.window;
   const auto& in = g.in;
   const auto& out = g.out;
@@ -68,9 +72,9 @@ __attribute__((always_inline)) inline void blocked_plane(const DepthwiseGeometry
         const int64_t id = g.source(0, od, kd);
         for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
           const int64_t ih = g.source(1, oh, kh);
-          const float* xr = x + ((id * in[1] + ih) * in[2] + iw) * B;
+          const float* xr = x + ((id * in[1] + ih) * in[2] + iw) * S;
           const float* wr = w + ((kd * k[1] + kh) * k[2] + kw_lo) * B;
-          const int64_t step = dilation * B;
+          const int64_t step = dilation * S;
           int64_t t = 0;
           for (; t + 1 < n; t += 2) {
             a0 += load<V>(wr + t * B) * load<V>(xr + t * step);
@@ -80,9 +84,9 @@ __attribute__((always_inline)) inline void blocked_plane(const DepthwiseGeometry
         }
       }
       V a = a0 + a1;
-      if (residual) a += load<V>(residual + (at + ow) * B);
+      if (residual) a += load<V>(residual + (at + ow) * S);
       if (relu) a = a < zero ? zero : a;  // NaN stays NaN, as the reference ReLU keeps it
-      store<V>(y + (at + ow) * B, a);
+      store<V>(y + (at + ow) * S, a);
     }
   }
 }
@@ -90,15 +94,15 @@ __attribute__((always_inline)) inline void blocked_plane(const DepthwiseGeometry
 TROUPE_ISA_CLONES void blocked_plane_8(const DepthwiseGeometry& geometry,
                                        const std::vector<int64_t> (&taps)[3], const float* x,
                                        const float* w, const float* bias, const float* residual,
-                                       bool relu, float* y, int64_t od) {
-  blocked_plane<Vec8, 8>(geometry, taps, x, w, bias, residual, relu, y, od);
+                                       bool relu, float* y, int64_t od, int64_t stride) {
+  blocked_plane<Vec8, 8>(geometry, taps, x, w, bias, residual, relu, y, od, stride);
 }
 
 TROUPE_ISA_CLONES void blocked_plane_16(const DepthwiseGeometry& geometry,
                                         const std::vector<int64_t> (&taps)[3], const float* x,
                                         const float* w, const float* bias, const float* residual,
-                                        bool relu, float* y, int64_t od) {
-  blocked_plane<Vec16, 16>(geometry, taps, x, w, bias, residual, relu, y, od);
+                                        bool relu, float* y, int64_t od, int64_t stride) {
+  blocked_plane<Vec16, 16>(geometry, taps, x, w, bias, residual, relu, y, od, stride);
 }
 
 // Up to four vectors of outputs, kept in registers over every tap: acc[v] += w[t] * p[t][16 v].
@@ -155,13 +159,25 @@ void DepthwiseRows::prepare(const DepthwiseGeometry& geometry) {
   for (int axis = 0; axis < 3; ++axis) taps_[axis] = g_.window.tap_ranges(axis);
 }
 
+int64_t DepthwiseRows::groups() const {
+  const int64_t block = g_.block == 0 ? 1 : g_.block;
+  return (g_.channels + block - 1) / block;
+}
+
+int64_t DepthwiseRows::first_channel(int64_t group) const {
+  const int64_t block = g_.block == 0 ? 1 : g_.block;
+  return std::min(group * block, g_.channels - block);
+}
+
 void DepthwiseRows::set_weights(const float* weights) {
   const int64_t taps = g_.window.kernel_size();
   const int64_t block = g_.block == 0 ? 1 : g_.block;
-  weights_.resize(static_cast<size_t>(g_.channels * taps));
-  for (int64_t c = 0; c < g_.channels; ++c)
+  weights_.resize(static_cast<size_t>(groups() * taps * block));
+  for (int64_t group = 0; group < groups(); ++group)
     for (int64_t t = 0; t < taps; ++t)
-      weights_[((c / block) * taps + t) * block + c % block] = weights[c * taps + t];
+      for (int64_t lane = 0; lane < block; ++lane)
+        weights_[(group * taps + t) * block + lane] =
+            weights[(first_channel(group) + lane) * taps + t];
 }
 
 void DepthwiseRows::run(const float* src, const float* bias, const float* residual, bool relu,
@@ -171,9 +187,13 @@ void DepthwiseRows::run(const float* src, const float* bias, const float* residu
     return;
   }
   const int64_t block = g_.block;
-  const int64_t blocks = g_.channels / block;
+  const int64_t blocks = groups();
   const reference::Window3d& g = g_.window;
   const int64_t taps = g.kernel_size();
+  // Blocked: image n's block cb is [D][H][W][block] at (n * blocks + cb) * size * block.
+  // Channels-last: group cb starts at channel first_channel(cb) of image n, positions
+  // `channels` apart.
+  const int64_t stride = g_.channels_last ? g_.channels : block;
   const int64_t in_size = g.in_size() * block;
   const int64_t out_size = g.out_size() * block;
   const int64_t tasks = g_.batch * blocks * g.out[0];
@@ -182,15 +202,20 @@ void DepthwiseRows::run(const float* src, const float* bias, const float* residu
     const int64_t od = task % g.out[0];
     const int64_t image = task / g.out[0];  // n * blocks + cb
     const int64_t cb = image % blocks;
-    const float* x = src + image * in_size;
+    const int64_t n = image / blocks;
+    const int64_t c0 = first_channel(cb);
+    const int64_t in_at = g_.channels_last ? n * g.in_size() * g_.channels + c0 : image * in_size;
+    const int64_t out_at =
+        g_.channels_last ? n * g.out_size() * g_.channels + c0 : image * out_size;
+    const float* x = src + in_at;
     const float* w = weights_.data() + cb * taps * block;
-    const float* b = bias ? bias + cb * block : nullptr;
-    const float* r = residual ? residual + image * out_size : nullptr;
-    float* y = dst + image * out_size;
+    const float* b = bias ? bias + c0 : nullptr;
+    const float* r = residual ? residual + out_at : nullptr;
+    float* y = dst + out_at;
     if (block == 16)
-      blocked_plane_16(g_, taps_, x, w, b, r, relu, y, od);
+      blocked_plane_16(g_, taps_, x, w, b, r, relu, y, od, stride);
     else
-      blocked_plane_8(g_, taps_, x, w, b, r, relu, y, od);
+      blocked_plane_8(g_, taps_, x, w, b, r, relu, y, od, stride);
   });
 }
 

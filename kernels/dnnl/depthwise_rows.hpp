@@ -19,6 +19,10 @@ struct DepthwiseGeometry {
   /// The channel block of the tensors' layout: 0 for plain [N, C, D, H, W], 8 or 16 for
   /// [N, C / block, D, H, W, block] (the channels a multiple of it).
   int64_t block = 0;
+  /// Channels-last tensors [N, D, H, W, C] instead, computed `block` (8 or 16, at most C)
+  /// channels at a time; where `block` does not divide C the last group overlaps the one before
+  /// (its channels are computed twice, to the same values).
+  bool channels_last = false;
   reference::Window3d window;
 };
 
@@ -42,7 +46,10 @@ class DepthwiseRows {
                  float* dst) const;
   DepthwiseGeometry g_;
   std::vector<int64_t> taps_[3];  // per axis, Window3d::tap_ranges
-  std::vector<float> weights_;    // [C / block][taps][block] (plain: [C][taps])
+  // The channel groups: blocked tensors' blocks, or channels-last groups of `block` channels.
+  int64_t groups() const;
+  int64_t first_channel(int64_t group) const;
+  std::vector<float> weights_;  // [groups][taps][block] (plain: [C][taps])
 };
 
 }  // namespace troupe::kernels::onednn

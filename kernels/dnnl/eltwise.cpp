@@ -190,7 +190,8 @@ class EltwiseKernel final : public SrcDstKernel {
       set_impl("loop");
       return true;
     }
-    if (!same_layout && (inputs[0].rank() != 4 || input_layout(0).bf16 || output_layout(0).bf16))
+    if (!same_layout && (inputs[0].rank() < 4 || inputs[0].rank() > 5 || input_layout(0).bf16 ||
+                         output_layout(0).bf16))
       return false;
     dnnl::memory::desc md =
         same_layout ? plain_f32({n}) : tensor_desc(to_dims(inputs[0]), input_layout(0));

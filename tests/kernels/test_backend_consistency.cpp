@@ -757,20 +757,29 @@ std::vector<Case> conv_sweep_cases(Rng& rng) {
 
 // Depthwise convolutions oneDNN has only its im2col GEMM or its reference kernel for, which
 // troupe's own loops compute (kernels/dnnl/depthwise_rows.hpp): 1-D ones with 9 to 87 taps
-// (QuartzNet's) plain and in the ISA's blocked layout, 3-D ones plain (X3D's 3x3x3 and 5x1x1,
-// and 3x5x5), strides 1 and 2, dilations, symmetric and asymmetric padding, with and without
-// bias, no post-op, ReLU, an activation applied after the loops, a residual sum (then ReLU), and
-// weights given at run time.
+// (QuartzNet's) plain and in the ISA's blocked layout, 3-D ones (X3D's 3x3x3 and 5x1x1, and
+// 3x5x5) plain, blocked and channels-last (channel counts 16 does not divide too: the loops'
+// last group of channels then overlaps the one before), strides 1 and 2, dilations, symmetric
+// and asymmetric padding, with and without bias, no post-op, ReLU, an activation applied after
+// the loops, a residual sum (then ReLU), and weights given at run time.
 std::vector<Case> depthwise_rows_cases(Rng& rng) {
   const std::vector<std::string> activations = {"", "Relu", "Swish", "HardSwish"};
   const std::vector<ints> kernels_3d = {{3, 3, 3}, {5, 1, 1}, {3, 5, 5}};
   std::vector<Case> cases;
   for (int k = 0; k < 24; ++k) {
     const bool three_d = k % 3 == 2;
-    const TensorLayout layout =
-        !three_d && k % 2 == 1 ? TensorLayout::blocked(native_block()) : TensorLayout{};
-    const int64_t channels =
-        layout.channel_block ? layout.channel_block * rng.integer(1, 3) : rng.integer(2, 40);
+    const int64_t j = k / 3;
+    const TensorLayout layouts_3d[] = {TensorLayout{}, TensorLayout::channels_last_order(),
+                                       TensorLayout::blocked(native_block())};
+    const TensorLayout layout = three_d      ? layouts_3d[(j + j / 3) % 3]
+                                : k % 2 == 1 ? TensorLayout::blocked(native_block())
+                                             : TensorLayout{};
+    const bool sum = k % 5 == 4;
+    // Channels-last: 8 channels at least (a vector); a residual sum only where 16 divides them.
+    const int64_t channels = layout.channel_block    ? layout.channel_block * rng.integer(1, 3)
+                             : !layout.channels_last ? rng.integer(2, 40)
+                             : sum                   ? 16 * rng.integer(1, 3)
+                                                     : rng.integer(8, 60);
     const int64_t batch = rng.integer(1, 2);
     const ints kernel =
         three_d ? kernels_3d[static_cast<size_t>(k / 3) % 3] : ints{rng.integer(9, 87)};
@@ -794,7 +803,6 @@ std::vector<Case> depthwise_rows_cases(Rng& rng) {
     attrs.set("dilations", dilations);
     attrs.set("pads", pads);
     const std::string& activation = activations[static_cast<size_t>(k / 2) % activations.size()];
-    const bool sum = k % 5 == 4;
     if (!activation.empty()) attrs.set("fused_activation", sum ? "Relu" : activation);
     Case c;
     c.node = make_node("Conv", attrs);
