@@ -255,6 +255,73 @@ TEST(Transformations, FusesConvResidualAddRelu) {
   EXPECT_EQ(transformed.runtime->value(second.outputs[0]).name, "y");
 }
 
+// A residual branch scaled before its sum (ESRGAN's 0.2, an NFNet's alpha), then divided per
+// channel: both factors go into the convolution's weights and bias, and the sum becomes its
+// post-op.
+TEST(Transformations, FoldsTheFactorsAfterAConvolutionIntoItsWeights) {
+  ModelBuilder b("scaled_residual");
+  auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
+  auto conv = b.op(
+      "Conv",
+      {x, b.constant("w", conv_weights(4, 4, 3, 31)), b.constant("bias", random_tensor({4}, 32))},
+      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+  auto scaled =
+      b.op("Mul", {b.constant("alpha_c", Tensor::from_vector<float>(Shape{}, {0.2f})), conv}, {},
+           "alpha");
+  auto divided = b.op("Div", {scaled, b.constant("d", random_tensor({4, 1, 1}, 33, 0.5f, 2.f))}, {},
+                      "per_channel");
+  b.output(b.op("Add", {divided, x}, {}, "sum"), "y");
+  auto [plain, transformed] = compare(b.build());
+  ASSERT_THAT(op_types(*transformed.runtime), ElementsAre("Conv"));
+  const Node& fused = node_named(*transformed.runtime, "conv");
+  EXPECT_THAT(original_names(fused), ElementsAre("conv", "alpha", "per_channel", "sum"));
+  EXPECT_EQ(fused.attributes.get_int("fused_sum"), 1);
+}
+
+// NFNet's scaled activations: gamma * gelu(x), then beta * that, into the next convolution. The
+// GELU (whose own pattern multiplies by 0.5) is fused first, into the convolution before.
+TEST(Transformations, FoldsScalarFactorsBeforeAConvolutionIntoItsWeights) {
+  ModelBuilder b("scaled_activation");
+  auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
+  auto scalar = [&](const std::string& name, float v) {
+    return b.constant(name, Tensor::from_vector<float>(Shape{}, {v}));
+  };
+  auto first = b.op("Conv", {x, b.constant("w1", conv_weights(4, 4, 1, 41))}, {}, "conv1");
+  auto erf = b.op("Erf", {b.op("Div", {first, scalar("sqrt2", 1.4142135f)}, {}, "gelu_div")}, {},
+                  "gelu_erf");
+  auto gelu = b.op(
+      "Mul",
+      {b.op("Mul", {first, b.op("Add", {erf, scalar("one", 1.f)}, {}, "gelu_add")}, {}, "gelu_mul"),
+       scalar("half", 0.5f)},
+      {}, "gelu_half");
+  auto gamma = b.op("Mul", {gelu, scalar("gamma_c", 1.7015043f)}, {}, "gamma");
+  auto beta = b.op("Div", {gamma, scalar("beta_c", 0.9f)}, {}, "beta");
+  b.output(b.op("Conv", {beta, b.constant("w2", conv_weights(4, 4, 3, 42))},
+                {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv2"),
+           "y");
+  auto [plain, transformed] = compare(b.build());
+  ASSERT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "Conv"));
+  EXPECT_EQ(node_named(*transformed.runtime, "conv1").attributes.get_string("fused_activation"),
+            "Gelu");
+  EXPECT_THAT(original_names(node_named(*transformed.runtime, "conv2")),
+              ElementsAre("conv2", "beta", "gamma"));
+}
+
+// A factor whose product something else reads too, or one that is no constant, stays.
+TEST(Transformations, KeepsFactorsOtherNodesRead) {
+  ModelBuilder b("shared_factor");
+  auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
+  auto s = b.input("s", ElementType::f32, {1, 4, 1, 1});
+  auto half = b.op("Mul", {x, b.constant("half_c", Tensor::from_vector<float>(Shape{}, {0.5f}))},
+                   {}, "half");
+  auto conv = b.op("Conv", {half, b.constant("w", conv_weights(4, 4, 1, 51))}, {}, "conv");
+  auto gated = b.op("Mul", {conv, s}, {}, "gate");
+  b.output(b.op("Add", {gated, half}, {}, "sum"), "y");
+  auto [plain, transformed] = compare(b.build());
+  const auto ops = op_types(*transformed.runtime);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Mul"), 2);
+}
+
 // DenseNet's layer: the join of the block's features normalized, then ReLU, then a convolution;
 // no convolution before the normalization absorbs it. The Relu goes into the normalization; a
 // Sigmoid, which oneDNN's normalization cannot apply, stays a node of its own.

@@ -48,6 +48,9 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   pool_spatial_means(model, names);
   fuse_gelu(model, names);
   fuse_silu(model, names);
+  // After those two, whose patterns hold scalar factors of their own; before the post-op fusion,
+  // while the convolutions are unfused.
+  fold_scales_into_conv(model, names);
   fuse_activation_into_joined_parts(model, names);
   fuse_post_ops(model, names);
   // After the folding and the post-op fusion: the normalization and the activation after such a

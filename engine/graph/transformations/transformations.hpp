@@ -88,6 +88,11 @@ size_t fold_batch_norm_into_conv(Model& model, OriginalNames& names);
 // (each its slice of the channels; every part a Conv output only the Concat reads).
 size_t fold_batch_norm_into_joined_convs(Model& model, OriginalNames& names);
 
+// Folds multiplications or divisions by constants into the Conv with constant weights next to
+// them: after it (scalars or one factor per output channel), or before it (scalars, each product
+// read by the next step alone). Runs after fuse_gelu and fuse_silu, before fuse_post_ops.
+size_t fold_scales_into_conv(Model& model, OriginalNames& names);
+
 // Fuses a MatMul and the Add of a constant bias along its last axis into the MatMul
 // ("fused_bias", see engine/ops/fused_post_ops.hpp).
 size_t fuse_matmul_bias(Model& model, OriginalNames& names);
