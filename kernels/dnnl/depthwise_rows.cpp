@@ -40,6 +40,46 @@ __attribute__((always_inline)) inline void store(float* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// Positions summed together by interior_positions.
+constexpr int R = 8;
+
+// blocked_plane's outputs ow .. ow + R - 1 of row (od, oh), every tap along W in range.
+template <class V, int B>
+__attribute__((always_inline)) inline void interior_positions(
+    const reference::Window3d& g, const float* x, const float* w, const V& bias,
+    const float* residual, bool relu, float* y, int64_t od, int64_t oh, int64_t ow, int64_t kd_lo,
+    int64_t kd_hi, int64_t kh_lo, int64_t kh_hi, int64_t at, int64_t S) {
+  const auto& in = g.in;
+  const auto& k = g.kernel;
+  const int64_t step = g.dilation[2] * S;  // between taps
+  const int64_t next = g.stride[2] * S;    // between positions
+  V acc[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r] = bias;
+  for (int64_t kd = kd_lo; kd < kd_hi; ++kd) {
+    const int64_t id = g.source(0, od, kd);
+    for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
+      const int64_t ih = g.source(1, oh, kh);
+      const float* xr = x + ((id * in[1] + ih) * in[2] + g.source(2, ow, 0)) * S;
+      const float* wr = w + (kd * k[1] + kh) * k[2] * B;
+      for (int64_t t = 0; t < k[2]; ++t) {
+        const V wt = load<V>(wr + t * B);
+        const float* xt = xr + t * step;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[r] += wt * load<V>(xt + r * next);
+      }
+    }
+  }
+  const V zero = {};
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    V a = acc[r];
+    if (residual) a += load<V>(residual + (at + ow + r) * S);
+    if (relu) a = a < zero ? zero : a;  // NaN stays NaN, as the reference ReLU keeps it
+    store<V>(y + (at + ow + r) * S, a);
+  }
+}
+
 // One channel block's outputs at depth `od`: x is the block's input [D][H][W][B], w its weights
 // [taps][B], y and residual its output [OD][OH][OW][B]; `taps` the tap ranges of each axis.
 // Positions are `S` floats apart: B when blocked, C when channels-last (x, y and residual then
@@ -63,6 +103,16 @@ __attribute__((always_inline)) inline void blocked_plane(const DepthwiseGeometry
     const int64_t kh_lo = taps[1][2 * oh], kh_hi = taps[1][2 * oh + 1];
     const int64_t at = (od * out[1] + oh) * out[2];
     for (int64_t ow = 0; ow < out[2]; ++ow) {
+      // R neighbours whose taps along W are all in range (the range only shrinks towards either
+      // border): summed together, each weight vector loaded once for all of them. One position
+      // at a time took a load of weights and one of input per multiply-add, which bound
+      // RepLKNet's 31x31 kernels by loads.
+      if (ow + R <= out[2] && taps[2][2 * ow] == 0 && taps[2][2 * (ow + R - 1) + 1] == k[2]) {
+        interior_positions<V, B>(g, x, w, b, residual, relu, y, od, oh, ow, kd_lo, kd_hi, kh_lo,
+                                 kh_hi, at, S);
+        ow += R - 1;
+        continue;
+      }
       const int64_t kw_lo = taps[2][2 * ow], kw_hi = taps[2][2 * ow + 1];
       const int64_t n = kw_hi - kw_lo;
       const int64_t iw = g.source(2, ow, kw_lo);

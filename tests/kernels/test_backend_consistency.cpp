@@ -831,6 +831,25 @@ std::vector<Case> depthwise_rows_cases(Rng& rng) {
   temporal.tolerance = {1e-4, 1e-5};
   temporal.implementation = "dnnl:depthwise_rows";
   cases.push_back(temporal);
+  // RepLKNet's 31x31 kernels in the ISA's blocked layout, strides 1 and 2: rows long enough for
+  // the loops' groups of neighbouring positions, and the positions near the borders beside them.
+  for (const int64_t stride : {1, 2}) {
+    Case large;
+    Attributes a;
+    a.set("group", int64_t{16});
+    a.set("kernel_shape", ints{31, 31});
+    a.set("strides", ints{stride, stride});
+    a.set("pads", ints{15, 15, 15, 15});
+    a.set("fused_activation", std::string("Relu"));
+    large.node = make_node("Conv", a);
+    large.inputs = {rng.tensor({1, 16, 9, 45}), rng.tensor({16, 1, 31, 31}), rng.tensor({16})};
+    large.constant = {false, true, true};
+    large.input_layouts = {TensorLayout::blocked(native_block())};
+    large.output_layout = TensorLayout::blocked(native_block());
+    large.tolerance = {1e-4, 2e-6 * 961};
+    large.implementation = "dnnl:depthwise_rows";
+    cases.push_back(large);
+  }
   return cases;
 }
 
