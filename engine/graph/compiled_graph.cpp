@@ -52,46 +52,40 @@ double conv_channels_in_16_blocks(const Model& model) {
   return all > 0 ? whole / all : 1.0;
 }
 
-// KernelRequest::winograd_conv_share, of the Conv nodes' multiply-accumulates (node_macs).
+// The share of the Conv nodes' multiply-accumulates (node_macs, which counts convolutions with
+// static weights) in those `counted` accepts; 0 without any.
+template <class Counted>
+double conv_macs_share(const Model& model, Counted counted) {
+  double all = 0, share = 0;
+  for (const Node& node : model.nodes()) {
+    if (node.op_type != "Conv" || node.inputs.empty()) continue;
+    const auto macs = static_cast<double>(node_macs(model, node));
+    all += macs;
+    if (macs > 0 && counted(node)) share += macs;
+  }
+  return all > 0 ? share / all : 0.0;
+}
+
+// KernelRequest::winograd_conv_share.
 double winograd_conv_share(const Model& model) {
-  double all = 0, eligible = 0;
-  for (const Node& node : model.nodes()) {
-    if (node.op_type != "Conv") continue;
-    const auto macs = static_cast<double>(node_macs(model, node));
-    all += macs;
-    // (node_macs counts only convolutions with static weights.)
-    if (macs > 0 && kernels::winograd_shape(node, model.value(node.inputs[1]).shape.dims()))
-      eligible += macs;
-  }
-  return all > 0 ? eligible / all : 0.0;
+  return conv_macs_share(model, [&](const Node& node) {
+    return kernels::winograd_shape(node, model.value(node.inputs[1]).shape.dims());
+  });
 }
 
-// KernelRequest::conv1d_share, of the Conv nodes' multiply-accumulates (node_macs).
+// KernelRequest::conv1d_share.
 double conv1d_share(const Model& model) {
-  double all = 0, one_d = 0;
-  for (const Node& node : model.nodes()) {
-    if (node.op_type != "Conv" || node.inputs.empty()) continue;
-    const auto macs = static_cast<double>(node_macs(model, node));
-    all += macs;
+  return conv_macs_share(model, [&](const Node& node) {
     const Shape& x = model.value(node.inputs[0]).shape;
-    const Shape& w = node.inputs.size() > 1 && node.inputs[1] != no_value
-                         ? model.value(node.inputs[1]).shape
-                         : Shape{};
-    if (x.rank() == 3 && w.rank() == 3 && w[0] >= 128) one_d += macs;
-  }
-  return all > 0 ? one_d / all : 0.0;
+    const Shape& w = model.value(node.inputs[1]).shape;
+    return x.rank() == 3 && w.rank() == 3 && w[0] >= 128;
+  });
 }
 
-// KernelRequest::conv3d_share, of the Conv nodes' multiply-accumulates (node_macs).
+// KernelRequest::conv3d_share.
 double conv3d_share(const Model& model) {
-  double all = 0, three_d = 0;
-  for (const Node& node : model.nodes()) {
-    if (node.op_type != "Conv" || node.inputs.empty()) continue;
-    const auto macs = static_cast<double>(node_macs(model, node));
-    all += macs;
-    if (model.value(node.inputs[0]).shape.rank() == 5) three_d += macs;
-  }
-  return all > 0 ? three_d / all : 0.0;
+  return conv_macs_share(
+      model, [&](const Node& node) { return model.value(node.inputs[0]).shape.rank() == 5; });
 }
 
 // KernelRequest::dequantized_joins_in_16_blocks: some 4-D f32 Concat along the channels reads a

@@ -92,6 +92,18 @@ void expect_same_outputs(const Outcome& blocked, const Outcome& plain) {
   }
 }
 
+// Four requests through `model` on two streams of two threads, checked against the plain,
+// untransformed run; the laid-out run.
+Outcome run_laid_out_as_plain(const std::shared_ptr<Model>& model) {
+  const auto inputs = inputs_for(*model, 4);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  Outcome laid_out =
+      run_all(model, {{props::num_streams, int64_t{2}}, {props::inference_num_threads, int64_t{2}}},
+              inputs);
+  expect_same_outputs(laid_out, plain);
+  return laid_out;
+}
+
 // A small ResNet-like trunk: stem conv (3 channels in), max pool, a residual block whose sum is
 // fused into its second conv, a 1x1 conv, global average pool, flatten.
 std::shared_ptr<Model> residual_cnn() {
@@ -158,12 +170,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, LayoutAssignmentPerLayout,
 
 TEST_P(LayoutAssignmentPerLayout, ResidualChainsKeepOneLayoutAndAgreeWithPlain) {
   auto model = residual_cnn();
-  const auto inputs = inputs_for(*model, 4);
-  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
-  const Outcome laid_out =
-      run_all(model, {{props::num_streams, int64_t{2}}, {props::inference_num_threads, int64_t{2}}},
-              inputs);
-  expect_same_outputs(laid_out, plain);
+  const Outcome laid_out = run_laid_out_as_plain(model);
   const auto layouts = layouts_by_node(*laid_out.runtime);
   for (const char* node : {"pool", "block_a", "block_b"})
     EXPECT_EQ(layouts.at(node), layouts.at("stem"));
@@ -223,12 +230,7 @@ std::shared_ptr<Model> video_cnn() {
 // fifth of R3D-18's time, a quarter of S3D's), and every run agrees with the plain one.
 TEST_P(LayoutAssignmentPerLayout, VideoNetworksKeepTheActivationLayout) {
   auto model = video_cnn();
-  const auto inputs = inputs_for(*model, 4);
-  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
-  const Outcome laid_out =
-      run_all(model, {{props::num_streams, int64_t{2}}, {props::inference_num_threads, int64_t{2}}},
-              inputs);
-  expect_same_outputs(laid_out, plain);
+  const Outcome laid_out = run_laid_out_as_plain(model);
   const auto layouts = layouts_by_node(*laid_out.runtime);
   const auto implementations = by_node(*laid_out.runtime, "implementation");
   const bool blocked = std::string(GetParam()) == "blocked";

@@ -10,23 +10,13 @@
 
 #include "engine/graph/transformations/pattern_matching.hpp"
 #include "engine/graph/transformations/transformations.hpp"
-#include "engine/ops/fused_post_ops.hpp"
 
 namespace troupe::transformations {
 
 namespace {
 
 bool foldable_conv(const Model& model, const Node& conv) {
-  if (conv.op_type != "Conv" || fused::is_fused(conv) || conv.outputs.size() != 1 ||
-      conv.inputs.size() < 2 || conv.inputs.size() > 3)
-    return false;
-  const Tensor* w = f32_constant(model, conv.inputs[1]);
-  if (!w || w->shape().rank() < 3) return false;
-  if (conv.inputs.size() == 3 && conv.inputs[2] != no_value) {
-    const Tensor* b = f32_constant(model, conv.inputs[2]);
-    if (!b || b->size() != w->shape()[0]) return false;
-  }
-  return !is_model_output(model, conv.outputs[0]);
+  return conv_with_constant_weights(model, conv) && !is_model_output(model, conv.outputs[0]);
 }
 
 bool foldable_batch_norm(const Model& model, const Node& bn, int64_t channels) {

@@ -15,26 +15,10 @@
 #include "engine/graph/transformations/graph_queries.hpp"
 #include "engine/graph/transformations/pattern_matching.hpp"
 #include "engine/graph/transformations/transformations.hpp"
-#include "engine/ops/fused_post_ops.hpp"
 
 namespace troupe::transformations {
 
 namespace {
-
-// A Conv whose weights (and bias) are constants of its own to rewrite: not yet fused with
-// anything.
-bool scalable_conv(const Model& model, const Node& conv) {
-  if (conv.op_type != "Conv" || fused::is_fused(conv) || conv.outputs.size() != 1 ||
-      conv.inputs.size() < 2 || conv.inputs.size() > 3)
-    return false;
-  const Tensor* w = f32_constant(model, conv.inputs[1]);
-  if (!w || w->shape().rank() < 3) return false;
-  if (conv.inputs.size() == 3 && conv.inputs[2] != no_value) {
-    const Tensor* b = f32_constant(model, conv.inputs[2]);
-    if (!b || b->size() != w->shape()[0]) return false;
-  }
-  return true;
-}
 
 // The factor a Mul or Div by a constant applies to `value` (its other input; x / c only), one
 // per element of that constant, if every one is finite and the result has `value`'s shape.
@@ -112,7 +96,8 @@ size_t fold_scales_into_conv(Model& model, OriginalNames& names) {
   Rewrite rewrite(model, names);
   for (size_t i = 0; i < rewrite.nodes().size(); ++i) {
     const int conv_index = static_cast<int>(i);
-    if (rewrite.removed(conv_index) || !scalable_conv(model, rewrite.node(conv_index))) continue;
+    if (rewrite.removed(conv_index) || !conv_with_constant_weights(model, rewrite.node(conv_index)))
+      continue;
     const int64_t channels = model.constants().at(rewrite.node(conv_index).inputs[1]).shape()[0];
     // After: the Conv's output times factors per output channel, one op after another.
     std::vector<double> after{1.0};

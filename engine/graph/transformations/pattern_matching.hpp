@@ -11,6 +11,7 @@
 
 #include "engine/graph/transformations/graph_queries.hpp"
 #include "engine/graph/transformations/transformations.hpp"
+#include "engine/ops/fused_post_ops.hpp"
 
 namespace troupe::transformations {
 
@@ -35,6 +36,21 @@ inline std::optional<double> f32_scalar(const Model& model, ValueId id) {
   const Tensor* t = f32_constant(model, id);
   if (!t || t->size() != 1) return std::nullopt;
   return static_cast<double>(t->contiguous().data<float>()[0]);
+}
+
+// A Conv not yet fused with anything whose weights (rank 3 or more) and bias (if any, one per
+// output channel) are f32 constants: an affine map per channel after it folds into them.
+inline bool conv_with_constant_weights(const Model& model, const Node& conv) {
+  if (conv.op_type != "Conv" || fused::is_fused(conv) || conv.outputs.size() != 1 ||
+      conv.inputs.size() < 2 || conv.inputs.size() > 3)
+    return false;
+  const Tensor* w = f32_constant(model, conv.inputs[1]);
+  if (!w || w->shape().rank() < 3) return false;
+  if (conv.inputs.size() == 3 && conv.inputs[2] != no_value) {
+    const Tensor* b = f32_constant(model, conv.inputs[2]);
+    if (!b || b->size() != w->shape()[0]) return false;
+  }
+  return true;
 }
 
 // Whether `id` is a constant f32 scalar equal to `expected` up to float rounding of the exporter.
