@@ -540,7 +540,8 @@ class OnnxImporter {
     for (const auto& [node_ptr, i] : nodes) {
       const auto& node = *node_ptr;
       const bool default_domain = is_default_domain(node.domain());
-      if (default_domain && (node.op_type() == "Constant" || node.op_type() == "Upsample"))
+      if (default_domain && (node.op_type() == "Constant" || node.op_type() == "Upsample" ||
+                             node.op_type() == "GroupNormalization"))
         continue;
       // A node of another domain has a schema only when troupe implements that domain's op.
       if (schemas.find(qualified_op_type(node.domain(), node.op_type()))) continue;
@@ -826,6 +827,10 @@ class OnnxImporter {
       node.attributes.set(onnx_opset_attribute, opset_);
       if (node.op_type == "Upsample" || (node.op_type == "Resize" && opset_ < 11))
         upgrade_legacy_resize(node, where);
+      if (node.op_type == "GroupNormalization") {
+        add_group_normalization(node, where);
+        continue;
+      }
       model_->add_node(std::move(node));
     }
   }
@@ -909,6 +914,77 @@ class OnnxImporter {
     node.attributes.set("mode", mode);
     node.attributes.set("coordinate_transformation_mode", std::string("asymmetric"));
     node.attributes.set("nearest_mode", std::string("floor"));
+  }
+
+  // GroupNormalization (opsets 18 and 21) as the ops torch exports GroupNorm as, which troupe
+  // runs (and fuses) already: X [N, C, ...] viewed as [N, G, C / G * ...] and normalized per
+  // group by InstanceNormalization, then viewed as X again. Opset 18's scale and bias are per
+  // group: the normalization applies them. Opset 21's are per channel: applied after it, on X
+  // viewed as [N, C, ...flattened].
+  void add_group_normalization(const Node& node, const std::string& where) {
+    if (node.inputs.size() != 3 || node.inputs[1] == no_value || node.inputs[2] == no_value ||
+        node.outputs.size() != 1)
+      throw ModelError(where + ": expected inputs (X, scale, bias) and one output");
+    if (!node.attributes.has("num_groups"))
+      throw ModelError(where + ": attribute 'num_groups' is required");
+    const int64_t groups = node.attributes.get_int("num_groups");
+    if (groups < 1)
+      throw ModelError(where + ": attribute 'num_groups' is " + std::to_string(groups) +
+                       ", expected >= 1");
+    const double epsilon = node.attributes.get_float_or("epsilon", 1e-5);
+    const ValueId x = node.inputs[0], scale = node.inputs[1], bias = node.inputs[2];
+    const auto name_for = [&](const std::string& suffix) {
+      std::string name = node.name + "/" + suffix;
+      while (model_->find_value(name) || used_node_names_.count(name)) name += "_";
+      return name;
+    };
+    const auto int64s = [&](const std::string& suffix, const std::vector<int64_t>& values) {
+      return model_->add_constant(
+          name_for(suffix),
+          Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(values.size())}, values));
+    };
+    const auto add = [&](const std::string& op_type, const std::vector<ValueId>& inputs,
+                         const std::string& suffix, ValueId output = no_value) {
+      Node part;
+      part.name = name_for(suffix);
+      used_node_names_.insert(part.name);
+      part.op_type = op_type;
+      part.inputs = inputs;
+      if (output == no_value)
+        output = model_->add_value({part.name + "_output", ElementType::undefined, Shape{}});
+      part.outputs = {output};
+      part.attributes.set(onnx_opset_attribute, opset_);
+      if (op_type == "InstanceNormalization") part.attributes.set("epsilon", epsilon);
+      model_->add_node(std::move(part));
+      return output;
+    };
+    const bool per_channel = opset_ >= 21;
+    ValueId group_scale = scale, group_bias = bias;
+    if (per_channel) {
+      // The affine map comes after; the normalization's own is the identity, in scale's type.
+      const ElementType type = model_->value(scale).type == ElementType::undefined
+                                   ? ElementType::f32
+                                   : model_->value(scale).type;
+      Tensor ones(ElementType::f32, Shape{groups});
+      Tensor zeros(ElementType::f32, Shape{groups});
+      for (int64_t g = 0; g < groups; ++g) {
+        ones.data<float>()[g] = 1.f;
+        zeros.data<float>()[g] = 0.f;
+      }
+      group_scale = model_->add_constant(name_for("ones"), ones.convert(type));
+      group_bias = model_->add_constant(name_for("zeros"), zeros.convert(type));
+    }
+    const ValueId flat = add("Reshape", {x, int64s("flat_shape", {0, 0, -1})}, "flatten");
+    const ValueId grouped = add("Reshape", {flat, int64s("group_shape", {0, groups, -1})}, "group");
+    const ValueId normalized =
+        add("InstanceNormalization", {grouped, group_scale, group_bias}, "normalize");
+    ValueId y = add("Reshape", {normalized, add("Shape", {flat}, "flat_dims")}, "ungroup");
+    if (per_channel) {
+      const ValueId axes = int64s("channel_axes", {1});
+      y = add("Mul", {y, add("Unsqueeze", {scale, axes}, "scale_column")}, "scale");
+      y = add("Add", {y, add("Unsqueeze", {bias, axes}, "bias_column")}, "shift");
+    }
+    add("Reshape", {y, add("Shape", {x}, "dims")}, "unflatten", node.outputs[0]);
   }
 
   void add_outputs(const onnx::GraphProto& graph) {

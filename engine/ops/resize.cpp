@@ -114,6 +114,18 @@ std::vector<ValueInfo> infer_resize(const ShapeInferContext& ctx) {
                          "the opset-10 form Resize(X, scales) is not supported; expected inputs "
                          "(X, roi, scales[, sizes])");
   const resize::Attributes attributes = resize::read_attributes(ctx.node);
+  // Opset 18's additions, said plainly rather than computed as something else.
+  if (ctx.node.attributes.has("axes"))
+    spatial::unsupported(ctx.node,
+                         "attribute 'axes' (opset 18) is not supported: give scales or sizes for "
+                         "every axis of X");
+  const std::string policy =
+      ctx.node.attributes.get_string_or("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch")
+    spatial::unsupported(ctx.node, "attribute 'keep_aspect_ratio_policy' is '" + policy +
+                                       "' (opset 18); only 'stretch' is supported");
+  const bool antialias = ctx.node.attributes.get_int_or("antialias", 0) != 0 &&
+                         attributes.mode != resize::Mode::nearest;
   const ElementType type = ctx.type(0);
   if (attributes.mode != resize::Mode::nearest && !is_floating(type))
     ctx.fail("mode '" + ctx.node.attributes.get_string("mode") +
@@ -163,10 +175,17 @@ std::vector<ValueInfo> infer_resize(const ShapeInferContext& ctx) {
                x.to_string() + " has rank " + std::to_string(rank));
     for (const auto& d : *sizes) dims.push_back(d ? *d : Shape::dynamic);
   }
-  for (size_t i = 0; i < rank; ++i)
+  for (size_t i = 0; i < rank; ++i) {
     if (dims[i] != Shape::dynamic && dims[i] < 1)
       ctx.fail("output size along axis " + std::to_string(i) + " would be " +
                std::to_string(dims[i]) + " (X " + x.to_string() + ")");
+    // Antialiasing widens the filter where an axis shrinks; enlarging, it changes nothing.
+    if (antialias && (dims[i] == Shape::dynamic || x[i] == Shape::dynamic || dims[i] < x[i]))
+      spatial::unsupported(ctx.node,
+                           "attribute 'antialias' = 1 (opset 18) on an axis that "
+                           "shrinks (axis " +
+                               std::to_string(i) + ") is not supported");
+  }
   return {ValueInfo{"", type, Shape(dims)}};
 }
 

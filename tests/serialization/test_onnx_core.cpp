@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/serialization/onnx_test_models.hpp"
 #include "troupe/core.hpp"
 #include "troupe/error.hpp"
@@ -108,6 +110,82 @@ TEST(OnnxThroughCore, UpsampleWithAnUnknownModeIsNamed) {
   } catch (const ModelError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("'up'"));
     EXPECT_THAT(e.what(), ::testing::HasSubstr("'mode' is 'cubic'"));
+  }
+}
+
+// GroupNormalization: opset 18 scales and shifts per group, opset 21 per channel. x [1, 4, 2, 3]
+// in 2 groups of 12 elements each, against the definition computed here.
+TEST(OnnxThroughCore, GroupNormalizationOfOpsets18And21) {
+  std::vector<float> x(24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 11) - 4.f;
+  for (const int64_t opset : {18, 21}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    const int64_t affine = opset == 18 ? 2 : 4;  // per group, or per channel
+    const std::vector<float> scale =
+        opset == 18 ? std::vector<float>{2.f, -0.5f} : std::vector<float>{2.f, 1.f, -0.5f, 3.f};
+    const std::vector<float> bias =
+        opset == 18 ? std::vector<float>{0.25f, 1.f} : std::vector<float>{0.25f, 0.f, 1.f, -2.f};
+    auto m = onnx_model(opset);
+    onnx_input(m, "x", onnx::TensorProto::FLOAT, {1, 4, 2, 3});
+    *m.mutable_graph()->add_initializer() = onnx_raw_f32("scale", {affine}, scale);
+    *m.mutable_graph()->add_initializer() = onnx_raw_f32("bias", {affine}, bias);
+    auto* node = onnx_node(m, "GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn");
+    onnx_int_attribute(node, "num_groups", 2);
+    onnx_float_attribute(node, "epsilon", 1e-3f);
+    onnx_output(m, "y", onnx::TensorProto::FLOAT, {1, 4, 2, 3});
+    Core core;
+    TempDir dir;
+    CompiledModel compiled =
+        core.compile_model(core.read_model(dir.write("gn.onnx", serialize(m)).string()), "CPU");
+    InferRequest request = compiled.create_infer_request();
+    request.set_tensor("x", Tensor::from_vector<float>({1, 4, 2, 3}, x));
+    request.infer();
+    const std::vector<float> y = request.get_tensor("y").to_vector<float>();
+    ASSERT_EQ(y.size(), x.size());
+    for (size_t g = 0; g < 2; ++g) {
+      double mean = 0, var = 0;
+      for (size_t i = 12 * g; i < 12 * (g + 1); ++i) mean += x[i] / 12.0;
+      for (size_t i = 12 * g; i < 12 * (g + 1); ++i) var += (x[i] - mean) * (x[i] - mean) / 12.0;
+      for (size_t i = 12 * g; i < 12 * (g + 1); ++i) {
+        const size_t a = opset == 18 ? g : i / 6;  // the group, or the channel
+        const double expected = (x[i] - mean) / std::sqrt(var + 1e-3) * scale[a] + bias[a];
+        EXPECT_NEAR(y[i], expected, 1e-5) << "element " << i;
+      }
+    }
+  }
+}
+
+// Resize-18's axes, keep_aspect_ratio_policy and antialias (where an axis shrinks) are refused
+// by name at compile time, not computed as something else.
+TEST(OnnxThroughCore, Resize18FeaturesTroupeLacksAreNamed) {
+  struct Variant {
+    std::string attribute;
+    std::vector<float> scales;
+  };
+  for (const Variant& v :
+       {Variant{"axes", {2.f, 2.f}}, Variant{"keep_aspect_ratio_policy", {1.f, 1.f, 2.f, 2.f}},
+        Variant{"antialias", {1.f, 1.f, 0.5f, 0.5f}}}) {
+    SCOPED_TRACE(v.attribute);
+    auto m = onnx_model(18);
+    onnx_input(m, "x", onnx::TensorProto::FLOAT, {1, 1, 4, 4});
+    *m.mutable_graph()->add_initializer() =
+        onnx_raw_f32("scales", {static_cast<int64_t>(v.scales.size())}, v.scales);
+    auto* node = onnx_node(m, "Resize", {"x", "", "scales"}, {"y"}, "rs");
+    onnx_string_attribute(node, "mode", "linear");
+    if (v.attribute == "axes") onnx_ints_attribute(node, "axes", {2, 3});
+    if (v.attribute == "keep_aspect_ratio_policy")
+      onnx_string_attribute(node, "keep_aspect_ratio_policy", "not_larger");
+    if (v.attribute == "antialias") onnx_int_attribute(node, "antialias", 1);
+    onnx_output(m, "y", onnx::TensorProto::FLOAT, {});
+    Core core;
+    TempDir dir;
+    try {
+      core.compile_model(core.read_model(dir.write("rs.onnx", serialize(m)).string()), "CPU");
+      ADD_FAILURE() << "expected an UnsupportedOperation";
+    } catch (const UnsupportedOperation& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("'rs'"));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("'" + v.attribute + "'"));
+    }
   }
 }
 
