@@ -891,6 +891,15 @@ std::vector<Case> max_pool_indices_cases(Rng& rng) {
     c.tolerance = {0, 0};
     c.implementation = "dnnl:max_pool_indices";
     cases.push_back(c);
+    // Dilated, without Indices: the same loops (oneDNN pools dilated windows on its reference
+    // kernel).
+    if (dilations != ints(spatial, 1)) {
+      Case y_only = c;
+      y_only.node = make_node("MaxPool", attrs, 1);
+      y_only.num_outputs = 1;
+      y_only.implementation = "dnnl:max_pool_dilated";
+      cases.push_back(y_only);
+    }
   }
   // One-element windows at stride 1 (PyTorch's export of indices into another pool's output),
   // in both storage orders.
