@@ -186,6 +186,9 @@ void register_elementwise_ops(OpSchemaRegistry& registry) {
   // x * Sigmoid(alpha * x) (alpha defaults to 1: SiLU). Newer ONNX opsets define it with this
   // meaning; troupe's graph compiler also writes it for the exported pair Sigmoid, Mul.
   registry.add(OpSchema{"Swish", 1, 1, 1, 1, unary(TypeClass::floating)});
+  // x * tanh(softplus(x)) (opset 18; troupe's graph compiler also writes it for the exported
+  // Softplus, Tanh, Mul of YOLOv4's and CSPDarknet's activation).
+  registry.add(OpSchema{"Mish", 1, 1, 1, 1, unary(TypeClass::floating)});
   for (const char* op : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
                          "ThresholdedRelu", "Celu", "Shrink"})
     registry.add(OpSchema{op, 1, 1, 1, 1, unary(TypeClass::floating)});

@@ -36,7 +36,7 @@ namespace troupe::fused {
 // Such a node has exactly 5 inputs (its own bias B, input 2, may be omitted) and no fused sum.
 
 inline const char* const activations[] = {"Relu",      "LeakyRelu", "Clip",     "Sigmoid", "Tanh",
-                                          "HardSwish", "Gelu",      "GeluTanh", "Swish"};
+                                          "HardSwish", "Gelu",      "GeluTanh", "Swish",   "Mish"};
 
 // "Relu, LeakyRelu, ... or Swish", for errors naming what a fused activation may be.
 inline std::string known_activations_text() {

@@ -59,6 +59,7 @@ EltwiseAlgorithm choose_algorithm(const KernelRequest& request) {
   if (op == "Softplus") return {alg::eltwise_soft_relu};
   if (op == "HardSwish") return {alg::eltwise_hardswish};
   if (op == "Swish") return {alg::eltwise_swish, static_cast<float>(a.get_float_or("alpha", 1.0))};
+  if (op == "Mish") return {alg::eltwise_mish};
   // oneDNN 2.6 has no hardsigmoid: alpha * x + beta, then a clip to [0, 1].
   if (op == "HardSigmoid")
     return {alg::eltwise_linear, static_cast<float>(a.get_float_or("alpha", 0.2)),
@@ -239,7 +240,7 @@ void register_eltwise(KernelRegistry& registry) {
   // near log(1) = 0; the reference kernel keeps it exact.
   for (const char* op :
        {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Abs", "Neg", "Elu", "Softplus",
-        "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Swish"})
+        "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Swish", "Mish"})
     registry.add(backend_name, backend_priority, op, make_kernel<EltwiseKernel>);
   registry.add(backend_name, backend_priority, "Pow", make_kernel_for_data<EltwiseKernel>);
 }

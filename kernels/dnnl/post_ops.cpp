@@ -28,6 +28,7 @@ std::optional<Eltwise> eltwise_of(const Node& node) {
   if (activation == "HardSwish") return Eltwise{alg::eltwise_hardswish};
   if (activation == "Swish")
     return Eltwise{alg::eltwise_swish, static_cast<float>(fused::swish_alpha(node))};
+  if (activation == "Mish") return Eltwise{alg::eltwise_mish};
   if (activation == "Gelu") return Eltwise{alg::eltwise_gelu_erf};
   if (activation == "GeluTanh") return Eltwise{alg::eltwise_gelu_tanh};
   if (activation == "Clip") {

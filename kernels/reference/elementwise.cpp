@@ -393,10 +393,11 @@ void hard_swish(const Node& node, const Tensors& in, Tensors& out) {
 }
 
 void softplus(const Node& node, const Tensors& in, Tensors& out) {
-  // log(1 + exp(x)), written so that exp never overflows.
-  unary_floating(node, in, out, [](double x) {
-    return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-  });
+  unary_floating(node, in, out, [](double x) { return softplus_of(x); });
+}
+
+void mish(const Node& node, const Tensors& in, Tensors& out) {
+  unary_floating(node, in, out, [](double x) { return mish_of(x); });
 }
 
 void softsign(const Node& node, const Tensors& in, Tensors& out) {
@@ -651,6 +652,7 @@ void register_elementwise(KernelRegistry& registry) {
       {"HardSigmoid", &hard_sigmoid},
       {"HardSwish", &hard_swish},
       {"Softplus", &softplus},
+      {"Mish", &mish},
       {"Softsign", &softsign},
       {"Gelu", &gelu},
       {"Tan", &tan},

@@ -27,6 +27,7 @@ inline double apply_fused_activation(const Node& node, const std::string& name, 
   if (name == "Tanh") return std::tanh(x);
   if (name == "Swish") return x * sigmoid_of(fused::swish_alpha(node) * x);
   if (name == "HardSwish") return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
+  if (name == "Mish") return mish_of(x);
   if (name == "Gelu") return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
   if (name == "GeluTanh") {
     const double k = 0.7978845608028654;  // sqrt(2 / pi)

@@ -322,6 +322,31 @@ TEST(Transformations, KeepsFactorsOtherNodesRead) {
   EXPECT_EQ(std::count(ops.begin(), ops.end(), "Mul"), 2);
 }
 
+// An Einsum of one operand that only permutes its axes is that Transpose; one that takes a
+// diagonal or sums stays an Einsum.
+TEST(Transformations, AnEinsumThatOnlyPermutesIsATranspose) {
+  struct Variant {
+    std::string equation;
+    Shape x;
+    std::string op_type;
+    std::vector<int64_t> perm;
+  };
+  for (const Variant& v :
+       {Variant{"bnd->bdn", {2, 3, 4}, "Transpose", {0, 2, 1}},
+        Variant{"...ij->...ji", {2, 3, 4, 5}, "Transpose", {0, 1, 3, 2}},
+        Variant{"abc->cab", {2, 3, 4}, "Transpose", {2, 0, 1}},
+        Variant{"ii->i", {3, 3}, "Einsum", {}}, Variant{"ij->i", {3, 4}, "Einsum", {}}}) {
+    SCOPED_TRACE(v.equation);
+    ModelBuilder b("einsum_permutation");
+    auto x = b.input("x", ElementType::f32, v.x);
+    b.output(b.op("Einsum", {x}, {{"equation", v.equation}}, "einsum"), "y");
+    auto [plain, transformed] = compare(b.build());
+    const Node& node = node_named(*transformed.runtime, "einsum");
+    EXPECT_EQ(node.op_type, v.op_type);
+    if (v.op_type == "Transpose") EXPECT_EQ(node.attributes.get_ints("perm"), v.perm);
+  }
+}
+
 // DenseNet's layer: the join of the block's features normalized, then ReLU, then a convolution;
 // no convolution before the normalization absorbs it. The Relu goes into the normalization; a
 // Sigmoid, which oneDNN's normalization cannot apply, stays a node of its own.

@@ -573,6 +573,40 @@ TEST(TransformerFusions, SiluNotFusedWhenTheSigmoidIsReadElsewhereOrTheMulIsNoSi
   }
 }
 
+// Mish as exported before opset 18, x * tanh(softplus(x)) (YOLOv4's and CSPDarknet's
+// convolutions), becomes the convolution's activation; with the Softplus read elsewhere too it
+// stays as it is. Values checked by hand against the definition.
+TEST(TransformerFusions, MishAfterAConvolutionBecomesItsActivation) {
+  ModelBuilder b("mish");
+  auto x = b.input("x", ElementType::f32, {1, 3, 6, 6});
+  auto conv = b.op("Conv",
+                   {x, b.constant("w", random_tensor({8, 3, 3, 3}, 50)),
+                    b.constant("b", random_tensor({8}, 51))},
+                   {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv");
+  auto tanh = b.op("Tanh", {b.op("Softplus", {conv}, {}, "softplus")}, {}, "tanh");
+  b.output(b.op("Mul", {tanh, conv}, {}, "mish"), "y");
+  auto v = b.input("v", ElementType::f32, {2, 5});
+  auto shared = b.op("Softplus", {v}, {}, "shared_softplus");
+  b.output(b.op("Mul", {v, b.op("Tanh", {shared}, {}, "shared_tanh")}, {}, "not_mish"), "z");
+  b.output(shared, "s");
+  auto model = b.build();
+
+  RunResult run = transformed_run(model, 4.f);
+  ASSERT_THAT(op_types(*run.runtime), ElementsAre("Conv", "Softplus", "Tanh", "Mul"));
+  const Node& fused = node_named(*run.runtime, "conv");
+  EXPECT_EQ(fused.attributes.get_string("fused_activation"), "Mish");
+  EXPECT_THAT(original_names(fused), ElementsAre("conv", "softplus", "tanh", "mish"));
+  // A standalone Mish op (opset 18) computes the same function.
+  ModelBuilder m("mish_op");
+  auto u = m.input("u", ElementType::f32, {3, 7});
+  m.output(m.op("Mish", {u}, {}, "mish"), "y");
+  auto op_model = m.build();
+  RunResult op_run = transformed_run(op_model, 8.f);
+  const auto uv = test::random_inputs(*op_model, 101, 8.f).at("u").to_vector<float>();
+  for (size_t i = 0; i < uv.size(); ++i)
+    EXPECT_NEAR(op_run.outputs["y"][i], uv[i] * std::tanh(std::log1p(std::exp(uv[i]))), 1e-5) << i;
+}
+
 TEST(TransformerFusions, ClipWithRuntimeBoundIsNotFused) {
   ModelBuilder b("clip_runtime");
   auto x = b.input("x", ElementType::f32, {3, 4});

@@ -364,12 +364,12 @@ std::vector<Case> unary_cases(Rng& rng) {
     const char* name;
     double lo, hi;
   };
-  const std::vector<Op> ops = {{"Relu", -3, 3},        {"Sigmoid", -8, 8},   {"Tanh", -4, 4},
-                               {"Exp", -5, 5},         {"Sqrt", 0, 20},      {"Abs", -3, 3},
-                               {"Neg", -3, 3},         {"LeakyRelu", -3, 3}, {"Elu", -4, 4},
-                               {"Softplus", -10, 10},  {"HardSwish", -5, 5}, {"Gelu", -5, 5},
-                               {"Clip", -3, 3},        {"Round", -4, 4},     {"Reciprocal", 0.1, 5},
-                               {"HardSigmoid", -6, 6}, {"Swish", -8, 8},     {"Pow", -3, 3}};
+  const std::vector<Op> ops = {
+      {"Relu", -3, 3},  {"Sigmoid", -8, 8},    {"Tanh", -4, 4},        {"Exp", -5, 5},
+      {"Sqrt", 0, 20},  {"Abs", -3, 3},        {"Neg", -3, 3},         {"LeakyRelu", -3, 3},
+      {"Elu", -4, 4},   {"Softplus", -10, 10}, {"HardSwish", -5, 5},   {"Gelu", -5, 5},
+      {"Clip", -3, 3},  {"Round", -4, 4},      {"Reciprocal", 0.1, 5}, {"HardSigmoid", -6, 6},
+      {"Swish", -8, 8}, {"Pow", -3, 3},        {"Mish", -8, 8}};
   std::vector<Case> cases;
   for (const Op& op : ops) {
     for (int k = 0; k < 12; ++k) {
@@ -680,8 +680,8 @@ void add_fused_sum(Case& c, TensorLayout layout, Rng& rng) {
 // residual sum, or the sum then the activation (the fused contract's order).
 std::vector<Case> conv_sweep_cases(Rng& rng) {
   const std::vector<TensorLayout> layouts = activation_layouts();
-  const std::vector<std::string> activations = {"Relu", "LeakyRelu", "Clip", "Sigmoid",
-                                                "Tanh", "HardSwish", "Gelu", "Swish"};
+  const std::vector<std::string> activations = {
+      "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSwish", "Gelu", "Swish", "Mish"};
   std::vector<Case> cases;
   for (int k = 0; k < 120; ++k) {
     const size_t spatial = k % 8 == 6 ? 1 : k % 8 == 7 ? 3 : 2;
@@ -2961,8 +2961,9 @@ std::vector<Case> fused_activation_cases(Rng& rng) {
   std::vector<Case> products = matmul_cases(rng);
   base.insert(base.end(), products.begin(), products.begin() + 40);       // MatMul
   base.insert(base.end(), products.begin() + 40, products.begin() + 56);  // Gemm
-  const std::vector<std::string> activations = {
-      "", "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSwish", "Gelu", "GeluTanh", "Swish"};
+  const std::vector<std::string> activations = {"",         "Relu",  "LeakyRelu", "Clip",
+                                                "Sigmoid",  "Tanh",  "HardSwish", "Gelu",
+                                                "GeluTanh", "Swish", "Mish"};
   std::vector<Case> cases;
   for (size_t k = 0; k < base.size(); ++k) {
     Case c = base[k];
@@ -3660,8 +3661,8 @@ TEST(BackendConsistency, SinAndCos) {
 TEST(BackendConsistency, EveryDnnlOpIsCovered) {
   const std::vector<std::string> covered = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "LeakyRelu", "Elu", "Softplus",
-      "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Swish", "Concat", "Add",
-      "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv",
+      "HardSwish", "HardSigmoid", "Gelu", "Clip", "Round", "Reciprocal", "Swish", "Mish", "Concat",
+      "Add", "Sub", "Mul", "Div", "Max", "Min", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv",
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
       "LayerNormalization", "Transpose", "RNN", "GRU", "LSTM", "Slice", "Pad", "Resize", "Where",
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",

@@ -61,7 +61,7 @@ std::optional<Attributes> fused_activation_of(const Model& model, const Node& no
   Attributes a;
   const std::string& op = node.op_type;
   if (node.inputs.size() == 1) {
-    if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") {
+    if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish" || op == "Mish") {
       a.set("fused_activation", op);
       return a;
     }

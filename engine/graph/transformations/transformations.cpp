@@ -25,6 +25,7 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   // Again: an exported Dropout's training_mode is a Constant node until folding.
   eliminate_identities(model);
   elide_broadcast_expands(model, names);
+  permute_einsums_as_transposes(model, names);
   eliminate_dead_code(model);
   // After folding: the Reshapes' targets are constants and the Shape nodes reading the images
   // are gone.
@@ -48,6 +49,7 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   pool_spatial_means(model, names);
   fuse_gelu(model, names);
   fuse_silu(model, names);
+  fuse_mish(model, names);
   // After those two, whose patterns hold scalar factors of their own; before the post-op fusion,
   // while the convolutions are unfused.
   fold_scales_into_conv(model, names);

@@ -88,6 +88,12 @@ size_t fold_batch_norm_into_conv(Model& model, OriginalNames& names);
 // (each its slice of the channels; every part a Conv output only the Concat reads).
 size_t fold_batch_norm_into_joined_convs(Model& model, OriginalNames& names);
 
+// Replaces x * Tanh(Softplus(x)) by Mish(x) (YOLOv4's activation as exported before opset 18).
+size_t fuse_mish(Model& model, OriginalNames& names);
+
+// Replaces an Einsum of one operand that only permutes its axes by that Transpose.
+size_t permute_einsums_as_transposes(Model& model, OriginalNames& names);
+
 // Folds multiplications or divisions by constants into the Conv with constant weights next to
 // them: after it (scalars or one factor per output channel), or before it (scalars, each product
 // read by the next step alone). Runs after fuse_gelu and fuse_silu, before fuse_post_ops.
