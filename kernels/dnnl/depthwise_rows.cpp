@@ -246,26 +246,31 @@ void DepthwiseRows::run(const float* src, const float* bias, const float* residu
   const int64_t stride = g_.channels_last ? g_.channels : block;
   const int64_t in_size = g.in_size() * block;
   const int64_t out_size = g.out_size() * block;
-  const int64_t tasks = g_.batch * blocks * g.out[0];
+  // A last group that overlaps the one before is computed by the same task, so that no two
+  // threads write a channel (they would write the same values, but a race all the same).
+  const int64_t per_task = g_.channels_last && g_.channels % block != 0 ? blocks : 1;
+  const int64_t tasks = g_.batch * (blocks / per_task) * g.out[0];
   const bool split = tasks > 1 && g_.batch * g_.channels * g.out_size() * taps > (int64_t{1} << 15);
   for_each_index_if(split, tasks, [&](int64_t task) {
-    const int64_t od = task % g.out[0];
-    const int64_t image = task / g.out[0];  // n * blocks + cb
-    const int64_t cb = image % blocks;
-    const int64_t n = image / blocks;
-    const int64_t c0 = first_channel(cb);
-    const int64_t in_at = g_.channels_last ? n * g.in_size() * g_.channels + c0 : image * in_size;
-    const int64_t out_at =
-        g_.channels_last ? n * g.out_size() * g_.channels + c0 : image * out_size;
-    const float* x = src + in_at;
-    const float* w = weights_.data() + cb * taps * block;
-    const float* b = bias ? bias + c0 : nullptr;
-    const float* r = residual ? residual + out_at : nullptr;
-    float* y = dst + out_at;
-    if (block == 16)
-      blocked_plane_16(g_, taps_, x, w, b, r, relu, y, od, stride);
-    else
-      blocked_plane_8(g_, taps_, x, w, b, r, relu, y, od, stride);
+    for (int64_t part = 0; part < per_task; ++part) {
+      const int64_t od = task % g.out[0];
+      const int64_t image = task / g.out[0] * per_task + part;  // n * blocks + cb
+      const int64_t cb = image % blocks;
+      const int64_t n = image / blocks;
+      const int64_t c0 = first_channel(cb);
+      const int64_t in_at = g_.channels_last ? n * g.in_size() * g_.channels + c0 : image * in_size;
+      const int64_t out_at =
+          g_.channels_last ? n * g.out_size() * g_.channels + c0 : image * out_size;
+      const float* x = src + in_at;
+      const float* w = weights_.data() + cb * taps * block;
+      const float* b = bias ? bias + c0 : nullptr;
+      const float* r = residual ? residual + out_at : nullptr;
+      float* y = dst + out_at;
+      if (block == 16)
+        blocked_plane_16(g_, taps_, x, w, b, r, relu, y, od, stride);
+      else
+        blocked_plane_8(g_, taps_, x, w, b, r, relu, y, od, stride);
+    }
   });
 }
 
