@@ -347,6 +347,34 @@ TEST(Transformations, AnEinsumThatOnlyPermutesIsATranspose) {
   }
 }
 
+// A depthwise convolution with a channel multiplier (one input channel per group, 2 or 3 outputs
+// each: FastViT's patch embeddings) runs as a depthwise convolution of the input with every
+// channel repeated, its weights unchanged; the outputs agree with the grouped convolution's.
+TEST(Transformations, ADepthwiseConvolutionWithAMultiplierRepeatsItsChannels) {
+  for (const int64_t multiplier : {2, 3}) {
+    SCOPED_TRACE(multiplier);
+    ModelBuilder b("channel_multiplier");
+    auto x = b.input("x", ElementType::f32, {2, 5, 11, 9});
+    auto stem =
+        b.op("Relu", {b.op("Conv", {x, b.constant("w0", conv_weights(5, 5, 1, 61))}, {}, "stem")},
+             {}, "stem_relu");
+    auto dw = b.op("Conv",
+                   {stem, b.constant("w", conv_weights(5 * multiplier, 1, 3, 62)),
+                    b.constant("bias", random_tensor({5 * multiplier}, 63))},
+                   {{"group", int64_t{5}},
+                    {"strides", std::vector<int64_t>{2, 2}},
+                    {"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+                   "dw");
+    b.output(b.op("Relu", {dw}, {}, "dw_relu"), "y");
+    auto [plain, transformed] = compare(b.build());
+    const Node& conv = node_named(*transformed.runtime, "dw");
+    EXPECT_EQ(conv.attributes.get_int("group"), 5 * multiplier);
+    EXPECT_EQ(conv.attributes.get_string("fused_activation"), "Relu");
+    const auto ops = op_types(*transformed.runtime);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "Expand"), 1);
+  }
+}
+
 // DenseNet's layer: the join of the block's features normalized, then ReLU, then a convolution;
 // no convolution before the normalization absorbs it. The Relu goes into the normalization; a
 // Sigmoid, which oneDNN's normalization cannot apply, stays a node of its own.

@@ -36,6 +36,9 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   trim_padding_taps(model);
   fold_batch_norm_into_conv(model, names);
   fold_batch_norm_into_joined_convs(model, names);
+  // After the folding (the weights are constants then), before the fusions, which take the
+  // rewritten depthwise convolution as any other.
+  repeat_channels_for_depthwise(model);
   // Bias before scale: the fused contract scales the biased product, s * (AB + b). Gelu before
   // the post-op fusion, which folds the Gelu node into the MatMul before it; SiLU likewise.
   fuse_matmul_bias(model, names);
