@@ -47,12 +47,6 @@ Tensor weights_as_1d(const Tensor& weights) {
   return laid;
 }
 
-Tensor shape_tensor(const std::vector<int64_t>& dims) {
-  Tensor t(ElementType::i64, Shape{static_cast<int64_t>(dims.size())});
-  std::memcpy(t.raw_data(), dims.data(), dims.size() * sizeof(int64_t));
-  return t;
-}
-
 // The window of `conv` when it is a convolution this pass rewrites: group 1, constant 4-D
 // weights, no fused residual sum, a kernel as wide as the input (width known, at least 2) with
 // no padding along it, and more than one output row; else nullopt.
@@ -81,15 +75,9 @@ std::optional<spatial::Window> spans_the_width(const Model& model, const Node& c
 
 size_t convolve_columns_in_1d(Model& model) {
   using namespace column_convolution;
-  std::vector<Node> nodes;
-  nodes.reserve(model.nodes().size());
-  size_t rewritten = 0;
-  for (const Node& conv : std::vector<Node>(model.nodes())) {
+  return expand_nodes(model, [&](const Node& conv, std::vector<Node>& nodes) {
     const std::optional<spatial::Window> spanning = spans_the_width(model, conv);
-    if (!spanning) {
-      nodes.push_back(conv);
-      continue;
-    }
+    if (!spanning) return false;
     const spatial::Window& window = *spanning;
     const Shape x = model.value(conv.inputs[0]).shape;
     const Tensor& weights = model.constants().at(conv.inputs[1]);
@@ -105,9 +93,9 @@ size_t convolve_columns_in_1d(Model& model) {
         model.add_value({unique_value_name(model, base + "/rows"), type, {}});
     const ValueId result = model.add_value({unique_value_name(model, base + "/output"), type, {}});
     const ValueId rows_shape = model.add_constant(unique_value_name(model, base + "/rows_shape"),
-                                                  shape_tensor({0, rows, -1}));
+                                                  int64_tensor({0, rows, -1}));
     const ValueId out_shape = model.add_constant(unique_value_name(model, base + "/output_shape"),
-                                                 shape_tensor({0, out_channels, -1, 1}));
+                                                 int64_tensor({0, out_channels, -1, 1}));
     const ValueId laid =
         model.add_constant(unique_value_name(model, base + "/weights"), weights_as_1d(weights));
 
@@ -130,12 +118,8 @@ size_t convolve_columns_in_1d(Model& model) {
     nodes.push_back(std::move(flatten));
     nodes.push_back(std::move(conv1d));
     nodes.push_back(std::move(unflatten));
-    ++rewritten;
-  }
-  if (rewritten == 0) return 0;
-  model.set_nodes(std::move(nodes));
-  model.validate();
-  return rewritten;
+    return true;
+  });
 }
 
 }  // namespace troupe::transformations

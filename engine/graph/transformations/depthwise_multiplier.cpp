@@ -18,10 +18,6 @@ namespace troupe::transformations {
 
 namespace {
 
-Tensor int64_vector(const std::vector<int64_t>& values) {
-  return Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(values.size())}, values);
-}
-
 // K for a 2-D Conv of static channels and spatial size, one input channel per group, K output
 // channels per group (K > 1), constant weights; 0 otherwise.
 int64_t channel_multiplier(const Model& model, const Node& conv) {
@@ -41,15 +37,9 @@ int64_t channel_multiplier(const Model& model, const Node& conv) {
 }  // namespace
 
 size_t repeat_channels_for_depthwise(Model& model) {
-  std::vector<Node> nodes;
-  nodes.reserve(model.nodes().size());
-  size_t rewritten = 0;
-  for (const Node& conv : std::vector<Node>(model.nodes())) {
+  return expand_nodes(model, [&](const Node& conv, std::vector<Node>& nodes) {
     const int64_t k = channel_multiplier(model, conv);
-    if (k == 0) {
-      nodes.push_back(conv);
-      continue;
-    }
+    if (k == 0) return false;
     const Shape x = model.value(conv.inputs[0]).shape;
     const int64_t channels = x[1] * k;
     const std::string base = conv.name + "/repeated_channels";
@@ -57,7 +47,7 @@ size_t repeat_channels_for_depthwise(Model& model) {
       return model.add_value({unique_value_name(model, base + suffix), ElementType::f32, {}});
     };
     const auto constant = [&](const std::string& suffix, const std::vector<int64_t>& values) {
-      return model.add_constant(unique_value_name(model, base + suffix), int64_vector(values));
+      return model.add_constant(unique_value_name(model, base + suffix), int64_tensor(values));
     };
     const ValueId single = value("/single"), repeated = value("/repeated"), flat = value("/flat");
     nodes.push_back(Node{
@@ -73,12 +63,8 @@ size_t repeat_channels_for_depthwise(Model& model) {
     depthwise.inputs[0] = flat;
     depthwise.attributes.set("group", channels);
     nodes.push_back(std::move(depthwise));
-    ++rewritten;
-  }
-  if (rewritten == 0) return 0;
-  model.set_nodes(std::move(nodes));
-  model.validate();
-  return rewritten;
+    return true;
+  });
 }
 
 }  // namespace troupe::transformations

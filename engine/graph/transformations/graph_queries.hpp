@@ -47,4 +47,29 @@ inline std::string unique_value_name(const Model& model, const std::string& base
   }
 }
 
+// A 1-D int64 tensor of `values` (a Reshape's or an Expand's shape, an Unsqueeze's axes).
+inline Tensor int64_tensor(const std::vector<int64_t>& values) {
+  return Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(values.size())}, values);
+}
+
+// Rebuilds the model's node list: each node for which `expand(node, nodes)` returns true is
+// replaced by the nodes it appended, the others kept. Validates the model and returns how many
+// were replaced.
+template <class Expand>
+size_t expand_nodes(Model& model, Expand&& expand) {
+  std::vector<Node> nodes;
+  nodes.reserve(model.nodes().size());
+  size_t replaced = 0;
+  for (const Node& node : std::vector<Node>(model.nodes())) {
+    if (expand(node, nodes))
+      ++replaced;
+    else
+      nodes.push_back(node);
+  }
+  if (replaced == 0) return 0;
+  model.set_nodes(std::move(nodes));
+  model.validate();
+  return replaced;
+}
+
 }  // namespace troupe::transformations
