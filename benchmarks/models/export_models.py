@@ -82,6 +82,10 @@ the other shapes of model users bring:
                 over f32[N,1,256,256]
   mixnet        MixNet-S-like: depthwise kernels of 3-9 mixed over split channel groups,
                 normalized after the join, squeeze-and-excitation by a mean, f32[N,3,224,224]
+  x3d           X3D-S-like video network: 3x3x3 depthwise convolutions over 54-432 channels,
+                squeeze-and-excitation, SiLU, f32[N,3,13,160,160]
+  cspdarknet_mish  CSPDarknet53-like (YOLOv4's backbone): cross-stage joins, Mish activations,
+                f32[N,3,256,256]
 
 For each model NAME it writes
   OUT_DIR/NAME.onnx

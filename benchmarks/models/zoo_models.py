@@ -960,6 +960,116 @@ def s3d(reduced):
     return tvm.video.s3d(), [("input", torch.randn(1, 3, 16, 224, 224))]
 
 
+class _X3dBlock(nn.Module):
+    """X3D's bottleneck: 1x1x1 expansion, 3x3x3 depthwise convolution, squeeze-and-excitation,
+    SiLU, 1x1x1 projection and a residual sum."""
+
+    def __init__(self, cin, mid, cout, stride):
+        super().__init__()
+        self.expand = nn.Sequential(nn.Conv3d(cin, mid, 1, bias=False), nn.BatchNorm3d(mid),
+                                    nn.ReLU())
+        self.depthwise = nn.Sequential(
+            nn.Conv3d(mid, mid, 3, (1, stride, stride), 1, groups=mid, bias=False),
+            nn.BatchNorm3d(mid))
+        squeezed = max(8, mid // 16)
+        self.excite = nn.Sequential(nn.AdaptiveAvgPool3d(1), nn.Conv3d(mid, squeezed, 1), nn.ReLU(),
+                                    nn.Conv3d(squeezed, mid, 1), nn.Sigmoid())
+        self.project = nn.Sequential(nn.Conv3d(mid, cout, 1, bias=False), nn.BatchNorm3d(cout))
+        self.shortcut = nn.Identity()
+        if cin != cout or stride > 1:
+            self.shortcut = nn.Sequential(nn.Conv3d(cin, cout, 1, (1, stride, stride), bias=False),
+                                          nn.BatchNorm3d(cout))
+
+    def forward(self, x):
+        h = self.depthwise(self.expand(x))
+        h = F.silu(h * self.excite(h))
+        return F.relu(self.project(h) + self.shortcut(x))
+
+
+class X3d(nn.Module):
+    """An X3D-S-like video network: a (1, 3, 3) stem convolution and a (5, 1, 1) depthwise
+    temporal one, stages of _X3dBlock whose expanded widths (54, 108, ...) 16 does not divide."""
+
+    def __init__(self, stages, classes):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv3d(3, 24, (1, 3, 3), (1, 2, 2), (0, 1, 1), bias=False),
+            nn.Conv3d(24, 24, (5, 1, 1), 1, (2, 0, 0), groups=24, bias=False),
+            nn.BatchNorm3d(24), nn.ReLU())
+        blocks, cin = [], 24
+        for cout, depth in stages:
+            for j in range(depth):
+                blocks.append(_X3dBlock(cin, int(cout * 2.25), cout, 2 if j == 0 else 1))
+                cin = cout
+        self.body = nn.Sequential(*blocks)
+        self.head = nn.Sequential(nn.Conv3d(cin, 432, 1, bias=False), nn.BatchNorm3d(432),
+                                  nn.ReLU())
+        self.fc = nn.Linear(432, classes)
+
+    def forward(self, x):
+        return self.fc(self.head(self.body(self.stem(x))).mean([2, 3, 4]))
+
+
+def x3d(reduced):
+    if reduced:
+        return X3d([(24, 1), (48, 1)], 10), [("input", torch.randn(1, 3, 4, 32, 32))]
+    return X3d([(24, 2), (48, 3), (96, 5), (192, 3)], 400), [
+        ("input", torch.randn(1, 3, 13, 160, 160))]
+
+
+def _conv_bn_mish(cin, cout, k=3, stride=1):
+    return nn.Sequential(nn.Conv2d(cin, cout, k, stride, k // 2, bias=False),
+                         nn.BatchNorm2d(cout), nn.Mish())
+
+
+class _CspStage(nn.Module):
+    """CSPDarknet's stage: a strided convolution, the channels split into a residual path and a
+    shortcut, joined again."""
+
+    def __init__(self, cin, cout, depth):
+        super().__init__()
+        half = cout // 2
+        self.down = _conv_bn_mish(cin, cout, 3, 2)
+        self.shortcut = _conv_bn_mish(cout, half, 1)
+        self.main = _conv_bn_mish(cout, half, 1)
+        self.blocks = nn.ModuleList(
+            [nn.Sequential(_conv_bn_mish(half, half, 1), _conv_bn_mish(half, half, 3))
+             for _ in range(depth)])
+        self.transition = _conv_bn_mish(half, half, 1)
+        self.join = _conv_bn_mish(cout, cout, 1)
+
+    def forward(self, x):
+        x = self.down(x)
+        shortcut, main = self.shortcut(x), self.main(x)
+        for block in self.blocks:
+            main = main + block(main)
+        return self.join(torch.cat([self.transition(main), shortcut], 1))
+
+
+class CspDarknet(nn.Module):
+    """YOLOv4's CSPDarknet53-like backbone with Mish activations and a classifier."""
+
+    def __init__(self, stages, classes):
+        super().__init__()
+        self.stem = _conv_bn_mish(3, 32)
+        layers, cin = [], 32
+        for cout, depth in stages:
+            layers.append(_CspStage(cin, cout, depth))
+            cin = cout
+        self.stages = nn.Sequential(*layers)
+        self.fc = nn.Linear(cin, classes)
+
+    def forward(self, x):
+        return self.fc(self.stages(self.stem(x)).mean([2, 3]))
+
+
+def cspdarknet_mish(reduced):
+    if reduced:
+        return CspDarknet([(64, 1), (128, 1)], 10), [("input", torch.randn(1, 3, 32, 32))]
+    return CspDarknet([(64, 1), (128, 2), (256, 4), (512, 4), (1024, 2)], 1000), [
+        ("input", torch.randn(1, 3, 256, 256))]
+
+
 def _conv_bn_relu_1d(i, o):
     return nn.Sequential(nn.Conv1d(i, o, 1), nn.BatchNorm1d(o), nn.ReLU())
 
@@ -2087,4 +2197,6 @@ ZOO = {
     "dcgan_generator": (dcgan_generator, True),
     "dncnn": (dncnn, True),
     "mixnet": (mixnet, True),
+    "x3d": (x3d, True),
+    "cspdarknet_mish": (cspdarknet_mish, True),
 }
