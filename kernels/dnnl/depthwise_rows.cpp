@@ -43,6 +43,17 @@ __attribute__((always_inline)) inline void store(float* p, const V& v) {
 // Positions summed together by interior_positions.
 constexpr int R = 8;
 
+// Stores output position `at` (positions S floats apart): the sum a, plus the residual there,
+// then ReLU when asked.
+template <class V>
+__attribute__((always_inline)) inline void store_output(V a, const float* residual, bool relu,
+                                                        float* y, int64_t at, int64_t S) {
+  const V zero = {};
+  if (residual) a += load<V>(residual + at * S);
+  if (relu) a = a < zero ? zero : a;  // NaN stays NaN, as the reference ReLU keeps it
+  store<V>(y + at * S, a);
+}
+
 // blocked_plane's outputs ow .. ow + R - 1 of row (od, oh), every tap along W in range.
 template <class V, int B>
 __attribute__((always_inline)) inline void interior_positions(
@@ -70,14 +81,8 @@ __attribute__((always_inline)) inline void interior_positions(
       }
     }
   }
-  const V zero = {};
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    V a = acc[r];
-    if (residual) a += load<V>(residual + (at + ow + r) * S);
-    if (relu) a = a < zero ? zero : a;  // NaN stays NaN, as the reference ReLU keeps it
-    store<V>(y + (at + ow + r) * S, a);
-  }
+  for (int r = 0; r < R; ++r) store_output<V>(acc[r], residual, relu, y, at + ow + r, S);
 }
 
 // One channel block's outputs at depth `od`: x is the block's input [D][H][W][B], w its weights
@@ -133,10 +138,7 @@ __attribute__((always_inline)) inline void blocked_plane(const DepthwiseGeometry
           if (t < n) a0 += load<V>(wr + t * B) * load<V>(xr + t * step);
         }
       }
-      V a = a0 + a1;
-      if (residual) a += load<V>(residual + (at + ow) * S);
-      if (relu) a = a < zero ? zero : a;  // NaN stays NaN, as the reference ReLU keeps it
-      store<V>(y + (at + ow) * S, a);
+      store_output<V>(a0 + a1, residual, relu, y, at + ow, S);
     }
   }
 }

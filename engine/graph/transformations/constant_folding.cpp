@@ -176,18 +176,9 @@ size_t fold_constants_unvalidated(Model& model) {
 size_t fold_constants(Model& model) {
   // Nodes are in topological order, so a folded node's constant outputs are visible to the nodes
   // after it within the same sweep.
-  std::vector<Node> kept;
-  size_t folded = 0;
-  for (const Node& node : model.nodes()) {
-    if (try_fold(model, node))
-      ++folded;
-    else
-      kept.push_back(node);
-  }
-  if (folded == 0) return 0;
-  model.set_nodes(std::move(kept));
-  model.validate();
-  return folded;
+  // A folded node is replaced by nothing: its outputs are constants now.
+  return expand_nodes(model,
+                      [&](const Node& node, std::vector<Node>&) { return try_fold(model, node); });
 }
 
 }  // namespace troupe::transformations
