@@ -85,6 +85,9 @@ class Kernel {
   /// copy. execute() then gets a placeholder of the constant's type and shape at input `i`,
   /// which the kernel does not read; the kernel cannot be prepared for other shapes afterwards.
   virtual void release_constant(size_t /*i*/) {}
+  /// Whether the kernel was created from a layout probe (KernelRequest::layout_probe) without
+  /// preparing: it answers for its layouts only and must be created again to run.
+  virtual bool is_layout_probe() const { return false; }
 
   /// OpenMP threads the kernel was created for and runs with (KernelRequest::threads); 0: the
   /// executing thread's count.

@@ -52,6 +52,11 @@ struct KernelRequest {
   /// OpenMP threads to create and run the kernel with; 0: the calling thread's count (the
   /// stream's). A node too small for a parallel region to pay runs on one thread.
   int threads = 0;
+  /// The kernel is created only to say which layouts it prefers (preferred_input_layout and
+  /// preferred_output_layout): the graph compiler creates it again before it runs, with the
+  /// layouts it assigned. A kernel whose preferences do not depend on its preparation may skip
+  /// it (Kernel::is_layout_probe), which halves the compile time of a model of convolutions.
+  bool layout_probe = false;
 
   TensorLayout input_layout(size_t i) const {
     return i < input_layouts.size() ? input_layouts[i] : TensorLayout{};

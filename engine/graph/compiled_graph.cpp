@@ -145,6 +145,7 @@ kernels::KernelRequest KernelRequests::operator()(const Node& node) const {
   request.conv1d_share = conv1d_share_;
   request.conv3d_share = conv3d_share_;
   request.dequantized_joins_in_16_blocks = dequantized_joins_in_16_blocks_;
+  request.layout_probe = layout_probe_;
   for (ValueId in : node.inputs) {
     request.inputs.push_back(in == no_value ? ValueInfo{} : model_.value(in));
     auto c = in == no_value ? model_.constants().end() : model_.constants().find(in);
@@ -232,7 +233,10 @@ std::shared_ptr<CompiledGraph> compile_graph_here(
   const ScopedOmpThreads stream_threads(stream_config.threads_per_stream);
   std::vector<std::unique_ptr<kernels::Kernel>> created;
   std::string unsupported;
-  const KernelRequests requests(*model, graph->inference_precision);
+  KernelRequests requests(*model, graph->inference_precision);
+  // Where layouts are assigned next, the kernels they lay out are created again with them: the
+  // first ones need only say what they prefer.
+  if (!config.disable_transformations) requests.make_layout_probes();
   for (const Node& node : model->nodes()) {
     std::unique_ptr<kernels::Kernel> kernel;
     bool static_node = true;
@@ -256,6 +260,7 @@ std::shared_ptr<CompiledGraph> compile_graph_here(
   std::vector<kernels::TensorLayout> layouts;
   if (graph->blocked_layouts && !graph->dynamic_shapes)
     layouts = assign_layouts(*model, created, /*boundaries=*/true, graph->inference_precision);
+  replace_layout_probes(*model, created, layouts, graph->inference_precision);
   graph->value_layouts = layouts;
   describe_kernels(*model, created, layouts, *graph);
   if (kernels && !graph->dynamic_shapes) *kernels = std::move(created);

@@ -54,10 +54,14 @@ class KernelRequests {
   explicit KernelRequests(const Model& model, ElementType precision = ElementType::f32,
                           const std::vector<kernels::TensorLayout>* value_layouts = nullptr);
   kernels::KernelRequest operator()(const Node& node) const;
+  /// Requests made from now on are layout probes (KernelRequest::layout_probe): for the first
+  /// kernels of a graph whose layouts are assigned next (replace_layout_probes then completes it).
+  void make_layout_probes() { layout_probe_ = true; }
 
  private:
   const Model& model_;
   ElementType precision_;
+  bool layout_probe_ = false;
   const std::vector<kernels::TensorLayout>* layouts_;
   bool depthwise_model_;
   double conv_channels_in_16_blocks_;

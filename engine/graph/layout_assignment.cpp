@@ -6,6 +6,7 @@
 
 #include "engine/graph/compiled_graph.hpp"
 #include "kernels/kernel_registry.hpp"
+#include "troupe/error.hpp"
 
 namespace troupe::detail {
 
@@ -162,6 +163,21 @@ ValueLayouts assign_layouts(const Model& model,
     if (failed) continue;
     for (auto& [n, kernel] : recreated) kernels[n] = std::move(kernel);
     return layouts;
+  }
+}
+
+void replace_layout_probes(const Model& model,
+                           std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
+                           const ValueLayouts& layouts, ElementType precision) {
+  const auto& registry = kernels::KernelRegistry::instance();
+  const detail::KernelRequests requests(model, precision, layouts.empty() ? nullptr : &layouts);
+  for (size_t n = 0; n < kernels.size(); ++n) {
+    if (!kernels[n] || !kernels[n]->is_layout_probe()) continue;
+    const Node& node = model.nodes()[n];
+    kernels[n] = registry.create(requests(node));
+    if (!kernels[n])
+      throw UnsupportedOperation("model '" + model.name() + "': no CPU kernel for " + node.op_type +
+                                 " node '" + node.name + "'");
   }
 }
 

@@ -23,6 +23,14 @@ ValueLayouts assign_layouts(const Model& model,
                             std::vector<std::unique_ptr<kernels::Kernel>>& kernels, bool boundaries,
                             ElementType precision = ElementType::f32);
 
+/// Creates again, ready to run, each kernel of `kernels` that is still a layout probe
+/// (Kernel::is_layout_probe: assign_layouts recreated those it lays out), with the layouts of
+/// its values in `layouts` (empty: all plain). Throws UnsupportedOperation naming a node whose
+/// kernel, once prepared, no backend provides.
+void replace_layout_probes(const Model& model,
+                           std::vector<std::unique_ptr<kernels::Kernel>>& kernels,
+                           const ValueLayouts& layouts, ElementType precision = ElementType::f32);
+
 /// A short name of a layout for reports ("plain", "nChw8c", "nhwc", ...) of a value of `shape`.
 std::string layout_name(kernels::TensorLayout layout, const Shape& shape);
 

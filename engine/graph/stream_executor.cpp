@@ -78,7 +78,8 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   for (const Node& node : model->nodes())
     if (!known_shapes(node)) s.data_dependent = true;
   std::vector<std::unique_ptr<kernels::Kernel>> kernels;
-  const KernelRequests requests(*model, graph_->inference_precision);
+  KernelRequests requests(*model, graph_->inference_precision);
+  if (graph_->blocked_layouts && !use_prepared && !s.data_dependent) requests.make_layout_probes();
   for (size_t n = 0; n < model->nodes().size(); ++n) {
     const Node& node = model->nodes()[n];
     if (!known_shapes(node)) {
@@ -100,6 +101,8 @@ StreamExecutor::Specialization StreamExecutor::specialize(
   else if (graph_->blocked_layouts)
     s.value_layouts =
         assign_layouts(*model, kernels, !graph_->dynamic_shapes, graph_->inference_precision);
+  if (!use_prepared)
+    replace_layout_probes(*model, kernels, s.value_layouts, graph_->inference_precision);
   std::vector<Tensor> values(model->values().size());
   for (const auto& [id, tensor] : model->constants()) values[id] = tensor;
   // Intermediate values share buffers where their lifetimes do not overlap; with shapes that

@@ -575,6 +575,10 @@ class ConvKernel final : public DnnlKernel {
     // from it, converted to dst's type either way).
     return bf16_src_ ? activation_layout().in_bf16() : activation_layout();
   }
+  // In f32 they follow from the node alone; in bf16 from the primitive prepare() chose.
+  bool layouts_known_unprepared() const override {
+    return compute_type() == dnnl::memory::data_type::f32;
+  }
   // Computing in bf16, it can write bf16 (stored so where every reader reads bf16: between bf16
   // convolutions an activation is then neither written nor converted as f32). Not with a fused
   // depthwise convolution, whose post-op writes f32.

@@ -250,6 +250,10 @@ class DeconvKernel final : public DnnlKernel {
   TensorLayout preferred_output_layout(size_t o) const override {
     return o == 0 && laid_out_rank() && !columns_ ? activation_layout() : TensorLayout{};
   }
+  // In f32 they follow from the node alone; in bf16 from the primitive prepare() chose.
+  bool layouts_known_unprepared() const override {
+    return compute_type() == dnnl::memory::data_type::f32;
+  }
 
  private:
   bool laid_out_rank() const { return rank_ == 4 || rank_ == 3; }

@@ -313,6 +313,10 @@ bool DnnlKernel::initialize(const KernelRequest& request) {
     return true;
   }
   if (is_empty) return true;  // nothing to compute; execute() returns early
+  if (request.layout_probe && layouts_known_unprepared()) {
+    layout_probe_ = true;
+    return true;
+  }
   std::vector<Shape> in;
   std::vector<Shape> out;
   for (const ValueInfo& v : request.inputs) in.push_back(v.shape);
@@ -368,6 +372,9 @@ std::string DnnlKernel::implementation() const {
 }
 
 void DnnlKernel::execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  if (layout_probe_)
+    throw ExecutionError(op_type_ + " node '" + node_name_ +
+                         "': its kernel was created as a layout probe and cannot run");
   for (const Tensor& t : outputs)
     if (!t.empty() && t.size() == 0) return;
 

@@ -116,6 +116,7 @@ class DnnlKernel : public Kernel {
   TensorLayout preferred_output_layout(size_t o) const override;
   PackedConstant packed_constant(size_t i) const override;
   void release_constant(size_t i) override;
+  bool is_layout_probe() const override { return layout_probe_; }
 
   /// Prepares for the request's shapes when they are static; returns false when oneDNN cannot run
   /// this instance (the factory then returns nullptr so another backend is tried).
@@ -125,6 +126,9 @@ class DnnlKernel : public Kernel {
   /// Creates the primitives for these input/output shapes; returns false (or throws dnnl::error)
   /// when this instance is not supported.
   virtual bool prepare(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) = 0;
+  /// Whether preferred_input_layout and preferred_output_layout answer the same before prepare()
+  /// ran as after: such a kernel created from a layout probe is not prepared.
+  virtual bool layouts_known_unprepared() const { return false; }
   /// Runs the prepared primitives on dense tensors.
   virtual void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
   /// The packed copy the kernel made of constant input i, if it made one.
@@ -184,6 +188,7 @@ class DnnlKernel : public Kernel {
   std::vector<Shape> prepared_for_;
   dnnl::memory::data_type compute_type_ = dnnl::memory::data_type::f32;
   bool prepared_ = false;
+  bool layout_probe_ = false;
   bool use_fallback_ = false;
   std::unique_ptr<Kernel> fallback_;
   std::string impl_;

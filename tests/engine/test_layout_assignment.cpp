@@ -573,6 +573,35 @@ TEST(LayoutAssignment, ValuesReadByPlainOnlyKernelsStayPlain) {
   EXPECT_EQ(layouts.at("odd"), layouts.at("c2") == "nhwc" ? "nhwc" : "plain");
 }
 
+// The kernels first created for a graph are layout probes (KernelRequest::layout_probe: a
+// convolution is not prepared until its layouts are known). One that no laid-out value touches is
+// created again as it is, plain, and runs: here a convolution between plain-only kernels, in a
+// model of static shapes and in one whose batch is known only when a request comes (the stream
+// specializes the graph then).
+TEST(LayoutAssignment, ConvolutionsLeftPlainAreCreatedAgainToRun) {
+  for (const int64_t batch : {int64_t{1}, Shape::dynamic}) {
+    ModelBuilder b("plain_conv");
+    auto x = b.input("x", ElementType::f32, {batch, 8, 8, 8});
+    auto c = conv(b, b.op("Sin", {x}, {}, "sin_in"), 8, 16, 3, 1, "c");
+    auto laid_out = conv(b, conv(b, x, 8, 16, 3, 2, "c1"), 16, 16, 3, 3, "c2");
+    b.output(b.op("Sin", {c}, {}, "sin_out"), "y");
+    b.output(b.op("Relu", {laid_out}, {}, "relu"), "z");
+    auto model = b.build();
+    std::vector<Tensor> inputs{random_tensor({1, 8, 8, 8}, 5), random_tensor({1, 8, 8, 8}, 6)};
+    const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+    const Outcome probed = run_all(model, {}, inputs);
+    expect_same_outputs(probed, plain);
+    if (batch == Shape::dynamic) continue;  // the runtime model describes no specialization
+    const auto layouts = layouts_by_node(*probed.runtime);
+    const auto implementations = by_node(*probed.runtime, "implementation");
+    EXPECT_EQ(layouts.at("c"), "plain");
+    EXPECT_THAT(layouts.at("c1"), ::testing::MatchesRegex(kActivationLayout));
+    // A probe would report the bare backend ("dnnl"): a prepared kernel names its primitive.
+    EXPECT_THAT(implementations.at("c"), ::testing::StartsWith("dnnl:"));
+    EXPECT_THAT(implementations.at("c1"), ::testing::StartsWith("dnnl:"));
+  }
+}
+
 // A squeeze-and-excitation block (EfficientNet, MobileNetV3, RegNetY): x scaled per channel by
 // Sigmoid(fc2(Relu(fc1(GlobalAveragePool(x))))). x and the product stay in the activation layout
 // (the Mul reads x in it and the per-channel scale plain), so nothing between the two

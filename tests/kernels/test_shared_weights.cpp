@@ -15,6 +15,7 @@
 #include "kernels/dnnl/shared_weights.hpp"
 #include "kernels/kernel_registry.hpp"
 #include "troupe/core.hpp"
+#include "troupe/error.hpp"
 #include "troupe/model_builder.hpp"
 #include "troupe/properties.hpp"
 
@@ -85,6 +86,28 @@ TEST(SharedWeights, KernelsPackingTheSameConstantShareOneCopy) {
   EXPECT_EQ(shared_packed_weights_count(), before + 1);
   second.reset();
   EXPECT_EQ(shared_packed_weights_count(), before);
+}
+
+// A kernel created only to say which layouts it prefers (the graph compiler's first pass) packs
+// no weights, prefers what a prepared one prefers, and refuses to run.
+TEST(SharedWeights, ALayoutProbePacksNothingAndCannotRun) {
+  const size_t before = shared_packed_weights_count();
+  const ConvRequest conv(1);
+  kernels::KernelRequest request = conv.request();
+  request.layout_probe = true;
+  auto probe = dnnl_kernel(request);
+  ASSERT_TRUE(probe);
+  EXPECT_TRUE(probe->is_layout_probe());
+  EXPECT_EQ(shared_packed_weights_count(), before);
+  auto prepared = dnnl_kernel(conv.request());
+  ASSERT_TRUE(prepared);
+  EXPECT_FALSE(prepared->is_layout_probe());
+  EXPECT_EQ(shared_packed_weights_count(), before + 1);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(probe->preferred_input_layout(i) == prepared->preferred_input_layout(i)) << i;
+  EXPECT_FALSE(probe->preferred_input_layout(0).is_plain());
+  EXPECT_TRUE(probe->preferred_output_layout(0) == prepared->preferred_output_layout(0));
+  EXPECT_THROW(conv.run(*probe), ExecutionError);
 }
 
 TEST(SharedWeights, AnotherLayoutOfTheSameConstantIsItsOwnCopy) {
