@@ -56,11 +56,21 @@ void reduce(const Node& node, const Tensors& in, Tensors& out, Reduction kind) {
     if (out[0].size() != element_count(kept_dims))
       fail(node, "output shape " + out[0].shape().to_string() + " does not match reducing " +
                      in[0].shape().to_string());
-    auto target = [&](int64_t flat) {
-      const std::vector<int64_t> index = unravel(flat, dims);
+    // Visits the input in order with each element's output index, kept by an odometer over the
+    // multi-index (unravelling every flat index took ~10 ns an element).
+    auto for_each_target = [&](auto&& visit) {
+      std::vector<int64_t> index(dims.size(), 0);
       int64_t o = 0;
-      for (size_t d = 0; d < dims.size(); ++d) o += index[d] * out_strides[d];
-      return o;
+      const int64_t count = in[0].size();
+      for (int64_t i = 0; i < count; ++i) {
+        visit(i, o);
+        for (size_t d = dims.size(); d-- > 0;) {
+          o += out_strides[d];
+          if (++index[d] < dims[d]) break;
+          o -= out_strides[d] * dims[d];
+          index[d] = 0;
+        }
+      }
     };
 
     const C lowest = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
@@ -74,27 +84,22 @@ void reduce(const Node& node, const Tensors& in, Tensors& out, Reduction kind) {
     std::vector<C> acc(static_cast<size_t>(out[0].size()), init);
 
     const T* x = in[0].data<T>();
-    const int64_t n = in[0].size();
     if (kind == Reduction::log_sum_exp) {
       // log(sum(exp(x))) = m + log(sum(exp(x - m))) with m the maximum, so exp cannot overflow.
       std::vector<C> max = acc;
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t o = target(i);
-        max[o] = max_of(max[o], load(x[i]));
-      }
+      for_each_target([&](int64_t i, int64_t o) { max[o] = max_of(max[o], load(x[i])); });
       std::vector<double> sums(acc.size(), 0.0);
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t o = target(i);
+      for_each_target([&](int64_t i, int64_t o) {
         sums[o] += std::exp(static_cast<double>(load(x[i])) - static_cast<double>(max[o]));
-      }
+      });
       for (size_t o = 0; o < acc.size(); ++o) {
         const double m = static_cast<double>(max[o]);
         acc[o] = std::isinf(m) ? max[o] : static_cast<C>(m + std::log(sums[o]));
       }
     } else {
-      for (int64_t i = 0; i < n; ++i) {
+      for_each_target([&](int64_t i, int64_t o) {
         const C v = load(x[i]);
-        C& a = acc[static_cast<size_t>(target(i))];
+        C& a = acc[static_cast<size_t>(o)];
         switch (kind) {
           case Reduction::sum:
           case Reduction::mean:
@@ -120,7 +125,7 @@ void reduce(const Node& node, const Tensors& in, Tensors& out, Reduction kind) {
           case Reduction::log_sum_exp:
             break;
         }
-      }
+      });
       for (C& a : acc) {
         if (kind == Reduction::mean && group > 0) a = a / static_cast<C>(group);
         if (kind == Reduction::l2) a = static_cast<C>(std::sqrt(static_cast<double>(a)));

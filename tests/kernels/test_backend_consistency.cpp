@@ -1906,6 +1906,32 @@ std::vector<Case> rows_and_lrn_cases(Rng& rng) {
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
+  // Selections of a large share of the axis (a sparsemax sorts whole rows): both zeros, which
+  // rank alike (ties by index), infinities and NaNs, along either axis.
+  for (int k = 0; k < 8; ++k) {
+    const ints x = k < 4 ? ints{64, 128} : ints{40, 6};
+    Tensor t = rng.tensor(x, -3, 3);
+    const std::vector<float> specials = {0.f,
+                                         -0.f,
+                                         1.f,
+                                         -1.f,
+                                         std::nanf(""),
+                                         std::numeric_limits<float>::infinity(),
+                                         -std::numeric_limits<float>::infinity()};
+    for (int64_t i = 0; i < t.size(); ++i)
+      if (rng.chance(0.5)) t.data<float>()[i] = rng.pick(specials);
+    const int64_t axis = k < 4 ? 1 : 0;
+    const int64_t n = x[static_cast<size_t>(axis)];
+    Attributes attrs{{"axis", axis}};
+    if (k % 2 == 1) attrs.set("largest", int64_t{0});
+    Case c;
+    c.node = make_node("TopK", attrs);
+    c.inputs = {t, Tensor::from_vector<int64_t>(Shape{1}, {k % 4 < 2 ? n : n / 2})};
+    c.constant = {false, true};
+    c.num_outputs = 2;
+    c.tolerance = {0, 0};
+    cases.push_back(c);
+  }
   // Sum and Mean of 1 to 4 tensors of one shape (broadcasts are the reference's).
   for (int k = 0; k < 12; ++k) {
     const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
