@@ -16,9 +16,14 @@ bool supports_fused_activation(const Node& node);
 /// `scale` (a quantized product divides by its output scale there).
 void append_fused_activation(const Node& node, dnnl::post_ops& ops, float scale = 1.f);
 
-/// A node's fused activation other than ReLU as oneDNN's eltwise kernel run in place on f32
-/// memory: for troupe's own kernels (Winograd, the packed GEMM), which apply ReLU as they store
-/// and have no post-ops for the others.
+/// Whether the node's fused activation is one troupe's loop computes faster than oneDNN's JIT
+/// post-op (Sigmoid, Swish): a kernel then applies it after its primitive (InPlaceActivation).
+bool activation_faster_apart(const Node& node);
+
+/// A node's fused activation other than ReLU run in place on f32 memory, by oneDNN's eltwise
+/// kernel or by troupe's loop where that is faster (Sigmoid, Swish): for troupe's own kernels
+/// (Winograd, the packed GEMM), which apply ReLU as they store and have no post-ops for the
+/// others.
 class InPlaceActivation {
  public:
   /// Prepares it for memory described by `desc`; false when oneDNN has only its reference kernel
@@ -26,13 +31,18 @@ class InPlaceActivation {
   /// does nothing.
   bool prepare(const Node& node, const dnnl::memory::desc& desc);
   void run(float* data, const dnnl::stream& stream);
-  explicit operator bool() const { return static_cast<bool>(eltwise_); }
+  explicit operator bool() const { return static_cast<bool>(eltwise_) || loop_elements_ > 0; }
   /// Whether the fused activation is ReLU, which the caller applies as it stores.
   bool relu_in_store() const { return relu_; }
 
  private:
   bool relu_ = false;
   dnnl::eltwise_forward eltwise_;
+  // Or troupe's loop (eltwise_loop.hpp) over this many elements.
+  int64_t loop_elements_ = 0;
+  dnnl::algorithm loop_algorithm_ = dnnl::algorithm::undef;
+  float loop_alpha_ = 0.f;
+  float loop_beta_ = 0.f;
   dnnl::memory data_;
 };
 

@@ -375,7 +375,8 @@ std::vector<Case> unary_cases(Rng& rng) {
     for (int k = 0; k < 12; ++k) {
       Case c;
       // The first few above 16384 elements, where an op runs as oneDNN's primitive rather than
-      // as troupe's loop (kernels/dnnl/eltwise.cpp).
+      // as troupe's loop (kernels/dnnl/eltwise.cpp), except Sigmoid, Swish and Exp, which the
+      // loop then splits over the team (kernels/dnnl/eltwise_loop.hpp).
       const ints dims =
           k < 3 ? rng.dims(3, 28, 40) : rng.dims(static_cast<size_t>(rng.integer(0, 4)), 1, 17);
       Tensor x = rng.tensor(dims, op.lo, op.hi);
@@ -2914,7 +2915,8 @@ TEST(BackendConsistency, FusedPostOps) {
 
 // A 1x1 Conv with the 3x3 depthwise Conv fused into it (MobileNet's expand and depthwise pair):
 // strides 1 and 2, odd and even sizes, batches of 1 and 2, with and without the 1x1 bias and the
-// two activations. The first case is MobileNetV2's shape that oneDNN 2.6 runs as one JIT kernel.
+// two activations (the first a clip or a Swish). The first case is MobileNetV2's shape that
+// oneDNN 2.6 runs as one JIT kernel.
 std::vector<Case> fused_depthwise_cases(Rng& rng) {
   std::vector<Case> cases;
   for (int k = 0; k < 16; ++k) {
@@ -2925,10 +2927,13 @@ std::vector<Case> fused_depthwise_cases(Rng& rng) {
     const int64_t w = k == 0 ? 112 : rng.integer(5, 30);
     const int64_t stride = k == 0 ? 2 : 1 + k % 2;
     Attributes attrs{{"fused_depthwise", int64_t{1}}, {"fused_dw_stride", stride}};
-    if (k % 3 != 2) {
+    if (k % 3 == 0) {
       attrs.set("fused_activation", std::string("Clip"));
       attrs.set("fused_activation_alpha", 0.0);
       attrs.set("fused_activation_beta", 6.0);
+    } else if (k % 3 == 1) {
+      // EfficientNet's pair: the Swish comes before the depthwise post-op, never after it.
+      attrs.set("fused_activation", std::string("Swish"));
     }
     if (k % 4 != 1) attrs.set("fused_dw_activation", std::string(k % 2 ? "Relu" : "Clip"));
     if (k % 4 != 1 && k % 2 == 0) attrs.set("fused_dw_activation_beta", 6.0);
@@ -2960,6 +2965,12 @@ TEST(BackendConsistency, FusedDepthwise) {
     no_bias.output_layout = layout;
     cases.push_back(no_bias);
   }
+  // EfficientNet's pair in that one kernel, a Swish after each convolution.
+  Case swish = cases[0];
+  swish.node.attributes.set("fused_activation", std::string("Swish"));
+  swish.node.attributes.set("fused_activation_alpha", 1.0);
+  swish.node.attributes.set("fused_dw_activation", std::string("Swish"));
+  cases.push_back(swish);
   run_family("fused depthwise (" + test::effective_isa_name() + ")", cases);
 }
 
