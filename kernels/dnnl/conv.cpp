@@ -160,23 +160,9 @@ class ConvKernel final : public DnnlKernel {
         activation_after_ = InPlaceActivation();
       }
     }
-    // A Sigmoid or Swish (SiLU) activation runs after the primitive, in place, as troupe's loop:
-    // oneDNN 2.6's JIT computes those post-ops at about half the loop's speed (one-thread
-    // latency on Zen 5: EfficientNet-B0 6.42 -> 6.14 ms, a MobileViT-XS 13.7 -> 12.8).
-    std::optional<dnnl::convolution_forward::primitive_desc> activation_apart;
-    // Not with a fused depthwise convolution, whose post-op follows the activation.
-    if (!winograd && !direct && !fused_dw_ && activation_faster_apart(node_)) {
-      auto apart = create(true, dnnl::algorithm::convolution_direct, false);
-      if (!is_reference(apart) && activation_after_.prepare(node_, apart.dst_desc()) &&
-          activation_after_)
-        activation_apart = apart;
-      else
-        activation_after_ = InPlaceActivation();
-    }
-    dnnl::convolution_forward::primitive_desc pd = winograd           ? *winograd
-                                                   : direct           ? *direct
-                                                   : activation_apart ? *activation_apart
-                                                                      : create(true);
+    dnnl::convolution_forward::primitive_desc pd = winograd ? *winograd
+                                                   : direct ? *direct
+                                                            : create(true);
     // oneDNN answers a layout its JIT kernels cannot run with its own reference kernel (on AVX2,
     // nChw8c with dilations of 3 and more: `ref:any`, orders of magnitude slower). Then let it
     // choose the layouts and reorder the tensors around the primitive instead.

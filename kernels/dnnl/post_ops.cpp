@@ -55,12 +55,6 @@ void append_fused_activation(const Node& node, dnnl::post_ops& ops, float scale)
   ops.append_eltwise(scale, e->algorithm, e->alpha, e->beta);
 }
 
-bool activation_faster_apart(const Node& node) {
-  if (fused::activation(node).empty()) return false;
-  const std::optional<Eltwise> e = eltwise_of(node);
-  return e && loop_outruns_jit(e->algorithm) && loop_computes(e->algorithm, e->beta);
-}
-
 bool InPlaceActivation::prepare(const Node& node, const dnnl::memory::desc& desc) {
   eltwise_ = {};
   loop_elements_ = 0;

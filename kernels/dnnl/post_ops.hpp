@@ -16,10 +16,6 @@ bool supports_fused_activation(const Node& node);
 /// `scale` (a quantized product divides by its output scale there).
 void append_fused_activation(const Node& node, dnnl::post_ops& ops, float scale = 1.f);
 
-/// Whether the node's fused activation is one troupe's loop computes faster than oneDNN's JIT
-/// post-op (Sigmoid, Swish): a kernel then applies it after its primitive (InPlaceActivation).
-bool activation_faster_apart(const Node& node);
-
 /// A node's fused activation other than ReLU run in place on f32 memory, by oneDNN's eltwise
 /// kernel or by troupe's loop where that is faster (Sigmoid, Swish): for troupe's own kernels
 /// (Winograd, the packed GEMM), which apply ReLU as they store and have no post-ops for the
