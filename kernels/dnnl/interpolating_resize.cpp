@@ -10,12 +10,14 @@
 // reference kernel, which walks every output element through every axis in double.)
 #include <omp.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "engine/ops/resize.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/interpolating_resize.hpp"
 #include "kernels/dnnl/team.hpp"
+#include "kernels/dnnl/vector_exp.hpp"  // TROUPE_ISA_CLONES
 #include "kernels/reference/resize.hpp"
 
 namespace troupe::kernels::onednn {
@@ -59,12 +61,111 @@ Taps taps_of(const std::vector<ResizeSample>& axis) {
   return t;
 }
 
+// Linear taps along a row, two per output element (a single tap's partner has weight 0): the
+// sum has no inner loop, and the loop vectorizes with gathers. A bilinear align_corners
+// upsampling of [1, 24, 112, 112] to 224 x 224 took 1.48 ms through the taps' lists, one Zen 5
+// thread.
+struct TwoTaps {
+  std::vector<int32_t> first, second;
+  std::vector<float> first_weight, second_weight;
+};
+
+// The taps of `t` as TwoTaps, or false when an output element has more than two (cubic).
+bool two_taps_of(const Taps& t, TwoTaps& two) {
+  const size_t n = t.begin.size() - 1;
+  two.first.assign(n, 0);
+  two.second.assign(n, 0);
+  two.first_weight.assign(n, 0.f);
+  two.second_weight.assign(n, 0.f);
+  for (size_t o = 0; o < n; ++o) {
+    const int64_t first = t.begin[o], count = t.begin[o + 1] - first;
+    if (count > 2 || t.index.empty()) return false;
+    for (int64_t k = 0; k < count; ++k) {
+      const auto at = static_cast<size_t>(first + k);
+      (k == 0 ? two.first : two.second)[o] = static_cast<int32_t>(t.index[at]);
+      (k == 0 ? two.first_weight : two.second_weight)[o] = t.weight[at];
+    }
+    if (count < 2) two.second[o] = two.first[o];
+  }
+  return true;
+}
+
+TROUPE_ISA_CLONES void interpolate_row(const float* line, const TwoTaps& taps, float* out,
+                                       int64_t n) {
+  const int32_t* first = taps.first.data();
+  const int32_t* second = taps.second.data();
+  const float* first_weight = taps.first_weight.data();
+  const float* second_weight = taps.second_weight.data();
+  for (int64_t c = 0; c < n; ++c)
+    out[c] = first_weight[c] * line[first[c]] + second_weight[c] * line[second[c]];
+}
+
+// out = w * a; out = wa * a + wb * b; out += w * a: whole rows, vectorized.
+TROUPE_ISA_CLONES void scale_row(const float* a, float w, float* out, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) out[c] = w * a[c];
+}
+TROUPE_ISA_CLONES void blend_rows(const float* a, float wa, const float* b, float wb, float* out,
+                                  int64_t n) {
+  for (int64_t c = 0; c < n; ++c) out[c] = wa * a[c] + wb * b[c];
+}
+TROUPE_ISA_CLONES void add_scaled_row(const float* a, float w, float* out, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) out[c] += w * a[c];
+}
+
 class InterpolatingResizeKernel final : public Kernel {
  public:
   explicit InterpolatingResizeKernel(const KernelRequest& request) : node_(request.node) {}
   std::string implementation() const override { return "dnnl:separable_rows"; }
 
-  void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+  void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override;
+
+ private:
+  // Where the rows grow, the columns are interpolated first, once per input row, into `rows_`
+  // (the gathers then run for the fewer rows), and each output row is the weighted sum of whole
+  // interpolated rows, which vectorizes: [1, 24, 112, 112] to 224 x 224 (align_corners) 0.89 ->
+  // 0.53 ms, one Zen 5 thread.
+  void upsample_columns_first(const float* src, float* dst, int64_t planes, int64_t in_rows,
+                              int64_t in_columns, int64_t out_rows, int64_t out_columns,
+                              const Taps& rows, const TwoTaps& columns) {
+    rows_.resize(static_cast<size_t>(planes * in_rows * out_columns));
+    float* across = rows_.data();
+    run_team_if(planes * out_rows * out_columns > (int64_t{1} << 16), [&] {
+#pragma omp for schedule(static)
+      for (int64_t w = 0; w < planes * in_rows; ++w)
+        interpolate_row(src + w * in_columns, columns, across + w * out_columns, out_columns);
+#pragma omp for schedule(static)
+      for (int64_t w = 0; w < planes * out_rows; ++w) {
+        const int64_t plane = w / out_rows, r = w % out_rows;
+        const float* in_plane = across + plane * in_rows * out_columns;
+        float* out = dst + w * out_columns;
+        const int64_t first = rows.begin[static_cast<size_t>(r)];
+        const int64_t last = rows.begin[static_cast<size_t>(r) + 1];
+        if (first == last) {
+          std::fill(out, out + out_columns, 0.f);
+          continue;
+        }
+        const float* a = in_plane + rows.index[static_cast<size_t>(first)] * out_columns;
+        const float wa = rows.weight[static_cast<size_t>(first)];
+        if (last - first == 1) {
+          scale_row(a, wa, out, out_columns);
+          continue;
+        }
+        const float* b = in_plane + rows.index[static_cast<size_t>(first) + 1] * out_columns;
+        blend_rows(a, wa, b, rows.weight[static_cast<size_t>(first) + 1], out, out_columns);
+        for (int64_t t = first + 2; t < last; ++t)
+          add_scaled_row(in_plane + rows.index[static_cast<size_t>(t)] * out_columns,
+                         rows.weight[static_cast<size_t>(t)], out, out_columns);
+      }
+    });
+  }
+
+  Node node_;
+  std::vector<float> rows_;  // the input rows interpolated along the columns
+};
+
+void InterpolatingResizeKernel::execute(const std::vector<Tensor>& inputs,
+                                        std::vector<Tensor>& outputs) {
+  {
     const Tensor x = inputs.at(0).contiguous();
     Tensor& y = outputs.at(0);
     const std::vector<int64_t>& in_dims = x.shape().dims();
@@ -90,6 +191,14 @@ class InterpolatingResizeKernel final : public Kernel {
     for (size_t a = 0; a + 2 < rank; ++a) planes *= in_dims[a];
     const float* src = x.data<float>();
     float* dst = y.data<float>();
+    TwoTaps two_columns;
+    const bool linear_columns =
+        in_columns < (int64_t{1} << 31) && two_taps_of(columns, two_columns);
+    if (linear_columns && out_rows > in_rows) {
+      upsample_columns_first(src, dst, planes, in_rows, in_columns, out_rows, out_columns, rows,
+                             two_columns);
+      return;
+    }
     const int64_t work = planes * out_rows;
     run_team_if(y.size() > (int64_t{1} << 16) && work > 1, [&] {
       std::vector<float> row(static_cast<size_t>(in_columns));
@@ -113,6 +222,10 @@ class InterpolatingResizeKernel final : public Kernel {
           }
         }
         float* out = dst + (plane * out_rows + r) * out_columns;
+        if (linear_columns) {
+          interpolate_row(line, two_columns, out, out_columns);
+          continue;
+        }
         for (int64_t c = 0; c < out_columns; ++c) {
           float sum = 0.f;
           for (int64_t t = columns.begin[static_cast<size_t>(c)];
@@ -124,10 +237,7 @@ class InterpolatingResizeKernel final : public Kernel {
       }
     });
   }
-
- private:
-  Node node_;
-};
+}
 
 }  // namespace
 

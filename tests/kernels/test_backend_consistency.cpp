@@ -3473,6 +3473,23 @@ std::vector<Case> interpolating_resize_cases(Rng& rng) {
     c.tolerance = {1e-5, 1e-5};
     cases.push_back(c);
   }
+  // Rows that grow take the columns first (a bilinear decoder's x2 upsampling, large enough to
+  // split over the team), also with the columns shrinking and with rows three times as many.
+  const std::vector<std::pair<ints, ints>> grown = {{{1, 24, 56, 56}, {1, 24, 112, 112}},
+                                                    {{2, 3, 10, 40}, {2, 3, 31, 17}},
+                                                    {{1, 1, 9, 9}, {1, 1, 27, 27}}};
+  for (size_t k = 0; k < grown.size(); ++k) {
+    Attributes attrs;
+    attrs.set("mode", std::string("linear"));
+    attrs.set("coordinate_transformation_mode", coordinates[k % 2 == 0 ? 0 : 3]);
+    Case c;
+    c.node = make_node("Resize", attrs);
+    c.inputs = {rng.tensor(grown[k].first), Tensor(), Tensor(),
+                Tensor::from_vector<int64_t>(Shape{4}, grown[k].second)};
+    c.constant = {false, true, true, true};
+    c.tolerance = {1e-5, 1e-5};
+    cases.push_back(c);
+  }
   return cases;
 }
 
