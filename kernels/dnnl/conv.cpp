@@ -78,6 +78,8 @@ class ConvKernel final : public DnnlKernel {
     depthwise_rows_active_ = false;
     row_product_active_ = uses_row_product(src, weights, dst, inputs);
     if (row_product_active_) return true;
+    pointwise_active_ = uses_pointwise_product(src, weights, dst, inputs);
+    if (pointwise_active_) return true;
     spatial::Window window = window_;
     window.kernel.assign(weights.begin() + 2, weights.end());
     const spatial::Geometry g =
@@ -337,6 +339,60 @@ class ConvKernel final : public DnnlKernel {
     return true;
   }
 
+  // A 1x1 convolution (stride 1, no padding, one group) reading and writing plain tensors:
+  // per image, the product of the weights [out, in] and the image's [in, pixels], one oneDNN
+  // matmul over the batch with the bias, residual sum and activation as its post-ops. oneDNN's
+  // 1x1 convolution kernels convert plain tensors to their layout and back: MobileViT-v2's
+  // attention projections on [96, 4, 256] patch tensors (193 channels, left plain) ran 1.8x this
+  // product's time (one Zen 5 thread).
+  bool uses_pointwise_product(const Dims& src, const Dims& weights, const Dims& dst,
+                              const std::vector<Shape>& inputs) {
+    const auto all_one = [](auto begin, auto end) {
+      return std::all_of(begin, end, [](int64_t v) { return v == 1; });
+    };
+    const std::vector<int64_t> pads = node_.attributes.get_ints_or("pads", {});
+    const std::vector<int64_t> strides = node_.attributes.get_ints_or("strides", {});
+    if (group_ != 1 || fused_dw_ || compute_type() != dnnl::memory::data_type::f32 ||
+        !all_one(weights.begin() + 2, weights.end()) || !all_one(strides.begin(), strides.end()) ||
+        std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }) ||
+        !std::equal(src.begin() + 2, src.end(), dst.begin() + 2) || !input_layout(0).is_plain() ||
+        !output_layout(0).is_plain() || (fused_sum_ && !input_layout(3).is_plain()) ||
+        (has_input(2) && inputs[2].element_count() != dst[1]))
+      return false;
+    int64_t pixels = 1;
+    for (size_t d = 2; d < src.size(); ++d) pixels *= src[d];
+    const int64_t batch = src[0], in = src[1], out = dst[1];
+    // Few pixels, or few channels (EDSR's 3 -> 3 mean shifts: 1.26x slower as a product): the
+    // convolution's kernels block them better.
+    if (pixels < 64 || in < 16 || out < 16) return false;
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    const dnnl::memory::desc w_md({1, out, in}, f32, tag::abc);
+    const dnnl::memory::desc x_md({batch, in, pixels}, f32, tag::abc);
+    const dnnl::memory::desc y_md({batch, out, pixels}, f32, tag::abc);
+    const dnnl::memory::desc b_md({1, out, 1}, f32, tag::abc);
+    // The bias per output channel (per row of the product) as a binary post-op: oneDNN 2.6's
+    // brgemm matmul takes a bias per column only (per row it answers with its reference).
+    dnnl::post_ops ops;
+    if (has_input(2)) ops.append_binary(dnnl::algorithm::binary_add, b_md);
+    if (fused_sum_) ops.append_sum(1.f);
+    append_fused_activation(node_, ops);
+    try {
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(w_md, x_md, y_md),
+                                            primitive_attributes(ops), cpu_engine());
+      if (is_reference(pd)) return false;
+      primitive_ = Primitive::of<dnnl::matmul>(pd);
+      pointwise_w_ = unbound_memory(w_md);
+      pointwise_x_ = unbound_memory(x_md);
+      pointwise_y_ = unbound_memory(y_md);
+      pointwise_b_ = unbound_memory(b_md);
+      set_impl(std::string("pointwise_matmul:") + pd.impl_info_str());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;  // no matmul for this instance: the convolution's kernels
+    }
+  }
+
   // A depthwise convolution (one filter per channel) that oneDNN computes only as an im2col GEMM
   // or on its reference kernel (1-D ones with long kernels, 3-D ones: QuartzNet's 33-87 taps ran
   // at 1-3 GMAC/s, 2.2-3.5 ms each): troupe's own loops, on plain, channel-blocked or
@@ -491,7 +547,8 @@ class ConvKernel final : public DnnlKernel {
   }
 
   const PackedWeights* packed_weights(size_t i) const override {
-    if (i == 1 && narrow_active_) return nullptr;  // the loops read the constant as it is
+    // The loops and the pointwise product read the constant as it is.
+    if (i == 1 && (narrow_active_ || pointwise_active_)) return nullptr;
     if (i == 1) return row_product_active_ ? row_product_.packed_b() : &weights_;
     return i == 3 && fused_dw_ ? &dw_weights_ : nullptr;
   }
@@ -530,6 +587,25 @@ class ConvKernel final : public DnnlKernel {
       depthwise_.run(x.data<float>(), bias.empty() ? nullptr : bias.data<float>(),
                      residual.empty() ? nullptr : residual.data<float>(), depthwise_relu_, y);
       depthwise_activation_.run(y, stream_);
+      return;
+    }
+    if (pointwise_active_) {
+      // Plain tensors read and written in place; the residual is summed into the output.
+      if (fused_sum_) inputs[3].copy_to(outputs[0]);
+      const Tensor w = inputs[1].contiguous();
+      const Tensor x = inputs[0].contiguous();
+      bind(pointwise_w_, w);
+      bind(pointwise_x_, x);
+      bind(pointwise_y_, outputs[0]);
+      std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, pointwise_w_},
+                                                    {DNNL_ARG_WEIGHTS, pointwise_x_},
+                                                    {DNNL_ARG_DST, pointwise_y_}};
+      const Tensor b = has_input(2) ? inputs[2].contiguous() : Tensor();
+      if (has_input(2)) {
+        bind(pointwise_b_, b);
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = pointwise_b_;
+      }
+      primitive_.execute(stream_, args);
       return;
     }
     if (row_product_active_) {
@@ -621,8 +697,10 @@ class ConvKernel final : public DnnlKernel {
   InPlaceActivation winograd_activation_;  // ReLU in the output transform, others after it
   InPlaceActivation activation_after_;     // the activation oneDNN's Winograd primitive refused
   bool row_product_active_ = false;        // row_product_ computes it (uses_row_product)
-  bool narrow_candidate_ = false;          // may run NarrowConv (TROUPE_NARROW_CONV, shapes)
-  bool narrow_active_ = false;             // narrow_ computes it (uses_narrow_conv)
+  bool pointwise_active_ = false;          // a matmul computes it (uses_pointwise_product)
+  dnnl::memory pointwise_w_, pointwise_x_, pointwise_y_, pointwise_b_;
+  bool narrow_candidate_ = false;  // may run NarrowConv (TROUPE_NARROW_CONV, shapes)
+  bool narrow_active_ = false;     // narrow_ computes it (uses_narrow_conv)
   bool narrow_relu_ = false;
   NarrowConv narrow_;
   InPlaceActivation narrow_activation_;  // a fused activation other than ReLU, after it

@@ -2497,6 +2497,54 @@ TEST(BackendConsistency, ConvShapesLayoutsAndPostOps) {
   run_family("conv sweep (" + test::effective_isa_name() + ")", conv_sweep_cases(rng));
 }
 
+// 1x1 convolutions on plain tensors of 64 pixels or more and 16 channels or more in and out, run
+// as one matmul of the weights and each image (kernels/dnnl/conv.cpp, uses_pointwise_product): 1-D
+// to 3-D, batches of 1 to 3, with and without bias, a residual sum, an activation, both, and
+// weights given at run time.
+std::vector<Case> pointwise_product_cases(Rng& rng) {
+  const std::vector<std::string> activations = {"", "Relu", "Swish", "Clip"};
+  std::vector<Case> cases;
+  for (int k = 0; k < 16; ++k) {
+    const size_t spatial = k % 4 == 3 ? 1 : k % 4 == 2 ? 3 : 2;
+    const int64_t batch = rng.integer(1, 3), in = rng.integer(16, 70), out = rng.integer(16, 200);
+    ints x{batch, in}, w{out, in};
+    int64_t pixels = 1;
+    for (size_t i = 0; i < spatial; ++i) {
+      x.push_back(spatial == 1 ? rng.integer(64, 300) : rng.integer(4, 20));
+      w.push_back(1);
+      pixels *= x.back();
+    }
+    if (pixels < 64) x.back() *= (64 + pixels - 1) / pixels;
+    Attributes attrs;
+    const std::string activation = activations[static_cast<size_t>(k) % activations.size()];
+    if (!activation.empty()) attrs.set("fused_activation", activation);
+    if (activation == "Clip") {
+      attrs.set("fused_activation_alpha", 0.0);
+      attrs.set("fused_activation_beta", 6.0);
+    }
+    if (activation == "Swish") attrs.set("fused_activation_alpha", 1.0);
+    Case c;
+    c.node = make_node("Conv", attrs);
+    c.inputs = {rng.tensor(x), rng.tensor(w, -0.5, 0.5), k % 3 == 1 ? Tensor() : rng.tensor({out})};
+    c.constant = {false, k % 5 != 4, true};
+    if (k % 4 == 1) add_fused_sum(c, TensorLayout{}, rng);
+    c.tolerance = {1e-4, 2e-6 * static_cast<double>(in)};
+    // oneDNN 2.6's AVX2 matmul answers a bias and a residual sum together with its reference
+    // kernel: the convolution's own kernels take those.
+    const bool sum_and_bias = k % 4 == 1 && !c.inputs[2].empty();
+    if (kernels::effective_cpu_isa().avx512 || !sum_and_bias)
+      c.implementation_part = "pointwise_matmul";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(BackendConsistency, PointwiseConvolutionsAsOneProduct) {
+  Rng rng(base_seed() + 51);
+  run_family("pointwise product (" + test::effective_isa_name() + ")",
+             pointwise_product_cases(rng));
+}
+
 TEST(BackendConsistency, DepthwiseConvolutionsOneDnnRunsAsAGemm) {
   Rng rng(base_seed() + 90);
   run_family("depthwise rows (" + test::effective_isa_name() + ")", depthwise_rows_cases(rng));
