@@ -9,8 +9,6 @@
 
 namespace troupe::kernels::onednn {
 
-namespace {}  // namespace
-
 // Tanh, Log, Gelu, Elu and Softplus stay on oneDNN (Tanh from exp_of loses relative accuracy near
 // 0, the others need care at their tails).
 bool loop_computes(dnnl::algorithm a, float beta) {

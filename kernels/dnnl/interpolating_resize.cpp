@@ -70,7 +70,8 @@ struct TwoTaps {
   std::vector<float> first_weight, second_weight;
 };
 
-// The taps of `t` as TwoTaps, or false when an output element has more than two (cubic).
+// The taps of `t` as TwoTaps, or false when an output element has more than two (cubic) or
+// none (its sum is 0, which a weight of 0 times a non-finite input would not give).
 bool two_taps_of(const Taps& t, TwoTaps& two) {
   const size_t n = t.begin.size() - 1;
   two.first.assign(n, 0);
@@ -79,7 +80,7 @@ bool two_taps_of(const Taps& t, TwoTaps& two) {
   two.second_weight.assign(n, 0.f);
   for (size_t o = 0; o < n; ++o) {
     const int64_t first = t.begin[o], count = t.begin[o + 1] - first;
-    if (count > 2 || t.index.empty()) return false;
+    if (count == 0 || count > 2) return false;
     for (int64_t k = 0; k < count; ++k) {
       const auto at = static_cast<size_t>(first + k);
       (k == 0 ? two.first : two.second)[o] = static_cast<int32_t>(t.index[at]);
@@ -112,6 +113,23 @@ TROUPE_ISA_CLONES void add_scaled_row(const float* a, float w, float* out, int64
   for (int64_t c = 0; c < n; ++c) out[c] += w * a[c];
 }
 
+// out[0..n) = the weighted sum of row r's taps among the rows of `plane` (rows of n elements).
+void weighted_rows(const float* plane, int64_t n, const Taps& rows, int64_t r, float* out) {
+  const auto first = static_cast<size_t>(rows.begin[static_cast<size_t>(r)]);
+  const auto last = static_cast<size_t>(rows.begin[static_cast<size_t>(r) + 1]);
+  const auto row = [&](size_t t) { return plane + rows.index[t] * n; };
+  if (first == last) {
+    std::fill(out, out + n, 0.f);
+    return;
+  }
+  if (last - first == 1) {
+    scale_row(row(first), rows.weight[first], out, n);
+    return;
+  }
+  blend_rows(row(first), rows.weight[first], row(first + 1), rows.weight[first + 1], out, n);
+  for (size_t t = first + 2; t < last; ++t) add_scaled_row(row(t), rows.weight[t], out, n);
+}
+
 class InterpolatingResizeKernel final : public Kernel {
  public:
   explicit InterpolatingResizeKernel(const KernelRequest& request) : node_(request.node) {}
@@ -134,28 +152,9 @@ class InterpolatingResizeKernel final : public Kernel {
       for (int64_t w = 0; w < planes * in_rows; ++w)
         interpolate_row(src + w * in_columns, columns, across + w * out_columns, out_columns);
 #pragma omp for schedule(static)
-      for (int64_t w = 0; w < planes * out_rows; ++w) {
-        const int64_t plane = w / out_rows, r = w % out_rows;
-        const float* in_plane = across + plane * in_rows * out_columns;
-        float* out = dst + w * out_columns;
-        const int64_t first = rows.begin[static_cast<size_t>(r)];
-        const int64_t last = rows.begin[static_cast<size_t>(r) + 1];
-        if (first == last) {
-          std::fill(out, out + out_columns, 0.f);
-          continue;
-        }
-        const float* a = in_plane + rows.index[static_cast<size_t>(first)] * out_columns;
-        const float wa = rows.weight[static_cast<size_t>(first)];
-        if (last - first == 1) {
-          scale_row(a, wa, out, out_columns);
-          continue;
-        }
-        const float* b = in_plane + rows.index[static_cast<size_t>(first) + 1] * out_columns;
-        blend_rows(a, wa, b, rows.weight[static_cast<size_t>(first) + 1], out, out_columns);
-        for (int64_t t = first + 2; t < last; ++t)
-          add_scaled_row(in_plane + rows.index[static_cast<size_t>(t)] * out_columns,
-                         rows.weight[static_cast<size_t>(t)], out, out_columns);
-      }
+      for (int64_t w = 0; w < planes * out_rows; ++w)
+        weighted_rows(across + w / out_rows * in_rows * out_columns, out_columns, rows,
+                      w % out_rows, dst + w * out_columns);
     });
   }
 
@@ -165,78 +164,68 @@ class InterpolatingResizeKernel final : public Kernel {
 
 void InterpolatingResizeKernel::execute(const std::vector<Tensor>& inputs,
                                         std::vector<Tensor>& outputs) {
-  {
-    const Tensor x = inputs.at(0).contiguous();
-    Tensor& y = outputs.at(0);
-    const std::vector<int64_t>& in_dims = x.shape().dims();
-    const std::vector<int64_t>& out_dims = y.shape().dims();
-    const size_t rank = in_dims.size();
-    const std::vector<std::vector<ResizeSample>> samples =
-        reference::resize_samples(node_, inputs, out_dims);
-    bool separable = rank >= 2 && samples.size() == rank;
-    for (size_t a = 0; separable && a + 2 < rank; ++a)
-      separable = in_dims[a] == out_dims[a] && is_identity(samples[a]);
-    for (size_t a = rank - 2; separable && a < rank; ++a)
-      for (const ResizeSample& s : samples[a]) separable = separable && !s.outside;
-    if (!separable) {
-      reference::resize(node_, inputs, outputs);
-      return;
-    }
-    if (y.size() == 0) return;
-    const Taps rows = taps_of(samples[rank - 2]);
-    const Taps columns = taps_of(samples[rank - 1]);
-    const int64_t in_rows = in_dims[rank - 2], in_columns = in_dims[rank - 1];
-    const int64_t out_rows = out_dims[rank - 2], out_columns = out_dims[rank - 1];
-    int64_t planes = 1;
-    for (size_t a = 0; a + 2 < rank; ++a) planes *= in_dims[a];
-    const float* src = x.data<float>();
-    float* dst = y.data<float>();
-    TwoTaps two_columns;
-    const bool linear_columns =
-        in_columns < (int64_t{1} << 31) && two_taps_of(columns, two_columns);
-    if (linear_columns && out_rows > in_rows) {
-      upsample_columns_first(src, dst, planes, in_rows, in_columns, out_rows, out_columns, rows,
-                             two_columns);
-      return;
-    }
-    const int64_t work = planes * out_rows;
-    run_team_if(y.size() > (int64_t{1} << 16) && work > 1, [&] {
-      std::vector<float> row(static_cast<size_t>(in_columns));
-#pragma omp for schedule(static)
-      for (int64_t w = 0; w < work; ++w) {
-        const int64_t plane = w / out_rows, r = w % out_rows;
-        const float* in_plane = src + plane * in_rows * in_columns;
-        // The output row's input row: a weighted sum of its taps (one tap of weight 1 read as is).
-        const int64_t first = rows.begin[static_cast<size_t>(r)];
-        const int64_t last = rows.begin[static_cast<size_t>(r) + 1];
-        const float* line = row.data();
-        if (last - first == 1 && rows.weight[static_cast<size_t>(first)] == 1.f) {
-          line = in_plane + rows.index[static_cast<size_t>(first)] * in_columns;
-        } else {
-          std::fill(row.begin(), row.end(), 0.f);
-          for (int64_t t = first; t < last; ++t) {
-            const float* in_row = in_plane + rows.index[static_cast<size_t>(t)] * in_columns;
-            const float weight = rows.weight[static_cast<size_t>(t)];
-            for (int64_t c = 0; c < in_columns; ++c)
-              row[static_cast<size_t>(c)] += weight * in_row[c];
-          }
-        }
-        float* out = dst + (plane * out_rows + r) * out_columns;
-        if (linear_columns) {
-          interpolate_row(line, two_columns, out, out_columns);
-          continue;
-        }
-        for (int64_t c = 0; c < out_columns; ++c) {
-          float sum = 0.f;
-          for (int64_t t = columns.begin[static_cast<size_t>(c)];
-               t < columns.begin[static_cast<size_t>(c) + 1]; ++t)
-            sum += columns.weight[static_cast<size_t>(t)] *
-                   line[columns.index[static_cast<size_t>(t)]];
-          out[c] = sum;
-        }
-      }
-    });
+  const Tensor x = inputs.at(0).contiguous();
+  Tensor& y = outputs.at(0);
+  const std::vector<int64_t>& in_dims = x.shape().dims();
+  const std::vector<int64_t>& out_dims = y.shape().dims();
+  const size_t rank = in_dims.size();
+  const std::vector<std::vector<ResizeSample>> samples =
+      reference::resize_samples(node_, inputs, out_dims);
+  bool separable = rank >= 2 && samples.size() == rank;
+  for (size_t a = 0; separable && a + 2 < rank; ++a)
+    separable = in_dims[a] == out_dims[a] && is_identity(samples[a]);
+  for (size_t a = rank - 2; separable && a < rank; ++a)
+    for (const ResizeSample& s : samples[a]) separable = separable && !s.outside;
+  if (!separable) {
+    reference::resize(node_, inputs, outputs);
+    return;
   }
+  if (y.size() == 0) return;
+  const Taps rows = taps_of(samples[rank - 2]);
+  const Taps columns = taps_of(samples[rank - 1]);
+  const int64_t in_rows = in_dims[rank - 2], in_columns = in_dims[rank - 1];
+  const int64_t out_rows = out_dims[rank - 2], out_columns = out_dims[rank - 1];
+  int64_t planes = 1;
+  for (size_t a = 0; a + 2 < rank; ++a) planes *= in_dims[a];
+  const float* src = x.data<float>();
+  float* dst = y.data<float>();
+  TwoTaps two_columns;
+  const bool linear_columns = in_columns < (int64_t{1} << 31) && two_taps_of(columns, two_columns);
+  if (linear_columns && out_rows > in_rows) {
+    upsample_columns_first(src, dst, planes, in_rows, in_columns, out_rows, out_columns, rows,
+                           two_columns);
+    return;
+  }
+  const int64_t work = planes * out_rows;
+  run_team_if(y.size() > (int64_t{1} << 16) && work > 1, [&] {
+    std::vector<float> row(static_cast<size_t>(in_columns));
+#pragma omp for schedule(static)
+    for (int64_t w = 0; w < work; ++w) {
+      const int64_t plane = w / out_rows, r = w % out_rows;
+      const float* in_plane = src + plane * in_rows * in_columns;
+      // The output row's input row: a weighted sum of its taps (one tap of weight 1 read as is).
+      const int64_t first = rows.begin[static_cast<size_t>(r)];
+      const int64_t last = rows.begin[static_cast<size_t>(r) + 1];
+      const float* line = row.data();
+      if (last - first == 1 && rows.weight[static_cast<size_t>(first)] == 1.f)
+        line = in_plane + rows.index[static_cast<size_t>(first)] * in_columns;
+      else
+        weighted_rows(in_plane, in_columns, rows, r, row.data());
+      float* out = dst + (plane * out_rows + r) * out_columns;
+      if (linear_columns) {
+        interpolate_row(line, two_columns, out, out_columns);
+        continue;
+      }
+      for (int64_t c = 0; c < out_columns; ++c) {
+        float sum = 0.f;
+        for (int64_t t = columns.begin[static_cast<size_t>(c)];
+             t < columns.begin[static_cast<size_t>(c) + 1]; ++t)
+          sum +=
+              columns.weight[static_cast<size_t>(t)] * line[columns.index[static_cast<size_t>(t)]];
+        out[c] = sum;
+      }
+    }
+  });
 }
 
 }  // namespace

@@ -67,8 +67,7 @@ bool InPlaceActivation::prepare(const Node& node, const dnnl::memory::desc& desc
   // loop computes faster than oneDNN's JIT: the loop, in place.
   int64_t elements = 1;
   for (const int64_t d : desc.dims()) elements *= d;
-  if (loop_outruns_jit(e->algorithm) && loop_computes(e->algorithm, e->beta) &&
-      desc.data_type() == dnnl::memory::data_type::f32 &&
+  if (loop_outruns_jit(e->algorithm) && desc.data_type() == dnnl::memory::data_type::f32 &&
       desc.get_size() == static_cast<size_t>(elements) * sizeof(float)) {
     loop_algorithm_ = e->algorithm;
     loop_alpha_ = e->alpha;

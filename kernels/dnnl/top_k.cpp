@@ -1,6 +1,7 @@
 // TopK of f32 tensors: the k largest (or smallest) elements along an axis, sorted, with their
-// indices, by a partial sort of each column (n log k) instead of the reference's stable sort of
-// the whole axis (n log n: the top 100 of a detector's 25200 scores took 2 ms there). Along the
+// indices: each column's k best selected by integer keys in linear time and only they sorted,
+// instead of the reference's stable sort of the whole axis (the top 100 of a detector's 25200
+// scores took 2 ms there). Along the
 // innermost axis, where k is small next to the axis, a scan that compares whole vectors of the
 // row with the worst of the best k found so far, so most elements are rejected 16 at a time,
 // and inserts the others in place (DGCNN's 20 nearest of 1024 points per point: 2.9 ms per TopK
