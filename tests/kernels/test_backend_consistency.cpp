@@ -3593,6 +3593,47 @@ std::vector<Case> nearest_resize_cases(Rng& rng) {
     c.implementation = "dnnl:nearest_rows";
     cases.push_back(c);
   }
+  // Upsamplings between convolutions (FPN's, GhostNetV2's gates, a 3-D decoder's) in each
+  // activation layout: images and channels kept, any spatial sizes. A channel scale of 1 with
+  // tf_half_pixel_for_nn and a ceiling rounding still moves channels (c -> c + 1): element by
+  // element in a laid-out tensor.
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  for (int k = 0; k < 30; ++k) {
+    const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+    const size_t rank = k % 5 == 4 ? 5 : 4;
+    const int64_t unit = layout.channel_block ? layout.channel_block : 3;
+    ints x = {rng.integer(1, 2), unit * rng.integer(1, 3)};
+    for (size_t a = 2; a < rank; ++a) x.push_back(rng.integer(1, rank == 5 ? 5 : 9));
+    const std::string coordinate = coordinates[static_cast<size_t>(k / 3) % 5];
+    Attributes attrs;
+    attrs.set("mode", std::string("nearest"));
+    attrs.set("coordinate_transformation_mode", coordinate);
+    const bool moves_channels = k >= 12 && k <= 14;  // tf_half_pixel_for_nn, rounded up
+    attrs.set("nearest_mode",
+              roundings[moves_channels ? 3 : static_cast<size_t>(rng.integer(0, 3))]);
+    Case c;
+    c.node = make_node("Resize", attrs);
+    if (k % 2 == 0) {
+      ints sizes = {x[0], x[1]};
+      for (size_t a = 2; a < rank; ++a) sizes.push_back(rng.integer(1, 3 * x[a]));
+      c.inputs = {rng.tensor(x), Tensor(), Tensor(),
+                  Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(rank)}, sizes)};
+    } else {
+      std::vector<float> scales = {1.0f, 1.0f};
+      for (size_t a = 2; a < rank; ++a)
+        scales.push_back(x[a] > 1 ? rng.pick(std::vector<float>{0.5f, 1.0f, 2.0f, 3.0f})
+                                  : rng.pick(std::vector<float>{1.0f, 2.0f, 3.0f}));
+      c.inputs = {rng.tensor(x), Tensor(),
+                  Tensor::from_vector<float>(Shape{static_cast<int64_t>(rank)}, scales)};
+    }
+    c.constant.assign(c.inputs.size(), true);
+    c.constant[0] = false;
+    c.input_layouts = {layout};
+    c.output_layout = layout;
+    c.tolerance = {0.0, 0.0};
+    c.implementation = "dnnl:nearest_rows";
+    cases.push_back(c);
+  }
   return cases;
 }
 
