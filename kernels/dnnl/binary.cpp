@@ -12,13 +12,11 @@
 // RegNetY) and everything else that reads x keep it blocked instead of reordering it to plain and
 // back (EfficientNet-B0 on one AVX-512 core: 13.4 -> 11.1 ms, its depthwise convolutions then
 // running jit_dw on nChw16c instead of brdgmm_dw between reorders).
-#include <omp.h>
-
 #include <vector>
 
+#include "kernels/dnnl/broadcast_rows.hpp"
 #include "kernels/dnnl/dnnl_backend.hpp"
 #include "kernels/dnnl/dnnl_kernel.hpp"
-#include "kernels/dnnl/team.hpp"
 #include "kernels/reference/common.hpp"
 
 namespace troupe::kernels::onednn {
@@ -161,35 +159,9 @@ class BinaryKernel final : public DnnlKernel {
     return (s[0] == 1 || s[0] == out[0]) && s[1] == out[1];
   }
 
-  // The row plan for dst dims `dst` and operand dims `a`, `b` (each equal or 1): the innermost
-  // axes where each operand keeps one pattern, full (advancing with dst) or one scalar per row,
-  // are a row; axes of extent 1 belong to either.
+  // The row plan for dst dims `dst` and operand dims `a`, `b` (each equal or 1).
   bool plan_rows(const Dims& dst, const Dims& a, const Dims& b) {
-    size_t rank = dst.size();
-    inner_ = 1;
-    const bool a_full = rank > 0 && a[rank - 1] == dst[rank - 1];
-    const bool b_full = rank > 0 && b[rank - 1] == dst[rank - 1];
-    a_scalar_inner_ = !a_full;
-    scalar_inner_ = !b_full;
-    while (rank > 0 && (dst[rank - 1] == 1 || ((a[rank - 1] == dst[rank - 1]) == a_full &&
-                                               (b[rank - 1] == dst[rank - 1]) == b_full))) {
-      inner_ *= dst[rank - 1];
-      --rank;
-    }
-    outer_dims_.assign(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(rank));
-    a_strides_.assign(rank, 0);
-    b_strides_.assign(rank, 0);
-    int64_t a_stride = 1, b_stride = 1;
-    for (size_t i = dst.size(); i-- > 0;) {
-      if (i < rank) {
-        a_strides_[i] = a[i] == 1 ? 0 : a_stride;
-        b_strides_[i] = b[i] == 1 ? 0 : b_stride;
-      }
-      a_stride *= a[i];
-      b_stride *= b[i];
-    }
-    outer_ = 1;
-    for (int64_t d : outer_dims_) outer_ *= d;
+    if (!rows_plan_.plan(dst, a, b)) return false;
     rows_ = true;
     set_impl("broadcast_rows");
     return true;
@@ -197,48 +169,7 @@ class BinaryKernel final : public DnnlKernel {
 
   template <class Op>
   void rows(const float* a, const float* b, float* y, Op op) const {
-    const int64_t inner = inner_;
-    const size_t rank = outer_dims_.size();
-    // Threads pay only for a few hundred thousand elements and more. Each walks its share of
-    // rows with an odometer over the outer axes (a division per axis and row cost more than
-    // rows of a few elements).
-    run_team_if(outer_ * inner > (int64_t{1} << 18) && outer_ > 1, [&] {
-      const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
-      const int64_t begin = outer_ * thread / threads, end = outer_ * (thread + 1) / threads;
-      std::vector<int64_t> index(rank, 0);
-      int64_t ao = 0, bo = 0, rest = begin;
-      for (size_t d = rank; d-- > 0;) {
-        index[d] = rest % outer_dims_[d];
-        rest /= outer_dims_[d];
-        ao += index[d] * a_strides_[d];
-        bo += index[d] * b_strides_[d];
-      }
-      for (int64_t o = begin; o < end; ++o) {
-        float* yr = y + o * inner;
-        const float* ar = a + ao;
-        const float* br = b + bo;
-        if (!a_scalar_inner_ && !scalar_inner_) {
-          for (int64_t i = 0; i < inner; ++i) yr[i] = op(ar[i], br[i]);
-        } else if (!a_scalar_inner_) {
-          const float t = *br;
-          for (int64_t i = 0; i < inner; ++i) yr[i] = op(ar[i], t);
-        } else if (!scalar_inner_) {
-          const float t = *ar;
-          for (int64_t i = 0; i < inner; ++i) yr[i] = op(t, br[i]);
-        } else {
-          const float v = op(*ar, *br);
-          for (int64_t i = 0; i < inner; ++i) yr[i] = v;
-        }
-        for (size_t d = rank; d-- > 0;) {
-          ao += a_strides_[d];
-          bo += b_strides_[d];
-          if (++index[d] < outer_dims_[d]) break;
-          ao -= a_strides_[d] * outer_dims_[d];
-          bo -= b_strides_[d] * outer_dims_[d];
-          index[d] = 0;
-        }
-      }
-    });
+    compute_rows(rows_plan_, a, b, y, op);
   }
 
   void run_rows(const float* a, const float* b, float* y) const {
@@ -261,14 +192,8 @@ class BinaryKernel final : public DnnlKernel {
   }
 
   BinaryOp op_;
-  bool rows_ = false;            // computed by run_rows, not a primitive
-  bool scalar_inner_ = false;    // b is one value per row
-  bool a_scalar_inner_ = false;  // a is one value per row
-  int64_t inner_ = 1;
-  int64_t outer_ = 1;
-  std::vector<int64_t> outer_dims_;
-  std::vector<int64_t> a_strides_;  // per outer axis; 0 where a is broadcast
-  std::vector<int64_t> b_strides_;  // per outer axis; 0 where b is broadcast
+  bool rows_ = false;  // computed by run_rows, not a primitive
+  BroadcastRows rows_plan_;
   bool full_size_[2] = {false, false};
   bool lays_out_ = false;  // may read and write the activation layout (above)
   bool swapped_ = false;

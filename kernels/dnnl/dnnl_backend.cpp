@@ -38,6 +38,7 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_gather(registry);
   onednn::register_trigonometric(registry);
   onednn::register_comparison(registry);
+  onednn::register_cast(registry);
   onednn::register_roi_align(registry);
   onednn::register_quantized_concat(registry);
   onednn::register_quantized_lookup(registry);

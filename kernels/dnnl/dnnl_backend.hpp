@@ -40,7 +40,8 @@ void register_scatter_elements(KernelRegistry& registry);  // ScatterElements Sc
 void register_gather(KernelRegistry& registry);            // Gather (row copies, any type)
 void register_trigonometric(KernelRegistry& registry);     // Sin Cos (f32)
 void register_roi_align(KernelRegistry& registry);         // RoiAlign (f32)
-void register_comparison(KernelRegistry& registry);        // Equal Less Greater ... (f32 -> bool)
+void register_comparison(KernelRegistry& registry);        // Equal Less ... (-> bool), And Or Xor
+void register_cast(KernelRegistry& registry);              // Cast CastLike (numeric types)
 void register_resize(KernelRegistry& registry);            // Resize (linear, half-pixel)
 void register_reduction(KernelRegistry& registry);         // ReduceMean/Sum/Max/Min/Prod
 void register_quantized_convolution(KernelRegistry& registry);  // QLinearConv (int8)

@@ -8,7 +8,9 @@
 // u64, which computes in uint64 (int64 cannot hold its upper half, and unsigned arithmetic wraps
 // as ONNX expects).
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -52,6 +54,35 @@ T store(V value) {
     return value != V{};
   else
     return static_cast<T>(value);
+}
+
+/// One value converted between element types (ONNX Cast). Floating to integer truncates toward zero
+/// and then wraps like an int64 cast (as numpy does); NaN becomes 0. Anything to boolean is "!= 0".
+template <class To, class From>
+To cast_value(From v) {
+  const auto x = load(v);
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != decltype(x){0};
+  } else if constexpr (is_floating_v<To>) {
+    return store<To>(static_cast<double>(x));
+  } else if constexpr (std::is_floating_point_v<decltype(x)>) {
+    if (std::isnan(x)) return To{0};
+    const double t = std::trunc(x);
+    if constexpr (std::is_same_v<To, uint64_t>) {
+      // u64 reaches above int64: take [2^63, 2^64) directly (2^64 and above saturate, like the
+      // int64 path) so a large float keeps its value instead of clamping at 2^63 - 1.
+      const double two_63 = 9223372036854775808.0;
+      if (t >= 2 * two_63) return std::numeric_limits<uint64_t>::max();
+      if (t >= two_63) return static_cast<uint64_t>(t);
+    }
+    const double limit = 9223372036854775807.0;
+    const int64_t wide = t >= limit    ? std::numeric_limits<int64_t>::max()
+                         : t <= -limit ? std::numeric_limits<int64_t>::min()
+                                       : static_cast<int64_t>(t);
+    return static_cast<To>(wide);
+  } else {
+    return static_cast<To>(x);
+  }
 }
 
 /// Throws ExecutionError "<op> node '<name>': <what> has element type <type>, expected <expected>".

@@ -3342,42 +3342,174 @@ std::vector<Case> transpose_cases(Rng& rng) {
   return cases;
 }
 
-// Comparisons into bool: operands of one shape (a detector's heatmap against its max-pooled
-// self, with many exact ties), or one of them a single value; NaNs compare false. Other
-// broadcasts go to the reference kernel.
+// Values of `type` with many exact ties: f32 quarters (and a few NaNs, which compare false and
+// cast to 0), small integers, booleans.
+Tensor tied_values(ElementType type, const ints& dims, Rng& rng) {
+  Tensor t(type, Shape(dims));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const double v = std::round(rng.real(-2, 2) * 4) / 4;
+    switch (type) {
+      case ElementType::f32:
+        t.data<float>()[i] = rng.chance(0.01) ? std::nanf("") : static_cast<float>(v);
+        break;
+      case ElementType::i32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(rng.integer(-3, 3));
+        break;
+      case ElementType::i64:
+        t.data<int64_t>()[i] = rng.integer(-3, 3);
+        break;
+      default:
+        t.data<bool>()[i] = rng.chance(0.5);
+    }
+  }
+  return t;
+}
+
+// Two operand shapes broadcasting into a random output of rank 1-4: each axis of each operand
+// full or 1, leading axes sometimes dropped.
+std::pair<ints, ints> broadcast_pair(Rng& rng) {
+  const ints out = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
+  ints a = out, b = out;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (rng.chance(0.4)) a[d] = 1;
+    if (rng.chance(0.4)) b[d] = 1;
+  }
+  if (rng.chance(0.3)) a.erase(a.begin());
+  if (rng.chance(0.3)) b.erase(b.begin());
+  return {a, b};
+}
+
+// Comparisons into bool, of f32, i32 and i64: operands of one shape (a detector's heatmap against
+// its max-pooled self, with many exact ties), one of them a single value, and any broadcast (a
+// KAN layer's inputs [64,784,1] against its grid [784,11], large enough to be shared among
+// threads); NaNs compare false.
 std::vector<Case> comparison_cases(Rng& rng) {
   std::vector<Case> cases;
   const char* ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+  const ElementType types[] = {ElementType::f32, ElementType::i32, ElementType::i64};
   for (const char* op : ops) {
-    for (int pairing = 0; pairing < 4; ++pairing) {
-      const ints full = pairing == 0 ? ints{1, 20, 128, 128} : rng.dims(3, 1, 40);
-      const ints other = pairing == 0 || pairing == 1 ? full
-                         : pairing == 2               ? ints{1}
-                                                      : ints{full[0], 1, full[2]};
-      Tensor a = rng.tensor(full, -2, 2);
-      Tensor b = rng.tensor(other, -2, 2);
-      for (Tensor* t : {&a, &b}) {
-        float* v = t->data<float>();
-        for (int64_t i = 0; i < t->size(); ++i) {
-          v[i] = std::round(v[i] * 4) / 4;  // ties
-          if (rng.chance(0.01)) v[i] = std::nanf("");
-        }
-      }
+    for (int pairing = 0; pairing < 7; ++pairing) {
+      const ElementType type = pairing < 4 ? ElementType::f32 : types[pairing % 3];
+      ints full = pairing == 0 ? ints{1, 20, 128, 128} : rng.dims(3, 1, 40);
+      ints other = pairing == 0 || pairing == 1 ? full
+                   : pairing == 2               ? ints{1}
+                                                : ints{full[0], 1, full[2]};
+      if (pairing == 4) full = {64, 784, 1}, other = {784, 11};
+      if (pairing >= 5) std::tie(full, other) = broadcast_pair(rng);
+      const Tensor a = tied_values(type, full, rng);
+      const Tensor b = tied_values(type, other, rng);
       Case c;
       c.node = make_node(op);
       c.inputs = pairing == 2 && std::string(op) == "Less" ? std::vector<Tensor>{b, a}
                                                            : std::vector<Tensor>{a, b};
       c.constant = {false, false};
       c.tolerance = {0, 0};
-      if (pairing == 3) {
-        c.must_accept = false;
-      } else {
-        c.implementation = "dnnl:comparison";
-      }
+      c.implementation = "dnnl:comparison";
       cases.push_back(c);
     }
   }
   return cases;
+}
+
+// And, Or and Xor of bool tensors under any broadcast (a KAN layer's two interval masks, an
+// attention mask joined with a causal one).
+std::vector<Case> logical_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (const char* op : {"And", "Or", "Xor"})
+    for (int k = 0; k < 8; ++k) {
+      auto [a, b] = broadcast_pair(rng);
+      if (k == 0) a = {64, 784, 11}, b = {64, 784, 11};
+      if (k == 1) a = {2, 8, 128, 128}, b = {128, 128};
+      Case c;
+      c.node = make_node(op);
+      c.inputs = {tied_values(ElementType::boolean, a, rng),
+                  tied_values(ElementType::boolean, b, rng)};
+      c.constant = {false, false};
+      c.tolerance = {0, 0};
+      c.implementation = "dnnl:logical";
+      cases.push_back(c);
+    }
+  return cases;
+}
+
+TEST(BackendConsistency, LogicalOps) {
+  Rng rng(base_seed() + 83);
+  run_family("logical", logical_cases(rng));
+}
+
+// Cast between every pair of f32, f64, i32, i64, u8, i8 and bool, with the values where the
+// conversions differ: fractions of either sign (truncated toward zero), NaN (0), infinities and
+// magnitudes beyond int64 (saturated, then wrapped into the narrower type), integers that wrap
+// into u8 and i8, zero and nonzero to bool. Large enough to be shared among threads.
+int64_t onnx_type_id(ElementType type) {
+  switch (type) {
+    case ElementType::f32:
+      return 1;
+    case ElementType::u8:
+      return 2;
+    case ElementType::i8:
+      return 3;
+    case ElementType::i32:
+      return 6;
+    case ElementType::i64:
+      return 7;
+    case ElementType::boolean:
+      return 9;
+    default:
+      return 11;  // f64
+  }
+}
+
+TEST(BackendConsistency, CastBetweenNumericTypes) {
+  Rng rng(base_seed() + 84);
+  const std::vector<ElementType> types = {ElementType::f32,    ElementType::f64, ElementType::i32,
+                                          ElementType::i64,    ElementType::u8,  ElementType::i8,
+                                          ElementType::boolean};
+  const std::vector<double> specials = {
+      0.0,   -0.0, 0.5,   -0.5,     1.75,      -1.75, 255.0, 256.0, -129.,   1e10,
+      -1e10, 3e19, -3e19, INFINITY, -INFINITY, NAN,   1.0,   127.9, 70000.5, -2147483649.0};
+  for (ElementType from : types)
+    for (ElementType to : types) {
+      Tensor x(from, Shape{300001});
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const double v = i < static_cast<int64_t>(specials.size())
+                             ? specials[static_cast<size_t>(i)]
+                             : rng.real(-300, 300);
+        switch (from) {
+          case ElementType::f32:
+            x.data<float>()[i] = static_cast<float>(v);
+            break;
+          case ElementType::f64:
+            x.data<double>()[i] = v;
+            break;
+          case ElementType::boolean:
+            x.data<bool>()[i] = v != 0;
+            break;
+          default: {
+            // Integers: the specials' int64 wraps, then random values across the type's range.
+            const int64_t n = std::isfinite(v) && std::fabs(v) < 9e18 ? static_cast<int64_t>(v)
+                                                                      : rng.integer(-5, 5);
+            if (from == ElementType::i32) x.data<int32_t>()[i] = static_cast<int32_t>(n);
+            if (from == ElementType::i64) x.data<int64_t>()[i] = n * (i % 7 == 0 ? 1 << 20 : 1);
+            if (from == ElementType::u8) x.data<uint8_t>()[i] = static_cast<uint8_t>(n);
+            if (from == ElementType::i8) x.data<int8_t>()[i] = static_cast<int8_t>(n);
+          }
+        }
+      }
+      Case c;
+      c.node = make_node("Cast", Attributes{{"to", onnx_type_id(to)}});
+      c.inputs = {x};
+      c.constant = {false};
+      c.tolerance = {0, 0};
+      c.implementation = "dnnl:cast";
+      SCOPED_TRACE(std::string(to_string(from)) + " -> " + std::string(to_string(to)));
+      run_family("cast", {c});
+      // CastLike takes the type of its second input.
+      c.node = make_node("CastLike");
+      c.inputs.push_back(Tensor(to, Shape{1}));
+      c.constant.push_back(true);
+      run_family("castlike", {c});
+    }
 }
 
 TEST(BackendConsistency, Comparisons) {
@@ -3813,7 +3945,7 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
       "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter", "Gather",
       "Sin", "Cos", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "RoiAlign",
-      "MaxUnpool",
+      "MaxUnpool", "And", "Or", "Xor", "Cast", "CastLike",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
