@@ -570,6 +570,55 @@ TEST(Transformations, RunsAConvolutionSpanningTheWidthAsA1dConvolution) {
   }
 }
 
+// A ConvTranspose whose kernel equals its stride runs as a 1x1 Conv and a DepthToSpace: the
+// same outputs, with or without a bias, with a fused ReLU moved to the Conv; padded, overlapping,
+// grouped or output-padded ones stay.
+TEST(Transformations, RunsATransposedConvolutionWithKernelAsStrideAsPointwise) {
+  struct Case {
+    std::string what;
+    int64_t channels, out, kernel, stride;
+    int64_t pad = 0, group = 1, output_padding = 0;
+    bool bias = true, relu = false;
+    bool rewritten = true;
+  };
+  const std::vector<Case> cases = {
+      {"a U-Net's up-convolution", 16, 8, 2, 2},
+      {"stride 3, no bias, a ReLU", 5, 3, 3, 3, 0, 1, 0, false, true},
+      {"16 channels each way (blocked shuffle)", 32, 16, 2, 2, 0, 1, 0, true, true},
+      {"overlapping taps stay", 4, 4, 4, 2, 0, 1, 0, true, false, false},
+      {"padding stays", 4, 4, 2, 2, 1, 1, 0, true, false, false},
+      {"two groups stay", 4, 4, 2, 2, 0, 2, 0, true, false, false},
+      {"output padding stays", 4, 4, 2, 2, 0, 1, 1, true, false, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ModelBuilder b("pointwise");
+    auto x = b.input("x", ElementType::f32, {-1, c.channels, 5, 7});
+    std::vector<ValueId> inputs = {
+        x, b.constant("w", random_tensor(Shape{c.channels, c.out / c.group, c.kernel, c.kernel}, 61,
+                                         -0.5f, 0.5f))};
+    if (c.bias) inputs.push_back(b.constant("b", random_tensor({c.out}, 62)));
+    ValueId y = b.op("ConvTranspose", inputs,
+                     {{"strides", std::vector<int64_t>{c.stride, c.stride}},
+                      {"group", c.group},
+                      {"output_padding", std::vector<int64_t>{c.output_padding, c.output_padding}},
+                      {"pads", std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad}}},
+                     "deconv");
+    if (c.relu) y = b.op("Relu", {y}, {}, "relu");
+    b.output(b.op("Sigmoid", {y}, {}, "gate"), "y");
+    auto model = b.build();
+    const std::map<std::string, Tensor> in = {
+        {"x", random_tensor(Shape{2, c.channels, 5, 7}, 63, -1.f, 1.f)}};
+    const RunResult plain = compile_and_run(model, true, in);
+    const RunResult transformed = compile_and_run(model, false, in);
+    expect_close(transformed.outputs.at("y"), plain.outputs.at("y"), "y", 1e-5);
+    const std::vector<std::string> ops = op_types(*transformed.runtime);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "ConvTranspose"), c.rewritten ? 0 : 1);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "DepthToSpace"), c.rewritten ? 1 : 0);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "Relu"), 0);
+  }
+}
+
 // Nothing is trimmed where the input's size is known only at run time.
 TEST(Transformations, KeepsTheKernelOfAConvolutionOverADynamicSize) {
   ModelBuilder b("dynamic");

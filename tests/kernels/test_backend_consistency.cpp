@@ -1799,6 +1799,29 @@ std::vector<Case> rearrangement_cases(Rng& rng) {
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
+  // The same between convolutions, in each activation layout of this ISA: channels-last for
+  // every mode, blocked for DCR and SpaceToDepth over whole blocks of the space side's channels.
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  for (int k = 0; k < 24; ++k) {
+    const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+    const bool to_space = k % 2 == 0;
+    const bool crd = to_space && k % 4 == 0 && layout.channel_block == 0;
+    const int64_t b = rng.integer(2, 3);
+    const int64_t unit = layout.channel_block ? layout.channel_block : 1;
+    const int64_t n = rng.integer(1, 2), ch = unit * rng.integer(1, 3), h = rng.integer(1, 5) * b,
+                  w = rng.integer(1, 6) * b;
+    Attributes attrs{{"blocksize", b}};
+    if (crd) attrs.set("mode", std::string("CRD"));
+    Case c;
+    c.node = make_node(to_space ? "DepthToSpace" : "SpaceToDepth", attrs);
+    c.inputs = {to_space ? rng.tensor({n, ch * b * b, h / b, w / b}) : rng.tensor({n, ch, h, w})};
+    c.constant = {false};
+    c.input_layouts = {layout};
+    c.output_layout = layout;
+    c.tolerance = {0, 0};
+    c.implementation = layout.is_plain() ? "dnnl:strided_copy" : "dnnl:shuffle_rows";
+    cases.push_back(c);
+  }
   return cases;
 }
 

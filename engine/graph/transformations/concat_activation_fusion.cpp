@@ -4,7 +4,8 @@
 // writes the activation's output: one pass over the joined tensor fewer. MixNet's mixed depthwise
 // kernels and YOLOv5's / CSPNet's cross-stage joins are written Concat -> BatchNormalization ->
 // activation, with the normalization folded into the parts first
-// (fold_batch_norm_into_joined_convs).
+// (fold_batch_norm_into_joined_convs). A DepthToSpace only moves the elements of its one part the
+// same way (a transposed convolution rewritten as a 1x1 one and the shuffle).
 #include <optional>
 #include <vector>
 
@@ -30,8 +31,9 @@ size_t fuse_activation_into_joined_parts(Model& model, OriginalNames& names) {
   for (size_t i = 0; i < rewrite.nodes().size(); ++i) {
     const int concat_index = static_cast<int>(i);
     Node& concat = rewrite.node(concat_index);
-    if (rewrite.removed(concat_index) || concat.op_type != "Concat" || concat.outputs.size() != 1 ||
-        concat.inputs.empty())
+    if (rewrite.removed(concat_index) ||
+        (concat.op_type != "Concat" && concat.op_type != "DepthToSpace") ||
+        concat.outputs.size() != 1 || concat.inputs.empty())
       continue;
     const ValueId joined = concat.outputs[0];
     const int activation_index = rewrite.sole_reader(joined);

@@ -56,6 +56,8 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   // After those two, whose patterns hold scalar factors of their own; before the post-op fusion,
   // while the convolutions are unfused.
   fold_scales_into_conv(model, names);
+  // Before the activation fusion, which takes an activation after the shuffle into the Conv.
+  convolve_transposed_as_pointwise(model);
   fuse_activation_into_joined_parts(model, names);
   fuse_post_ops(model, names);
   // After the folding and the post-op fusion: the normalization and the activation after such a

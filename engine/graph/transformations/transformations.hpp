@@ -141,6 +141,11 @@ size_t fuse_activation_into_joined_parts(Model& model, OriginalNames& names);
 // to the one-column output; fused activations stay on the Conv. Returns the rewrites.
 size_t convolve_columns_in_1d(Model& model);
 
+// Rewrites a 2-D f32 ConvTranspose whose kernel equals its stride s, without padding, as a 1x1
+// Conv to s*s times the channels and DepthToSpace (DCR, block s); a fused activation moves to the
+// Conv. Returns the rewrites.
+size_t convolve_transposed_as_pointwise(Model& model);
+
 // Fuses a 1x1 Conv and the 3x3 depthwise Conv (stride 1 or 2, padding 1) that alone reads it into
 // the 1x1 Conv ("fused_depthwise", see engine/ops/fused_post_ops.hpp). Runs after fuse_post_ops:
 // both convolutions keep their fused activations.
