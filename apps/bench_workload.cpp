@@ -34,7 +34,28 @@ Tensor make_input(const ValueInfo& info, const Shape& shape, uint32_t seed) {
     return text;
   }
   if (is_convertible(ElementType::f32, info.type)) return f32.convert(info.type);
-  return Tensor(info.type, shape);  // zeros
+  // Integers take the small values themselves (Tensor::convert turns no float into an integer).
+  Tensor integers(info.type, shape);
+  switch (info.type) {
+    case ElementType::i64:
+      std::copy(values.begin(), values.end(), integers.data<int64_t>());
+      break;
+    case ElementType::i32:
+      std::copy(values.begin(), values.end(), integers.data<int32_t>());
+      break;
+    case ElementType::u8:
+      std::copy(values.begin(), values.end(), integers.data<uint8_t>());
+      break;
+    case ElementType::i8:
+      std::copy(values.begin(), values.end(), integers.data<int8_t>());
+      break;
+    case ElementType::boolean:
+      for (size_t i = 0; i < values.size(); ++i) integers.data<bool>()[i] = values[i] != 0;
+      break;
+    default:
+      break;  // zeros
+  }
+  return integers;
 }
 
 }  // namespace

@@ -406,6 +406,31 @@ TEST(Cli, ABatchIsTheFirstDimensionEveryInputShares) {
   }
 }
 
+// Integer inputs get the small values 0-9 the ONNX Runtime peer feeds too (before: zeros): an
+// embedding table of 10 rows takes them, one of 5 rows fails the run naming the lookup.
+TEST(Cli, BenchFeedsIntegerInputsValuesUpToNine) {
+  for (const troupe::ElementType type : {troupe::ElementType::i64, troupe::ElementType::i32})
+    for (const int64_t rows : {int64_t{10}, int64_t{5}}) {
+      troupe::ModelBuilder b("lookup");
+      auto ids = b.input("ids", type, {1, 64});
+      std::vector<float> table(static_cast<size_t>(rows * 2), 1.0f);
+      auto t =
+          b.constant("table", troupe::Tensor::from_vector<float>(troupe::Shape{rows, 2}, table));
+      b.output(b.op("Gather", {t, ids}, {}, "lookup"), "y");
+      const std::string model = temp_path("lookup.troupe");
+      troupe::save_model(b.build(), model);
+      RunResult r = run_troupe("bench -m '" + model + "' -niter 4 -nireq 2");
+      std::remove(model.c_str());
+      if (rows == 10) {
+        EXPECT_EQ(r.exit_code, 0) << r.output;
+      } else {
+        EXPECT_NE(r.exit_code, 0) << r.output;
+        EXPECT_THAT(r.output, HasSubstr("Gather node 'lookup': index"));
+        EXPECT_THAT(r.output, HasSubstr("out of range for axis 0 of size 5"));
+      }
+    }
+}
+
 // An ONNX model with a dynamic batch, x f32[N,3,4,4] -> Relu -> y; empty if it cannot be made.
 std::string write_dynamic_batch_model() {
   const std::string path = temp_path("dynamic_batch.onnx");
