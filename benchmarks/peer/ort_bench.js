@@ -168,7 +168,8 @@ async function workerMain() {
   parentPort.postMessage({latencies: await runLoop(session, [feeds], endMs)});
 }
 
-// Minimal .npy reader (little-endian, C order): enough for the exported inputs and outputs.
+// Minimal .npy reader (little-endian; C order, or Fortran order rearranged into it): enough for the
+// exported inputs and outputs.
 function readNpy(file) {
   const buf = fs.readFileSync(file);
   if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not an .npy file`);
@@ -177,7 +178,7 @@ function readNpy(file) {
   const dataStart = (major === 1 ? 10 : 12) + headerLen;
   const header = buf.toString('latin1', major === 1 ? 10 : 12, dataStart);
   const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  if (/'fortran_order':\s*True/.test(header)) throw new Error(`${file}: Fortran order`);
+  const fortran = /'fortran_order':\s*True/.test(header);
   const dims = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').filter((s) => s.trim())
                    .map(Number);
   const bytes = buf.buffer.slice(buf.byteOffset + dataStart, buf.byteOffset + buf.length);
@@ -186,7 +187,21 @@ function readNpy(file) {
                  '|b1': ['bool', Uint8Array]};
   if (!kinds[descr]) throw new Error(`${file}: dtype ${descr} is not supported`);
   const [type, Array_] = kinds[descr];
-  return new ort.Tensor(type, new Array_(bytes), dims);
+  const data = new Array_(bytes);
+  if (!fortran || dims.length < 2) return new ort.Tensor(type, data, dims);
+  // Element (i0, ..., ik) sits at i0 + d0 (i1 + d1 (...)) in Fortran order.
+  const ordered = new Array_(data.length);
+  const index = new Array(dims.length).fill(0);
+  for (let c = 0; c < data.length; ++c) {
+    let f = 0;
+    for (let k = dims.length - 1; k >= 0; --k) f = f * dims[k] + index[k];
+    ordered[c] = data[f];
+    for (let k = dims.length - 1; k >= 0; --k) {
+      if (++index[k] < dims[k]) break;
+      index[k] = 0;
+    }
+  }
+  return new ort.Tensor(type, ordered, dims);
 }
 
 async function check(args) {
