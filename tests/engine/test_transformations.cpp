@@ -86,6 +86,47 @@ TEST(Transformations, FoldsShapeGatherConcatReshapeChain) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_FLOAT_EQ(got[i], 3.f * x_values[i]) << i;
 }
 
+// With a dynamic batch, the dims a Shape chain picks from a value's static axes fold (torch's
+// MultiheadAttention slices its stacked weights at bounds computed from the embedding width), and
+// one that picks the batch stays: x [N, 4, 8] -> Slice(Shape(x), 2, 3) = [8] folds, so the
+// weights sliced to [0:8) become a constant [8, 8]; Gather(Shape(x), 0) stays.
+TEST(Transformations, FoldsTheStaticDimsAShapeChainPicksFromADynamicShape) {
+  auto model = std::make_shared<Model>("partial_shape");
+  const ValueId x = model->add_input("x", ElementType::f32, {-1, 4, 8});
+  auto add = [&](const std::string& op, std::vector<ValueId> inputs, Attributes attrs,
+                 const std::string& name) {
+    const ValueId out = model->add_value(ValueInfo{name + "_out", ElementType::undefined, {}});
+    model->add_node(Node{name, op, std::move(inputs), {out}, std::move(attrs)});
+    return out;
+  };
+  auto i64 = [&](const std::string& name, std::vector<int64_t> v) {
+    const auto n = static_cast<int64_t>(v.size());
+    return model->add_constant(name, Tensor::from_vector<int64_t>({n}, v));
+  };
+  const ValueId shape = add("Shape", {x}, {}, "shape");
+  const ValueId width = add("Slice", {shape, i64("s2", {2}), i64("s3", {3})}, {}, "width_dim");
+  const ValueId weights = model->add_constant("w", random_tensor(Shape{16, 8}, 71, -1.f, 1.f));
+  const ValueId w_rows = add("Slice", {weights, i64("zero", {0}), width}, {}, "w_rows");
+  const ValueId y = add("MatMul", {x, w_rows}, {}, "matmul");
+  const ValueId batch = add("Gather", {shape, i64("first", {0})}, {{"axis", int64_t{0}}}, "batch");
+  const ValueId target =
+      add("Concat", {batch, i64("rest", {-1})}, {{"axis", int64_t{0}}}, "target");
+  model->add_output(add("Reshape", {y, target}, {}, "flat"));
+  const std::map<std::string, Tensor> in = {{"x", random_tensor(Shape{3, 4, 8}, 72, -1.f, 1.f)}};
+  const RunResult plain = compile_and_run(model, true, in);
+  const RunResult transformed = compile_and_run(model, false, in);
+  expect_close(transformed.outputs.at("flat_out"), plain.outputs.at("flat_out"), "flat", 1e-6);
+  EXPECT_EQ(transformed.outputs.at("flat_out").size(), 3u * 32u);
+  // The width's Slice and the weights' Slice folded: the MatMul reads a constant B; the batch's
+  // Gather and what follows it stay.
+  const Node& matmul = node_named(*transformed.runtime, "matmul");
+  EXPECT_TRUE(transformed.runtime->is_constant(matmul.inputs[1]));
+  EXPECT_EQ(transformed.runtime->value(matmul.inputs[1]).shape, (Shape{8, 8}));
+  const std::vector<std::string> ops = op_types(*transformed.runtime);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Slice"), 0);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Gather"), 1);
+}
+
 TEST(Transformations, FoldsConstantSubgraphsOfValidModels) {
   ModelBuilder b("const_branch");
   auto x = b.input("x", ElementType::f32, {2, 3});
