@@ -207,7 +207,11 @@ class BinaryKernel final : public DnnlKernel {
 
 void register_binary(KernelRegistry& registry) {
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
-    registry.add(backend_name, backend_priority, op, make_kernel<BinaryKernel>);
+    registry.add(backend_name, backend_priority, op,
+                 [](const KernelRequest& request) -> std::unique_ptr<Kernel> {
+                   if (auto f32 = make_kernel<BinaryKernel>(request)) return f32;
+                   return make_integer_arithmetic(request);
+                 });
 }
 
 }  // namespace troupe::kernels::onednn

@@ -36,4 +36,10 @@ bool BroadcastRows::plan(const std::vector<int64_t>& out, const std::vector<int6
   return true;
 }
 
+bool plan_broadcast(BroadcastRows& plan, const Shape& a, const Shape& b, const Shape& y) {
+  const Dims out = to_dims(y);
+  return a.rank() <= y.rank() && b.rank() <= y.rank() &&
+         plan.plan(out, pad_front(to_dims(a), out.size()), pad_front(to_dims(b), out.size()));
+}
+
 }  // namespace troupe::kernels::onednn

@@ -49,54 +49,6 @@ void compare(const BroadcastRows& plan, const T* a, const T* b, bool* y, Relatio
   }
 }
 
-// The row plan of a broadcast from the operands' shapes into the output's (ONNX's
-// multidirectional broadcast: the lower rank padded with leading 1s).
-bool plan_broadcast(BroadcastRows& plan, const Shape& a, const Shape& b, const Shape& y) {
-  const Dims out = to_dims(y);
-  return a.rank() <= y.rank() && b.rank() <= y.rank() &&
-         plan.plan(out, pad_front(to_dims(a), out.size()), pad_front(to_dims(b), out.size()));
-}
-
-// A two-input op over broadcast operands: plans its rows for the request's static shapes, or at
-// the first run and whenever the shapes change; shapes it cannot plan run the reference.
-class BroadcastKernel : public Kernel {
- public:
-  explicit BroadcastKernel(const KernelRequest& request) {
-    const auto& in = request.inputs;
-    if (in.size() != 2 || request.outputs.size() != 1 || !request.input_layout(0).is_plain() ||
-        !request.input_layout(1).is_plain() || !request.output_layout(0).is_plain())
-      throw Unsupported{};
-    const Shape& y = request.outputs[0].shape;
-    if (in[0].shape.is_static() && in[1].shape.is_static() && y.is_static()) {
-      if (!plan_broadcast(plan_, in[0].shape, in[1].shape, y)) throw Unsupported{};
-      planned_ = true;
-      planned_for_ = {in[0].shape, in[1].shape};
-    } else {
-      fallback_ = KernelRegistry::instance().create_with("reference", request);
-      if (!fallback_) throw Unsupported{};
-    }
-  }
-
-  void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
-    if (!planned_ || in[0].shape() != planned_for_[0] || in[1].shape() != planned_for_[1]) {
-      planned_ = plan_broadcast(plan_, in[0].shape(), in[1].shape(), out[0].shape());
-      if (!planned_) return fallback_->execute(in, out);
-      planned_for_ = {in[0].shape(), in[1].shape()};
-    }
-    if (out[0].size() == 0) return;
-    run(plan_, in[0].contiguous(), in[1].contiguous(), out[0]);
-  }
-
- protected:
-  virtual void run(const BroadcastRows& plan, const Tensor& a, const Tensor& b, Tensor& y) = 0;
-
- private:
-  BroadcastRows plan_;
-  bool planned_ = false;
-  std::vector<Shape> planned_for_ = {Shape{}, Shape{}};
-  std::unique_ptr<Kernel> fallback_;  // shapes known only at run time
-};
-
 class ComparisonKernel final : public BroadcastKernel {
  public:
   explicit ComparisonKernel(const KernelRequest& request)

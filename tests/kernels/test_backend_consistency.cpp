@@ -1956,6 +1956,32 @@ std::vector<Case> rows_and_lrn_cases(Rng& rng) {
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
+  // Integer TopK (PointNet++'s ball query keeps the lowest masked indices): many ties, along
+  // either axis, largest and smallest, k all or part of the axis.
+  for (int k = 0; k < 8; ++k) {
+    const ElementType type = k % 4 < 2 ? ElementType::i64 : ElementType::i32;
+    const ints x = k < 4 ? ints{64, 100} : ints{30, 7, 5};
+    Tensor t(type, Shape(x));
+    for (int64_t i = 0; i < t.size(); ++i) {
+      const int64_t v = rng.chance(0.3) ? 1000 : rng.integer(-20, 20);
+      if (type == ElementType::i64)
+        t.data<int64_t>()[i] = v;
+      else
+        t.data<int32_t>()[i] = static_cast<int32_t>(v);
+    }
+    const int64_t axis = k < 4 ? 1 : 0;
+    const int64_t n = x[static_cast<size_t>(axis)];
+    Attributes attrs{{"axis", axis}};
+    if (k % 2 == 1) attrs.set("largest", int64_t{0});
+    Case c;
+    c.node = make_node("TopK", attrs);
+    c.inputs = {t, Tensor::from_vector<int64_t>(Shape{1}, {k % 3 == 0 ? n : n / 3})};
+    c.constant = {false, true};
+    c.num_outputs = 2;
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:top_k_select";
+    cases.push_back(c);
+  }
   // Sum and Mean of 1 to 4 tensors of one shape (broadcasts are the reference's).
   for (int k = 0; k < 12; ++k) {
     const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 9);
@@ -3453,6 +3479,61 @@ std::vector<Case> logical_cases(Rng& rng) {
       cases.push_back(c);
     }
   return cases;
+}
+
+// Integer Add, Sub, Mul, Div, Max and Min of i64 and i32 under any broadcast (the index
+// arithmetic of an unpooling, a batch offset added to neighbour indices), including sums and
+// products that wrap, divisions of either sign (truncated toward zero), and a large one shared
+// among threads.
+TEST(BackendConsistency, IntegerArithmetic) {
+  Rng rng(base_seed() + 85);
+  std::vector<Case> cases;
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
+    for (const ElementType type : {ElementType::i64, ElementType::i32})
+      for (int k = 0; k < 5; ++k) {
+        auto [a, b] = broadcast_pair(rng);
+        if (k == 0) a = {2, 16, 128, 128}, b = {2, 16, 1, 1};
+        Case c;
+        c.node = make_node(op);
+        for (int operand = 0; operand < 2; ++operand) {
+          Tensor t(type, Shape(operand == 0 ? a : b));
+          for (int64_t i = 0; i < t.size(); ++i) {
+            int64_t v = rng.integer(-60, 60);
+            if (std::string(op) == "Div" && v == 0 && operand == 1) v = 7;  // divisors
+            if (k == 1 && i % 5 == 0 && std::string(op) != "Div")           // wraps
+              v = type == ElementType::i64 ? std::numeric_limits<int64_t>::max() - v
+                                           : std::numeric_limits<int32_t>::max() - v;
+            if (type == ElementType::i64)
+              t.data<int64_t>()[i] = v;
+            else
+              t.data<int32_t>()[i] = static_cast<int32_t>(v);
+          }
+          c.inputs.push_back(t);
+        }
+        c.constant = {false, false};
+        c.tolerance = {0, 0};
+        c.implementation = "dnnl:integer_rows";
+        cases.push_back(c);
+      }
+  run_family("integer arithmetic", cases);
+
+  // A zero divisor fails the request naming the node, as the reference does.
+  Case c;
+  c.node = make_node("Div");
+  c.inputs = {Tensor::from_vector<int64_t>(Shape{3}, {4, 5, 6}),
+              Tensor::from_vector<int64_t>(Shape{3}, {2, 0, 3})};
+  const std::vector<const Tensor*> none = {nullptr, nullptr};
+  const std::vector<ValueInfo> inputs = value_infos(c.inputs, "x");
+  const KernelRequest request{c.node, inputs, infer_outputs(c, inputs, none), none};
+  auto fast = KernelRegistry::instance().create_with("dnnl", request);
+  ASSERT_TRUE(fast);
+  std::vector<Tensor> y = {Tensor(ElementType::i64, Shape{3})};
+  try {
+    fast->execute(c.inputs, y);
+    ADD_FAILURE() << "a zero divisor ran";
+  } catch (const ExecutionError& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("integer division by zero"));
+  }
 }
 
 TEST(BackendConsistency, LogicalOps) {
