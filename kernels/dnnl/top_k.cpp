@@ -96,6 +96,34 @@ bool best_of_row(const float* row, int64_t n, int64_t k, int64_t first_index, bo
   return true;
 }
 
+// A TopK's geometry: the axis of n elements split the tensor into outer x n x inner, and K.
+struct TopKGeometry {
+  int64_t outer = 1, inner = 1, n = 0, k = 0;
+};
+
+// Checks the axis, K and the outputs' sizes as the reference does; throws naming the node.
+TopKGeometry top_k_geometry(const Node& node, int64_t axis_attribute,
+                            const std::vector<int64_t>& dims, const std::vector<Tensor>& in,
+                            const std::vector<Tensor>& out) {
+  const auto fail = [&](const std::string& message) {
+    throw ExecutionError("TopK node '" + node.name + "': " + message);
+  };
+  const auto rank = static_cast<int64_t>(dims.size());
+  const int64_t axis = axis_attribute < 0 ? axis_attribute + rank : axis_attribute;
+  if (axis < 0 || axis >= rank) fail("axis " + std::to_string(axis_attribute) + " is out of range");
+  if (in.size() < 2 || in[1].size() != 1) fail("K must hold exactly one value");
+  TopKGeometry g;
+  g.k = static_cast<int64_t>(in[1].value_at(0));
+  for (int64_t d = 0; d < axis; ++d) g.outer *= dims[static_cast<size_t>(d)];
+  for (int64_t d = axis + 1; d < rank; ++d) g.inner *= dims[static_cast<size_t>(d)];
+  g.n = dims[static_cast<size_t>(axis)];
+  if (g.k < 0 || g.k > g.n)
+    fail("K = " + std::to_string(g.k) + " is out of range for axis size " + std::to_string(g.n));
+  if (out.size() != 2 || out[0].size() != g.outer * g.k * g.inner || out[1].size() != out[0].size())
+    fail("output shapes do not match K = " + std::to_string(g.k));
+  return g;
+}
+
 class TopKKernel final : public Kernel {
  public:
   explicit TopKKernel(const KernelRequest& r)
@@ -106,22 +134,10 @@ class TopKKernel final : public Kernel {
 
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
     const Tensor x = in[0].contiguous();
-    const std::vector<int64_t>& dims = x.shape().dims();
-    const auto rank = static_cast<int64_t>(dims.size());
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    if (axis < 0 || axis >= rank) fail("axis " + std::to_string(axis_) + " is out of range");
-    if (in.size() < 2 || in[1].size() != 1) fail("K must hold exactly one value");
-    const auto k = static_cast<int64_t>(in[1].value_at(0));
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= dims[static_cast<size_t>(d)];
-    for (int64_t d = axis + 1; d < rank; ++d) inner *= dims[static_cast<size_t>(d)];
-    const int64_t n = dims[static_cast<size_t>(axis)];
-    if (k < 0 || k > n)
-      fail("K = " + std::to_string(k) + " is out of range for axis size " + std::to_string(n));
+    const TopKGeometry g = top_k_geometry(node_, axis_, x.shape().dims(), in, out);
+    const int64_t outer = g.outer, inner = g.inner, n = g.n, k = g.k;
     if (n > int64_t{0xFFFFFFFF})  // rank_key holds an index in 32 bits
       fail("an axis of " + std::to_string(n) + " elements is more than 2^32 - 1");
-    if (out.size() != 2 || out[0].size() != outer * k * inner || out[1].size() != out[0].size())
-      fail("output shapes do not match K = " + std::to_string(k));
     const float* src = x.data<float>();
     float* values = out[0].data<float>();
     int64_t* indices = out[1].data<int64_t>();
@@ -238,19 +254,8 @@ class IntegerTopKKernel final : public Kernel {
   template <class T>
   void run(const T* src, const std::vector<int64_t>& dims, const std::vector<Tensor>& in,
            std::vector<Tensor>& out, T* values) const {
-    const auto rank = static_cast<int64_t>(dims.size());
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    if (axis < 0 || axis >= rank) fail("axis " + std::to_string(axis_) + " is out of range");
-    if (in.size() < 2 || in[1].size() != 1) fail("K must hold exactly one value");
-    const auto k = static_cast<int64_t>(in[1].value_at(0));
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= dims[static_cast<size_t>(d)];
-    for (int64_t d = axis + 1; d < rank; ++d) inner *= dims[static_cast<size_t>(d)];
-    const int64_t n = dims[static_cast<size_t>(axis)];
-    if (k < 0 || k > n)
-      fail("K = " + std::to_string(k) + " is out of range for axis size " + std::to_string(n));
-    if (out.size() != 2 || out[0].size() != outer * k * inner || out[1].size() != out[0].size())
-      fail("output shapes do not match K = " + std::to_string(k));
+    const TopKGeometry g = top_k_geometry(node_, axis_, dims, in, out);
+    const int64_t outer = g.outer, inner = g.inner, n = g.n, k = g.k;
     int64_t* indices = out[1].data<int64_t>();
     using Pair = std::pair<T, int64_t>;
     const bool largest = largest_;
@@ -276,10 +281,6 @@ class IntegerTopKKernel final : public Kernel {
         }
       }
     });
-  }
-
-  [[noreturn]] void fail(const std::string& message) const {
-    throw ExecutionError("TopK node '" + node_.name + "': " + message);
   }
 
   Node node_;

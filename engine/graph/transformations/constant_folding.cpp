@@ -31,6 +31,20 @@ bool is_nondeterministic(const std::string& op_type) {
 // filling an activation-sized buffer is cheaper to compute than to keep).
 constexpr int64_t max_folded_elements = int64_t{1} << 24;
 
+// The dims a Shape node outputs for an input of `shape`: those of its start..end range.
+std::vector<int64_t> shape_dims(const Node& node, const Shape& shape) {
+  const auto rank = static_cast<int64_t>(shape.rank());
+  auto clamp = [rank](int64_t axis) {
+    if (axis < 0) axis += rank;
+    return std::clamp<int64_t>(axis, 0, rank);
+  };
+  const int64_t start = clamp(node.attributes.get_int_or("start", 0));
+  const int64_t end = clamp(node.attributes.get_int_or("end", rank));
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(shape[static_cast<size_t>(i)]);
+  return dims;
+}
+
 // Shape and Size depend only on the input's shape, which may be static for a non-constant value.
 bool fold_shape_query(Model& model, const Node& node) {
   if ((node.op_type != "Shape" && node.op_type != "Size") || node.inputs.size() != 1 ||
@@ -43,15 +57,7 @@ bool fold_shape_query(Model& model, const Node& node) {
                        Tensor::from_vector<int64_t>(Shape{}, {shape.element_count()}));
     return true;
   }
-  const int64_t rank = static_cast<int64_t>(shape.rank());
-  auto clamp = [rank](int64_t axis) {
-    if (axis < 0) axis += rank;
-    return std::clamp<int64_t>(axis, 0, rank);
-  };
-  const int64_t start = clamp(node.attributes.get_int_or("start", 0));
-  const int64_t end = clamp(node.attributes.get_int_or("end", rank));
-  std::vector<int64_t> dims;
-  for (int64_t i = start; i < end; ++i) dims.push_back(shape[static_cast<size_t>(i)]);
+  const std::vector<int64_t> dims = shape_dims(node, shape);
   const int64_t count = static_cast<int64_t>(dims.size());
   model.set_constant(node.outputs[0], Tensor::from_vector<int64_t>(Shape{count}, dims));
   return true;
@@ -89,17 +95,8 @@ void record_partial_shape(const Model& model, const Node& node, PartialShapes& p
   if (node.op_type != "Shape" || node.inputs.size() != 1 || node.outputs.size() != 1 ||
       node.inputs[0] == no_value)
     return;
-  const Shape& shape = model.value(node.inputs[0]).shape;
-  const auto rank = static_cast<int64_t>(shape.rank());
-  auto clamp = [rank](int64_t axis) {
-    if (axis < 0) axis += rank;
-    return std::clamp<int64_t>(axis, 0, rank);
-  };
-  const int64_t start = clamp(node.attributes.get_int_or("start", 0));
-  const int64_t end = clamp(node.attributes.get_int_or("end", rank));
-  std::vector<int64_t> dims;
-  for (int64_t i = start; i < end; ++i) dims.push_back(shape[static_cast<size_t>(i)]);
-  partial[node.outputs[0]] = std::move(dims);
+  const std::vector<int64_t> dims = shape_dims(node, model.value(node.inputs[0]).shape);
+  partial[node.outputs[0]] = dims;
 }
 
 // A Gather (axis 0) or Slice of a partially known shape whose indices and bounds are constants
