@@ -3705,6 +3705,34 @@ std::vector<Case> resize_cases(Rng& rng) {
     c.must_accept = false;
     cases.push_back(c);
   }
+  // Upsamplings between convolutions (a U-Net's to its skip's size, a segmentation head's) in
+  // each activation layout, 4-D and 5-D, the output in the input's layout or another one.
+  const std::vector<TensorLayout> layouts = activation_layouts();
+  for (int k = 0; k < 18; ++k) {
+    const TensorLayout layout = layouts[static_cast<size_t>(k) % layouts.size()];
+    const TensorLayout out_layout = k % 6 == 5 ? layouts[(static_cast<size_t>(k) + 1) % 3] : layout;
+    const size_t rank = k % 4 == 3 ? 5 : 4;
+    const int64_t unit = layout.channel_block ? layout.channel_block : 3;
+    ints x{rng.integer(1, 2), unit * rng.integer(1, 2)};
+    ints sizes{x[0], x[1]};
+    for (size_t a = 2; a < rank; ++a) {
+      x.push_back(rng.integer(2, rank == 5 ? 5 : 9));
+      sizes.push_back(x[a] * 2 + rng.integer(0, 3));
+    }
+    Attributes attrs;
+    attrs.set("mode", std::string("linear"));
+    attrs.set("coordinate_transformation_mode", std::string("half_pixel"));
+    Case c;
+    c.node = make_node("Resize", attrs);
+    c.inputs = {rng.tensor(x), Tensor(), Tensor(),
+                Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(rank)}, sizes)};
+    c.constant = {false, true, true, true};
+    c.input_layouts = {layout};
+    c.output_layout = out_layout;
+    c.tolerance = {1e-5, 1e-6};
+    c.fast_implementation = true;
+    cases.push_back(c);
+  }
   return cases;
 }
 
