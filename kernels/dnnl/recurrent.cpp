@@ -191,16 +191,27 @@ class RecurrentKernel final : public Kernel {
           s.cell == RecurrentSpec::Cell::lstm && input(7) ? input(7) + d * 3 * H : nullptr;
       // Every step's input projection at once, with both biases folded in: they only add, except
       // GRU's recurrent candidate bias with linear_before_reset, which the reset gate scales.
+      // Only the steps a sequence reaches are read (a padded batch's sequence_lens, a packed
+      // sequence's lengths): time-major, the first `longest` steps of every row; batch-major,
+      // each row's own length.
       const bool gru_lbr = s.cell == RecurrentSpec::Cell::gru && s.linear_before_reset;
-      gemm_bt(s.seq * N, GH, I, X, I, W, I, 0.0f, projected_.data(), GH);
       if (B) {
         bias_.assign(Wb, Wb + GH);
         for (int64_t j = 0; j < GH; ++j)
           if (!(gru_lbr && j >= 2 * H)) bias_[j] += Rb[j];
-        for (int64_t r = 0; r < s.seq * N; ++r) {
-          float* p = projected_.data() + r * GH;
-          for (int64_t j = 0; j < GH; ++j) p[j] += bias_[j];
-        }
+      }
+      auto project = [&](int64_t first_row, int64_t rows) {
+        if (rows == 0) return;
+        float* p0 = projected_.data() + first_row * GH;
+        gemm_bt(rows, GH, I, X + first_row * I, I, W, I, 0.0f, p0, GH);
+        if (!B) return;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < GH; ++j) p0[r * GH + j] += bias_[j];
+      };
+      if (s.batch_major) {
+        for (int64_t b = 0; b < N; ++b) project(b * s.seq, lengths[static_cast<size_t>(b)]);
+      } else {
+        project(0, longest * N);
       }
       const float* candidate_bias = gru_lbr && Rb ? Rb + 2 * H : nullptr;
       for (int64_t b = 0; b < N; ++b)
