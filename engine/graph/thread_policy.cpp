@@ -168,6 +168,12 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
     config.threads_per_stream = 1;
     return;
   }
+  // Below, the model's size decides, and a dynamic dimension counts as 1 there: a conformer block
+  // exported with a dynamic batch and length looked like 0.1 M multiply-accumulates a node and
+  // ran its [2, 128, 144] requests on one thread (6.5 ms against 5.0 on two, `troupe bench -hint
+  // latency`, Zen 5). Its stream keeps its threads; each node, specialized for the shapes a
+  // request brings, still stays on one where it is short (node_threads).
+  if (!static_inputs) return;
   int64_t compute_nodes = 0;
   for (const Node& node : model.nodes())
     if (weight_input(node) >= 0) ++compute_nodes;

@@ -230,6 +230,33 @@ TEST(ThreadPolicy, ADynamicModelRunsSmallRequestsOnTheSchedulerAndLargeOnesOnThe
   EXPECT_EQ(fixed.large_request_threads, 0);
 }
 
+// Five 512 x 512 layers (1.3 M weights: too many for the scheduler), 0.26 M multiply-accumulates
+// a node for one row. With a static batch of 1 every node is short and, where OpenMP threads
+// sleep, the model runs on one thread; with a dynamic batch the estimate at 1 says nothing of the
+// requests it will get (a conformer block exported with a dynamic batch and length ran [2, 128,
+// 144] on one thread: 6.5 ms against 5.0 on two), so its stream keeps the cores and each node
+// decides for the shapes a request brings.
+TEST(ThreadPolicy, ADynamicModelTooLargeForTheSchedulerKeepsItsThreads) {
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (cores < 2) GTEST_SKIP() << "one core: nothing to split";
+  const auto layers = [](int64_t batch) {
+    ModelBuilder b("layers");
+    auto h = b.input("x", ElementType::f32, {batch, 512});
+    for (int i = 0; i < 5; ++i) {
+      const std::string name = "fc" + std::to_string(i);
+      h = b.op("Gemm", {h, b.constant(name + "_w", Tensor(ElementType::f32, {512, 512}))},
+               {{"transB", int64_t{1}}}, name);
+    }
+    b.output(h, "y");
+    return b.build();
+  };
+  // (Where OpenMP threads spin, a node reading 1 MB of weights splits even for one row.)
+  if (detail::openmp_threads_sleep_when_idle()) {
+    EXPECT_EQ(threads_of(layers(1)), 1);
+  }
+  EXPECT_EQ(threads_of(layers(-1)), cores);
+}
+
 // An embedding table of millions of rows, of which a request reads a few: neither its size nor
 // the Gather's counts as work read whole (a recommender is a small model).
 TEST(ThreadPolicy, AnEmbeddingTableCountsTheRowsAGatherReads) {
