@@ -76,6 +76,9 @@ function makeTensor(type, dims, seed) {
           type, BigInt64Array.from(troupeValues(count, seed, true), (v) => BigInt(v)), dims);
     case 'int32':
       return new ort.Tensor(type, Int32Array.from(troupeValues(count, seed, true)), dims);
+    case 'bool':  // troupe bench: the small integers, != 0
+      return new ort.Tensor(
+          type, Uint8Array.from(troupeValues(count, seed, true), (v) => (v !== 0 ? 1 : 0)), dims);
     default:
       throw new Error(`input type ${type} is not supported by ort_bench.js`);
   }
