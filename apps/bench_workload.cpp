@@ -35,27 +35,15 @@ Tensor make_input(const ValueInfo& info, const Shape& shape, uint32_t seed) {
   }
   if (is_convertible(ElementType::f32, info.type)) return f32.convert(info.type);
   // Integers take the small values themselves (Tensor::convert turns no float into an integer).
-  Tensor integers(info.type, shape);
-  switch (info.type) {
-    case ElementType::i64:
-      std::copy(values.begin(), values.end(), integers.data<int64_t>());
-      break;
-    case ElementType::i32:
-      std::copy(values.begin(), values.end(), integers.data<int32_t>());
-      break;
-    case ElementType::u8:
-      std::copy(values.begin(), values.end(), integers.data<uint8_t>());
-      break;
-    case ElementType::i8:
-      std::copy(values.begin(), values.end(), integers.data<int8_t>());
-      break;
-    case ElementType::boolean:
-      for (size_t i = 0; i < values.size(); ++i) integers.data<bool>()[i] = values[i] != 0;
-      break;
-    default:
-      break;  // zeros
+  std::vector<int64_t> integers(values.begin(), values.end());
+  if (info.type == ElementType::boolean) {
+    Tensor flags(info.type, shape);
+    for (size_t i = 0; i < integers.size(); ++i) flags.data<bool>()[i] = integers[i] != 0;
+    return flags;
   }
-  return integers;
+  const Tensor i64 = Tensor::from_vector<int64_t>(shape, integers);
+  if (is_convertible(ElementType::i64, info.type)) return i64.convert(info.type);
+  return Tensor(info.type, shape);  // zeros
 }
 
 }  // namespace

@@ -125,7 +125,6 @@ class BroadcastKernel : public Kernel {
     const Shape& y = request.outputs[0].shape;
     if (in[0].shape.is_static() && in[1].shape.is_static() && y.is_static()) {
       if (!plan_broadcast(plan_, in[0].shape, in[1].shape, y)) throw Unsupported{};
-      planned_ = true;
       planned_for_ = {in[0].shape, in[1].shape};
     }
     fallback_ = KernelRegistry::instance().create_with("reference", request);
@@ -133,10 +132,12 @@ class BroadcastKernel : public Kernel {
   }
 
   void execute(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
-    if (!planned_ || in[0].shape() != planned_for_[0] || in[1].shape() != planned_for_[1]) {
-      planned_ = plan_broadcast(plan_, in[0].shape(), in[1].shape(), out[0].shape());
-      if (!planned_) return fallback_->execute(in, out);
-      planned_for_ = {in[0].shape(), in[1].shape()};
+    const std::vector<Shape> shapes = {in[0].shape(), in[1].shape()};
+    if (shapes != planned_for_) {
+      planned_for_.clear();
+      if (!plan_broadcast(plan_, shapes[0], shapes[1], out[0].shape()))
+        return fallback_->execute(in, out);
+      planned_for_ = shapes;
     }
     if (out[0].size() == 0) return;
     run(plan_, in[0].contiguous(), in[1].contiguous(), out[0]);
@@ -147,8 +148,7 @@ class BroadcastKernel : public Kernel {
 
  private:
   BroadcastRows plan_;
-  bool planned_ = false;
-  std::vector<Shape> planned_for_ = {Shape{}, Shape{}};
+  std::vector<Shape> planned_for_;    // the operand shapes plan_ is for; empty: none
   std::unique_ptr<Kernel> fallback_;  // shapes that do not broadcast so
 };
 

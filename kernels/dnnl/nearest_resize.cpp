@@ -69,6 +69,61 @@ bool is_identity(const std::vector<int64_t>& index) {
   return true;
 }
 
+// Nearest Resize of a plain tensor of any element type and rank, as row copies.
+void resize_plain_rows(const Node& node, const std::vector<Tensor>& inputs,
+                       std::vector<Tensor>& outputs) {
+  const Tensor x = inputs.at(0).contiguous();
+  Tensor& y = outputs.at(0);
+  const std::vector<int64_t>& in_dims = x.shape().dims();
+  const std::vector<int64_t>& out_dims = y.shape().dims();
+  std::vector<std::vector<int64_t>> index =
+      reference::nearest_source_indices(node, inputs, out_dims);
+  if (index.empty() || in_dims.empty() || x.element_type() != y.element_type()) {
+    reference::resize(node, inputs, outputs);  // extrapolation: the reference's alone
+    return;
+  }
+  if (y.size() == 0) return;
+  // As [planes, rows, columns]: a tensor of rank 1 is one row, of rank 2 one plane.
+  const size_t rank = in_dims.size();
+  const int64_t columns = out_dims[rank - 1];
+  const int64_t rows = rank >= 2 ? out_dims[rank - 2] : 1;
+  const int64_t in_columns = in_dims[rank - 1];
+  const int64_t in_rows = rank >= 2 ? in_dims[rank - 2] : 1;
+  const size_t leading = rank >= 2 ? rank - 2 : 0;  // the axes numbering the planes
+  int64_t planes = 1;
+  for (size_t a = 0; a < leading; ++a) planes *= out_dims[a];
+  const std::vector<int64_t> row_index = rank >= 2 ? index[rank - 2] : std::vector<int64_t>{0};
+  const std::vector<int64_t>& column_index = index[rank - 1];
+  const size_t es = element_size(x.element_type());
+  const auto* src = static_cast<const uint8_t*>(x.raw_data());
+  auto* dst = static_cast<uint8_t*>(y.raw_data());
+  const int64_t row_bytes = columns * static_cast<int64_t>(es);
+  const int64_t total_bytes = y.size() * static_cast<int64_t>(es);
+  // Threads pay only for a few hundred kilobytes and more.
+  for_each_index_if(total_bytes > (int64_t{1} << 18) && planes > 1, planes, [&](int64_t p) {
+    // The input plane this output plane copies: the leading axes' indices, row-major.
+    int64_t in_plane = 0, rest = p, stride = 1;
+    for (size_t a = leading; a-- > 0;) {
+      const int64_t o = rest % out_dims[a];
+      rest /= out_dims[a];
+      in_plane += index[a][static_cast<size_t>(o)] * stride;
+      stride *= in_dims[a];
+    }
+    const uint8_t* plane_src = src + in_plane * in_rows * in_columns * static_cast<int64_t>(es);
+    uint8_t* plane_dst = dst + p * rows * row_bytes;
+    for (int64_t r = 0; r < rows; ++r) {
+      uint8_t* out = plane_dst + r * row_bytes;
+      const int64_t source_row = row_index[static_cast<size_t>(r)];
+      if (r > 0 && row_index[static_cast<size_t>(r - 1)] == source_row) {
+        std::memcpy(out, out - row_bytes, static_cast<size_t>(row_bytes));
+        continue;
+      }
+      gather_row(plane_src + source_row * in_columns * static_cast<int64_t>(es),
+                 column_index.data(), columns, out, es);
+    }
+  });
+}
+
 class LaidOutNearestResizeKernel final : public DnnlKernel {
  public:
   explicit LaidOutNearestResizeKernel(const KernelRequest& request) : DnnlKernel(request) {
@@ -106,6 +161,7 @@ class LaidOutNearestResizeKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    if (layout_.is_plain()) return resize_plain_rows(node_, inputs, outputs);
     const std::vector<int64_t>& in_dims = inputs[0].shape().dims();
     const std::vector<int64_t>& out_dims = outputs[0].shape().dims();
     const std::vector<std::vector<int64_t>> index =
@@ -129,15 +185,13 @@ class LaidOutNearestResizeKernel final : public DnnlKernel {
     }
     const std::vector<int64_t>& n_index = index[0];
     const std::vector<int64_t>& c_index = index[1];
-    const bool channels_kept = is_identity(c_index);
-    if (!channels_kept && !layout_.is_plain()) {
+    if (!is_identity(c_index)) {
       run_elements(inputs[0], outputs[0], index, source_row, in_rows * in_columns);
       return;
     }
-    // Planes of rows of units: a channel's image of single elements (plain), an image of pixels
-    // of all channels (channels-last), a block's image of pixels of `block` channels (blocked).
-    const int64_t block = layout_.channel_block;
-    const int64_t unit = layout_.is_plain() ? 1 : layout_.channels_last ? channels : block;
+    // Planes of rows of units: an image of pixels of all channels (channels-last), a block's
+    // image of pixels of `block` channels (blocked).
+    const int64_t unit = layout_.channels_last ? channels : layout_.channel_block;
     const int64_t planes_per_image = layout_.channels_last ? 1 : channels / unit;
     const int64_t planes = out_dims[0] * planes_per_image;
     const size_t unit_bytes = static_cast<size_t>(unit) * element_bytes_;
@@ -150,10 +204,7 @@ class LaidOutNearestResizeKernel final : public DnnlKernel {
       for (int64_t t = begin; t < begin + count; ++t) {
         const int64_t p = t / rows, r = t % rows;
         const int64_t image = p / planes_per_image, part = p % planes_per_image;
-        // Plain: part is a channel, which the channel index may move; else a block, kept.
-        const int64_t source_part = layout_.is_plain() ? c_index[static_cast<size_t>(part)] : part;
-        const int64_t source_plane =
-            n_index[static_cast<size_t>(image)] * planes_per_image + source_part;
+        const int64_t source_plane = n_index[static_cast<size_t>(image)] * planes_per_image + part;
         uint8_t* out = dst + static_cast<size_t>(t) * row_bytes;
         if (t > begin && r > 0 &&
             source_row[static_cast<size_t>(r - 1)] == source_row[static_cast<size_t>(r)]) {
@@ -209,56 +260,7 @@ class NearestResizeKernel final : public Kernel {
   std::string implementation() const override { return "dnnl:nearest_rows"; }
 
   void execute(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
-    const Tensor x = inputs.at(0).contiguous();
-    Tensor& y = outputs.at(0);
-    const std::vector<int64_t>& in_dims = x.shape().dims();
-    const std::vector<int64_t>& out_dims = y.shape().dims();
-    std::vector<std::vector<int64_t>> index =
-        reference::nearest_source_indices(node_, inputs, out_dims);
-    if (index.empty() || in_dims.empty() || x.element_type() != y.element_type()) {
-      reference::resize(node_, inputs, outputs);  // extrapolation: the reference's alone
-      return;
-    }
-    if (y.size() == 0) return;
-    // As [planes, rows, columns]: a tensor of rank 1 is one row, of rank 2 one plane.
-    const size_t rank = in_dims.size();
-    const int64_t columns = out_dims[rank - 1];
-    const int64_t rows = rank >= 2 ? out_dims[rank - 2] : 1;
-    const int64_t in_columns = in_dims[rank - 1];
-    const int64_t in_rows = rank >= 2 ? in_dims[rank - 2] : 1;
-    const size_t leading = rank >= 2 ? rank - 2 : 0;  // the axes numbering the planes
-    int64_t planes = 1;
-    for (size_t a = 0; a < leading; ++a) planes *= out_dims[a];
-    const std::vector<int64_t> row_index = rank >= 2 ? index[rank - 2] : std::vector<int64_t>{0};
-    const std::vector<int64_t>& column_index = index[rank - 1];
-    const size_t es = element_size(x.element_type());
-    const auto* src = static_cast<const uint8_t*>(x.raw_data());
-    auto* dst = static_cast<uint8_t*>(y.raw_data());
-    const int64_t row_bytes = columns * static_cast<int64_t>(es);
-    const int64_t total_bytes = y.size() * static_cast<int64_t>(es);
-    // Threads pay only for a few hundred kilobytes and more.
-    for_each_index_if(total_bytes > (int64_t{1} << 18) && planes > 1, planes, [&](int64_t p) {
-      // The input plane this output plane copies: the leading axes' indices, row-major.
-      int64_t in_plane = 0, rest = p, stride = 1;
-      for (size_t a = leading; a-- > 0;) {
-        const int64_t o = rest % out_dims[a];
-        rest /= out_dims[a];
-        in_plane += index[a][static_cast<size_t>(o)] * stride;
-        stride *= in_dims[a];
-      }
-      const uint8_t* plane_src = src + in_plane * in_rows * in_columns * static_cast<int64_t>(es);
-      uint8_t* plane_dst = dst + p * rows * row_bytes;
-      for (int64_t r = 0; r < rows; ++r) {
-        uint8_t* out = plane_dst + r * row_bytes;
-        const int64_t source_row = row_index[static_cast<size_t>(r)];
-        if (r > 0 && row_index[static_cast<size_t>(r - 1)] == source_row) {
-          std::memcpy(out, out - row_bytes, static_cast<size_t>(row_bytes));
-          continue;
-        }
-        gather_row(plane_src + source_row * in_columns * static_cast<int64_t>(es),
-                   column_index.data(), columns, out, es);
-      }
-    });
+    resize_plain_rows(node_, inputs, outputs);
   }
 
  private:

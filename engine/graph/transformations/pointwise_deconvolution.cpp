@@ -28,10 +28,14 @@ int64_t pointwise_block(const Model& model, const Node& node) {
       fused::has_sum(node) || fused::has_bias(node) || fused::has_scale(node) ||
       node.attributes.has("output_shape"))
     return 0;
-  if (node.inputs.size() > 2 && node.inputs[2] != no_value && !model.is_constant(node.inputs[2]))
-    return 0;
   const ValueInfo& x = model.value(node.inputs[0]);
   const Tensor& w = model.constants().at(node.inputs[1]);
+  if (node.inputs.size() > 2 && node.inputs[2] != no_value) {
+    if (!model.is_constant(node.inputs[2])) return 0;
+    const Tensor& b = model.constants().at(node.inputs[2]);
+    if (b.element_type() != ElementType::f32 || w.shape().rank() < 2 || b.size() != w.shape()[1])
+      return 0;
+  }
   if (x.type != ElementType::f32 || w.element_type() != ElementType::f32 || x.shape.rank() != 4 ||
       w.shape().rank() != 4)
     return 0;
@@ -84,7 +88,6 @@ size_t convolve_transposed_as_pointwise(Model& model) {
         model.add_constant(unique_value_name(model, base + "/weights"), pointwise_weights(w))};
     if (node.inputs.size() > 2 && node.inputs[2] != no_value) {
       const Tensor& b = model.constants().at(node.inputs[2]);
-      if (b.element_type() != ElementType::f32 || b.size() != w.shape()[1]) return false;
       inputs.push_back(
           model.add_constant(unique_value_name(model, base + "/bias"), repeated_bias(b, s)));
     }
