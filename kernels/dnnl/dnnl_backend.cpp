@@ -34,7 +34,7 @@ void register_dnnl_kernels(KernelRegistry& registry) {
   onednn::register_select(registry);
   onednn::register_grid_sample(registry);
   onednn::register_attention(registry);
-  onednn::register_scatter_elements(registry);
+  onednn::register_scatter(registry);
   onednn::register_gather(registry);
   onednn::register_trigonometric(registry);
   onednn::register_comparison(registry);

@@ -33,6 +33,7 @@ using test::node_named;
 using test::op_types;
 using test::original_names;
 using test::RunResult;
+using ints = std::vector<int64_t>;
 
 // Compiles both ways on seeded inputs in [-1, 1), checks equal outputs, returns {plain run,
 // transformed run}.
@@ -1079,6 +1080,115 @@ TEST(Transformations, AnExpandABinaryOpBroadcastsItselfIsRemoved) {
   EXPECT_EQ(transformed.runtime->value(div.inputs[1]).name,
             transformed.runtime->value(node_named(*transformed.runtime, "clip").outputs[0]).name);
   EXPECT_THAT(original_names(div), ElementsAre("div", "expand"));
+}
+
+// PyTorch Geometric's aggregation: scatter_add_(0, index.view(-1, 1, ...).expand_as(src), src).
+// The expanded index scatters whole rows, as a ScatterND of the column (reshaped to [E, 1] when
+// the messages have more dimensions). One index repeated over every row, and updates narrower
+// than the data, are other computations and stay.
+TEST(Transformations, AScatterOfAnIndexColumnExpandedOverTheRowsScattersRows) {
+  const int64_t edges = 40;
+  std::vector<int64_t> targets(edges);
+  for (int64_t e = 0; e < edges; ++e)
+    targets[static_cast<size_t>(e)] = (e * 7) % 9 - (e % 5 == 0 ? 9 : 0);
+  for (const ints& row : {ints{16}, ints{3, 8}}) {
+    SCOPED_TRACE("row " + Shape(row).to_string());
+    ModelBuilder b("aggregate");
+    ints data_dims = {9}, message_dims = {edges}, column_dims = {edges};
+    data_dims.insert(data_dims.end(), row.begin(), row.end());
+    message_dims.insert(message_dims.end(), row.begin(), row.end());
+    std::vector<int64_t> unsqueezed;
+    for (size_t d = 1; d <= row.size(); ++d) unsqueezed.push_back(static_cast<int64_t>(d));
+    auto nodes = b.input("nodes", ElementType::f32, Shape(data_dims));
+    auto index = b.input("index", ElementType::i64, Shape(column_dims));
+    auto messages = b.input("messages", ElementType::f32, Shape(message_dims));
+    auto column = b.op(
+        "Unsqueeze",
+        {index, b.constant("axes", Tensor::from_vector<int64_t>(
+                                       {static_cast<int64_t>(unsqueezed.size())}, unsqueezed))},
+        {}, "column");
+    auto expanded = b.op("Expand", {column, b.op("Shape", {messages}, {}, "shape")}, {}, "expand");
+    for (const char* reduction : {"add", "max", "none"})
+      b.output(b.op("ScatterElements", {nodes, expanded, messages},
+                    {{"axis", int64_t{0}}, {"reduction", std::string(reduction)}},
+                    std::string("scatter_") + reduction),
+               std::string("y_") + reduction);
+    // One index for every row: the Expand repeats the row count too.
+    ints one_dims(message_dims.size(), 1);
+    auto one = b.input("root", ElementType::i64, Shape(one_dims));
+    b.output(
+        b.op("ScatterElements",
+             {nodes,
+              b.op("Expand", {one, b.op("Shape", {messages}, {}, "shape_2")}, {}, "expand_one"),
+              messages},
+             {{"axis", int64_t{0}}, {"reduction", std::string("add")}}, "scatter_one"),
+        "y_one");
+    auto model = b.build();
+    std::map<std::string, Tensor> inputs = test::random_inputs(*model, 3, 1.f);
+    inputs["index"] = Tensor::from_vector<int64_t>(Shape(column_dims), targets);
+    inputs["root"] = Tensor::from_vector<int64_t>(Shape(one_dims), {4});
+    auto [plain, transformed] = test::compare_with_untransformed(model, inputs);
+    const std::vector<std::string> ops = op_types(*transformed.runtime);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "ScatterND"), 3);
+    EXPECT_EQ(node_named(*transformed.runtime, "scatter_one").op_type, "ScatterElements");
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "Expand"), 1);  // expand_one's
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "Reshape"), row.size() > 1 ? 3 : 0);
+    const Node& add = node_named(*transformed.runtime, "scatter_add");
+    EXPECT_EQ(add.attributes.get_string_or("reduction", "none"), "add");
+    EXPECT_EQ(transformed.runtime->value(add.inputs[1]).shape, (Shape{edges, 1}));
+  }
+}
+
+// Exported with a dynamic edge count, the rows of the column and of the messages are not known to
+// be equal: the column is expanded to the messages' rows at run time, so one index given for
+// every message still scatters every message to it, as the original Expand did.
+TEST(Transformations, ADynamicIndexColumnScattersRowsAndStillRepeatsASingleIndex) {
+  ModelBuilder b("aggregate");
+  auto nodes = b.input("nodes", ElementType::f32, {9, 3, 8});
+  auto index = b.input("index", ElementType::i64, Shape{Shape::dynamic});
+  auto messages = b.input("messages", ElementType::f32, Shape{Shape::dynamic, 3, 8});
+  auto column =
+      b.op("Unsqueeze", {index, b.constant("axes", Tensor::from_vector<int64_t>({2}, {1, 2}))}, {},
+           "column");
+  auto expanded = b.op("Expand", {column, b.op("Shape", {messages}, {}, "shape")}, {}, "expand");
+  b.output(b.op("ScatterElements", {nodes, expanded, messages},
+                {{"axis", int64_t{0}}, {"reduction", std::string("add")}}, "scatter"),
+           "y");
+  auto model = b.build();
+  for (int64_t indices : {40, 1}) {
+    SCOPED_TRACE(std::to_string(indices) + " indices for 40 messages");
+    std::vector<int64_t> targets(static_cast<size_t>(indices));
+    for (size_t e = 0; e < targets.size(); ++e)
+      targets[e] = static_cast<int64_t>((e * 5 + 2) % 9) - 3;
+    const std::map<std::string, Tensor> inputs = {
+        {"nodes", random_tensor({9, 3, 8}, 11, -1.f, 1.f)},
+        {"index", Tensor::from_vector<int64_t>(Shape{indices}, targets)},
+        {"messages", random_tensor({40, 3, 8}, 12, -1.f, 1.f)}};
+    auto [plain, transformed] = test::compare_with_untransformed(model, inputs);
+    EXPECT_EQ(node_named(*transformed.runtime, "scatter").op_type, "ScatterND");
+    const std::vector<std::string> ops = op_types(*transformed.runtime);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), "Expand"), 1);  // of the column, to [40, 1]
+  }
+}
+
+TEST(Transformations, AScatterOfNarrowerUpdatesThanItsDataStaysScatterElements) {
+  ModelBuilder b("narrow");
+  auto nodes = b.input("nodes", ElementType::f32, {9, 16});
+  auto index = b.input("index", ElementType::i64, {12, 1});
+  auto messages = b.input("messages", ElementType::f32, {12, 10});
+  auto expanded =
+      b.op("Expand", {index, b.constant("to", Tensor::from_vector<int64_t>({2}, {12, 10}))}, {},
+           "expand");
+  b.output(b.op("ScatterElements", {nodes, expanded, messages},
+                {{"axis", int64_t{0}}, {"reduction", std::string("add")}}, "scatter"),
+           "y");
+  auto model = b.build();
+  std::map<std::string, Tensor> inputs = test::random_inputs(*model, 5, 1.f);
+  std::vector<int64_t> targets(12);
+  for (size_t e = 0; e < targets.size(); ++e) targets[e] = static_cast<int64_t>(e % 9);
+  inputs["index"] = Tensor::from_vector<int64_t>(Shape{12, 1}, targets);
+  auto [plain, transformed] = test::compare_with_untransformed(model, inputs);
+  EXPECT_EQ(node_named(*transformed.runtime, "scatter").op_type, "ScatterElements");
 }
 
 TEST(Transformations, ConvWithWeightsAsModelInput) {

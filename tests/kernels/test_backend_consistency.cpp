@@ -2324,6 +2324,47 @@ std::vector<Case> scatter_elements_cases(Rng& rng) {
   return cases;
 }
 
+// ScatterND: data of ranks 1-4, tuples of every length k (whole rows to single elements) in index
+// tensors of rank 2-3, negative and repeated tuples (reduction none keeps the last in index
+// order), every reduction; some cases large enough to split the slices' columns over threads.
+// Bit-exact.
+std::vector<Case> scatter_nd_cases(Rng& rng) {
+  std::vector<Case> cases;
+  const char* reductions[] = {"none", "add", "mul", "max", "min"};
+  for (int k = 0; k < 30; ++k) {
+    const bool large = k % 6 == 5;
+    const size_t rank = large ? 2 : static_cast<size_t>(rng.integer(1, 4));
+    const ints data =
+        large ? ints{rng.integer(50, 300), rng.integer(100, 700)} : rng.dims(rank, 1, 6);
+    const auto depth =
+        large ? size_t{1} : static_cast<size_t>(rng.integer(1, static_cast<int64_t>(rank)));
+    ints index = k % 3 == 0 ? ints{rng.integer(1, 4), rng.integer(1, 5)}
+                            : ints{large ? 400 : rng.integer(1, 9)};
+    ints updates = index;
+    index.push_back(static_cast<int64_t>(depth));
+    updates.insert(updates.end(), data.begin() + static_cast<std::ptrdiff_t>(depth), data.end());
+    int64_t count = 1;
+    for (int64_t dim : index) count *= dim;
+    std::vector<int64_t> values(static_cast<size_t>(count));
+    for (size_t i = 0; i < values.size(); ++i) {
+      const int64_t extent = data[i % depth];
+      values[i] = rng.integer(0, extent - 1);
+      if (rng.chance(0.3)) values[i] -= extent;  // the same slice, counted from the end
+    }
+    Attributes attrs;
+    if (k % 7 != 3) attrs.set("reduction", std::string(reductions[k % 5]));
+    Case c;
+    c.node = make_node("ScatterND", attrs);
+    c.inputs = {rng.tensor(data, -2, 2), Tensor::from_vector<int64_t>(Shape(index), values),
+                rng.tensor(updates, -2, 2)};
+    c.constant = {false, false, false};
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:scatter_slices";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // Gather: f32, i64 and u8 data of ranks 1-4, every axis (negative ones too), indices of rank 0-2
 // (i64 and i32, negative ones counting from the end, repeated), embedding-sized tables large
 // enough to copy on several threads. Exact.
@@ -4002,6 +4043,44 @@ TEST(BackendConsistency, ScatterElements) {
   run_family("scatter", scatter_elements_cases(rng));
 }
 
+TEST(BackendConsistency, ScatterND) {
+  Rng rng(base_seed() + 54);
+  run_family("scatter_nd", scatter_nd_cases(rng));
+}
+
+// An out-of-range tuple and updates of the wrong shape fail the request naming the node and what
+// is wrong, whether the slices would have been split over threads or not.
+TEST(BackendConsistency, ScatterNDErrorsAreNamed) {
+  for (int64_t rows : {2, 600}) {
+    Attributes attrs;
+    attrs.set("reduction", std::string("add"));
+    const Node node = make_node("ScatterND", attrs);
+    Rng rng(base_seed() + 55);
+    std::vector<int64_t> values(static_cast<size_t>(rows), 1);
+    values[values.size() - 2] = -8;
+    for (const ints& updates : {ints{rows, 64}, ints{rows, 63}}) {
+      const std::vector<Tensor> in = {rng.tensor({7, 64}),
+                                      Tensor::from_vector<int64_t>(Shape{rows, 1}, values),
+                                      rng.tensor(updates)};
+      KernelRequest request{
+          node, value_infos(in, "x"), {ValueInfo{"y", ElementType::f32, Shape{7, 64}}}};
+      std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
+      ASSERT_TRUE(fast);
+      std::vector<Tensor> out = {Tensor(ElementType::f32, Shape{7, 64})};
+      try {
+        fast->execute(in, out);
+        ADD_FAILURE() << "no error for rows " << rows;
+      } catch (const ExecutionError& e) {
+        EXPECT_THAT(e.what(), ::testing::HasSubstr("ScatterND node 'ScatterND_under_test'"));
+        EXPECT_THAT(e.what(), ::testing::HasSubstr(
+                                  updates[1] == 64
+                                      ? "index -8 is out of range for axis 0 of size 7"
+                                      : "must have the shape [" + std::to_string(rows) + ",64]"));
+      }
+    }
+  }
+}
+
 // An index out of range fails the request with the reference's message, naming the node, on
 // one thread and on several (rows and columns split), whatever thread meets it.
 TEST(BackendConsistency, ScatterOutOfRangeIndexIsNamed) {
@@ -4076,9 +4155,9 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ConvTranspose", "Pow",
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-      "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter", "Gather",
-      "Sin", "Cos", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "RoiAlign",
-      "MaxUnpool", "And", "Or", "Xor", "Cast", "CastLike",
+      "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter", "ScatterND",
+      "Gather", "Sin", "Cos", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+      "RoiAlign", "MaxUnpool", "And", "Or", "Xor", "Cast", "CastLike",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};

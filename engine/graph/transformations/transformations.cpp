@@ -25,6 +25,7 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   // Again: an exported Dropout's training_mode is a Constant node until folding.
   eliminate_identities(model);
   elide_broadcast_expands(model, names);
+  scatter_whole_rows(model);
   permute_einsums_as_transposes(model, names);
   eliminate_dead_code(model);
   // After folding: the Reshapes' targets are constants and the Shape nodes reading the images

@@ -57,6 +57,10 @@ size_t move_quantized_data(Model& model, OriginalNames& names);
 // result's shape: the op broadcasts the Expand's input itself.
 size_t elide_broadcast_expands(Model& model, OriginalNames& names);
 
+// Rewrites a ScatterElements along axis 0 whose indices are a column [E, 1, ...] expanded to the
+// updates' shape, which scatters whole rows, as a ScatterND with that column as its tuples.
+size_t scatter_whole_rows(Model& model);
+
 // Removes nodes none of whose outputs is consumed or a model output.
 size_t eliminate_dead_code(Model& model);
 
