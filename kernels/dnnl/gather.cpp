@@ -65,6 +65,23 @@ class GatherKernel final : public Kernel {
     const int64_t copies = outer * count;
     const bool parallel =
         static_cast<size_t>(copies) * row_bytes >= (size_t{1} << 16) && copies > 1;
+    if (inner == 1) {
+      // Single elements (a Gather along the last axis: nn.Unfold's columns, a token's last
+      // position): a call to memcpy per element cost 2 ns each (RedNet's unfold, 70% of its
+      // time); a typed loop over an outer row's indices vectorises.
+      switch (row_bytes) {
+        case 1:
+          return gather_elements<uint8_t>(src, dst, outer, extent, count, parallel);
+        case 2:
+          return gather_elements<uint16_t>(src, dst, outer, extent, count, parallel);
+        case 4:
+          return gather_elements<uint32_t>(src, dst, outer, extent, count, parallel);
+        case 8:
+          return gather_elements<uint64_t>(src, dst, outer, extent, count, parallel);
+        default:
+          break;
+      }
+    }
     auto copy = [&](int64_t o, int64_t j) {
       std::memcpy(dst + static_cast<size_t>(o * count + j) * row_bytes,
                   src + static_cast<size_t>(o * extent + rows[static_cast<size_t>(j)]) * row_bytes,
@@ -83,6 +100,26 @@ class GatherKernel final : public Kernel {
  private:
   [[noreturn]] void fail(const std::string& message) const {
     throw ExecutionError("Gather node '" + node_.name + "': " + message);
+  }
+
+  // Element (o, j) of the output is element rows_[j] of the data's outer row o.
+  template <class Element>
+  void gather_elements(const uint8_t* src_bytes, uint8_t* dst_bytes, int64_t outer, int64_t extent,
+                       int64_t count, bool parallel) const {
+    const auto* src = reinterpret_cast<const Element*>(src_bytes);
+    auto* dst = reinterpret_cast<Element*>(dst_bytes);
+    const int64_t* rows = rows_.data();
+    auto gather_row = [&](int64_t o) {
+      const Element* from = src + o * extent;
+      Element* to = dst + o * count;
+      for (int64_t j = 0; j < count; ++j) to[j] = from[rows[j]];
+    };
+    if (!parallel || outer == 1) {
+      for (int64_t o = 0; o < outer; ++o) gather_row(o);
+      return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < outer; ++o) gather_row(o);
   }
 
   Node node_;

@@ -208,11 +208,19 @@ class PadKernel final : public Kernel {
     const reference::PadPlan plan = reference::read_pad_plan(node_, in);
     const std::vector<int64_t>& in_dims = in[0].shape().dims();
     const std::vector<int64_t>& out_dims = out[0].shape().dims();
-    for (size_t d = 0; d < in_dims.size(); ++d)
-      if (plan.begin[d] < 0 || out_dims[d] < plan.begin[d] + in_dims[d])
-        throw ExecutionError("Pad node '" + node_.name +
-                             "': negative pads reached the strided copy (the factory declines "
-                             "them)");
+    // A negative pad crops (the factory takes them in constant mode only): the part of the data
+    // that is copied starts `crop` elements in and `shift` elements into the output.
+    std::vector<int64_t> crop(in_dims.size()), shift(in_dims.size()), kept(in_dims.size());
+    bool cropped = false;
+    for (size_t d = 0; d < in_dims.size(); ++d) {
+      crop[d] = std::max<int64_t>(0, -plan.begin[d]);
+      shift[d] = std::max<int64_t>(0, plan.begin[d]);
+      kept[d] = std::max<int64_t>(0, std::min(in_dims[d] - crop[d], out_dims[d] - shift[d]));
+      cropped = cropped || kept[d] != in_dims[d];
+    }
+    if (cropped && plan.mode != "constant")
+      throw ExecutionError("Pad node '" + node_.name + "': negative pads in mode " + plan.mode +
+                           " reached the strided copy (the factory declines them)");
     const size_t es = element_size(in[0].element_type());
     auto* dst = static_cast<uint8_t*>(out[0].raw_data());
     const int64_t count = out[0].size();
@@ -234,10 +242,16 @@ class PadKernel final : public Kernel {
       }
     }
     const std::vector<int64_t> out_strides = dense_strides(out_dims);
-    int64_t offset = 0;
-    for (size_t d = 0; d < in_dims.size(); ++d) offset += plan.begin[d] * out_strides[d];
-    strided_copy(in_dims, static_cast<const uint8_t*>(in[0].raw_data()), dense_strides(in_dims),
-                 dst + offset * static_cast<int64_t>(es), out_strides, es);
+    const std::vector<int64_t> in_strides = dense_strides(in_dims);
+    int64_t from = 0, to = 0;
+    for (size_t d = 0; d < in_dims.size(); ++d) {
+      from += crop[d] * in_strides[d];
+      to += shift[d] * out_strides[d];
+    }
+    if (std::find(kept.begin(), kept.end(), 0) == kept.end())
+      strided_copy(kept,
+                   static_cast<const uint8_t*>(in[0].raw_data()) + from * static_cast<int64_t>(es),
+                   in_strides, dst + to * static_cast<int64_t>(es), out_strides, es);
     if (constant || count == 0) return;
     fill_padding(plan.mode, dst, out_dims, in_dims, plan.begin, es);
   }
@@ -301,18 +315,20 @@ std::unique_ptr<Kernel> make_slice(const KernelRequest& r) {
 
 std::unique_ptr<Kernel> make_pad(const KernelRequest& r) {
   if (!plain_data(r)) return nullptr;
-  // Negative pads crop; the reference kernel takes them. Pads known only at run time are
-  // checked when they arrive.
+  // Negative pads crop: in constant mode the copy takes the data's part that is kept (RWKV's
+  // token shift, ZeroPad2d((0, 0, 1, -1))); how the other modes mirror or repeat a cropped
+  // edge is the reference kernel's. Pads known only at run time go to the reference.
+  const bool constant_mode = r.node.attributes.get_string_or("mode", "constant") == "constant";
   if (r.constant_inputs.size() > 1 && r.constant_inputs[1] != nullptr) {
     const Tensor& pads = *r.constant_inputs[1];
     if (pads.element_type() != ElementType::i64) return nullptr;
     for (int64_t p : pads.to_vector<int64_t>())
-      if (p < 0) return nullptr;
+      if (p < 0 && !constant_mode) return nullptr;
   } else if (r.inputs.size() > 1 && r.inputs[1].type != ElementType::undefined) {
     return nullptr;
   } else {
     for (int64_t p : r.node.attributes.get_ints_or("pads", {}))
-      if (p < 0) return nullptr;
+      if (p < 0 && !constant_mode) return nullptr;
   }
   return std::make_unique<PadKernel>(r);
 }

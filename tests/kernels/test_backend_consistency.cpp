@@ -1715,6 +1715,27 @@ std::vector<Case> slice_pad_cases(Rng& rng) {
     c.tolerance = {0, 0};
     cases.push_back(c);
   }
+  // Negative pads crop (RWKV's token shift: ZeroPad2d((0, 0, 1, -1))), on either side, mixed with
+  // positive ones, some cropping a whole axis away so that only the fill is left along it.
+  for (int k = 0; k < 24; ++k) {
+    const ints x = rng.dims(static_cast<size_t>(rng.integer(1, 4)), 1, 7);
+    ints pads(2 * x.size());
+    for (size_t d = 0; d < x.size(); ++d) {
+      pads[d] = rng.integer(-x[d], 3);
+      pads[d + x.size()] = std::max(rng.integer(-x[d], 3), 1 - x[d] - pads[d]);
+    }
+    Case c;
+    c.node = make_node("Pad");
+    c.inputs = {rng.tensor(x), i64(pads)};
+    if (k % 2 == 1)
+      c.inputs.push_back(
+          Tensor::from_vector<float>(Shape{}, {static_cast<float>(rng.real(-2, 2))}));
+    c.constant.assign(c.inputs.size(), true);
+    c.constant[0] = false;
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:strided_copy";
+    cases.push_back(c);
+  }
   // Reflect and edge padding: any axes, pads wider than the axis (reflected again and again),
   // and image borders as ReflectionPad2d/ReplicationPad2d write them ([N,C,H,W], H and W only),
   // some large enough to be copied by several threads.
@@ -2367,17 +2388,23 @@ std::vector<Case> scatter_nd_cases(Rng& rng) {
 
 // Gather: f32, i64 and u8 data of ranks 1-4, every axis (negative ones too), indices of rank 0-2
 // (i64 and i32, negative ones counting from the end, repeated), embedding-sized tables large
-// enough to copy on several threads. Exact.
+// enough to copy on several threads, and large gathers of single elements along the last axis
+// (an unfold's columns), also on several threads. Exact.
 std::vector<Case> gather_cases(Rng& rng) {
   std::vector<Case> cases;
-  for (int k = 0; k < 30; ++k) {
+  for (int k = 0; k < 36; ++k) {
     const bool large = k % 6 == 5;
-    const size_t rank = large ? 2 : static_cast<size_t>(rng.integer(1, 4));
-    const ints data = large ? ints{rng.integer(500, 3000), 64} : rng.dims(rank, 1, 6);
-    const auto axis =
-        static_cast<size_t>(large ? 0 : rng.integer(0, static_cast<int64_t>(rank) - 1));
-    const ints index =
-        large ? ints{rng.integer(100, 400)} : rng.dims(static_cast<size_t>(k % 3), 1, 4);
+    const bool columns = large && k % 12 == 11;
+    const size_t rank = large ? (columns ? 3 : 2) : static_cast<size_t>(rng.integer(1, 4));
+    const ints data = columns ? ints{rng.integer(20, 60), 7, rng.integer(30, 50)}
+                      : large ? ints{rng.integer(500, 3000), 64}
+                              : rng.dims(rank, 1, 6);
+    const auto axis = static_cast<size_t>(columns ? 2
+                                          : large ? 0
+                                                  : rng.integer(0, static_cast<int64_t>(rank) - 1));
+    const ints index = columns ? ints{7, rng.integer(20, 40)}
+                       : large ? ints{rng.integer(100, 400)}
+                               : rng.dims(static_cast<size_t>(k % 3), 1, 4);
     int64_t count = 1;
     for (int64_t dim : index) count *= dim;
     std::vector<int64_t> values(static_cast<size_t>(count));
