@@ -1191,6 +1191,43 @@ TEST(Transformations, AScatterOfNarrowerUpdatesThanItsDataStaysScatterElements) 
   EXPECT_EQ(node_named(*transformed.runtime, "scatter").op_type, "ScatterElements");
 }
 
+// A Performer's normalised linear attention is one Einsum of three operands, and a chain of
+// products one of four: each becomes two-operand Einsums (the vector scaling first, as the
+// cheapest pair), which the matmul kernel runs. '...' and a diagonal keep the equation whole.
+TEST(Transformations, AnEinsumOfThreeOrMoreOperandsIsContractedInPairs) {
+  ModelBuilder b("einsums");
+  auto kv = b.input("kv", ElementType::f32, {2, 3, 5, 5});
+  auto q = b.input("q", ElementType::f32, {2, 3, 16, 5});
+  auto norm = b.input("norm", ElementType::f32, {2, 3, 16});
+  b.output(b.op("Einsum", {kv, q, norm}, {{"equation", std::string("bhde,bhnd,bhn->bhne")}},
+                "performer"),
+           "y");
+  auto m1 = b.input("m1", ElementType::f32, {6, 7});
+  auto m2 = b.input("m2", ElementType::f32, {7, 8});
+  auto m3 = b.input("m3", ElementType::f32, {8, 9});
+  auto v = b.input("v", ElementType::f32, {9});
+  b.output(b.op("Einsum", {m1, m2, m3, v}, {{"equation", std::string("ij,jk,kl,l->i")}}, "chain"),
+           "z");
+  b.output(
+      b.op("Einsum", {m1, m1, m2}, {{"equation", std::string("...j,...j,jk->...k")}}, "ellipsis"),
+      "e");
+  b.output(b.op("Einsum", {m1, m2, m2}, {{"equation", std::string("ij,jk,jk->i")}}, "summed"), "s");
+  auto model = b.build();
+  auto [plain, transformed] = compare(model);
+  EXPECT_EQ(node_named(*transformed.runtime, "performer").inputs.size(), 2u);
+  EXPECT_EQ(node_named(*transformed.runtime, "chain").inputs.size(), 2u);
+  EXPECT_EQ(node_named(*transformed.runtime, "summed").inputs.size(), 2u);
+  EXPECT_EQ(node_named(*transformed.runtime, "ellipsis").inputs.size(), 3u);
+  // The scaling of q by the normaliser first: as small a result as kv times q, and cheaper.
+  const Node& first = node_named(*transformed.runtime, "performer/pair_0");
+  EXPECT_EQ(first.attributes.get_string_or("equation", ""), "bhnd,bhn->bhnd");
+  for (const char* name : {"performer", "chain"})
+    EXPECT_EQ(node_named(*transformed.runtime, name).op_type, "Einsum");
+  for (const Node& node : transformed.runtime->nodes())
+    if (node.name.rfind("performer", 0) == 0 || node.name.rfind("chain", 0) == 0)
+      EXPECT_NE(node.attributes.get_string_or("implementation", "ref"), "ref") << node.name;
+}
+
 TEST(Transformations, ConvWithWeightsAsModelInput) {
   // oneDNN cannot pre-pack weights that change per request; it must run them plain (or decline).
   ModelBuilder b("conv_w_input");

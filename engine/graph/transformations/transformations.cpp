@@ -27,6 +27,7 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   elide_broadcast_expands(model, names);
   scatter_whole_rows(model);
   permute_einsums_as_transposes(model, names);
+  contract_einsums_in_pairs(model);
   eliminate_dead_code(model);
   // After folding: the Reshapes' targets are constants and the Shape nodes reading the images
   // are gone.

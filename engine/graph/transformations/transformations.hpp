@@ -102,6 +102,9 @@ size_t fuse_mish(Model& model, OriginalNames& names);
 // Replaces an Einsum of one operand that only permutes its axes by that Transpose.
 size_t permute_einsums_as_transposes(Model& model, OriginalNames& names);
 
+// Splits an Einsum of three or more operands into two-operand Einsums, a pair at a time.
+size_t contract_einsums_in_pairs(Model& model);
+
 // Folds multiplications or divisions by constants into the Conv with constant weights next to
 // them: after it (scalars or one factor per output channel), or before it (scalars, each product
 // read by the next step alone). Runs after fuse_gelu and fuse_silu, before fuse_post_ops.
