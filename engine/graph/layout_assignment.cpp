@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "engine/graph/compiled_graph.hpp"
 #include "kernels/kernel_registry.hpp"
@@ -101,6 +103,49 @@ kernels::TensorLayout layout_of(const Model& model, const Dataflow& flow, ValueI
   return layout;
 }
 
+// Whether a node computes in a layout of its own (whose data the activation layouts arrange for
+// it), rather than merely following its neighbours' layout.
+bool layout_anchor(const std::string& op_type) {
+  return op_type == "Conv" || op_type == "ConvTranspose" || op_type == "QLinearConv" ||
+         op_type.find("Pool") != std::string::npos;
+}
+
+// Laid-out values joined through the nodes between them form a region. A region that no
+// convolution or pooling writes or reads gains nothing from the layout and pays a reorder at
+// each border: an attention's [B, H, N, D] values between element-wise ops (a Performer's
+// stabiliser, x - max(x), then Exp) were laid out channels-last for 4 heads as their "channels",
+// the Sub 5x slower than on plain rows. Such regions stay plain.
+void keep_anchored_regions(const Model& model, const Dataflow& flow, ValueLayouts& layouts) {
+  std::vector<ValueId> parent(layouts.size());
+  for (size_t v = 0; v < parent.size(); ++v) parent[v] = static_cast<ValueId>(v);
+  auto root = [&](ValueId v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  };
+  auto laid_out = [&](ValueId v) { return v != no_value && !layouts[v].order().is_plain(); };
+  for (const Node& node : model.nodes()) {
+    ValueId first = no_value;
+    for (const std::vector<ValueId>* values : {&node.inputs, &node.outputs})
+      for (ValueId v : *values) {
+        if (!laid_out(v)) continue;
+        if (first == no_value)
+          first = v;
+        else
+          parent[root(v)] = root(first);
+      }
+  }
+  std::vector<bool> anchored(layouts.size(), false);
+  for (ValueId v = 0; v < static_cast<ValueId>(layouts.size()); ++v) {
+    if (!laid_out(v)) continue;
+    auto anchor = [&](const Port& p) { return layout_anchor(model.nodes()[p.node].op_type); };
+    if (std::any_of(flow.writers[v].begin(), flow.writers[v].end(), anchor) ||
+        std::any_of(flow.readers[v].begin(), flow.readers[v].end(), anchor))
+      anchored[root(v)] = true;
+  }
+  for (ValueId v = 0; v < static_cast<ValueId>(layouts.size()); ++v)
+    if (laid_out(v) && !anchored[root(v)]) layouts[v] = kernels::TensorLayout{};
+}
+
 // A kernel that stores its laid-out inputs and outputs alike (Concat's byte copies) gets them all
 // bf16 or none: where they disagree they all stay f32 (their writers can write f32 and their
 // readers read it), until no such kernel disagrees.
@@ -140,6 +185,7 @@ ValueLayouts assign_layouts(const Model& model,
     ValueLayouts layouts(model.values().size());
     for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v)
       layouts[v] = layout_of(model, flow, v, kernels, excluded, boundaries);
+    keep_anchored_regions(model, flow, layouts);
     store_alike(model, kernels, layouts);
     std::set<size_t> touched;
     for (ValueId v = 0; v < static_cast<ValueId>(model.values().size()); ++v) {

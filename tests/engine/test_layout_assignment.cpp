@@ -573,6 +573,37 @@ TEST(LayoutAssignment, ValuesReadByPlainOnlyKernelsStayPlain) {
   EXPECT_EQ(layouts.at("odd"), layouts.at("c2") == "nhwc" ? "nhwc" : "plain");
 }
 
+// Element-wise ops on rank-4 values that no convolution or pooling reads or writes (an attention's
+// [B, H, N, D] scores: x - max(x) per head, Exp, a scaling per head) stay plain, however many of
+// them would take a layout between themselves: the layout pays only around a convolution. The
+// same chain after a convolution keeps the activation layout.
+TEST(LayoutAssignment, ElementWiseChainsWithoutAConvolutionStayPlain) {
+  ModelBuilder b("attention_scores");
+  auto scores = b.input("scores", ElementType::f32, {1, 4, 64, 24});
+  auto stabiliser = b.input("stabiliser", ElementType::f32, {1, 4, 1, 1});
+  auto scale = b.input("scale", ElementType::f32, {1, 4, 1, 1});
+  auto centred = b.op("Sub", {b.op("Relu", {scores}, {}, "relu"), stabiliser}, {}, "centred");
+  auto scaled = b.op("Mul", {b.op("Exp", {centred}, {}, "exp"), scale}, {}, "scaled");
+  b.output(b.op("Sin", {scaled}, {}, "sin"), "y");
+  auto image = b.input("image", ElementType::f32, {1, 8, 8, 8});
+  auto c1 = conv(b, image, 8, 16, 3, 1, "c1");
+  auto gated = b.op(
+      "Mul", {b.op("Exp", {c1}, {}, "c1_exp"), b.input("gate", ElementType::f32, {1, 16, 1, 1})},
+      {}, "gated");
+  b.output(conv(b, gated, 16, 16, 1, 2, "c2"), "z");
+  auto model = b.build();
+
+  const auto inputs = inputs_for(*model, 3);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome laid_out = run_all(model, {}, inputs);
+  expect_same_outputs(laid_out, plain);
+  const auto layouts = layouts_by_node(*laid_out.runtime);
+  for (const char* name : {"relu", "centred", "exp", "scaled"})
+    EXPECT_EQ(layouts.at(name), "plain") << name;
+  EXPECT_THAT(layouts.at("c1"), ::testing::MatchesRegex(kActivationLayout));
+  EXPECT_EQ(layouts.at("gated"), layouts.at("c1"));
+}
+
 // The kernels first created for a graph are layout probes (KernelRequest::layout_probe: a
 // convolution is not prepared until its layouts are known). One that no laid-out value touches is
 // created again as it is, plain, and runs: here a convolution between plain-only kernels, in a
