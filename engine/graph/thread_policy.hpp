@@ -41,15 +41,20 @@ int node_threads(const Node& node, const std::vector<ValueInfo>& inputs,
 /// the user set no thread count and one stream would run several.
 void fit_threads_to_model(CompileConfig& config, const Model& model);
 
-/// How many times the smallest run of `model` (dynamic dimensions 1) may be scaled and still run
-/// on the actor scheduler's workers (choose_execute_threads); below 1, not even that one.
+/// How many times the smallest run of `model` (dynamic dimensions 1) may be scaled and still be a
+/// small model (one thread, fit_threads_to_model); below 1, not even that one.
 int64_t scheduler_scale(const Model& model);
+
+/// How many times the smallest run of `model` may be scaled and still run on the actor
+/// scheduler's workers once its stream has one thread (choose_execute_threads): a bound four
+/// times scheduler_scale's, since a run that one thread serves anyway loses only the wake-ups.
+int64_t worker_scale(const Model& model);
 
 /// Runs the execute stages of a small model on the actor scheduler's `workers` instead of a thread
 /// per stream: a graph run of tens of microseconds is then a stage handler like the others, and a
 /// request no longer wakes a stream thread to reach execute and a worker to leave it. Only with
 /// one thread per stream, no more streams than workers, no automatic batching and a model whose
-/// run stays under a millisecond on one core (its multiply-accumulates and the data it moves).
+/// run stays around a millisecond on one core (its multiply-accumulates and the data it moves).
 /// Dynamic dimensions count as 1; scheduled_input_elements_limit bounds how much larger a request
 /// may be and still run on a worker. Call after fit_threads_to_model and fit_batching_to_graph.
 void choose_execute_threads(CompileConfig& config, const Model& model, size_t workers);

@@ -160,6 +160,19 @@ TEST(ThreadPolicy, SmallModelsExecuteOnTheScheduler) {
   EXPECT_TRUE(on_scheduler(test::make_add_relu_model(1, 1'000), 1));
 }
 
+// A model whose stream has one thread anyway runs on the workers up to four times the small
+// model's bound (a 7.2 M multiply-accumulate convolution: no wake-up of a stream thread); with a
+// dynamic batch, whose requests' sizes the estimate does not know, the small model's bound stays.
+TEST(ThreadPolicy, AOneThreadModelUpToFourTimesTheSmallBoundExecutesOnTheScheduler) {
+  EXPECT_TRUE(on_scheduler(conv_model(32, 28), 1));
+  EXPECT_FALSE(on_scheduler(conv_model(64, 28), 1));  // 28.9 M
+  ModelBuilder b("dynamic_conv");
+  auto x = b.input("x", ElementType::f32, {Shape::dynamic, 32, 28, 28});
+  auto w = b.constant("w", Tensor(ElementType::f32, {32, 32, 3, 3}));
+  b.output(b.op("Conv", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "conv"), "y");
+  EXPECT_FALSE(on_scheduler(b.build(), 1));
+}
+
 TEST(ThreadPolicy, ADynamicModelBoundsTheRequestsRunOnTheScheduler) {
   // 131 k MACs per row: 30 rows stay under 4 M; the input has 256 elements per row.
   const detail::CompileConfig dynamic = execute_config(gemm_model(-1, 256, 512), 1);
