@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "serialization/npy_format.hpp"
 #include "troupe/error.hpp"
 
 namespace troupe::apps {
@@ -83,6 +84,35 @@ void require_input(const std::string& option, const std::string& name, size_t in
   if (!known)
     throw InvalidArgument(option + ": the model has no input '" + name + "'" +
                           (name.empty() ? " (name the input: several inputs)" : ""));
+}
+
+GivenInputs read_input_files(const std::vector<std::string>& items) {
+  GivenInputs given;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    const std::string name = eq == std::string::npos ? std::string() : item.substr(0, eq);
+    const std::string file = eq == std::string::npos ? item : item.substr(eq + 1);
+    if (file.empty()) throw InvalidArgument("-i '" + item + "': give NAME=FILE.npy");
+    if (given.count(name)) throw InvalidArgument("-i: input '" + name + "' is given twice");
+    try {
+      given.emplace(name, serialization::read_npy(file));
+    } catch (const Error& e) {
+      throw InvalidArgument("-i '" + item + "': " + e.what());
+    }
+  }
+  return given;
+}
+
+ShapeSpec with_file_shapes(ShapeSpec shapes, const GivenInputs& given) {
+  for (const auto& [name, tensor] : given) {
+    const std::vector<int64_t>& dims = tensor.shape().dims();
+    auto it = shapes.find(name);
+    if (it != shapes.end() && it->second != dims)
+      throw InvalidArgument("-i: input '" + name + "' has the shape " + tensor.shape().to_string() +
+                            " in its file and " + Shape(it->second).to_string() + " in -shape");
+    shapes[name] = dims;
+  }
+  return shapes;
 }
 
 Shape run_shape(const ValueInfo& info, const ShapeSpec& shapes, size_t input_count, int64_t batch,

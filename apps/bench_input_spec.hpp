@@ -1,8 +1,8 @@
 #pragma once
 
-// What the command line says about the model's inputs: -shape, -b, -mean_values and
-// -scale_values. A list is given per input, "name[a,b],other[c]", or as "[a,b]" alone for the
-// only input, which the maps below key as "".
+// What the command line says about the model's inputs: -shape, -b, -mean_values, -scale_values
+// and -i. A list is given per input, "name[a,b],other[c]", or as "[a,b]" alone for the only
+// input, which the maps below key as "".
 
 #include <cstddef>
 #include <cstdint>
@@ -13,11 +13,13 @@
 
 #include "troupe/model.hpp"
 #include "troupe/shape.hpp"
+#include "troupe/tensor.hpp"
 
 namespace troupe::apps {
 
 using ShapeSpec = std::map<std::string, std::vector<int64_t>>;
 using ValueSpec = std::map<std::string, std::vector<float>>;
+using GivenInputs = std::map<std::string, Tensor>;
 
 /// -shape's text as input name -> dimensions. Throws InvalidArgument on a malformed list or a
 /// dimension that is not a positive integer.
@@ -36,6 +38,14 @@ const std::vector<float>* values_for(const ValueSpec& values, const std::string&
 /// the unnamed entry "" stands for the only input, so it needs a model with exactly one.
 void require_input(const std::string& option, const std::string& name, size_t input_count,
                    const std::function<bool(const std::string&)>& has_input);
+
+/// -i's "NAME=FILE.npy" items (a bare FILE.npy for the only input, keyed "") read as tensors.
+/// Throws InvalidArgument naming the item when it has no file or the file is no readable .npy.
+GivenInputs read_input_files(const std::vector<std::string>& items);
+
+/// `shapes` with the shape of each input given by a file added; InvalidArgument when -shape gives
+/// that input another one.
+ShapeSpec with_file_shapes(ShapeSpec shapes, const GivenInputs& given);
 
 /// The shape a request's tensor for `info` gets: -shape, then -b on the first dimension, then any
 /// dimension still dynamic set to 1 (and `had_dynamic` set). A static dimension cannot be changed:

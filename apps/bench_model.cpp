@@ -128,7 +128,9 @@ CompiledModel compile(Core& core, const BenchOptions& o) {
     model = make_default_model();
   else if (pre_post || o.reshape)
     model = core.read_model(o.model_path);
-  if (o.reshape) model = reshaped(*model, parse_shapes(o.shape), o.batch);
+  if (o.reshape)
+    model = reshaped(
+        *model, with_file_shapes(parse_shapes(o.shape), read_input_files(o.input_files)), o.batch);
   if (pre_post) model = with_pre_post(model, o);
   return model ? core.compile_model(model, o.device, config)
                : load_compiled_model(core, o.model_path, o.device, config);

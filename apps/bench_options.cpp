@@ -131,6 +131,12 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
                   "Shapes to run dynamic inputs with, e.g. \"image[1,3,224,224]\" or "
                   "\"a[1,8],b[1,4]\" ([...] alone names the only input)")
       ->option_text("SHAPES");
+  cmd->add_option("-i,--input", o.input_files,
+                  "An input's data from a .npy file, for every request (repeat for several "
+                  "inputs; the others get generated values). Its shape is the file's, as if "
+                  "given by -shape. For inputs generated values do not fit: token ids or "
+                  "categories for tables of fewer than 10 rows, offsets, coordinates")
+      ->option_text("NAME=FILE.npy");
   cmd->add_option("--ip", o.input_precision,
                   "Element type of the input tensors the caller sets (e.g. u8); converted to the "
                   "model's type in the preprocess stage")

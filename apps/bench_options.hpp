@@ -34,13 +34,14 @@ struct BenchOptions {
   std::string cache_dir;            // CACHE_DIR for compiled blobs
   int64_t batch = 0;                // 0: from the model (or -shape); else the first dimension
   std::string shape;                // "name[1,3,224,224],other[...]" or "[1,3,224,224]"
-  std::string input_precision;      // -ip: element type the caller's input tensors have
-  std::string output_precision;     // -op: element type the caller receives outputs in
-  std::string mean_values;          // "name[123.7,116.3,103.5]" or "[...]": per-channel mean
-  std::string scale_values;         // same form: per-channel scale (divisor)
-  std::vector<std::string> report;  // {"json", FILE} when asked for
-  std::string trace_path;           // Chrome Trace Event / Perfetto JSON of the run
-  std::string timeline_path;        // SVG picture of stage occupancy
+  std::vector<std::string> input_files;  // -i "NAME=FILE.npy": an input's data, every request
+  std::string input_precision;           // -ip: element type the caller's input tensors have
+  std::string output_precision;          // -op: element type the caller receives outputs in
+  std::string mean_values;               // "name[123.7,116.3,103.5]" or "[...]": per-channel mean
+  std::string scale_values;              // same form: per-channel scale (divisor)
+  std::vector<std::string> report;       // {"json", FILE} when asked for
+  std::string trace_path;                // Chrome Trace Event / Perfetto JSON of the run
+  std::string timeline_path;             // SVG picture of stage occupancy
 };
 
 /// Adds the `bench` subcommand to `app`, parsing into `options`.

@@ -7,6 +7,7 @@
 
 #include "apps/bench_input_spec.hpp"
 #include "apps/default_model.hpp"
+#include "troupe/error.hpp"
 #include "troupe/tensor.hpp"
 
 namespace troupe::apps {
@@ -51,12 +52,30 @@ Tensor make_input(const ValueInfo& info, const Shape& shape, uint32_t seed) {
 Workload make_workload(BenchModel& model, const BenchOptions& o) {
   CompiledModel& compiled = model.compiled;
   const std::vector<ValueInfo>& inputs = compiled.inputs();
-  const auto shape_spec = parse_shapes(o.shape);
-  for (const auto& entry : shape_spec)
-    require_input("-shape", entry.first, inputs.size(), [&](const std::string& name) {
-      return std::any_of(inputs.begin(), inputs.end(),
-                         [&](const ValueInfo& in) { return in.name == name; });
-    });
+  auto has_input = [&](const std::string& name) {
+    return std::any_of(inputs.begin(), inputs.end(),
+                       [&](const ValueInfo& in) { return in.name == name; });
+  };
+  for (const auto& entry : parse_shapes(o.shape))
+    require_input("-shape", entry.first, inputs.size(), has_input);
+  GivenInputs given = read_input_files(o.input_files);
+  for (const auto& entry : given) require_input("-i", entry.first, inputs.size(), has_input);
+  // The only input given without its name: keyed by it from here on.
+  if (given.count("") && inputs.size() == 1) {
+    Tensor only = given.at("");
+    given.erase("");
+    given.emplace(inputs[0].name, std::move(only));
+  }
+  for (const auto& in : inputs) {
+    auto it = given.find(in.name);
+    if (it == given.end() || it->second.element_type() == in.type) continue;
+    if (!is_convertible(it->second.element_type(), in.type))
+      throw InvalidArgument("-i: input '" + in.name + "' is " + std::string(to_string(in.type)) +
+                            ", its file holds " +
+                            std::string(to_string(it->second.element_type())));
+    it->second = it->second.convert(in.type);
+  }
+  const ShapeSpec shape_spec = with_file_shapes(parse_shapes(o.shape), given);
 
   Workload w;
   for (const auto& in : inputs)
@@ -78,7 +97,9 @@ Workload make_workload(BenchModel& model, const BenchOptions& o) {
     InferRequest r = compiled.create_infer_request();
     for (size_t k = 0; k < inputs.size(); ++k) {
       const auto& in = inputs[k];
-      if (o.model_path.empty() && in.type == ElementType::f32)
+      if (auto file = given.find(in.name); file != given.end())
+        r.set_tensor(in.name, file->second.clone());
+      else if (o.model_path.empty() && in.type == ElementType::f32)
         r.set_tensor(in.name,
                      make_default_input(1, default_model_seed + 1 + static_cast<uint32_t>(i)));
       else

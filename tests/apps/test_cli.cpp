@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/default_model.hpp"
+#include "serialization/npy_format.hpp"
 #include "troupe/model_builder.hpp"
 #include "troupe/profiling_info.hpp"
 #include "troupe/serialize.hpp"
@@ -429,6 +430,45 @@ TEST(Cli, BenchFeedsIntegerInputsValuesUpToNine) {
         EXPECT_THAT(r.output, HasSubstr("out of range for axis 0 of size 5"));
       }
     }
+}
+
+// -i gives an input's data from a .npy file, for every request: the categories of a table of 5
+// rows that bench's generated 0-9 would overrun, in the shape the file has (the model's batch is
+// dynamic), the other input generated. Names and types are checked.
+TEST(Cli, BenchTakesAnInputsDataFromAFile) {
+  troupe::ModelBuilder b("categories");
+  auto ids = b.input("ids", troupe::ElementType::i64, {troupe::Shape::dynamic, 3});
+  auto scale = b.input("scale", troupe::ElementType::f32, {1, 1, 2});
+  auto t = b.constant("table", troupe::Tensor::from_vector<float>(troupe::Shape{5, 2},
+                                                                  std::vector<float>(10, 1.0f)));
+  b.output(b.op("Mul", {b.op("Gather", {t, ids}, {}, "lookup"), scale}, {}, "scaled"), "y");
+  const std::string model = temp_path("categories.troupe");
+  troupe::save_model(b.build(), model);
+  const std::string ids_file = temp_path("ids.npy"), scale_file = temp_path("scale.npy");
+  troupe::serialization::write_npy(troupe::Tensor::from_vector<int64_t>(
+                                       troupe::Shape{4, 3}, {0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 4, 4}),
+                                   ids_file);
+  troupe::serialization::write_npy(
+      troupe::Tensor::from_vector<float>(troupe::Shape{1, 1, 2}, {0.5f, 2.0f}), scale_file);
+  const std::string bench = "bench -m '" + model + "' -niter 4 -nireq 2 ";
+  RunResult generated = run_troupe(bench + "-shape 'ids[4,3]'");
+  EXPECT_NE(generated.exit_code, 0) << generated.output;
+  EXPECT_THAT(generated.output, HasSubstr("out of range for axis 0 of size 5"));
+  RunResult given = run_troupe(bench + "-i 'ids=" + ids_file + "' --report json '" +
+                               temp_path("categories.json") + "'");
+  EXPECT_EQ(given.exit_code, 0) << given.output;
+  EXPECT_THAT(given.output, HasSubstr("run as                  ids [4,3]"));
+  RunResult unknown = run_troupe(bench + "-i 'labels=" + ids_file + "'");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_THAT(unknown.output, HasSubstr("-i: the model has no input 'labels'"));
+  RunResult wrong_type = run_troupe(bench + "-i 'ids=" + scale_file + "'");
+  EXPECT_NE(wrong_type.exit_code, 0);
+  EXPECT_THAT(wrong_type.output, HasSubstr("-i: input 'ids' is i64, its file holds f32"));
+  RunResult other_shape = run_troupe(bench + "-i 'ids=" + ids_file + "' -shape 'ids[2,3]'");
+  EXPECT_NE(other_shape.exit_code, 0);
+  EXPECT_THAT(other_shape.output, HasSubstr("has the shape [4,3] in its file and [2,3] in -shape"));
+  for (const std::string& f : {model, ids_file, scale_file, temp_path("categories.json")})
+    std::remove(f.c_str());
 }
 
 // An ONNX model with a dynamic batch, x f32[N,3,4,4] -> Relu -> y; empty if it cannot be made.
