@@ -159,9 +159,39 @@ std::vector<kernels::Kernel*> StreamExecutor::static_kernels() {
 }
 
 void StreamExecutor::replace_constant(ValueId v, const Tensor& placeholder) {
-  for (Specialization& s : specializations_)
+  for (Specialization& s : specializations_) {
     if (static_cast<size_t>(v) < s.values.size()) s.values[v] = placeholder;
+    s.arguments_bound = false;
+  }
   constants_replaced_ = true;
+}
+
+void StreamExecutor::bind_arguments(Specialization& s) {
+  const Model& model = *s.model;
+  std::vector<bool> per_run(model.values().size(), false);
+  for (ValueId v : model.inputs()) per_run[static_cast<size_t>(v)] = true;
+  for (ValueId v : model.outputs())
+    if (!model.is_constant(v)) per_run[static_cast<size_t>(v)] = true;
+  s.node_inputs.assign(model.nodes().size(), {});
+  s.node_outputs.assign(model.nodes().size(), {});
+  s.per_run_arguments.clear();
+  for (size_t n = 0; n < model.nodes().size(); ++n) {
+    const Node& node = model.nodes()[n];
+    for (const bool output : {false, true}) {
+      const std::vector<ValueId>& ids = output ? node.outputs : node.inputs;
+      std::vector<Tensor>& bound = output ? s.node_outputs[n] : s.node_inputs[n];
+      for (size_t slot = 0; slot < ids.size(); ++slot) {
+        const ValueId v = ids[slot];
+        if (v != no_value && per_run[static_cast<size_t>(v)]) {
+          s.per_run_arguments.push_back({n, output, slot, v});
+          bound.emplace_back();
+        } else {
+          bound.push_back(v == no_value ? Tensor() : s.values[v]);
+        }
+      }
+    }
+  }
+  s.arguments_bound = true;
 }
 
 StreamExecutor::Specialization& StreamExecutor::activate(const std::vector<Tensor>& inputs) {
@@ -218,18 +248,28 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     values[id] = outputs[o];
   }
   if (timings) timings->assign(graph_model.nodes().size(), {});
-  std::vector<Tensor> in;
-  std::vector<Tensor> out;
+  if (!active.arguments_bound) bind_arguments(active);
+  auto argument = [&](const Specialization::Argument& a) -> Tensor& {
+    return (a.output ? active.node_outputs : active.node_inputs)[a.node][a.slot];
+  };
+  // The caller's tensors are not kept past the run, also when a node fails.
+  struct Release {
+    Specialization& s;
+    const Model& model;
+    ~Release() {
+      for (const Specialization::Argument& a : s.per_run_arguments)
+        (a.output ? s.node_outputs : s.node_inputs)[a.node][a.slot] = Tensor();
+      for (ValueId in : model.inputs()) s.values[in] = Tensor();
+      for (ValueId out : model.outputs())
+        if (!model.is_constant(out)) s.values[out] = Tensor();
+    }
+  } release{active, model};
+  for (const Specialization::Argument& a : active.per_run_arguments) argument(a) = values[a.value];
   for (size_t n = 0; n < kernels.size(); ++n) {
-    const Node& node = model.nodes()[n];
-    in.clear();
-    out.clear();
-    for (ValueId v : node.inputs) in.push_back(v == no_value ? Tensor() : values[v]);
-    for (ValueId v : node.outputs) out.push_back(values[v]);
     if (yield_) yield_->checkpoint(yield_stream_);
     const int64_t t0 = timings ? now_ns() : 0;
     const int64_t c0 = timings ? thread_cpu_ns() : 0;
-    execute_node(*kernels[n], node, in, out);
+    execute_node(*kernels[n], model.nodes()[n], active.node_inputs[n], active.node_outputs[n]);
     if (timings) (*timings)[active.graph_node[n]] = {now_ns() - t0, thread_cpu_ns() - c0, t0};
   }
   // Model outputs that are inputs or constants: copy (the caller owns its output buffers).
@@ -238,10 +278,6 @@ void StreamExecutor::run(const std::vector<Tensor>& inputs, std::vector<Tensor>&
     if (values[id].raw_data() == outputs[o].raw_data() && !outputs[o].empty()) continue;
     outputs[o] = values[id].clone();
   }
-  // The caller's tensors are not kept past the run (a kept specialization would hold them).
-  for (ValueId in : model.inputs()) values[in] = Tensor();
-  for (ValueId out : model.outputs())
-    if (!model.is_constant(out)) values[out] = Tensor();
 }
 
 void StreamExecutor::run_data_dependent(Specialization& s, const std::vector<Tensor>& inputs,

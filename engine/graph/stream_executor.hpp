@@ -93,6 +93,19 @@ class StreamExecutor {
     /// inputs and keeping a kernel per shape; values are allocated per run, all plain.
     bool data_dependent = false;
     std::unique_ptr<GraphInterpreter> interpreter;  // runs `model` when data_dependent
+    /// Per node, the tensors its kernel is given, bound once (bind_arguments) rather than copied
+    /// from `values` for every node of every run: a Tensor copy allocates its shape and strides,
+    /// which cost as much as a small node's work. The arguments that are the caller's tensors
+    /// (model inputs and outputs) are set for each run and cleared after it.
+    struct Argument {
+      size_t node;
+      bool output;
+      size_t slot;
+      ValueId value;
+    };
+    std::vector<std::vector<Tensor>> node_inputs, node_outputs;
+    std::vector<Argument> per_run_arguments;
+    bool arguments_bound = false;
   };
 
   /// The specialization of the last run; null before the first run of a dynamic graph.
@@ -102,6 +115,7 @@ class StreamExecutor {
   /// Moves the specialization for these input shapes to the front, creating it if needed.
   Specialization& activate(const std::vector<Tensor>& inputs);
   void record_implementations(const Specialization& s);
+  static void bind_arguments(Specialization& s);
   void run_data_dependent(Specialization& s, const std::vector<Tensor>& inputs,
                           std::vector<Tensor>& outputs, std::vector<OpTiming>* timings);
 

@@ -422,7 +422,7 @@ TEST(Pipeline, CallbackMayReadOutputsAndRestartItsRequest) {
 // actors/caller_runs_unit.hpp). Either way every request of many in flight on two streams gets
 // its own result.
 TEST(Pipeline, SmallModelsExecuteOnTheSchedulersWorkersLargeOnesOnTheirOwnThreads) {
-  for (const int64_t width : {int64_t{16}, int64_t{400'000}}) {
+  for (const int64_t width : {int64_t{16}, int64_t{2'000'000}}) {
     SCOPED_TRACE("width " + std::to_string(width));
     Core core;
     auto compiled = core.compile_model(
@@ -495,7 +495,7 @@ struct StageThreads {
 TEST(Pipeline, ARequestAloneInThePipelineSkipsTheWakeUpsOfIdleWorkers) {
   Core core;
   // Wide enough that execute has a thread of its own.
-  const int64_t width = 400'000;
+  const int64_t width = 2'000'000;
   auto compiled =
       core.compile_model(make_add_relu_model(1, width), "CPU", {{props::num_streams, int64_t{1}}});
   ASSERT_FALSE(compiled.impl()->config().execute_on_scheduler);
@@ -585,7 +585,7 @@ TEST(Pipeline, ASynchronousInferDoesNotCallTheCallback) {
 // from its callback, every run completes once with its own result, and the model can be destroyed
 // from such a callback.
 TEST(Pipeline, CallbacksOnTheStageRunOnceEachAndMayRestartTheirRequest) {
-  for (const int64_t width : {int64_t{16}, int64_t{400'000}}) {  // execute on workers, on its own
+  for (const int64_t width : {int64_t{16}, int64_t{2'000'000}}) {  // execute on workers, on its own
     Core core;
     auto compiled = core.compile_model(
         make_add_relu_model(1, width), "CPU",
