@@ -2386,6 +2386,58 @@ std::vector<Case> scatter_nd_cases(Rng& rng) {
   return cases;
 }
 
+// GatherElements: f32, i64 and u8 data of ranks 1-4, every axis (negative ones too), indices
+// smaller than the data in the other dimensions and of any length along the axis (negative ones
+// counting from the end, repeated), i64 and i32; some large enough to gather on several threads,
+// along the last axis (DeBERTa's relative positions) and the first. Exact.
+std::vector<Case> gather_elements_cases(Rng& rng) {
+  std::vector<Case> cases;
+  for (int k = 0; k < 36; ++k) {
+    const bool large = k % 6 == 5;
+    const size_t rank = large ? 3 : static_cast<size_t>(rng.integer(1, 4));
+    const ints data = large ? ints{rng.integer(4, 12), rng.integer(30, 90), rng.integer(40, 120)}
+                            : rng.dims(rank, 1, 6);
+    const auto axis = static_cast<size_t>(large ? (k % 12 == 5 ? 2 : 0)
+                                                : rng.integer(0, static_cast<int64_t>(rank) - 1));
+    ints index = data;
+    for (size_t d = 0; d < rank; ++d)
+      index[d] = d == axis ? (large ? rng.integer(60, 130) : rng.integer(1, 8))
+                           : (large ? data[d] : rng.integer(1, data[d]));
+    int64_t count = 1;
+    for (int64_t dim : index) count *= dim;
+    std::vector<int64_t> values(static_cast<size_t>(count));
+    for (int64_t& v : values) v = rng.integer(-data[axis], data[axis] - 1);
+    Attributes attrs;
+    attrs.set("axis", static_cast<int64_t>(axis) - (k % 4 == 0 ? static_cast<int64_t>(rank) : 0));
+    Case c;
+    c.node = make_node("GatherElements", attrs);
+    Tensor table = rng.tensor(data, -3, 3);
+    if (k % 5 == 1 || k % 5 == 2) {
+      const ElementType type = k % 5 == 1 ? ElementType::i64 : ElementType::u8;
+      Tensor ints_table(type, Shape(data));
+      for (int64_t i = 0; i < table.size(); ++i) {
+        const auto v = static_cast<int64_t>(std::lround(table.data<float>()[i] * 10 + 40));
+        if (type == ElementType::i64)
+          ints_table.data<int64_t>()[i] = v;
+        else
+          ints_table.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+      }
+      table = ints_table;
+    }
+    Tensor indices = Tensor::from_vector<int64_t>(Shape(index), values);
+    if (k % 4 == 3) {
+      std::vector<int32_t> narrow(values.begin(), values.end());
+      indices = Tensor::from_vector<int32_t>(Shape(index), narrow);
+    }
+    c.inputs = {table, indices};
+    c.constant = {false, false};
+    c.tolerance = {0, 0};
+    c.implementation = "dnnl:gather_elements_rows";
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 // Gather: f32, i64 and u8 data of ranks 1-4, every axis (negative ones too), indices of rank 0-2
 // (i64 and i32, negative ones counting from the end, repeated), embedding-sized tables large
 // enough to copy on several threads, and large gathers of single elements along the last axis
@@ -4142,6 +4194,37 @@ TEST(BackendConsistency, ScatterOutOfRangeIndexIsNamed) {
     }
 }
 
+TEST(BackendConsistency, GatherElements) {
+  Rng rng(base_seed() + 62);
+  run_family("gather_elements", gather_elements_cases(rng));
+}
+
+// An index out of range fails the request naming the node and the index, whichever thread meets
+// it.
+TEST(BackendConsistency, GatherElementsOutOfRangeIndexIsNamed) {
+  for (int64_t rows : {2, 900}) {
+    const Node node = make_node("GatherElements", Attributes{{"axis", int64_t{1}}});
+    Rng rng(base_seed() + 63);
+    std::vector<int64_t> values(static_cast<size_t>(rows * 64), 3);
+    values[values.size() - 5] = -41;
+    const std::vector<Tensor> in = {rng.tensor({rows, 40}),
+                                    Tensor::from_vector<int64_t>(Shape{rows, 64}, values)};
+    KernelRequest request{
+        node, value_infos(in, "x"), {ValueInfo{"y", ElementType::f32, Shape{rows, 64}}}};
+    std::unique_ptr<Kernel> fast = KernelRegistry::instance().create_with("dnnl", request);
+    ASSERT_TRUE(fast);
+    std::vector<Tensor> out = {Tensor(ElementType::f32, Shape{rows, 64})};
+    try {
+      fast->execute(in, out);
+      ADD_FAILURE() << "no error for rows " << rows;
+    } catch (const ExecutionError& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(
+                                "GatherElements node 'GatherElements_under_test': index -41 is "
+                                "out of range for axis 1 of size 40"));
+    }
+  }
+}
+
 TEST(BackendConsistency, Gather) {
   Rng rng(base_seed() + 61);
   run_family("gather", gather_cases(rng));
@@ -4183,8 +4266,8 @@ TEST(BackendConsistency, EveryDnnlOpIsCovered) {
       "Einsum", "PRelu", "InstanceNormalization", "Expand", "Tile", "DepthToSpace", "SpaceToDepth",
       "ArgMax", "ArgMin", "LRN", "Sum", "Mean", "TopK", "ReduceL1", "ReduceL2", "ReduceSumSquare",
       "GridSample", "Split", "ScaledDotProductAttention", "ScatterElements", "Scatter", "ScatterND",
-      "Gather", "Sin", "Cos", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-      "RoiAlign", "MaxUnpool", "And", "Or", "Xor", "Cast", "CastLike",
+      "Gather", "GatherElements", "Sin", "Cos", "Equal", "Less", "Greater", "LessOrEqual",
+      "GreaterOrEqual", "RoiAlign", "MaxUnpool", "And", "Or", "Xor", "Cast", "CastLike",
       // int8: tests/kernels/test_quantized_kernels.cpp
       "QLinearConv", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "QLinearAdd",
       "QLinearConcat", "QLinearLookup", "QuantizingBatchNormalization"};
