@@ -197,6 +197,47 @@ TEST(Transformations, BatchNormAfterConvWithOtherReaderIsKept) {
   EXPECT_THAT(op_types(*transformed.runtime), ElementsAre("Conv", "BatchNormalization", "Add"));
 }
 
+// BatchNorm1d over features kept last, bn(x.transpose(1, 2)).transpose(1, 2): after a Linear
+// without bias (a pillar feature net) the scale goes into the weights' columns and the shift
+// becomes the MatMul's bias; after anything else a Mul and an Add along the original axis. The
+// transposes go either way. A Transpose pair that is no inverse keeps everything.
+TEST(Transformations, ABatchNormBetweenATransposeAndItsInverseIsAnAffineMapAlongTheAxis) {
+  ModelBuilder b("transposed_norms");
+  auto norm = [&](ValueId x, int64_t channels, const std::string& name) {
+    const unsigned seed = static_cast<unsigned>(channels) * 7;
+    return b.op("BatchNormalization",
+                {x, b.constant(name + "_gamma", random_tensor({channels}, seed, 0.5f, 1.5f)),
+                 b.constant(name + "_beta", random_tensor({channels}, seed + 1)),
+                 b.constant(name + "_mean", random_tensor({channels}, seed + 2)),
+                 b.constant(name + "_var", random_tensor({channels}, seed + 3, 0.1f, 2.f))},
+                {{"epsilon", 1e-3}}, name);
+  };
+  auto swap = [&](ValueId x, std::vector<int64_t> perm, const std::string& name) {
+    return b.op("Transpose", {x}, {{"perm", std::move(perm)}}, name);
+  };
+  auto points = b.input("points", ElementType::f32, {4, 6, 8});
+  auto linear = b.op("MatMul", {points, b.constant("w", random_tensor({8, 5}, 9))}, {}, "linear");
+  auto normed = swap(norm(swap(linear, {0, 2, 1}, "to_channels"), 5, "bn"), {0, 2, 1}, "back");
+  b.output(b.op("Relu", {normed}, {}, "relu"), "y");
+  auto frames = b.input("frames", ElementType::f32, {2, 3, 7, 4});
+  auto moved = swap(norm(swap(frames, {0, 3, 1, 2}, "frames_in"), 4, "frames_bn"), {0, 2, 3, 1},
+                    "frames_out");
+  b.output(b.op("Sigmoid", {moved}, {}, "sigmoid"), "z");
+  auto other =
+      swap(norm(swap(frames, {0, 3, 1, 2}, "other_in"), 4, "other_bn"), {0, 1, 3, 2}, "other_out");
+  b.output(b.op("Tanh", {other}, {}, "tanh"), "t");
+  auto [plain, transformed] = compare(b.build());
+  const std::vector<std::string> ops = op_types(*transformed.runtime);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "BatchNormalization"), 1);  // other_bn
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Transpose"), 2);           // other_in, other_out
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Mul"), 1);                 // frames_bn's scale
+  const Node& product = node_named(*transformed.runtime, "linear");
+  EXPECT_EQ(product.op_type, "MatMul");
+  EXPECT_THAT(original_names(product), ElementsAre("linear", "to_channels", "bn", "back", "relu"));
+  EXPECT_THAT(original_names(node_named(*transformed.runtime, "frames_bn/affine")),
+              ElementsAre("frames_in", "frames_bn", "frames_out"));
+}
+
 // MixNet's mixed depthwise kernels (and YOLOv5's cross-stage joins): convolutions whose outputs
 // are joined along the channels, then normalized and activated. Each convolution takes its slice
 // of the normalization and the activation; the join writes the activation's output.

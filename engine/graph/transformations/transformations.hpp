@@ -92,6 +92,10 @@ size_t fold_batch_norm_into_conv(Model& model, OriginalNames& names);
 // (each its slice of the channels; every part a Conv output only the Concat reads).
 size_t fold_batch_norm_into_joined_convs(Model& model, OriginalNames& names);
 
+// Rewrites Transpose -> BatchNormalization (inference) -> the inverse Transpose as a Mul and an
+// Add of the per-channel constants along the original axis.
+size_t normalize_through_transposes(Model& model, OriginalNames& names);
+
 // Runs a depthwise convolution with a channel multiplier K (one input channel per group, K outputs
 // each) as a depthwise convolution of its input with every channel repeated K times.
 size_t repeat_channels_for_depthwise(Model& model);
