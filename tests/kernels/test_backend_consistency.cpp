@@ -1408,11 +1408,16 @@ std::vector<Case> binary_broadcast_cases(Rng& rng) {
   return cases;
 }
 
-// Concat of 1 to 4 f32 inputs along any axis of ranks 1-5, some inputs empty along that axis, and
-// 4-D joins along the channels in each activation layout of this ISA (whole blocks of channels).
+// Concat of 1 to 4 f32 inputs along any axis of ranks 1-5, some inputs empty along that axis (and
+// the same joins of i64, i32, u8 and bool values, plain), and 4-D joins along the channels in each
+// activation layout of this ISA (whole blocks of channels).
 std::vector<Case> concat_cases(Rng& rng) {
   std::vector<Case> cases;
-  for (int k = 0; k < 24; ++k) {
+  const ElementType other_types[] = {ElementType::i64, ElementType::i32, ElementType::u8,
+                                     ElementType::boolean};
+  for (int k = 0; k < 40; ++k) {
+    const bool typed = k >= 24;
+    const ElementType type = other_types[k % 4];
     const size_t rank = static_cast<size_t>(rng.integer(1, 5));
     const ints base = rng.dims(rank, 1, 6);
     const int64_t axis = rng.integer(0, static_cast<int64_t>(rank) - 1);
@@ -1424,7 +1429,19 @@ std::vector<Case> concat_cases(Rng& rng) {
     for (int64_t i = 0; i < n; ++i) {
       ints dims = base;
       dims[static_cast<size_t>(axis)] = k % 6 == 5 && i == 0 ? 0 : rng.integer(1, 5);
-      c.inputs.push_back(rng.tensor(dims));
+      Tensor values = rng.tensor(dims, -3, 3);
+      if (typed) {  // whole numbers in [0, 6) of the type
+        Tensor t(type, Shape(dims));
+        for (int64_t e = 0; e < values.size(); ++e) {
+          const auto v = static_cast<int64_t>(std::floor(values.data<float>()[e] + 3));
+          if (type == ElementType::i64) t.data<int64_t>()[e] = v;
+          if (type == ElementType::i32) t.data<int32_t>()[e] = static_cast<int32_t>(v);
+          if (type == ElementType::u8) t.data<uint8_t>()[e] = static_cast<uint8_t>(v);
+          if (type == ElementType::boolean) t.data<bool>()[e] = v % 2 == 1;
+        }
+        values = t;
+      }
+      c.inputs.push_back(values);
       c.constant.push_back(rng.chance(0.2));
     }
     c.must_accept = true;
