@@ -238,6 +238,94 @@ TEST(Transformations, ABatchNormBetweenATransposeAndItsInverseIsAnAffineMapAlong
               ElementsAre("frames_in", "frames_bn", "frames_out"));
 }
 
+// Structurally re-parameterizable blocks exported in their training form: RepVGG's 3x3 + 1x1 +
+// BatchNorm identity (each branch normalized), MobileOne's depthwise 3x3 branches with a 1x1 and
+// an identity, and a strided pair (no identity). Each becomes one convolution with the Relu after
+// it. Branches of different inputs, an even kernel, a branch read elsewhere stay.
+TEST(Transformations, SummedConvolutionsOfOneInputAreOneConvolution) {
+  ModelBuilder b("reparameterizable");
+  unsigned seed = 100;
+  auto norm = [&](ValueId x, int64_t c, const std::string& name) {
+    seed += 4;
+    return b.op("BatchNormalization",
+                {x, b.constant(name + "_g", random_tensor({c}, seed, 0.5f, 1.5f)),
+                 b.constant(name + "_b", random_tensor({c}, seed + 1)),
+                 b.constant(name + "_m", random_tensor({c}, seed + 2)),
+                 b.constant(name + "_v", random_tensor({c}, seed + 3, 0.1f, 2.f))},
+                {}, name);
+  };
+  auto conv = [&](ValueId x, int64_t out, int64_t in, int64_t k, int64_t group, int64_t stride,
+                  const std::string& name) {
+    const int64_t pad = (k - 1) / 2;
+    return b.op("Conv", {x, b.constant(name + "_w", conv_weights(out, in, k, ++seed))},
+                {{"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                 {"group", group},
+                 {"strides", std::vector<int64_t>{stride, stride}}},
+                name);
+  };
+  auto x = b.input("x", ElementType::f32, {1, 8, 9, 9});
+  auto rep = b.op("Add",
+                  {b.op("Add",
+                        {norm(conv(x, 8, 8, 3, 1, 1, "rep3"), 8, "rep3_bn"),
+                         norm(conv(x, 8, 8, 1, 1, 1, "rep1"), 8, "rep1_bn")},
+                        {}, "rep_sum"),
+                   norm(x, 8, "rep_id")},
+                  {}, "rep_add");
+  auto y = b.op("Relu", {rep}, {}, "rep_relu");
+  auto dw = b.op(
+      "Add",
+      {b.op("Add", {conv(y, 8, 1, 3, 8, 1, "dw_a"), conv(y, 8, 1, 3, 8, 1, "dw_b")}, {}, "dw_ab"),
+       b.op("Add", {conv(y, 8, 1, 1, 8, 1, "dw_scale"), y}, {}, "dw_cd")},
+      {}, "dw_add");
+  auto z = b.op("Relu", {dw}, {}, "dw_relu");
+  auto down = b.op("Add", {conv(z, 16, 8, 3, 1, 2, "down3"), conv(z, 16, 8, 1, 1, 2, "down1")}, {},
+                   "down_add");
+  b.output(b.op("Relu", {down}, {}, "down_relu"), "y");
+  // Stay: branches of two inputs; an even kernel; a branch another node reads too.
+  auto other = b.op("Add", {conv(x, 8, 8, 3, 1, 1, "of_x"), conv(y, 8, 8, 3, 1, 1, "of_y")}, {},
+                    "two_inputs");
+  b.output(other, "t");
+  auto even = b.op("Conv", {x, b.constant("even_w", conv_weights(8, 8, 2, ++seed))}, {}, "even");
+  b.output(b.op("Add",
+                {b.op("Pad",
+                      {even, b.constant("even_pads", Tensor::from_vector<int64_t>(
+                                                         {8}, {0, 0, 0, 0, 0, 0, 1, 1}))},
+                      {}, "even_pad"),
+                 conv(x, 8, 8, 1, 1, 1, "even_other")},
+                {}, "even_add"),
+           "e");
+  auto shared = conv(x, 8, 8, 3, 1, 1, "shared");
+  b.output(b.op("Add", {shared, conv(x, 8, 8, 1, 1, 1, "shared_other")}, {}, "shared_add"), "s");
+  b.output(b.op("Sigmoid", {shared}, {}, "shared_reader"), "r");
+  auto [plain, transformed] = compare(b.build());
+  const Model& runtime = *transformed.runtime;
+  // The merged convolutions: named after one of their branches, standing for all of them.
+  auto standing_for = [&](const std::string& original) -> const Node& {
+    for (const Node& n : runtime.nodes()) {
+      const std::vector<std::string> names = original_names(n);
+      if (std::find(names.begin(), names.end(), original) != names.end()) return n;
+    }
+    throw std::runtime_error("no node stands for " + original);
+  };
+  EXPECT_THAT(original_names(standing_for("rep3")),
+              UnorderedElementsAre("rep3", "rep3_bn", "rep1", "rep1_bn", "rep_id", "rep_add",
+                                   "rep_sum", "rep_relu"));
+  EXPECT_THAT(
+      original_names(standing_for("dw_a")),
+      UnorderedElementsAre("dw_a", "dw_b", "dw_scale", "dw_ab", "dw_cd", "dw_add", "dw_relu"));
+  EXPECT_THAT(original_names(standing_for("down3")),
+              UnorderedElementsAre("down3", "down1", "down_add", "down_relu"));
+  for (const char* merged : {"rep3", "dw_a", "down3"}) {
+    const Node& c = standing_for(merged);
+    EXPECT_EQ(c.op_type, "Conv") << merged;
+    EXPECT_EQ(c.attributes.get_ints_or("kernel_shape", {}), (std::vector<int64_t>{3, 3})) << merged;
+  }
+  for (const char* kept : {"of_x", "of_y", "even", "even_other", "shared", "shared_other"})
+    EXPECT_EQ(standing_for(kept).name, kept);
+  const std::vector<std::string> ops = op_types(runtime);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Conv"), 3 + 6);
+}
+
 // MixNet's mixed depthwise kernels (and YOLOv5's cross-stage joins): convolutions whose outputs
 // are joined along the channels, then normalized and activated. Each convolution takes its slice
 // of the normalization and the activation; the join writes the activation's output.

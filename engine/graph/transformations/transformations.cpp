@@ -39,6 +39,8 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   fold_batch_norm_into_conv(model, names);
   fold_batch_norm_into_joined_convs(model, names);
   normalize_through_transposes(model, names);
+  // After the folding: a branch's BatchNormalization is in its convolution's weights by then.
+  merge_summed_convolutions(model, names);
   // After the folding (the weights are constants then), before the fusions, which take the
   // rewritten depthwise convolution as any other.
   repeat_channels_for_depthwise(model);

@@ -96,6 +96,11 @@ size_t fold_batch_norm_into_joined_convs(Model& model, OriginalNames& names);
 // Add of the per-channel constants along the original axis.
 size_t normalize_through_transposes(Model& model, OriginalNames& names);
 
+// Merges convolutions of one input whose outputs are summed (with the input itself or its
+// BatchNormalization, maybe) into one convolution: the training-time form of RepVGG, MobileOne,
+// ACNet and RepLKNet branches.
+size_t merge_summed_convolutions(Model& model, OriginalNames& names);
+
 // Runs a depthwise convolution with a channel multiplier K (one input channel per group, K outputs
 // each) as a depthwise convolution of its input with every channel repeated K times.
 size_t repeat_channels_for_depthwise(Model& model);
