@@ -2403,6 +2403,29 @@ std::vector<Case> scatter_nd_cases(Rng& rng) {
   return cases;
 }
 
+// A Gather's table as the cases' k picks its type: f32, or (k % 5 being 1 or 2) the same values
+// as whole numbers in i64 or u8 (a shape, a vocabulary of ids).
+Tensor gather_table(const Tensor& table, int k) {
+  if (k % 5 != 1 && k % 5 != 2) return table;
+  const ElementType type = k % 5 == 1 ? ElementType::i64 : ElementType::u8;
+  Tensor ints_table(type, table.shape());
+  for (int64_t i = 0; i < table.size(); ++i) {
+    const auto v = static_cast<int64_t>(std::lround(table.data<float>()[i] * 10 + 40));
+    if (type == ElementType::i64)
+      ints_table.data<int64_t>()[i] = v;
+    else
+      ints_table.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+  }
+  return ints_table;
+}
+
+// Gather indices of shape `index`, i64 or (k % 4 == 3) i32.
+Tensor gather_indices(const ints& index, const std::vector<int64_t>& values, int k) {
+  if (k % 4 != 3) return Tensor::from_vector<int64_t>(Shape(index), values);
+  return Tensor::from_vector<int32_t>(Shape(index),
+                                      std::vector<int32_t>(values.begin(), values.end()));
+}
+
 // GatherElements: f32, i64 and u8 data of ranks 1-4, every axis (negative ones too), indices
 // smaller than the data in the other dimensions and of any length along the axis (negative ones
 // counting from the end, repeated), i64 and i32; some large enough to gather on several threads,
@@ -2428,24 +2451,8 @@ std::vector<Case> gather_elements_cases(Rng& rng) {
     attrs.set("axis", static_cast<int64_t>(axis) - (k % 4 == 0 ? static_cast<int64_t>(rank) : 0));
     Case c;
     c.node = make_node("GatherElements", attrs);
-    Tensor table = rng.tensor(data, -3, 3);
-    if (k % 5 == 1 || k % 5 == 2) {
-      const ElementType type = k % 5 == 1 ? ElementType::i64 : ElementType::u8;
-      Tensor ints_table(type, Shape(data));
-      for (int64_t i = 0; i < table.size(); ++i) {
-        const auto v = static_cast<int64_t>(std::lround(table.data<float>()[i] * 10 + 40));
-        if (type == ElementType::i64)
-          ints_table.data<int64_t>()[i] = v;
-        else
-          ints_table.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-      }
-      table = ints_table;
-    }
-    Tensor indices = Tensor::from_vector<int64_t>(Shape(index), values);
-    if (k % 4 == 3) {
-      std::vector<int32_t> narrow(values.begin(), values.end());
-      indices = Tensor::from_vector<int32_t>(Shape(index), narrow);
-    }
+    const Tensor table = gather_table(rng.tensor(data, -3, 3), k);
+    const Tensor indices = gather_indices(index, values, k);
     c.inputs = {table, indices};
     c.constant = {false, false};
     c.tolerance = {0, 0};
@@ -2482,25 +2489,8 @@ std::vector<Case> gather_cases(Rng& rng) {
     attrs.set("axis", static_cast<int64_t>(axis) - (k % 4 == 0 ? static_cast<int64_t>(rank) : 0));
     Case c;
     c.node = make_node("Gather", attrs);
-    Tensor table = rng.tensor(data, -3, 3);
-    if (k % 5 == 1 || k % 5 == 2) {
-      // Integer tables (a shape, a vocabulary of ids): the values as i64 or u8.
-      const ElementType type = k % 5 == 1 ? ElementType::i64 : ElementType::u8;
-      Tensor ints_table(type, Shape(data));
-      for (int64_t i = 0; i < table.size(); ++i) {
-        const auto v = static_cast<int64_t>(std::lround(table.data<float>()[i] * 10 + 40));
-        if (type == ElementType::i64)
-          ints_table.data<int64_t>()[i] = v;
-        else
-          ints_table.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-      }
-      table = ints_table;
-    }
-    Tensor indices = Tensor::from_vector<int64_t>(Shape(index), values);
-    if (k % 4 == 3) {
-      std::vector<int32_t> narrow(values.begin(), values.end());
-      indices = Tensor::from_vector<int32_t>(Shape(index), narrow);
-    }
+    const Tensor table = gather_table(rng.tensor(data, -3, 3), k);
+    const Tensor indices = gather_indices(index, values, k);
     c.inputs = {table, indices};
     c.constant = {k % 2 == 0, false};
     c.tolerance = {0, 0};

@@ -30,14 +30,7 @@ bool foldable_conv(const Model& model, const Node& conv) {
 }
 
 bool foldable_batch_norm(const Model& model, const Node& bn, int64_t channels) {
-  if (bn.op_type != "BatchNormalization" || bn.inputs.size() != 5 || bn.outputs.size() != 1 ||
-      bn.attributes.get_int_or("training_mode", 0) != 0)
-    return false;
-  for (size_t i = 1; i < 5; ++i) {
-    const Tensor* t = f32_constant(model, bn.inputs[i]);
-    if (!t || t->size() != channels) return false;
-  }
-  return true;
+  return inference_batch_norm(model, bn, channels);
 }
 
 }  // namespace
@@ -235,17 +228,15 @@ size_t normalize_through_transposes(Model& model, OriginalNames& names) {
   for (const auto& [second, match] : by_second) {
     const Node& bn = *std::find_if(nodes.begin(), nodes.end(),
                                    [&](const Node& n) { return n.name == match.norm; });
-    const BatchNormParameters p = parameters_of(model, bn);
+    const ChannelAffine map = batch_norm_affine(model, bn);
     const size_t rank = model.value(match.input).shape.rank();
     const int64_t channels = model.value(match.input).shape[match.axis];
     std::vector<int64_t> dims(rank, 1);
     dims[match.axis] = channels;
     Tensor scale(ElementType::f32, Shape(dims)), shift(ElementType::f32, Shape(dims));
     for (int64_t c = 0; c < channels; ++c) {
-      const double s =
-          static_cast<double>(p.scale[c]) / std::sqrt(static_cast<double>(p.var[c]) + p.epsilon);
-      scale.data<float>()[c] = static_cast<float>(s);
-      shift.data<float>()[c] = static_cast<float>(p.beta[c] - p.mean[c] * s);
+      scale.data<float>()[c] = static_cast<float>(map.scale[static_cast<size_t>(c)]);
+      shift.data<float>()[c] = static_cast<float>(map.shift[static_cast<size_t>(c)]);
     }
     affine.emplace(second, std::make_pair(std::move(scale), std::move(shift)));
   }

@@ -131,6 +131,41 @@ inline bool is_op(const Node& node, const char* op_type, size_t inputs) {
   return node.op_type == op_type && node.inputs.size() == inputs && node.outputs.size() == 1;
 }
 
+// Whether `bn` is an inference BatchNormalization of `channels` channels whose scale, bias, mean
+// and variance are f32 constants: an affine map per channel.
+inline bool inference_batch_norm(const Model& model, const Node& bn, int64_t channels) {
+  if (bn.op_type != "BatchNormalization" || bn.inputs.size() != 5 || bn.outputs.size() != 1 ||
+      bn.attributes.get_int_or("training_mode", 0) != 0)
+    return false;
+  for (size_t i = 1; i < 5; ++i) {
+    const Tensor* t = f32_constant(model, bn.inputs[i]);
+    if (!t || t->size() != channels) return false;
+  }
+  return true;
+}
+
+// An inference BatchNormalization's map y = scale x + shift per channel: scale = gamma /
+// sqrt(var + epsilon), shift = beta - mean scale.
+struct ChannelAffine {
+  std::vector<double> scale, shift;
+};
+
+inline ChannelAffine batch_norm_affine(const Model& model, const Node& bn) {
+  const float* gamma = model.constants().at(bn.inputs[1]).data<float>();
+  const float* beta = model.constants().at(bn.inputs[2]).data<float>();
+  const float* mean = model.constants().at(bn.inputs[3]).data<float>();
+  const float* var = model.constants().at(bn.inputs[4]).data<float>();
+  const double epsilon = bn.attributes.get_float_or("epsilon", 1e-5);
+  const int64_t channels = model.constants().at(bn.inputs[1]).size();
+  ChannelAffine affine;
+  for (int64_t c = 0; c < channels; ++c) {
+    const double s = gamma[c] / std::sqrt(static_cast<double>(var[c]) + epsilon);
+    affine.scale.push_back(s);
+    affine.shift.push_back(beta[c] - mean[c] * s);
+  }
+  return affine;
+}
+
 // Nodes of a model being rewritten by one pass: the working copy, which are removed, and the
 // merging of original names.
 class Rewrite {

@@ -13,7 +13,6 @@
 // keep their centres aligned ("same" padding for stride 1), so that every output pixel's window
 // has one centre in all of them.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -59,17 +58,6 @@ bool centred_conv(const Model& model, const Node& conv) {
   for (size_t d = 0; d < 2; ++d) {
     const int64_t k = w->shape()[2 + d];
     if (k % 2 == 0 || pads[d] != pads[d + 2] || pads[d] != dilations[d] * (k - 1) / 2) return false;
-  }
-  return true;
-}
-
-bool inference_norm(const Model& model, const Node& bn, int64_t channels) {
-  if (bn.op_type != "BatchNormalization" || bn.inputs.size() != 5 || bn.outputs.size() != 1 ||
-      bn.attributes.get_int_or("training_mode", 0) != 0)
-    return false;
-  for (size_t i = 1; i < 5; ++i) {
-    const Tensor* t = f32_constant(model, bn.inputs[i]);
-    if (!t || t->size() != channels) return false;
   }
   return true;
 }
@@ -130,7 +118,7 @@ size_t merge_summed_convolutions(Model& model, OriginalNames& names) {
                                   nodes[static_cast<size_t>(c)].name) != sum.absorbed.end();
       if (p && sole && centred_conv(model, *p)) {
         sum.convs.push_back(p);
-      } else if (p && sole && inference_norm(model, *p, out[1])) {
+      } else if (p && sole && inference_batch_norm(model, *p, out[1])) {
         sum.norms.push_back(p);
       } else {
         ++sum.identities;
@@ -210,15 +198,9 @@ size_t merge_summed_convolutions(Model& model, OriginalNames& names) {
     for (int k = 0; k < sum.identities; ++k)
       for (int64_t o = 0; o < out_channels; ++o) identity(o, 1.0, 0.0);
     for (const Node* n : sum.norms) {
-      const float* gamma = model.constants().at(n->inputs[1]).data<float>();
-      const float* beta = model.constants().at(n->inputs[2]).data<float>();
-      const float* mean = model.constants().at(n->inputs[3]).data<float>();
-      const float* var = model.constants().at(n->inputs[4]).data<float>();
-      const double eps = n->attributes.get_float_or("epsilon", 1e-5);
-      for (int64_t o = 0; o < out_channels; ++o) {
-        const double s = gamma[o] / std::sqrt(static_cast<double>(var[o]) + eps);
-        identity(o, s, beta[o] - mean[o] * s);
-      }
+      const ChannelAffine map = batch_norm_affine(model, *n);
+      for (int64_t o = 0; o < out_channels; ++o)
+        identity(o, map.scale[static_cast<size_t>(o)], map.shift[static_cast<size_t>(o)]);
     }
     for (size_t e = 0; e < wd.size(); ++e) w.data<float>()[e] = static_cast<float>(wd[e]);
     for (int64_t o = 0; o < out_channels; ++o)
