@@ -11,6 +11,11 @@ namespace troupe::detail {
 
 namespace {
 
+bool has_static_inputs(const Model& model) {
+  return std::all_of(model.inputs().begin(), model.inputs().end(),
+                     [&](ValueId v) { return model.value(v).shape.is_static(); });
+}
+
 // Below this many multiply-accumulates per compute node on average, a node runs in tens of
 // microseconds on one core: the ONNX MLP export of benchmarks/models (about 0.13 M per node) ran
 // 0.13 ms per request on one thread and 0.20 ms on two; ResNet-50 (about 77 M) gains from two.
@@ -165,9 +170,7 @@ void fit_threads_to_model(CompileConfig& config, const Model& model) {
   // run: those (above scheduled_input_elements_limit) run on a thread of their own with the
   // threads the stream had (large_request_threads); the MLP with a dynamic batch, one request at
   // a time, 30 -> 20 us.
-  const bool static_inputs =
-      std::all_of(model.inputs().begin(), model.inputs().end(),
-                  [&](ValueId v) { return model.value(v).shape.is_static(); });
+  const bool static_inputs = has_static_inputs(model);
   // (With automatic batching the merged runs are long and run on the stream's thread.)
   if (scheduler_scale(model) >= 1 && (static_inputs || config.auto_batch_max_size <= 1)) {
     if (!static_inputs) config.large_request_threads = config.threads_per_stream;
@@ -249,9 +252,7 @@ void choose_execute_threads(CompileConfig& config, const Model& model, size_t wo
   // 1) says little of the requests it will be given, and one above the limit below takes a detached
   // helper, two more hops (a DistilBERT-like encoder given [2, 128] 0.96x throughput with the
   // larger bound).
-  const bool static_inputs =
-      std::all_of(model.inputs().begin(), model.inputs().end(),
-                  [&](ValueId v) { return model.value(v).shape.is_static(); });
+  const bool static_inputs = has_static_inputs(model);
   const int64_t scale = static_inputs ? worker_scale(model) : scheduler_scale(model);
   // Streams beyond the workers would wait for each other; a merged batch is a long run.
   config.execute_on_scheduler = config.threads_per_stream == 1 && config.auto_batch_max_size <= 1 &&

@@ -97,9 +97,9 @@ class BinaryKernel final : public DnnlKernel {
       // plain: a Performer's stabiliser, x - max over the last two axes): oneDNN's plain kernel
       // took 1.8 ns an element for that broadcast (273 us for 156k, Zen 5), the rows one
       // vectorised loop per run.
-      BroadcastRows runs;
-      if (runs.plan(dst, a, b) && (runs.a_scalar() || runs.b_scalar()) && runs.inner() >= long_run)
-        return plan_rows(dst, a, b);
+      if (rows_plan_.plan(dst, a, b) && (rows_plan_.a_scalar() || rows_plan_.b_scalar()) &&
+          rows_plan_.inner() >= long_run)
+        return use_rows();
     }
     if (a != dst) {
       // Neither operand is the output's size, or the left one of Sub/Div is broadcast.
@@ -173,7 +173,11 @@ class BinaryKernel final : public DnnlKernel {
 
   // The row plan for dst dims `dst` and operand dims `a`, `b` (each equal or 1).
   bool plan_rows(const Dims& dst, const Dims& a, const Dims& b) {
-    if (!rows_plan_.plan(dst, a, b)) return false;
+    return rows_plan_.plan(dst, a, b) && use_rows();
+  }
+
+  // Runs as rows_plan_ plans it.
+  bool use_rows() {
     rows_ = true;
     set_impl("broadcast_rows");
     return true;

@@ -45,6 +45,14 @@ inline void combine(float& target, float update) {
     target = update;
 }
 
+// Data, updates and output f32; indices i64 (or i32 where `narrow_indices`).
+bool f32_scatter(const KernelRequest& r, bool narrow_indices) {
+  const ElementType index = r.inputs.size() == 3 ? r.inputs[1].type : ElementType::undefined;
+  return r.inputs.size() == 3 && r.inputs[0].type == ElementType::f32 &&
+         r.inputs[2].type == ElementType::f32 && r.outputs[0].type == ElementType::f32 &&
+         (index == ElementType::i64 || (narrow_indices && index == ElementType::i32));
+}
+
 Reduction reduction_named(const std::string& reduction) {
   if (reduction == "add") return Reduction::add;
   if (reduction == "mul") return Reduction::mul;
@@ -57,10 +65,7 @@ Reduction reduction_named(const std::string& reduction) {
 class ScatterElementsKernel final : public Kernel {
  public:
   explicit ScatterElementsKernel(const KernelRequest& r) : node_(r.node) {
-    if (r.inputs.size() != 3 || r.inputs[0].type != ElementType::f32 ||
-        r.inputs[2].type != ElementType::f32 || r.outputs[0].type != ElementType::f32 ||
-        (r.inputs[1].type != ElementType::i64 && r.inputs[1].type != ElementType::i32))
-      throw Unsupported{};
+    if (!f32_scatter(r, true)) throw Unsupported{};
     reduction_ = reduction_named(r.node.attributes.get_string_or("reduction", "none"));
   }
 
@@ -209,10 +214,7 @@ class ScatterElementsKernel final : public Kernel {
 class ScatterNdKernel final : public Kernel {
  public:
   explicit ScatterNdKernel(const KernelRequest& r) : node_(r.node) {
-    if (r.inputs.size() != 3 || r.inputs[0].type != ElementType::f32 ||
-        r.inputs[2].type != ElementType::f32 || r.outputs[0].type != ElementType::f32 ||
-        r.inputs[1].type != ElementType::i64)
-      throw Unsupported{};
+    if (!f32_scatter(r, false)) throw Unsupported{};  // ONNX's ScatterND indices are int64
     reduction_ = reduction_named(r.node.attributes.get_string_or("reduction", "none"));
   }
 

@@ -2419,8 +2419,13 @@ Tensor gather_table(const Tensor& table, int k) {
   return ints_table;
 }
 
-// Gather indices of shape `index`, i64 or (k % 4 == 3) i32.
-Tensor gather_indices(const ints& index, const std::vector<int64_t>& values, int k) {
+// Gather indices of shape `index` into an axis of `extent`, negative ones counting from the end,
+// repeated; i64, or i32 where k % 4 == 3.
+Tensor gather_indices(Rng& rng, const ints& index, int64_t extent, int k) {
+  int64_t count = 1;
+  for (int64_t dim : index) count *= dim;
+  std::vector<int64_t> values(static_cast<size_t>(count));
+  for (int64_t& v : values) v = rng.integer(-extent, extent - 1);
   if (k % 4 != 3) return Tensor::from_vector<int64_t>(Shape(index), values);
   return Tensor::from_vector<int32_t>(Shape(index),
                                       std::vector<int32_t>(values.begin(), values.end()));
@@ -2443,16 +2448,12 @@ std::vector<Case> gather_elements_cases(Rng& rng) {
     for (size_t d = 0; d < rank; ++d)
       index[d] = d == axis ? (large ? rng.integer(60, 130) : rng.integer(1, 8))
                            : (large ? data[d] : rng.integer(1, data[d]));
-    int64_t count = 1;
-    for (int64_t dim : index) count *= dim;
-    std::vector<int64_t> values(static_cast<size_t>(count));
-    for (int64_t& v : values) v = rng.integer(-data[axis], data[axis] - 1);
     Attributes attrs;
     attrs.set("axis", static_cast<int64_t>(axis) - (k % 4 == 0 ? static_cast<int64_t>(rank) : 0));
     Case c;
     c.node = make_node("GatherElements", attrs);
     const Tensor table = gather_table(rng.tensor(data, -3, 3), k);
-    const Tensor indices = gather_indices(index, values, k);
+    const Tensor indices = gather_indices(rng, index, data[axis], k);
     c.inputs = {table, indices};
     c.constant = {false, false};
     c.tolerance = {0, 0};
@@ -2481,16 +2482,12 @@ std::vector<Case> gather_cases(Rng& rng) {
     const ints index = columns ? ints{7, rng.integer(20, 40)}
                        : large ? ints{rng.integer(100, 400)}
                                : rng.dims(static_cast<size_t>(k % 3), 1, 4);
-    int64_t count = 1;
-    for (int64_t dim : index) count *= dim;
-    std::vector<int64_t> values(static_cast<size_t>(count));
-    for (int64_t& v : values) v = rng.integer(-data[axis], data[axis] - 1);
     Attributes attrs;
     attrs.set("axis", static_cast<int64_t>(axis) - (k % 4 == 0 ? static_cast<int64_t>(rank) : 0));
     Case c;
     c.node = make_node("Gather", attrs);
     const Tensor table = gather_table(rng.tensor(data, -3, 3), k);
-    const Tensor indices = gather_indices(index, values, k);
+    const Tensor indices = gather_indices(rng, index, data[axis], k);
     c.inputs = {table, indices};
     c.constant = {k % 2 == 0, false};
     c.tolerance = {0, 0};

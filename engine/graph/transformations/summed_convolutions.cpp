@@ -40,18 +40,13 @@ bool same_ints(const Node& a, const Node& b, const char* name,
   return a.attributes.get_ints_or(name, fallback) == b.attributes.get_ints_or(name, fallback);
 }
 
-// A 2-D Conv with constant f32 weights [O, I/g, kh, kw] (odd) and bias, padded symmetrically
-// around its kernel's centre.
+// A 2-D Conv with constant f32 weights [O, I/g, kh, kw] (odd), bias and no fused operation,
+// padded symmetrically around its kernel's centre.
 bool centred_conv(const Model& model, const Node& conv) {
-  if (conv.op_type != "Conv" || conv.inputs.size() < 2 || conv.outputs.size() != 1) return false;
+  if (!conv_with_constant_weights(model, conv)) return false;
   const Tensor* w = f32_constant(model, conv.inputs[1]);
-  if (!w || w->shape().rank() != 4) return false;
-  if (conv.inputs.size() > 2 && conv.inputs[2] != no_value && !f32_constant(model, conv.inputs[2]))
+  if (w->shape().rank() != 4 || conv.attributes.get_string_or("auto_pad", "NOTSET") != "NOTSET")
     return false;
-  const std::string auto_pad = conv.attributes.get_string_or("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET") return false;
-  for (const auto& [key, value] : conv.attributes.all())
-    if (key.rfind("fused_", 0) == 0) return false;
   const std::vector<int64_t> dilations = conv.attributes.get_ints_or("dilations", {1, 1});
   const std::vector<int64_t> pads = conv.attributes.get_ints_or("pads", {0, 0, 0, 0});
   if (dilations.size() != 2 || pads.size() != 4) return false;
