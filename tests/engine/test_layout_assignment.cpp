@@ -680,6 +680,52 @@ TEST(LayoutAssignment, SqueezeExcitationBlocksKeepTheActivationLayout) {
   }
 }
 
+// PointNet's global feature: a 1x1 Conv1d to many channels, then the maximum (or the mean) over
+// the points, x.max(2)[0] (ReduceMax without keepdims). The reduction becomes GlobalMaxPool and a
+// Flatten, which reads the convolution's activation layout; so does a ReduceMean over an image's
+// spatial axes without keepdims. A maximum over a MatMul's last axis ([batch, tokens, features])
+// stays a ReduceMax.
+TEST(LayoutAssignment, AMaximumOverAConvolutionsPointsReadsItsLayout) {
+  ModelBuilder b("global_feature");
+  auto points = b.input("points", ElementType::f32, {2, 16, 64});
+  auto w1 = b.constant("w1", random_tensor({64, 16, 1}, 81, -0.3f, 0.3f));
+  auto features = b.op("Relu", {b.op("Conv", {points, w1}, {}, "c1")}, {}, "c1_relu");
+  b.output(b.op("ReduceMax", {features},
+                {{"axes", std::vector<int64_t>{2}}, {"keepdims", int64_t{0}}}, "global_max"),
+           "max");
+  b.output(b.op("ReduceMean", {features},
+                {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t{1}}}, "global_mean"),
+           "mean");
+  auto image = b.input("image", ElementType::f32, {1, 8, 6, 6});
+  auto c2 = conv(b, image, 8, 32, 3, 82, "c2");
+  b.output(b.op("ReduceMean", {c2},
+                {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t{0}}}, "image_mean"),
+           "image_mean");
+  auto tokens = b.op(
+      "MatMul",
+      {b.input("t", ElementType::f32, {2, 5, 16}), b.constant("wt", random_tensor({16, 32}, 83))},
+      {}, "tokens");
+  b.output(b.op("ReduceMax", {tokens},
+                {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t{0}}}, "token_max"),
+           "token_max");
+  auto model = b.build();
+
+  const auto inputs = inputs_for(*model, 4);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome laid_out = run_all(model, {}, inputs);
+  expect_same_outputs(laid_out, plain);
+  const auto layouts = layouts_by_node(*laid_out.runtime);
+  EXPECT_THAT(layouts.at("c1"), ::testing::MatchesRegex("nCw(8|16)c|nwc"));
+  EXPECT_THAT(layouts.at("c2"), ::testing::MatchesRegex(kActivationLayout));
+  std::map<std::string, std::string> ops;
+  for (const Node& n : laid_out.runtime->nodes()) ops[n.name] = n.op_type;
+  EXPECT_EQ(ops.at("global_max"), "GlobalMaxPool");
+  EXPECT_EQ(ops.at("global_max/flatten"), "Flatten");
+  EXPECT_EQ(ops.at("global_mean"), "GlobalAveragePool");
+  EXPECT_EQ(ops.at("image_mean"), "GlobalAveragePool");
+  EXPECT_EQ(ops.at("token_max"), "ReduceMax");
+}
+
 // A DenseNet block: each layer normalizes the join of all earlier features (BatchNormalization,
 // Relu: no convolution before to fold them into; the Relu goes into the normalization) before its
 // convolution. The joins and the normalizations keep the activation layout, so no reorder runs

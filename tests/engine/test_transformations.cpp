@@ -390,6 +390,39 @@ TEST(Transformations, AJoinAlongTheHeightTakesTheActivationIntoItsParts) {
             "Tanh");
 }
 
+// A PReLU with one slope for all channels (torch's nn.PReLU() default, [1] or [1, 1, 1]) is a
+// LeakyReLU the convolution takes; one slope per channel stays a PRelu node.
+TEST(Transformations, AConvolutionTakesAPReluOfOneSlope) {
+  ModelBuilder b("prelu");
+  auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
+  auto conv = [&](ValueId in, const std::string& name, unsigned seed) {
+    return b.op("Conv", {in, b.constant(name + "_w", conv_weights(4, 4, 3, seed))},
+                {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, name);
+  };
+  auto one =
+      b.op("PRelu",
+           {conv(x, "conv1", 21), b.constant("slope", Tensor::from_vector<float>({1}, {0.25f}))},
+           {}, "prelu1");
+  auto kept = b.op("PRelu",
+                   {conv(one, "conv2", 22),
+                    b.constant("slope3", Tensor::from_vector<float>({1, 1, 1}, {-0.5f}))},
+                   {}, "prelu2");
+  b.output(
+      b.op("PRelu", {conv(kept, "conv3", 23), b.constant("slopes", random_tensor({4, 1, 1}, 24))},
+           {}, "prelu3"),
+      "y");
+  auto model = b.build();
+  auto [plain, transformed] = compare(model);
+  for (const char* name : {"conv1", "conv2"}) {
+    const Node& fused = node_named(*transformed.runtime, name);
+    EXPECT_EQ(fused.attributes.get_string_or("fused_activation", ""), "LeakyRelu") << name;
+  }
+  EXPECT_DOUBLE_EQ(
+      node_named(*transformed.runtime, "conv1").attributes.get_float("fused_activation_alpha"),
+      0.25);
+  EXPECT_EQ(node_named(*transformed.runtime, "prelu3").op_type, "PRelu");
+}
+
 TEST(Transformations, FusesConvResidualAddRelu) {
   ModelBuilder b("residual_block");
   auto x = b.input("x", ElementType::f32, {1, 4, 6, 6});
@@ -1348,13 +1381,97 @@ TEST(Transformations, AnEinsumOfThreeOrMoreOperandsIsContractedInPairs) {
   EXPECT_EQ(node_named(*transformed.runtime, "summed").inputs.size(), 2u);
   EXPECT_EQ(node_named(*transformed.runtime, "ellipsis").inputs.size(), 3u);
   // The scaling of q by the normaliser first: as small a result as kv times q, and cheaper.
-  const Node& first = node_named(*transformed.runtime, "performer/pair_0");
-  EXPECT_EQ(first.attributes.get_string_or("equation", ""), "bhnd,bhn->bhnd");
+  // (bhnd,bhn->bhnd, which contracts nothing: the broadcast Mul it is.)
+  EXPECT_EQ(node_named(*transformed.runtime, "performer/pair_0").op_type, "Mul");
   for (const char* name : {"performer", "chain"})
     EXPECT_EQ(node_named(*transformed.runtime, name).op_type, "Einsum");
+  // Every step on a fast kernel; the Unsqueeze aligning the normaliser is a view (no copy).
   for (const Node& node : transformed.runtime->nodes())
-    if (node.name.rfind("performer", 0) == 0 || node.name.rfind("chain", 0) == 0)
+    if ((node.name.rfind("performer", 0) == 0 || node.name.rfind("chain", 0) == 0) &&
+        node.op_type != "Unsqueeze")
       EXPECT_NE(node.attributes.get_string_or("implementation", "ref"), "ref") << node.name;
+}
+
+// x.argsort()[:, :k] exports as a TopK of the whole axis and a Slice: K becomes the longest
+// prefix its Slices take (K known at compile time, or the axis's length known at run time only:
+// then the smaller of the two). A TopK read other than through a prefix Slice keeps its K.
+TEST(Transformations, ATopKWhoseReadersTakeAPrefixSelectsOnlyThePrefix) {
+  for (const bool dynamic : {false, true}) {
+    SCOPED_TRACE(dynamic ? "axis length known at run time" : "static");
+    ModelBuilder b("nearest");
+    auto x = b.input("x", ElementType::f32, dynamic ? Shape{4, Shape::dynamic} : Shape{4, 40});
+    auto k = dynamic ? b.op("Gather",
+                            {b.op("Shape", {x}, {}, "shape"),
+                             b.constant("axis_index", Tensor::from_vector<int64_t>({1}, {1}))},
+                            {}, "length")
+                     : b.constant("k", Tensor::from_vector<int64_t>({1}, {40}));
+    auto i64 = [&](const std::string& name, const ints& v) {
+      return b.constant(name, Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+    };
+    const auto sorted = b.op_multi("TopK", {x, k}, 2, {{"largest", int64_t{0}}}, "sort");
+    // The 6 nearest by index and the 3 nearest by value: K = 6.
+    b.output(
+        b.op("Cast", {b.op("Slice", {sorted[1], i64("s0", {0}), i64("e6", {6}), i64("a1", {1})})},
+             {{"to", int64_t{1}}}),
+        "nearest");
+    b.output(b.op("Slice",
+                  {sorted[0], i64("s0b", {0}), i64("e3", {3}), i64("a1b", {-1}), i64("st1", {1})}),
+             "distances");
+    // Sliced along the other axis, and read whole: both keep K.
+    const auto rows = b.op_multi("TopK", {x, k}, 2, {}, "rows");
+    b.output(b.op("Slice", {rows[0], i64("s0c", {0}), i64("e2", {2}), i64("a0", {0})}), "rows");
+    const auto whole = b.op_multi("TopK", {x, k}, 2, {}, "whole");
+    b.output(b.op("Slice", {whole[0], i64("s0d", {0}), i64("e5", {5}), i64("a1d", {1})}), "top");
+    b.output(b.op("Cast", {whole[1]}, {{"to", int64_t{1}}}), "order");
+    auto model = b.build();
+    auto [plain, transformed] =
+        test::compare_with_untransformed(model, {{"x", random_tensor({4, 40}, 5, -1.f, 1.f)}});
+    const Model& runtime = *transformed.runtime;
+    auto k_of = [&](const std::string& name) {
+      return runtime.value(node_named(runtime, name).outputs[0]).shape;
+    };
+    if (!dynamic) {
+      EXPECT_EQ(k_of("sort"), (Shape{4, 6}));
+      EXPECT_EQ(k_of("rows"), (Shape{4, 40}));
+      EXPECT_EQ(k_of("whole"), (Shape{4, 40}));
+    } else {
+      EXPECT_EQ(node_named(runtime, "sort/k").op_type, "Min");
+      EXPECT_THROW(node_named(runtime, "whole/k"), std::exception);
+    }
+  }
+}
+
+// Einsums that are broadcast products: an outer product (nothing contracted), an element-wise
+// product summed over a shared axis (no operand keeps a label of its own), with operands in
+// orders that need transposing; a true matrix product stays an Einsum.
+TEST(Transformations, AnEinsumThatIsABroadcastProductBecomesAMul) {
+  ModelBuilder b("products");
+  auto h = b.input("h", ElementType::f32, {2, 3, 8});
+  auto m = b.input("m", ElementType::f32, {2, 5, 8});
+  auto w = b.input("w", ElementType::f32, {2, 4, 6, 8});
+  auto v = b.input("v", ElementType::f32, {2, 4, 6, 8});
+  auto t = b.input("t", ElementType::f32, {8, 6, 4, 2});
+  auto einsum = [&](const std::vector<ValueId>& in, const char* equation, const char* name) {
+    b.output(b.op("Einsum", in, {{"equation", std::string(equation)}}, name), name);
+  };
+  einsum({h, m}, "bhd,bmd->bhmd", "outer");
+  einsum({w, v}, "bmnf,bmnf->bmf", "weighted_sum");
+  einsum({w, t}, "bmnf,fnmb->bmf", "transposed_sum");
+  einsum({h, m}, "bhd,bmd->bmhd", "outer_permuted");
+  einsum({w, v}, "bmnf,bmnf->fmb", "summed_permuted");
+  einsum({h, m}, "bhd,bmd->bhm", "matmul");
+  auto model = b.build();
+  auto [plain, transformed] = compare(model);
+  const Model& runtime = *transformed.runtime;
+  EXPECT_EQ(node_named(runtime, "outer").op_type, "Mul");
+  EXPECT_EQ(node_named(runtime, "weighted_sum").op_type, "ReduceSum");
+  EXPECT_EQ(node_named(runtime, "matmul").op_type, "Einsum");
+  for (const char* name : {"transposed_sum", "outer_permuted", "summed_permuted"})
+    EXPECT_NE(node_named(runtime, name).op_type, "Einsum") << name;
+  // The outer product and the weighted sum need no Transpose: each operand's labels are in order.
+  for (const Node& node : runtime.nodes())
+    if (node.name.rfind("outer/", 0) == 0 || node.name.rfind("weighted_sum/", 0) == 0)
+      EXPECT_NE(node.op_type, "Transpose") << node.name;
 }
 
 TEST(Transformations, ConvWithWeightsAsModelInput) {

@@ -188,6 +188,62 @@ TEST(OnnxControlFlow, IfRunsTheBranchTheConditionChooses) {
   EXPECT_EQ(request.get_tensor("y").to_vector<float>(), (std::vector<float>{-1.f, 2.f, -3.f}));
 }
 
+// torch's export of squeeze(1) where its tracer did not know the dimension: If(Shape(x)[1] == 1,
+// Squeeze(x, 1), Identity(x)), then Relu. The shapes are static, so the condition folds and the
+// branch taken replaces the If: the runtime model has no If, and the graph is planned like any
+// static one (its Relu a oneDNN kernel, not chosen per run).
+onnx::ModelProto shape_tested_squeeze_model(int64_t middle) {
+  auto m = onnx_model(13);
+  onnx_input(m, "x", onnx::TensorProto::FLOAT, {2, middle, 3});
+  onnx::TensorProto index;
+  index.set_name("index");
+  index.set_data_type(onnx::TensorProto::INT64);
+  index.add_int64_data(1);
+  *m.mutable_graph()->add_initializer() = index;
+  onnx::TensorProto one = index;
+  one.set_name("one");
+  one.add_dims(1);
+  *m.mutable_graph()->add_initializer() = one;
+  onnx_node(m, "Shape", {"x"}, {"shape"}, "shape");
+  onnx_node(m, "Gather", {"shape", "index"}, {"dim"}, "dim");
+  onnx_node(m, "Equal", {"dim", "one"}, {"is_one"}, "is_one");
+  auto* node = onnx_node(m, "If", {"is_one"}, {"squeezed"}, "squeeze_if_one");
+  sub_node(graph_attribute(node, "then_branch", "squeeze", {}, {"s"}), "Squeeze", {"x", "one"},
+           {"s"});
+  sub_node(graph_attribute(node, "else_branch", "keep", {}, {"k"}), "Identity", {"x"}, {"k"});
+  onnx_node(m, "Relu", {"squeezed"}, {"y"}, "relu");
+  if (middle == 1)
+    onnx_output(m, "y", onnx::TensorProto::FLOAT, {2, 3});
+  else
+    onnx_output(m, "y", onnx::TensorProto::FLOAT, {2, middle, 3});
+  return m;
+}
+
+TEST(OnnxControlFlow, AnIfOnAShapeKnownAtCompileTimeIsItsBranch) {
+  for (int64_t middle : {1, 2}) {
+    SCOPED_TRACE("middle dimension " + std::to_string(middle));
+    Core core;
+    TempDir dir;
+    auto compiled = core.compile_model(read(core, dir, shape_tested_squeeze_model(middle)), "CPU");
+    std::vector<float> x(static_cast<size_t>(6 * middle)), expected;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 5) - 2.f;
+    for (float v : x) expected.push_back(v > 0.f ? v : 0.f);
+    auto request = compiled.create_infer_request();
+    request.set_tensor("x", Tensor::from_vector<float>({2, middle, 3}, x));
+    request.infer();
+    const Tensor y = request.get_tensor("y");
+    EXPECT_EQ(y.shape(), middle == 1 ? Shape({2, 3}) : Shape({2, middle, 3}));
+    EXPECT_EQ(y.to_vector<float>(), expected);
+    // A dynamic graph's nodes read "dynamic" before a run and "data-dependent" after.
+    for (const Node& node : compiled.runtime_model()->nodes()) {
+      EXPECT_NE(node.op_type, "If") << node.name;
+      const std::string implementation = node.attributes.get_string_or("implementation", "");
+      EXPECT_NE(implementation, "dynamic") << node.name;
+      EXPECT_NE(implementation, "data-dependent") << node.name;
+    }
+  }
+}
+
 TEST(OnnxControlFlow, LoopCarriesValuesAndStacksScanOutputs) {
   Core core;
   TempDir dir;

@@ -100,14 +100,12 @@ inline std::optional<std::vector<int64_t>> permutation(const Model& model, const
   return perm;
 }
 
-// The axes a ReduceMean that keeps its dimensions reduces over an input of rank `rank` (its
-// attribute before opset 18, a constant input since), normalized and sorted; nullopt for another
-// node, axes read from a non-constant, out of range, or empty (all axes, or none).
-inline std::optional<std::vector<int64_t>> kept_dims_mean_axes(const Model& model, const Node& node,
-                                                               int64_t rank) {
-  if (node.op_type != "ReduceMean" || node.outputs.size() != 1 || node.inputs.empty() ||
-      node.attributes.get_int_or("keepdims", 1) != 1)
-    return std::nullopt;
+// The axes a Reduce* node reduces over an input of rank `rank` (its attribute before opset 18,
+// 13 for ReduceSum, a constant input since), normalized and sorted; nullopt for axes read from a
+// non-constant, out of range, or empty (all axes, or none).
+inline std::optional<std::vector<int64_t>> reduction_axes(const Model& model, const Node& node,
+                                                          int64_t rank) {
+  if (node.outputs.size() != 1 || node.inputs.empty()) return std::nullopt;
   std::vector<int64_t> axes;
   if (node.attributes.has("axes")) {
     axes = node.attributes.get_ints("axes");
@@ -124,6 +122,15 @@ inline std::optional<std::vector<int64_t>> kept_dims_mean_axes(const Model& mode
   }
   std::sort(axes.begin(), axes.end());
   return axes;
+}
+
+// The axes a ReduceMean that keeps its dimensions reduces over (see reduction_axes); nullopt for
+// another node.
+inline std::optional<std::vector<int64_t>> kept_dims_mean_axes(const Model& model, const Node& node,
+                                                               int64_t rank) {
+  if (node.op_type != "ReduceMean" || node.attributes.get_int_or("keepdims", 1) != 1)
+    return std::nullopt;
+  return reduction_axes(model, node, rank);
 }
 
 // A single-output node of `op_type` with `inputs` inputs.

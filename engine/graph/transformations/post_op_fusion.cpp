@@ -78,6 +78,15 @@ std::optional<Attributes> fused_activation_of(const Model& model, const Node& no
       return a;
     }
   }
+  // PReLU with one slope for every channel (torch's nn.PReLU() default) is a LeakyReLU.
+  if (op == "PRelu" && node.inputs.size() == 2) {
+    const std::optional<double> slope = f32_scalar(model, node.inputs[1]);
+    if (!slope || model.value(node.inputs[1]).shape.rank() > model.value(input).shape.rank())
+      return std::nullopt;
+    a.set("fused_activation", std::string("LeakyRelu"));
+    a.set("fused_activation_alpha", *slope);
+    return a;
+  }
   if (op == "Clip" && node.inputs.size() <= 3) {
     // Bounds are attributes before opset 11 and optional constant scalar inputs since.
     a.set("fused_activation", op);

@@ -22,12 +22,18 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   fuse_qdq(model, names);
   move_quantized_data(model, names);
   fold_constants(model);
+  // An If on a condition folding made constant (a shape test) is its branch; what the branch
+  // computes from constants folds in turn.
+  if (inline_constant_branches(model) > 0) fold_constants(model);
   // Again: an exported Dropout's training_mode is a Constant node until folding.
   eliminate_identities(model);
   elide_broadcast_expands(model, names);
   scatter_whole_rows(model);
+  shorten_sorted_prefixes(model);
   permute_einsums_as_transposes(model, names);
   contract_einsums_in_pairs(model);
+  // After the pairing, whose steps can be such products.
+  multiply_einsums_elementwise(model);
   eliminate_dead_code(model);
   // After folding: the Reshapes' targets are constants and the Shape nodes reading the images
   // are gone.
@@ -54,7 +60,7 @@ OriginalNames run_all(Model& model, ElementType inference_precision) {
   fuse_layer_norm(model, names);
   // After the layer normalization's fusion: a ReduceMean over the last two axes of a rank-4 value
   // may be a layer normalization's.
-  pool_spatial_means(model, names);
+  pool_spatial_reductions(model);
   fuse_gelu(model, names);
   fuse_silu(model, names);
   fuse_mish(model, names);

@@ -40,6 +40,10 @@ size_t fold_constants(Model& model);
 // Concat (schemas such as Reshape's require a constant target). Leaves validation to the caller.
 size_t fold_constants_unvalidated(Model& model);
 
+// Replaces an If whose condition is a constant by the nodes of the branch it takes (which read
+// the values the branch captured and write the If's outputs).
+size_t inline_constant_branches(Model& model);
+
 // Removes Identity, inference Dropout and Cast to the input's own type, rewiring their readers.
 size_t eliminate_identities(Model& model);
 
@@ -61,6 +65,11 @@ size_t elide_broadcast_expands(Model& model, OriginalNames& names);
 // updates' shape, which scatters whole rows, as a ScatterND with that column as its tuples.
 size_t scatter_whole_rows(Model& model);
 
+// Lowers a sorted TopK's K to the longest prefix along its axis that the Slices reading it take
+// (an argsort or sort followed by [..., :k] exports as a TopK of the whole axis): the kernel then
+// selects k instead of sorting the axis.
+size_t shorten_sorted_prefixes(Model& model);
+
 // Removes nodes none of whose outputs is consumed or a model output.
 size_t eliminate_dead_code(Model& model);
 
@@ -79,10 +88,11 @@ size_t fuse_pad_into_window(Model& model, OriginalNames& names);
 // it trimmed.
 size_t trim_padding_taps(Model& model);
 
-// Replaces a ReduceMean keeping its dimensions over every spatial axis of an image [N, C, H, W]
-// (or a volume) by the GlobalAveragePool it is (which reads the convolutions' activation layout).
-// Runs after fuse_layer_norm.
-size_t pool_spatial_means(Model& model, OriginalNames& names);
+// Replaces a ReduceMean or ReduceMax over every spatial axis of an image [N, C, H, W] (or a
+// volume, or a convolution's 1-D output [N, C, L]) by the GlobalAveragePool or GlobalMaxPool it
+// is (which reads the convolutions' activation layout), and a Flatten where the reduction drops
+// its axes. Runs after fuse_layer_norm.
+size_t pool_spatial_reductions(Model& model);
 
 // Folds an inference BatchNormalization into the Conv before it (constant weights and bias, the
 // Conv output read by nothing else).
@@ -113,6 +123,11 @@ size_t permute_einsums_as_transposes(Model& model, OriginalNames& names);
 
 // Splits an Einsum of three or more operands into two-operand Einsums, a pair at a time.
 size_t contract_einsums_in_pairs(Model& model);
+
+// Rewrites a two-operand Einsum that contracts no label, or whose operands keep no label of their
+// own, as the broadcast Mul it is (and the ReduceSum over the contracted labels), with the
+// Transposes and Unsqueezes that align the operands.
+size_t multiply_einsums_elementwise(Model& model);
 
 // Folds multiplications or divisions by constants into the Conv with constant weights next to
 // them: after it (scalars or one factor per output channel), or before it (scalars, each product
