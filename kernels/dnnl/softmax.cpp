@@ -36,12 +36,20 @@ class SoftmaxKernel final : public SrcDstKernel {
     axis_size_ = dims[axis];
     inner_ = std::accumulate(dims.begin() + axis + 1, dims.end(), int64_t{1}, std::multiplies<>());
     strided_ = is_reference(pd) && inner_ > 1;
+    short_rows_ = inner_ == 1 && axis_size_ <= max_short_row && outer_ >= 16;
+    if (short_rows_) {
+      set_impl("short_rows_softmax");
+      return true;
+    }
     if (!strided_) return adopt<dnnl::softmax_v2_forward>(pd, md, md);
     set_impl("strided_softmax");
     return true;
   }
 
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    if (short_rows_)
+      return short_rows_softmax(inputs[0].data<float>(), outputs[0].data<float>(), outer_,
+                                axis_size_, algorithm_ == dnnl::algorithm::softmax_log);
     if (!strided_) return SrcDstKernel::run(inputs, outputs);
     strided_softmax(inputs[0].data<float>(), outputs[0].data<float>(), outer_, axis_size_, inner_,
                     algorithm_ == dnnl::algorithm::softmax_log);
@@ -50,7 +58,8 @@ class SoftmaxKernel final : public SrcDstKernel {
  private:
   dnnl::algorithm algorithm_;
   int64_t axis_;
-  bool strided_ = false;  // oneDNN would run its reference: troupe's loop instead
+  bool strided_ = false;     // oneDNN would run its reference: troupe's loop instead
+  bool short_rows_ = false;  // rows too short for oneDNN's loop: troupe's transposed blocks
   int64_t outer_ = 1;
   int64_t axis_size_ = 1;
   int64_t inner_ = 1;

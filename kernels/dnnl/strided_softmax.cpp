@@ -64,6 +64,24 @@ TROUPE_ISA_CLONES void softmax_block(const float* x, float* y, int64_t n, int64_
 
 }  // namespace
 
+void short_rows_softmax(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  const int64_t blocks = (rows + block_width - 1) / block_width;
+  for_each_index_if(blocks > 1 && rows * n >= 16384, blocks, [&](int64_t b) {
+    // block_width rows turned into columns (row t of the block is column t of `columns`), so that
+    // each step along the axis is one vector op per 16 rows; then turned back.
+    float columns[max_short_row * block_width];
+    const int64_t first = b * block_width;
+    const int64_t width = std::min(block_width, rows - first);
+    const float* in = x + first * n;
+    for (int64_t t = 0; t < width; ++t)
+      for (int64_t j = 0; j < n; ++j) columns[j * block_width + t] = in[t * n + j];
+    softmax_block(columns, columns, n, block_width, width, log);
+    float* out = y + first * n;
+    for (int64_t t = 0; t < width; ++t)
+      for (int64_t j = 0; j < n; ++j) out[t * n + j] = columns[j * block_width + t];
+  });
+}
+
 void strided_softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log) {
   const int64_t blocks_per_slice = (inner + block_width - 1) / block_width;
   const int64_t blocks = outer * blocks_per_slice;

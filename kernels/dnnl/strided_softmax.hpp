@@ -11,4 +11,13 @@ namespace troupe::kernels::onednn {
 /// x and y may be the same array. Spread over the calling thread's OpenMP team.
 void strided_softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log);
 
+/// The longest rows short_rows_softmax() takes.
+inline constexpr int64_t max_short_row = 32;
+
+/// y = softmax (or log-softmax) of each of `rows` contiguous rows of n <= max_short_row elements
+/// of x (the last axis), where oneDNN's kernel spends most of a row's time entering and leaving
+/// it: blocks of rows are transposed so that the rows are vector lanes. x and y may be the same
+/// array. Spread over the calling thread's OpenMP team.
+void short_rows_softmax(const float* x, float* y, int64_t rows, int64_t n, bool log);
+
 }  // namespace troupe::kernels::onednn

@@ -520,6 +520,38 @@ std::vector<Case> strided_softmax_cases(Rng& rng) {
   return cases;
 }
 
+// The last axis of at most 32 elements, at least 16 rows (attention over few tokens: AutoInt's
+// fields, TNT's pixels): whole blocks of 64 rows and a partial one, one element, values near 1e5,
+// masked entries.
+std::vector<Case> short_rows_softmax_cases(Rng& rng) {
+  const std::vector<std::pair<ints, int64_t>> shapes = {
+      {{2, 256, 20, 20}, -1}, {{100, 4, 16, 16}, 3}, {{70, 32}, 1},  {{16, 1}, -1},
+      {{3, 47, 5}, 2},        {{4, 9, 13}, -1},      {{129, 31}, -1}};
+  std::vector<Case> cases;
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (const auto& [dims, axis] : shapes) {
+      Case c;
+      Attributes attrs;
+      attrs.set("axis", axis);
+      c.node = make_node(op, attrs);
+      const bool large = dims[0] == 4;
+      Tensor x = large ? rng.tensor(dims, 1e5 - 10, 1e5 + 10) : rng.tensor(dims, -8, 8);
+      if (std::string(op) == "Softmax" && dims.back() > 1) {
+        // Masked entries, never a whole row.
+        float* p = x.data<float>();
+        for (int64_t i = 1; i < x.size(); i += 7)
+          if (i % dims.back() != 0) p[i] = -std::numeric_limits<float>::infinity();
+      }
+      c.inputs = {x};
+      c.constant = {false};
+      c.tolerance = {1e-5, 1e-5};
+      c.implementation = "dnnl:short_rows_softmax";
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
 std::vector<Case> matmul_cases(Rng& rng) {
   std::vector<Case> cases;
   for (int k = 0; k < 40; ++k) {
@@ -1569,6 +1601,41 @@ std::vector<Case> pooling_cases(Rng& rng) {
   return cases;
 }
 
+// Global pooling of laid-out f32 runs troupe's loop over rows of lanes: blocks of 16 and 8,
+// channels-last rows of 16-lane groups, 8 lanes and single ones (45 = 16 + 16 + 8 + 5), fewer
+// positions than the loop's four accumulators, 1-D to 3-D; the output plain or laid out.
+std::vector<Case> laid_out_global_pooling_cases(Rng& rng) {
+  struct Shape_ {
+    ints dims;
+    TensorLayout layout;
+  };
+  const std::vector<Shape_> shapes = {{{1, 1024, 1024}, TensorLayout::blocked(16)},
+                                      {{2, 32, 7, 7}, TensorLayout::blocked(16)},
+                                      {{1, 16, 3}, TensorLayout::blocked(16)},
+                                      {{2, 24, 5, 1}, TensorLayout::blocked(8)},
+                                      {{1, 16, 2, 3, 4}, TensorLayout::blocked(8)},
+                                      {{2, 45, 6, 6}, TensorLayout::channels_last_order()},
+                                      {{1, 64, 1}, TensorLayout::channels_last_order()},
+                                      {{3, 5, 9}, TensorLayout::channels_last_order()}};
+  std::vector<Case> cases;
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"})
+    for (const Shape_& shape : shapes)
+      for (const bool plain_output : {true, false}) {
+        Case c;
+        c.node = make_node(op);
+        c.inputs = {rng.tensor(shape.dims, -3, 3)};
+        c.constant = {false};
+        c.input_layouts = {shape.layout};
+        if (!plain_output) c.output_layout = shape.layout;
+        c.tolerance = {1e-5, 1e-5};
+        c.implementation =
+            std::string("dnnl:") +
+            (std::string(op) == "GlobalMaxPool" ? "global_max_rows" : "global_mean_rows");
+        cases.push_back(c);
+      }
+  return cases;
+}
+
 std::vector<Case> normalization_cases(Rng& rng) {
   std::vector<Case> cases;
   for (int k = 0; k < 20; ++k) {
@@ -2606,6 +2673,16 @@ TEST(BackendConsistency, Softmax) {
 TEST(BackendConsistency, SoftmaxAlongAnInnerAxisRunsTheStridedLoop) {
   Rng rng(base_seed() + 73);
   run_family("strided softmax", strided_softmax_cases(rng));
+}
+
+TEST(BackendConsistency, SoftmaxOfShortRowsRunsTheTransposedBlocks) {
+  Rng rng(base_seed() + 97);
+  run_family("short-row softmax", short_rows_softmax_cases(rng));
+}
+
+TEST(BackendConsistency, LaidOutGlobalPoolingRunsTheLaneLoop) {
+  Rng rng(base_seed() + 98);
+  run_family("laid-out global pooling", laid_out_global_pooling_cases(rng));
 }
 
 TEST(BackendConsistency, MatMulAndGemm) {
