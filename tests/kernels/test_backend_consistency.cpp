@@ -486,14 +486,12 @@ std::vector<Case> softmax_cases(Rng& rng) {
   return cases;
 }
 
-// Along an axis that is not the innermost, where oneDNN 2.6 has only its reference
-// implementation: troupe's strided loop, with blocks of columns cut short at the end of a row,
-// the outer slices spread over threads, masked (-inf) entries, and inputs near 1e5 (where
-// LogSoftmax must subtract the maximum before the log of the sum).
-std::vector<Case> strided_softmax_cases(Rng& rng) {
-  const std::vector<std::pair<ints, int64_t>> shapes = {
-      {{1, 16, 4, 8400}, 1}, {{2, 16, 3, 200}, 1}, {{3, 1000, 70}, 1}, {{1, 7, 1, 65}, 1},
-      {{5, 2, 64}, 1},       {{4, 9, 130}, 0},     {{2, 3, 33, 5}, 2}, {{6, 40, 1, 1, 3}, -4}};
+// Softmax and LogSoftmax over `shapes` (dims, axis), run by `implementation`: values near 1e5
+// where dims[0] is 4 (adding log(sum) to the maximum first was 2e-3 off there), masked (-inf)
+// entries in the Softmax cases, never a whole row along the axis (its softmax is NaN either way;
+// `last_axis`: the rows are the last axis, whose first element stays unmasked).
+std::vector<Case> softmax_cases_on(Rng& rng, const std::vector<std::pair<ints, int64_t>>& shapes,
+                                   const std::string& implementation, bool last_axis) {
   std::vector<Case> cases;
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     for (const auto& [dims, axis] : shapes) {
@@ -501,55 +499,52 @@ std::vector<Case> strided_softmax_cases(Rng& rng) {
       Attributes attrs;
       attrs.set("axis", axis);
       c.node = make_node(op, attrs);
-      // The {4, 9, 130} case: values near 1e5, where adding log(sum) to the maximum first was
-      // 2e-3 off.
       const bool large = dims[0] == 4;
       Tensor x = large ? rng.tensor(dims, 1e5 - 10, 1e5 + 10) : rng.tensor(dims, -8, 8);
-      if (std::string(op) == "Softmax") {
-        // Masked entries, never a whole column (its softmax is NaN either way).
+      if (std::string(op) == "Softmax" && (!last_axis || dims.back() > 1)) {
         float* p = x.data<float>();
-        for (int64_t i = 1; i < x.size(); i += 7) p[i] = -std::numeric_limits<float>::infinity();
+        for (int64_t i = 1; i < x.size(); i += 7)
+          if (!last_axis || i % dims.back() != 0) p[i] = -std::numeric_limits<float>::infinity();
       }
       c.inputs = {x};
       c.constant = {false};
       c.tolerance = {1e-5, 1e-5};
-      c.implementation = "dnnl:strided_softmax";
+      c.implementation = implementation;
       cases.push_back(c);
     }
   }
   return cases;
 }
 
+// Along an axis that is not the innermost, where oneDNN 2.6 has only its reference
+// implementation: troupe's strided loop, with blocks of columns cut short at the end of a row,
+// the outer slices spread over threads, masked (-inf) entries, and inputs near 1e5 (where
+// LogSoftmax must subtract the maximum before the log of the sum).
+std::vector<Case> strided_softmax_cases(Rng& rng) {
+  return softmax_cases_on(rng,
+                          {{{1, 16, 4, 8400}, 1},
+                           {{2, 16, 3, 200}, 1},
+                           {{3, 1000, 70}, 1},
+                           {{1, 7, 1, 65}, 1},
+                           {{5, 2, 64}, 1},
+                           {{4, 9, 130}, 0},
+                           {{2, 3, 33, 5}, 2},
+                           {{6, 40, 1, 1, 3}, -4}},
+                          "dnnl:strided_softmax", false);
+}
+
 // The last axis of at most 32 elements, at least 16 rows (attention over few tokens: AutoInt's
-// fields, TNT's pixels): whole blocks of 64 rows and a partial one, one element, values near 1e5,
-// masked entries.
+// fields, TNT's pixels): whole blocks of 64 rows and a partial one, one element.
 std::vector<Case> short_rows_softmax_cases(Rng& rng) {
-  const std::vector<std::pair<ints, int64_t>> shapes = {
-      {{2, 256, 20, 20}, -1}, {{100, 4, 16, 16}, 3}, {{70, 32}, 1},  {{16, 1}, -1},
-      {{3, 47, 5}, 2},        {{4, 9, 13}, -1},      {{129, 31}, -1}};
-  std::vector<Case> cases;
-  for (const char* op : {"Softmax", "LogSoftmax"}) {
-    for (const auto& [dims, axis] : shapes) {
-      Case c;
-      Attributes attrs;
-      attrs.set("axis", axis);
-      c.node = make_node(op, attrs);
-      const bool large = dims[0] == 4;
-      Tensor x = large ? rng.tensor(dims, 1e5 - 10, 1e5 + 10) : rng.tensor(dims, -8, 8);
-      if (std::string(op) == "Softmax" && dims.back() > 1) {
-        // Masked entries, never a whole row.
-        float* p = x.data<float>();
-        for (int64_t i = 1; i < x.size(); i += 7)
-          if (i % dims.back() != 0) p[i] = -std::numeric_limits<float>::infinity();
-      }
-      c.inputs = {x};
-      c.constant = {false};
-      c.tolerance = {1e-5, 1e-5};
-      c.implementation = "dnnl:short_rows_softmax";
-      cases.push_back(c);
-    }
-  }
-  return cases;
+  return softmax_cases_on(rng,
+                          {{{2, 256, 20, 20}, -1},
+                           {{100, 4, 16, 16}, 3},
+                           {{70, 32}, 1},
+                           {{16, 1}, -1},
+                           {{3, 47, 5}, 2},
+                           {{4, 9, 13}, -1},
+                           {{129, 31}, -1}},
+                          "dnnl:short_rows_softmax", true);
 }
 
 std::vector<Case> matmul_cases(Rng& rng) {
