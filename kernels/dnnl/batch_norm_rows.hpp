@@ -1,7 +1,7 @@
 #pragma once
 
-// Inference-mode BatchNormalization of plain f32 tensors that are not 4-D (1-D convolution
-// nets, BatchNorm1d over features, 3-D convolutions) on troupe's own row loops
+// Inference-mode BatchNormalization of plain f32 tensors (1-D convolution nets, BatchNorm1d over
+// features, 3-D convolutions, and images that stay plain) on troupe's own row loops
 // (batch_norm_rows.cpp); the BatchNormalization factory tries it first.
 
 #include <memory>

@@ -726,6 +726,45 @@ TEST(LayoutAssignment, AMaximumOverAConvolutionsPointsReadsItsLayout) {
   EXPECT_EQ(ops.at("token_max"), "ReduceMax");
 }
 
+// CondenseNet's learned group convolution: a Gather picks input channels (plain only), a
+// BatchNormalization and Relu follow, then a grouped convolution in the activation layout. The
+// normalization reads the plain channels and writes the convolution's layout: it runs oneDNN's
+// vectorized kernel in that layout after reordering its source, not the ncsp kernel. One whose
+// reader is plain too (Sin) runs troupe's row loops.
+TEST(LayoutAssignment, ANormalizationOfPlainChannelsRunsInItsReadersLayout) {
+  ModelBuilder b("learned_groups");
+  auto x = b.input("x", ElementType::f32, {1, 32, 20, 20});
+  auto picked =
+      b.op("Gather",
+           {x, b.constant("channels", Tensor::from_vector<int64_t>(
+                                          {16}, {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3}))},
+           {{"axis", int64_t{1}}}, "pick");
+  auto norm = [&](ValueId in, const std::string& name, unsigned seed) {
+    return b.op("BatchNormalization",
+                {in, b.constant(name + "_scale", random_tensor({16}, seed, 0.5f, 2)),
+                 b.constant(name + "_shift", random_tensor({16}, seed + 1)),
+                 b.constant(name + "_mean", random_tensor({16}, seed + 2)),
+                 b.constant(name + "_var", random_tensor({16}, seed + 3, 0.1f, 2))},
+                {}, name);
+  };
+  auto relu = b.op("Relu", {norm(picked, "norm", 90)}, {}, "relu");
+  b.output(conv(b, relu, 16, 32, 3, 95, "c"), "y");
+  b.output(b.op("Sin", {norm(picked, "plain_norm", 96)}, {}, "sin"), "z");
+  auto model = b.build();
+
+  const auto inputs = inputs_for(*model, 6);
+  const Outcome plain = run_all(model, {{props::disable_transformations, true}}, inputs);
+  const Outcome laid_out = run_all(model, {}, inputs);
+  expect_same_outputs(laid_out, plain);
+  const auto layouts = layouts_by_node(*laid_out.runtime);
+  const auto implementations = implementations_by_node(*laid_out.runtime);
+  EXPECT_THAT(layouts.at("c"), ::testing::MatchesRegex(kActivationLayout));
+  EXPECT_EQ(layouts.at("norm"), layouts.at("c"));
+  EXPECT_THAT(implementations.at("norm"), ::testing::HasSubstr("bnorm_jit"));
+  EXPECT_EQ(layouts.at("plain_norm"), "plain");
+  EXPECT_EQ(implementations.at("plain_norm"), "dnnl:batch_norm_rows");
+}
+
 // A DenseNet block: each layer normalizes the join of all earlier features (BatchNormalization,
 // Relu: no convolution before to fold them into; the Relu goes into the normalization) before its
 // convolution. The joins and the normalizations keep the activation layout, so no reorder runs
