@@ -235,7 +235,8 @@ TEST(OnnxControlFlow, AnIfOnAShapeKnownAtCompileTimeIsItsBranch) {
     EXPECT_EQ(y.shape(), middle == 1 ? Shape({2, 3}) : Shape({2, middle, 3}));
     EXPECT_EQ(y.to_vector<float>(), expected);
     // A dynamic graph's nodes read "dynamic" before a run and "data-dependent" after.
-    for (const Node& node : compiled.runtime_model()->nodes()) {
+    const auto runtime = compiled.runtime_model();
+    for (const Node& node : runtime->nodes()) {
       EXPECT_NE(node.op_type, "If") << node.name;
       const std::string implementation = node.attributes.get_string_or("implementation", "");
       EXPECT_NE(implementation, "dynamic") << node.name;
