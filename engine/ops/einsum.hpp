@@ -29,6 +29,11 @@ inline int letter_label(char c) {
   return -1;
 }
 
+// Whether `labels` (an operand's or the output's) holds `label`.
+inline bool has_label(const std::vector<int>& labels, int label) {
+  return std::find(labels.begin(), labels.end(), label) != labels.end();
+}
+
 inline std::string label_name(int label) {
   if (label >= ellipsis_label) return "...";
   return std::string(1, static_cast<char>(label < 26 ? 'A' + label : 'a' + (label - 26)));

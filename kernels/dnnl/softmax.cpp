@@ -1,6 +1,7 @@
 // Softmax and LogSoftmax (opset 13 semantics: normalized along one axis, default -1) on oneDNN's
 // softmax_v2 primitive, or, along an inner axis where oneDNN would run its reference
-// implementation, on troupe's own strided loop (strided_softmax.hpp).
+// implementation, and along last axes of at most 32 elements, on troupe's own loops
+// (strided_softmax.hpp).
 #include <functional>
 #include <numeric>
 
@@ -27,20 +28,20 @@ class SoftmaxKernel final : public SrcDstKernel {
     const int64_t rank = static_cast<int64_t>(inputs[0].rank());
     if (rank == 0 || axis_ < -rank || axis_ >= rank) return false;
     const int axis = static_cast<int>(axis_ < 0 ? axis_ + rank : axis_);
-    dnnl::memory::desc md = plain_f32(to_dims(inputs[0]));
-    dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_, md, md,
-                                        axis);
-    dnnl::softmax_v2_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
     const std::vector<int64_t>& dims = inputs[0].dims();
     outer_ = std::accumulate(dims.begin(), dims.begin() + axis, int64_t{1}, std::multiplies<>());
     axis_size_ = dims[axis];
     inner_ = std::accumulate(dims.begin() + axis + 1, dims.end(), int64_t{1}, std::multiplies<>());
-    strided_ = is_reference(pd) && inner_ > 1;
     short_rows_ = inner_ == 1 && axis_size_ <= max_short_row && outer_ >= 16;
     if (short_rows_) {
       set_impl("short_rows_softmax");
       return true;
     }
+    dnnl::memory::desc md = plain_f32(to_dims(inputs[0]));
+    dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm_, md, md,
+                                        axis);
+    dnnl::softmax_v2_forward::primitive_desc pd(desc, primitive_attributes(), cpu_engine());
+    strided_ = is_reference(pd) && inner_ > 1;
     if (!strided_) return adopt<dnnl::softmax_v2_forward>(pd, md, md);
     set_impl("strided_softmax");
     return true;

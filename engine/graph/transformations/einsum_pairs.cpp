@@ -29,10 +29,6 @@ struct Operand {
   ValueId value;
 };
 
-bool has(const std::vector<int>& labels, int label) {
-  return std::find(labels.begin(), labels.end(), label) != labels.end();
-}
-
 std::string letters(const std::vector<int>& labels) {
   std::string text;
   for (int label : labels) text += einsum::label_name(label);
@@ -44,18 +40,20 @@ std::string letters(const std::vector<int>& labels) {
 std::vector<int> kept_labels(const std::vector<Operand>& operands, size_t a, size_t b,
                              const std::vector<int>& output) {
   auto needed = [&](int label) {
-    if (has(output, label)) return true;
+    if (einsum::has_label(output, label)) return true;
     for (size_t k = 0; k < operands.size(); ++k)
-      if (k != a && k != b && has(operands[k].labels, label)) return true;
+      if (k != a && k != b && einsum::has_label(operands[k].labels, label)) return true;
     return false;
   };
   std::vector<int> kept;
   for (int label : output)
-    if ((has(operands[a].labels, label) || has(operands[b].labels, label)) && !has(kept, label))
+    if ((einsum::has_label(operands[a].labels, label) ||
+         einsum::has_label(operands[b].labels, label)) &&
+        !einsum::has_label(kept, label))
       kept.push_back(label);
   for (const std::vector<int>* labels : {&operands[a].labels, &operands[b].labels})
     for (int label : *labels)
-      if (needed(label) && !has(kept, label)) kept.push_back(label);
+      if (needed(label) && !einsum::has_label(kept, label)) kept.push_back(label);
   return kept;
 }
 
@@ -98,7 +96,7 @@ size_t contract_einsums_in_pairs(Model& model) {
         for (size_t b = a + 1; b < operands.size(); ++b) {
           std::vector<int> all = operands[a].labels;
           for (int label : operands[b].labels)
-            if (!has(all, label)) all.push_back(label);
+            if (!einsum::has_label(all, label)) all.push_back(label);
           const double result = extent(kept_labels(operands, a, b, eq.output));
           const double cost = extent(all);
           if (result < best_size || (result == best_size && cost < best_cost)) {

@@ -22,10 +22,6 @@ namespace troupe::transformations {
 
 namespace {
 
-bool holds(const std::vector<int>& labels, int label) {
-  return std::find(labels.begin(), labels.end(), label) != labels.end();
-}
-
 // The positions of `labels` in `order`.
 std::vector<int64_t> positions_in(const std::vector<int>& labels, const std::vector<int>& order) {
   std::vector<int64_t> at;
@@ -38,7 +34,7 @@ std::vector<int64_t> positions_in(const std::vector<int>& labels, const std::vec
 std::vector<int> labels_without(const std::vector<int>& order, const std::vector<int>& dropped) {
   std::vector<int> kept;
   for (int label : order)
-    if (!holds(dropped, label)) kept.push_back(label);
+    if (!einsum::has_label(dropped, label)) kept.push_back(label);
   return kept;
 }
 
@@ -70,13 +66,16 @@ size_t multiply_einsums_elementwise(Model& model) {
     std::vector<int> contracted;
     bool kept_alone = false;  // a label of one operand only, kept in the output
     for (int label : la) {
-      if (holds(lb, label) && !holds(out, label)) contracted.push_back(label);
-      if (!holds(lb, label) && !holds(out, label)) return false;  // summed within A alone
-      if (!holds(lb, label)) kept_alone = true;
+      if (einsum::has_label(lb, label) && !einsum::has_label(out, label))
+        contracted.push_back(label);
+      if (!einsum::has_label(lb, label) && !einsum::has_label(out, label))
+        return false;  // summed within A alone
+      if (!einsum::has_label(lb, label)) kept_alone = true;
     }
     for (int label : lb) {
-      if (!holds(la, label) && !holds(out, label)) return false;  // summed within B alone
-      if (!holds(la, label)) kept_alone = true;
+      if (!einsum::has_label(la, label) && !einsum::has_label(out, label))
+        return false;  // summed within B alone
+      if (!einsum::has_label(la, label)) kept_alone = true;
     }
     // A matrix product with K > 1 and M or N > 1 stays one.
     if (!contracted.empty() && kept_alone) return false;
@@ -96,10 +95,10 @@ size_t multiply_einsums_elementwise(Model& model) {
     for (int label : contracted) candidates[0].push_back(label);
     candidates[1] = la;
     for (int label : lb)
-      if (!holds(la, label)) candidates[1].push_back(label);
+      if (!einsum::has_label(la, label)) candidates[1].push_back(label);
     candidates[2] = lb;
     for (int label : la)
-      if (!holds(lb, label)) candidates[2].push_back(label);
+      if (!einsum::has_label(lb, label)) candidates[2].push_back(label);
     std::vector<int> order;
     double best = -1;
     for (const std::vector<int>& candidate : candidates) {
@@ -138,7 +137,7 @@ size_t multiply_einsums_elementwise(Model& model) {
       }
       std::vector<int64_t> missing;
       for (size_t p = 0; p < order.size(); ++p)
-        if (!holds(labels, order[p])) missing.push_back(static_cast<int64_t>(p));
+        if (!einsum::has_label(labels, order[p])) missing.push_back(static_cast<int64_t>(p));
       if (missing.empty()) return operand;
       const ValueId widened = value("/" + side + "_widened");
       nodes.push_back(Node{base + "/" + side + "_unsqueeze",

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,52 @@ inline std::vector<int> count_uses(const Model& model) {
 
 inline bool is_model_output(const Model& model, ValueId id) {
   return std::find(model.outputs().begin(), model.outputs().end(), id) != model.outputs().end();
+}
+
+// The values of input i of `node` when it is an integer (i64 or i32) constant.
+inline std::optional<std::vector<int64_t>> constant_ints(const Model& model, const Node& node,
+                                                         size_t i) {
+  if (i >= node.inputs.size() || node.inputs[i] == no_value || !model.is_constant(node.inputs[i]))
+    return std::nullopt;
+  const Tensor& t = model.constants().at(node.inputs[i]);
+  if (t.element_type() == ElementType::i64) return t.contiguous().to_vector<int64_t>();
+  if (t.element_type() != ElementType::i32) return std::nullopt;
+  const std::vector<int32_t> narrow = t.contiguous().to_vector<int32_t>();
+  return std::vector<int64_t>(narrow.begin(), narrow.end());
+}
+
+// A Slice's bounds as written: attributes in opsets 1-9, constant inputs since. `axes` and
+// `steps` are empty where the node gives none (every axis from the first; steps of 1).
+struct SliceParameters {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+
+// A Slice's parameters, or nullopt where one is computed at run time or their counts disagree.
+inline std::optional<SliceParameters> slice_parameters(const Model& model, const Node& node) {
+  if (node.op_type != "Slice" || node.inputs.empty()) return std::nullopt;
+  SliceParameters p;
+  if (node.attributes.has("starts")) {
+    p.starts = node.attributes.get_ints_or("starts", {});
+    p.ends = node.attributes.get_ints_or("ends", {});
+    p.axes = node.attributes.get_ints_or("axes", {});
+  } else {
+    const auto starts = constant_ints(model, node, 1);
+    const auto ends = constant_ints(model, node, 2);
+    if (!starts || !ends) return std::nullopt;
+    p.starts = *starts;
+    p.ends = *ends;
+    for (size_t i : {size_t{3}, size_t{4}}) {
+      if (i >= node.inputs.size() || node.inputs[i] == no_value) continue;
+      const auto given = constant_ints(model, node, i);
+      if (!given) return std::nullopt;
+      (i == 3 ? p.axes : p.steps) = *given;
+    }
+  }
+  const size_t n = p.starts.size();
+  if (p.ends.size() != n || (!p.axes.empty() && p.axes.size() != n) ||
+      (!p.steps.empty() && p.steps.size() != n))
+    return std::nullopt;
+  return p;
 }
 
 // Per value: index of the node that reads it when exactly one node input does, else -1.

@@ -35,44 +35,20 @@ bool identity_dropout(const Model& model, const Node& node) {
   return ratio && ratio->value_at(0) == 0;
 }
 
-// The values of input i when it is an integer constant.
-std::optional<std::vector<int64_t>> constant_ints(const Model& model, const Node& node, size_t i) {
-  if (i >= node.inputs.size() || node.inputs[i] == no_value || !model.is_constant(node.inputs[i]))
-    return std::nullopt;
-  const Tensor& t = model.constants().at(node.inputs[i]);
-  if (t.element_type() != ElementType::i64 && t.element_type() != ElementType::i32)
-    return std::nullopt;
-  if (t.element_type() == ElementType::i64) return t.to_vector<int64_t>();
-  const std::vector<int32_t> narrow = t.to_vector<int32_t>();
-  return std::vector<int64_t>(narrow.begin(), narrow.end());
-}
-
 // Whether a Slice keeps all of its input: on every sliced axis (of static size) from the start
 // to the end in steps of 1, its bounds clamped as Slice clamps them.
 bool keeps_everything(const Model& model, const Node& node) {
   const Shape& shape = model.value(node.inputs[0]).shape;
-  std::optional<std::vector<int64_t>> starts, ends, axes, steps;
-  if (node.attributes.has("starts")) {  // opsets 1-9: attributes
-    starts = node.attributes.get_ints_or("starts", {});
-    ends = node.attributes.get_ints_or("ends", {});
-    if (node.attributes.has("axes")) axes = node.attributes.get_ints_or("axes", {});
-  } else {
-    starts = constant_ints(model, node, 1);
-    ends = constant_ints(model, node, 2);
-    const bool has_axes = node.inputs.size() > 3 && node.inputs[3] != no_value;
-    const bool has_steps = node.inputs.size() > 4 && node.inputs[4] != no_value;
-    if (has_axes && !(axes = constant_ints(model, node, 3))) return false;
-    if (has_steps && !(steps = constant_ints(model, node, 4))) return false;
-  }
-  if (!starts || !ends || starts->size() != ends->size() || shape.rank() == 0) return false;
+  const std::optional<SliceParameters> p = slice_parameters(model, node);
+  if (!p || shape.rank() == 0) return false;
   const auto rank = static_cast<int64_t>(shape.rank());
-  for (size_t k = 0; k < starts->size(); ++k) {
-    int64_t axis = axes ? (k < axes->size() ? (*axes)[k] : rank) : static_cast<int64_t>(k);
+  for (size_t k = 0; k < p->starts.size(); ++k) {
+    int64_t axis = p->axes.empty() ? static_cast<int64_t>(k) : p->axes[k];
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return false;
     const int64_t dim = shape[static_cast<size_t>(axis)];
-    if (dim == Shape::dynamic || (steps && (k >= steps->size() || (*steps)[k] != 1))) return false;
-    int64_t start = (*starts)[k], end = (*ends)[k];
+    if (dim == Shape::dynamic || (!p->steps.empty() && p->steps[k] != 1)) return false;
+    int64_t start = p->starts[k], end = p->ends[k];
     if (start < 0) start += dim;
     if (end < 0) end += dim;
     if (start > 0 || end < dim) return false;

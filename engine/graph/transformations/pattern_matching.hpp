@@ -110,10 +110,9 @@ inline std::optional<std::vector<int64_t>> reduction_axes(const Model& model, co
   if (node.attributes.has("axes")) {
     axes = node.attributes.get_ints("axes");
   } else if (node.inputs.size() > 1 && node.inputs[1] != no_value) {
-    if (!model.is_constant(node.inputs[1])) return std::nullopt;
-    const Tensor& t = model.constants().at(node.inputs[1]);
-    if (t.element_type() != ElementType::i64) return std::nullopt;
-    axes = t.contiguous().to_vector<int64_t>();
+    const auto given = constant_ints(model, node, 1);
+    if (!given) return std::nullopt;
+    axes = *given;
   }
   if (axes.empty()) return std::nullopt;
   for (int64_t& a : axes) {

@@ -18,18 +18,16 @@ namespace troupe::transformations {
 
 namespace {
 
-// Whether `value` is a convolution's output, maybe through element-wise activations.
+// Whether `value` is a convolution's output, maybe through activations the post-op fusion would
+// fold into it.
 bool written_by_convolution(const Model& model, const std::vector<int>& producer, ValueId value) {
-  static const std::vector<std::string> activations = {
-      "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSwish", "Swish", "Mish", "Gelu", "Elu"};
   for (int hop = 0; hop < 4 && value != no_value; ++hop) {
     const int p = producer[static_cast<size_t>(value)];
     if (p < 0) return false;
     const Node& node = model.nodes()[static_cast<size_t>(p)];
     if (node.op_type == "Conv") return true;
-    if (std::find(activations.begin(), activations.end(), node.op_type) == activations.end())
-      return false;
-    value = node.inputs.empty() ? no_value : node.inputs[0];
+    if (node.inputs.empty() || !fused_activation_of(model, node, node.inputs[0])) return false;
+    value = node.inputs[0];
   }
   return false;
 }

@@ -20,43 +20,19 @@ namespace troupe::transformations {
 
 namespace {
 
-// The values of a constant int64 (or int32) tensor, or nullopt.
-std::optional<std::vector<int64_t>> int_constant(const Model& model, ValueId id) {
-  if (id == no_value || !model.is_constant(id)) return std::nullopt;
-  const Tensor& t = model.constants().at(id);
-  if (t.element_type() != ElementType::i64 && t.element_type() != ElementType::i32)
-    return std::nullopt;
-  std::vector<int64_t> values;
-  for (int64_t i = 0; i < t.size(); ++i) values.push_back(static_cast<int64_t>(t.value_at(i)));
-  return values;
-}
-
 // The end of the prefix a Slice takes along `axis` of its rank-`rank` data (start 0, step 1,
 // constant), or nullopt when it takes something else or the axis is not sliced.
 std::optional<int64_t> prefix_end(const Model& model, const Node& slice, int64_t axis,
                                   int64_t rank) {
-  if (slice.op_type != "Slice" || slice.inputs.size() < 3) return std::nullopt;
-  const auto starts = int_constant(model, slice.inputs[1]);
-  const auto ends = int_constant(model, slice.inputs[2]);
-  if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
-  std::vector<int64_t> axes;
-  if (slice.inputs.size() > 3 && slice.inputs[3] != no_value) {
-    const auto given = int_constant(model, slice.inputs[3]);
-    if (!given || given->size() != starts->size()) return std::nullopt;
-    axes = *given;
-  } else {
-    for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  std::optional<std::vector<int64_t>> steps;
-  if (slice.inputs.size() > 4 && slice.inputs[4] != no_value) {
-    steps = int_constant(model, slice.inputs[4]);
-    if (!steps || steps->size() != starts->size()) return std::nullopt;
-  }
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+  const std::optional<SliceParameters> p = slice_parameters(model, slice);
+  if (!p) return std::nullopt;
+  for (size_t i = 0; i < p->starts.size(); ++i) {
+    int64_t a = p->axes.empty() ? static_cast<int64_t>(i) : p->axes[i];
+    if (a < 0) a += rank;
     if (a != axis) continue;
-    if ((*starts)[i] != 0 || (steps && (*steps)[i] != 1) || (*ends)[i] <= 0) return std::nullopt;
-    return (*ends)[i];
+    if (p->starts[i] != 0 || (!p->steps.empty() && p->steps[i] != 1) || p->ends[i] <= 0)
+      return std::nullopt;
+    return p->ends[i];
   }
   return std::nullopt;
 }
@@ -87,7 +63,7 @@ size_t shorten_sorted_prefixes(Model& model) {
         longest = std::max(longest, std::min(*end, std::numeric_limits<int64_t>::max() / 2));
       }
     }
-    const auto k = int_constant(model, node.inputs[1]);
+    const auto k = constant_ints(model, node, 1);
     if (longest == 0 || (k && (k->size() != 1 || (*k)[0] <= longest))) return false;
     const ValueId prefix = model.add_constant(unique_value_name(model, node.name + "/prefix"),
                                               int64_tensor({longest}));
